@@ -1,0 +1,115 @@
+/*
+** eval/: tensors, strided views and kernels; the built-in evaluator.
+**
+** A tensor is element type + shape + byte strides + a pointer into a refcounted
+** buffer. Stride 0 is a broadcast. Reshape of a contiguous tensor, Expand,
+** Squeeze/Unsqueeze and Tile are views (no copy): Tile(x, r) is the rank-2N view
+** where output axis i splits into (r_i, d_i) with byte strides (0, stride_i).
+** A view is materialized only when something needs contiguous memory.
+*/
+#ifndef TILEOPT_EVAL_H
+#define TILEOPT_EVAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+
+#define TENSOR_MAX_RANK 64
+
+typedef struct tbuf tbuf; /* refcounted storage; strings: graph_bytes + their bytes */
+
+typedef struct tensor {
+    int32_t elem;                       /* TensorProto.DataType */
+    int32_t rank;                       /* logical rank (dims as ONNX sees them) */
+    int64_t dims[TENSOR_MAX_RANK];
+    /* The storage layout: vrank axes with byte strides. For an ordinary tensor
+    ** vrank == rank and vdims == dims. A Tile view has vrank == 2*rank, axis i
+    ** of the logical shape being (vdims[2i], vdims[2i+1]) row-major. */
+    int32_t vrank;
+    int64_t vdims[2 * TENSOR_MAX_RANK];
+    int64_t vstrides[2 * TENSOR_MAX_RANK]; /* bytes */
+    uint8_t *data;                      /* first element */
+    tbuf *buf;                          /* owner (NULL: borrowed, e.g. an initializer) */
+    const char *name;
+} tensor;
+
+/* Limits and accounting for one evaluation. */
+typedef struct eval_limits {
+    uint64_t max_tensor_bytes;
+    uint64_t max_total_bytes;
+    uint32_t max_depth;
+} eval_limits;
+void eval_limits_default(eval_limits *lim);
+
+/* ------------------------------------------------------------- tensors */
+
+/* New contiguous tensor (data zeroed). Checks the size product for overflow and
+** against lim (NULL: defaults). */
+int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+               tensor **out, errbuf *err);
+tensor *tensor_ref(tensor *t);          /* a new handle sharing storage */
+void tensor_free(tensor *t);
+bool tensor_is_contiguous(const tensor *t);
+/* Contiguous tensor with the same values (t itself, referenced, when already so). */
+int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *err);
+uint64_t tensor_numel(const tensor *t);
+uint64_t tensor_nbytes(const tensor *t);   /* numel * element size */
+/* Values of a 0-D/1-D integer tensor (any int type) as int64; false if not ints. */
+bool tensor_to_i64(const tensor *t, int64_t *out, size_t cap, size_t *count);
+
+/* TensorProto <-> tensor (every storage form, external data included). */
+int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_limits *lim,
+                      tensor **out, errbuf *err);
+Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tensor *t,
+                                   errbuf *err);
+/* Serialized TensorProto bytes (test-data .pb files), malloc'd. */
+int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor **out,
+                  errbuf *err);
+int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
+                  errbuf *err);
+
+/* --------------------------------------------------------------- views */
+
+/* Tile as a view: never copies. repeats has one entry per axis (strict ONNX). */
+int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+              tensor **out, errbuf *err);
+int view_expand(tensor *x, const int64_t *shape, size_t n, tensor **out, errbuf *err);
+int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_limits *lim,
+                 tensor **out, errbuf *err);
+
+/* --------------------------------------------------------------- kernels */
+
+/* Materialized Tile (Tile-6/13 semantics), any element type: the fast kernel. */
+int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+                tensor **out, errbuf *err);
+/* Tile-1 (opsets 1-5): repeats = 1 except repeats[axis] = tiles. */
+int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits *lim,
+                 tensor **out, errbuf *err);
+
+/* -------------------------------------------------------------- evaluator */
+
+/* Does the evaluator implement this op (default domain) at this opset? */
+bool eval_supports(const char *op_type, int64_t opset);
+
+/*
+** Evaluate one node of g given its input tensors (NULL for absent optional
+** inputs); fills outputs[0..n_output). Used by the fold pass. Subgraph-bearing
+** nodes (If/Loop) read outer-scope values through `scope` (may be NULL).
+*/
+typedef struct eval_scope eval_scope;
+int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
+              tensor **outputs, size_t n_outputs, const eval_limits *lim,
+              eval_scope *scope, errbuf *err);
+
+/* Run a whole graph: inputs bind in order to graph inputs that have no
+** initializer. Intermediates are freed after their last use. */
+int eval_graph(graph_model *m, tensor *const *inputs, size_t n_inputs, tensor ***outputs,
+               size_t *n_outputs, const eval_limits *lim, errbuf *err);
+
+/* Ops used in the model (recursively) that the evaluator lacks, as a
+** comma-separated list into buf; returns the count. */
+size_t eval_missing_ops(graph_model *m, char *buf, size_t cap);
+
+#endif

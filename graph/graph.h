@@ -1,0 +1,237 @@
+/*
+** graph/: load, save, index and mutate ONNX models. This is the only layer that
+** touches protobuf-c. The protobuf-c structs stay the storage (so nothing the
+** passes do not touch is lost); the index adds name lookups, producers, consumers,
+** types and shapes on top of them.
+**
+** Memory: everything a model holds (the unpacked protobuf, index, names, new nodes
+** and initializers) lives in the model's arena and is released with the model.
+** Nothing here is freed piecemeal.
+*/
+#ifndef TILEOPT_GRAPH_H
+#define TILEOPT_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/arena.h"
+#include "graph/dtype.h"
+#include "graph/err.h"
+#include "onnx.pb-c.h"
+
+typedef struct graph graph;
+typedef struct graph_model graph_model;
+
+/* Limits the loader enforces (resource limits of the hardening issue). */
+typedef struct graph_limits {
+    uint32_t max_depth;      /* subgraph and protobuf message nesting */
+    uint32_t max_rank;
+    uint64_t max_tensor_bytes;
+} graph_limits;
+void graph_limits_default(graph_limits *lim);
+
+/* ------------------------------------------------------------------ types */
+
+/* Element type and shape of a value. rank < 0: shape unknown. dims[i] < 0: that
+** dim is unknown; syms[i] (may be NULL) names it when symbolic. */
+typedef struct graph_type {
+    int32_t elem;            /* TensorProto.DataType, 0 = unknown */
+    int32_t rank;
+    int64_t *dims;
+    const char **syms;
+} graph_type;
+
+bool graph_type_static(const graph_type *t); /* rank known and every dim known */
+/* Element count of a static shape; false on overflow or unknown. */
+bool graph_type_numel(const graph_type *t, uint64_t *out);
+
+/* ------------------------------------------------------------------ index */
+
+typedef struct graph_use {
+    int32_t node;            /* consuming node in this graph */
+    int32_t input;           /* input slot, or -1: used inside the node's subgraph */
+} graph_use;
+
+typedef struct graph_value {
+    const char *name;
+    int32_t producer;        /* node index, or -1 */
+    int32_t producer_out;    /* output slot of producer */
+    int32_t initializer;     /* index in pb->initializer, or -1 */
+    int32_t input;           /* index in pb->input, or -1 */
+    int32_t output;          /* index in pb->output (first), or -1 */
+    int32_t value_info;      /* index in pb->value_info, or -1 */
+    uint32_t n_uses, cap_uses;
+    graph_use *uses;
+    graph_type type;
+    /* Names a subgraph reads from an enclosing scope get an entry here with
+    ** outer set: the value that entry stands for. */
+    struct graph_value *outer;
+    graph *outer_graph;
+} graph_value;
+
+struct graph {
+    Onnx__GraphProto *pb;
+    graph_model *model;
+    graph *parent;           /* enclosing graph, NULL for the main graph */
+    int32_t parent_node;     /* node in parent whose attribute holds this graph */
+    uint32_t depth;
+
+    /* values, by name through an open-addressing hash map */
+    graph_value *values;
+    uint32_t n_values, cap_values;
+    uint32_t *slots;         /* index+1 into values, 0 = empty */
+    uint32_t n_slots;
+
+    bool *removed;           /* per node, deferred removal */
+    uint32_t cap_nodes;
+    graph **subgraphs;       /* per node: first subgraph, chained by next_sibling */
+    graph *next_sibling;     /* next subgraph of the same node */
+    uint32_t n_removed;
+    uint64_t name_counter;   /* for unique names */
+};
+
+struct graph_model {
+    arena *arena;
+    Onnx__ModelProto *pb;
+    graph *main;
+    char *path;              /* file it came from, or NULL */
+    char *base_dir;          /* folder external data is relative to, or NULL */
+    graph_limits limits;
+    uint64_t file_bytes;     /* size of the serialized input */
+    /* the input file, mapped, when loaded from a path */
+    void *map;
+    size_t map_size;
+};
+
+/* --------------------------------------------------------- load and save */
+
+int graph_model_load_path(const char *path, const graph_limits *lim, graph_model **out,
+                          errbuf *err);
+int graph_model_load_buffer(const void *data, size_t size, const char *base_dir,
+                            const graph_limits *lim, graph_model **out, errbuf *err);
+void graph_model_free(graph_model *m);
+/* Build the index of the main graph and every subgraph (called by load; call
+** again after editing the protobuf directly). */
+int graph_model_reindex(graph_model *m, errbuf *err);
+
+int graph_model_save_path(graph_model *m, const char *path, errbuf *err);
+int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *err);
+/* Serialized size in bytes, as the saver would write it (without external data). */
+size_t graph_model_packed_size(const graph_model *m);
+
+/* ------------------------------------------------------------------ opsets */
+
+/* Opset version imported for a domain ("" and "ai.onnx" are the same), 0 if none. */
+int64_t graph_opset(const graph_model *m, const char *domain);
+int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf *err);
+
+/* ------------------------------------------------------------------ lookup */
+
+graph_value *graph_find(graph *g, const char *name);        /* this scope only */
+graph_value *graph_resolve(graph *g, const char *name);     /* this and outer scopes */
+static inline Onnx__NodeProto *graph_node(const graph *g, int32_t i) {
+    return g->pb->node[i];
+}
+static inline uint32_t graph_n_nodes(const graph *g) { return (uint32_t)g->pb->n_node; }
+static inline bool graph_node_removed(const graph *g, int32_t i) { return g->removed[i]; }
+/* "name" or "#index" when unnamed: stable ids for reports and errors. */
+const char *graph_node_id(graph *g, int32_t i);
+/* Default domain test ("" or "ai.onnx"). */
+bool graph_node_is(const Onnx__NodeProto *n, const char *op_type);
+/* The producing node of a value in this scope, or NULL. */
+Onnx__NodeProto *graph_producer(graph *g, const char *name, int32_t *index);
+/* The initializer for a name in this or an outer scope, or NULL. */
+Onnx__TensorProto *graph_initializer(graph *g, const char *name);
+/* An optional input is absent when the slot is missing or the name is "". */
+const char *graph_node_input(const Onnx__NodeProto *n, size_t i);
+
+/* Attributes */
+Onnx__AttributeProto *graph_attr(const Onnx__NodeProto *n, const char *name);
+int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
+float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
+const char *graph_attr_string(const Onnx__NodeProto *n, const char *name,
+                              const char *dflt);
+
+/* ---------------------------------------------------------------- mutation */
+
+/* A fresh value name based on hint, unused in this graph and all its scopes. */
+const char *graph_unique_name(graph *g, const char *hint);
+char *graph_strdup(graph *g, const char *s);
+
+/* Append a node; it is indexed at once. Node order is fixed by graph_commit(). */
+Onnx__NodeProto *graph_add_node(graph *g, const char *op_type, const char *name,
+                                const char *const *inputs, size_t n_inputs,
+                                const char *const *outputs, size_t n_outputs,
+                                int32_t *index);
+int graph_node_set_attr_int(graph *g, Onnx__NodeProto *n, const char *name, int64_t v);
+int graph_node_set_attr_ints(graph *g, Onnx__NodeProto *n, const char *name,
+                             const int64_t *v, size_t count);
+int graph_node_set_attr_float(graph *g, Onnx__NodeProto *n, const char *name, float v);
+int graph_node_set_attr_string(graph *g, Onnx__NodeProto *n, const char *name,
+                               const char *v);
+int graph_node_set_attr_tensor(graph *g, Onnx__NodeProto *n, const char *name,
+                               Onnx__TensorProto *t);
+void graph_node_del_attr(Onnx__NodeProto *n, const char *name);
+/* Change input slot i of node to name (slot may be == n_input to append). */
+int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);
+
+/* A new initializer holding a copy of data (contiguous, native layout). Its name
+** is unique, from hint; *name_out receives it. */
+int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
+                          size_t rank, const void *data, size_t nbytes,
+                          const char **name_out, errbuf *err);
+
+/* Every node input that reads `from` reads `to` instead (graph outputs are left
+** alone: use graph_value_is_output and keep their names). */
+int graph_replace_uses(graph *g, const char *from, const char *to);
+bool graph_value_is_output(graph *g, const char *name);
+
+/* Deferred removal: the node stops counting as producer/consumer at once and is
+** dropped from the protobuf by graph_commit(). */
+void graph_remove_node(graph *g, int32_t node);
+
+/*
+** Sweep removed nodes, drop dead nodes (outputs unused and not graph outputs),
+** initializers nobody reads (unless they are also graph inputs) and value_info of
+** values that no longer exist, sort nodes topologically, and rebuild the index.
+** Recurses into subgraphs. Fails on a cycle.
+*/
+int graph_commit(graph *g, errbuf *err);
+/* Topological order of live nodes into order[] (n_nodes capacity); count out. */
+int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err);
+
+/* Attribute subgraphs of node i (If: then/else, Loop/Scan: body), chained. */
+graph *graph_node_subgraphs(graph *g, int32_t node);
+
+/* ---------------------------------------------------------------- tensors */
+
+/*
+** Values of a TensorProto as contiguous native-layout bytes: raw_data, the typed
+** fields, or external data (read from base_dir on demand). Strings come out as an
+** array of graph_bytes. *data is borrowed from the model when possible (owned =
+** false) or allocated with malloc (owned = true: free it).
+*/
+typedef struct graph_bytes {
+    const uint8_t *data;
+    size_t len;
+} graph_bytes;
+typedef struct graph_tensor_data {
+    int32_t elem;
+    int32_t rank;
+    const int64_t *dims;     /* borrowed from the TensorProto */
+    uint64_t numel;
+    void *data;
+    size_t nbytes;
+    bool owned;
+} graph_tensor_data;
+int graph_tensor_read(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
+                      errbuf *err);
+/* A new TensorProto in the model's arena, raw_data (or string_data) filled. */
+Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t elem,
+                                    const int64_t *dims, size_t rank, const void *data,
+                                    size_t nbytes);
+/* Is the TensorProto's data outside the model file? */
+bool graph_tensor_is_external(const Onnx__TensorProto *t);
+
+#endif

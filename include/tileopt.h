@@ -1,0 +1,195 @@
+/*
+** tileopt: optimize ONNX models around the Tile operator.
+**
+** This header is the whole public interface of libtileopt. Anything not declared
+** here is not API: internal headers under graph/, eval/ and passes/ may change in
+** any release.
+**
+** Conventions
+** - Every function that can fail returns a tileopt_status. TILEOPT_OK is 0.
+**   tileopt_status_str() gives a static English phrase for a status;
+**   tileopt_ctx_errmsg() gives the details of the last failure on that context
+**   (what went wrong and where: node, field, file).
+** - Handles are opaque. Constructors take an out-parameter and set it to NULL on
+**   failure. Every *_free() accepts NULL and does nothing.
+** - Ownership: the caller owns every handle it receives and frees it with the
+**   matching *_free(). Strings returned as `const char *` belong to the handle they
+**   came from and stay valid until the next call on that handle or its free.
+**   Strings and buffers returned through `char **` / `void **` out-parameters are
+**   the caller's, to release with tileopt_free().
+** - There is no global state. A tileopt_ctx holds options, limits, the report and
+**   the error message; use one per thread.
+** - The library never prints and never exits.
+*/
+#ifndef TILEOPT_H
+#define TILEOPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TILEOPT_BUILDING) && defined(__GNUC__)
+#define TILEOPT_API __attribute__((visibility("default")))
+#else
+#define TILEOPT_API
+#endif
+
+#define TILEOPT_VERSION "0.1.0"
+
+typedef enum tileopt_status {
+    TILEOPT_OK = 0,
+    TILEOPT_ERROR = 1,       /* generic failure */
+    TILEOPT_NOMEM = 2,       /* out of memory */
+    TILEOPT_IO = 3,          /* cannot read or write a file */
+    TILEOPT_PARSE = 4,       /* bytes are not a well-formed ONNX protobuf */
+    TILEOPT_INVALID = 5,     /* well-formed but not a valid model or tensor */
+    TILEOPT_UNSUPPORTED = 6, /* valid, but outside what tileopt handles */
+    TILEOPT_LIMIT = 7,       /* a resource limit was hit */
+    TILEOPT_MISMATCH = 8,    /* outputs differ (run --test-dir, verify) */
+    TILEOPT_MISUSE = 9,      /* bad argument: unknown option, pass or value */
+    TILEOPT_STATUS_COUNT_ = 10
+} tileopt_status;
+
+/* A static phrase for a status code; never NULL. */
+TILEOPT_API const char *tileopt_status_str(tileopt_status status);
+/* The library version, TILEOPT_VERSION at build time. */
+TILEOPT_API const char *tileopt_version(void);
+/* Release memory handed out through a char ** or void ** out-parameter. */
+TILEOPT_API void tileopt_free(void *p);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct tileopt_ctx tileopt_ctx;
+
+TILEOPT_API tileopt_status tileopt_ctx_new(tileopt_ctx **out);
+TILEOPT_API void tileopt_ctx_free(tileopt_ctx *ctx);
+/* Details of the last failure on ctx ("" when none). Owned by ctx. */
+TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
+
+/*
+** Options, by the CLI flag's name without dashes and the flag's text value:
+**   "target-opset"     6..17, default 13 (upgrade)
+**   "fold-limit"       bytes, default 1048576 (fold)
+**   "fold-max-growth"  factor, default 0 = off (fold)
+**   "fold-scope"       "tile" (default) or "all" (fold)
+**   "fuse-split"       "0" (default) or "1" (fuse)
+**   "infer-shapes"     "0" (default) or "1": write inferred shapes to value_info
+**   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
+**   "max-eval-bytes"   bytes all live evaluator tensors may take, default 16 GiB
+**   "max-depth"        subgraph nesting depth, default 64
+**   "max-rank"         tensor rank, default 64
+**   "seed"             seed for --verify inputs, default 1
+** Unknown names and malformed values give TILEOPT_MISUSE.
+*/
+TILEOPT_API tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name,
+                                           const char *value);
+
+/*
+** Progress callback for long work; `done` of `total` units of `what`. The CLI uses
+** it to draw progress on a terminal. NULL (the default) reports nothing.
+*/
+typedef void (*tileopt_progress_fn)(void *user, const char *what, uint64_t done,
+                                    uint64_t total);
+TILEOPT_API void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn,
+                                          void *user);
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct tileopt_model tileopt_model;
+
+/* Load a model file. External data is resolved relative to the file's folder
+** and read only when a value is needed. */
+TILEOPT_API tileopt_status tileopt_model_load(tileopt_ctx *ctx, const char *path,
+                                              tileopt_model **out);
+/* Load from memory; the bytes are copied. `base_dir` resolves external data
+** (NULL: external data is refused). */
+TILEOPT_API tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const void *data,
+                                                     size_t size, const char *base_dir,
+                                                     tileopt_model **out);
+TILEOPT_API void tileopt_model_free(tileopt_model *model);
+
+/* Save atomically (temporary file beside `path`, fsync, rename). External data
+** is kept by reference when saving into the source folder, copied beside the
+** output otherwise; models past 2 GB are saved with external data. */
+TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model,
+                                              const char *path);
+/* Serialize to a new buffer (*out, *size), freed with tileopt_free(). Fails with
+** TILEOPT_LIMIT for models that need external data. */
+TILEOPT_API tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx,
+                                                     tileopt_model *model, void **out,
+                                                     size_t *size);
+
+/* A JSON summary (ir_version, opsets, counts, every Tile with its form, shapes
+** and repeats where known), as a new string freed with tileopt_free(). */
+TILEOPT_API tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model,
+                                                 char **json_out);
+
+/* ----------------------------------------------------------------- passes */
+
+/* The passes in their default order, NULL-terminated; static storage. */
+TILEOPT_API const char *const *tileopt_pass_names(void);
+/* Run one pass by name on model, recording its actions in ctx's report. */
+TILEOPT_API tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model,
+                                            const char *name);
+
+/*
+** The report of everything run on ctx since tileopt_report_begin(): an object
+** with tool, version, input, output, passes, verify and warnings (schema:
+** tests/report.schema.json).
+*/
+TILEOPT_API tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
+                                                const char *input_path);
+TILEOPT_API tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
+                                              const char *output_path);
+/* Borrowed cJSON object (a `const struct cJSON *`), owned by ctx. */
+TILEOPT_API const void *tileopt_report_json(const tileopt_ctx *ctx);
+/* The report as a new string, freed with tileopt_free(). */
+TILEOPT_API tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out);
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef struct tileopt_tensor tileopt_tensor;
+
+/* Decode a serialized TensorProto (as in ONNX test data: input_0.pb). */
+TILEOPT_API tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *path,
+                                               tileopt_tensor **out);
+TILEOPT_API tileopt_status tileopt_tensor_load_buffer(tileopt_ctx *ctx, const void *data,
+                                                      size_t size, tileopt_tensor **out);
+TILEOPT_API tileopt_status tileopt_tensor_save(tileopt_ctx *ctx,
+                                               const tileopt_tensor *tensor,
+                                               const char *path);
+TILEOPT_API void tileopt_tensor_free(tileopt_tensor *tensor);
+/* ONNX TensorProto.DataType code, rank, and dims (owned by tensor). */
+TILEOPT_API int tileopt_tensor_dtype(const tileopt_tensor *tensor);
+TILEOPT_API size_t tileopt_tensor_rank(const tileopt_tensor *tensor);
+TILEOPT_API const int64_t *tileopt_tensor_dims(const tileopt_tensor *tensor);
+/* The tensor's name (from the TensorProto or the graph), owned by tensor. */
+TILEOPT_API const char *tileopt_tensor_name(const tileopt_tensor *tensor);
+
+/*
+** Evaluate model with the built-in evaluator. inputs[i] binds to the i-th graph
+** input that is not an initializer. On success *outputs is a new array of
+** *n_outputs tensors; free each with tileopt_tensor_free() and the array with
+** tileopt_free().
+*/
+TILEOPT_API tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
+                                             tileopt_tensor *const *inputs,
+                                             size_t n_inputs, tileopt_tensor ***outputs,
+                                             size_t *n_outputs);
+
+/*
+** Tile with OpenVINO Tile-1 promotion: when repeats is longer than the rank the
+** data gets leading 1-dims; when shorter, repeats gets leading 1s. ONNX nodes
+** stay strict (equal lengths). Any element type.
+*/
+TILEOPT_API tileopt_status tileopt_tile(tileopt_ctx *ctx, const tileopt_tensor *input,
+                                        const int64_t *repeats, size_t n_repeats,
+                                        tileopt_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILEOPT_H */

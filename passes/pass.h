@@ -1,0 +1,75 @@
+/*
+** passes/: one file per pass, plus the driver (registry, options, report).
+** A pass is small: a cheap match, guards that record why they skip, a rewrite
+** through the graph API, deferred deletion, then graph_commit().
+*/
+#ifndef TILEOPT_PASS_H
+#define TILEOPT_PASS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "eval/eval.h"
+#include "graph/graph.h"
+
+typedef struct pass_options {
+    int64_t target_opset;    /* upgrade */
+    uint64_t fold_limit;     /* fold: bytes */
+    double fold_max_growth;  /* fold: 0 = off */
+    bool fold_scope_all;     /* fold: --fold-scope all */
+    bool fuse_split;         /* fuse: rule 4 */
+    bool infer_shapes;       /* write inferred shapes to value_info */
+    uint64_t seed;           /* verify inputs */
+    graph_limits graph_lim;
+    eval_limits eval_lim;
+} pass_options;
+void pass_options_default(pass_options *o);
+
+typedef struct pass_ctx {
+    graph_model *model;
+    const pass_options *opt;
+    cJSON *actions;          /* array: this pass's actions */
+    cJSON *warnings;         /* array of strings: the report's warnings */
+    bool changed;
+    errbuf *err;
+    tileopt_progress_fn progress;
+    void *progress_user;
+} pass_ctx;
+
+typedef int (*pass_run_fn)(pass_ctx *pc);
+
+typedef struct pass_def {
+    const char *name;
+    pass_run_fn run;
+    const char *summary;
+} pass_def;
+
+/* The registry, in default order; pass_count entries. */
+extern const pass_def pass_registry[];
+extern const size_t pass_count;
+const pass_def *pass_find(const char *name);
+
+/*
+** A new action object appended to pc->actions: {"node", "op", "action"}, plus
+** "graph" when the node sits in a subgraph. Add details with cJSON_Add*ToObject.
+** action is one of upgraded, folded, fused, eliminated, rewritten, skipped.
+*/
+cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action);
+/* A skipped action with its reason (printf-style). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+cJSON *pass_skip(pass_ctx *pc, graph *g, int32_t node, const char *fmt, ...);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void pass_warn(pass_ctx *pc, const char *fmt, ...);
+/* A JSON int array. */
+cJSON *pass_json_ints(const int64_t *v, size_t n);
+void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total);
+
+/* Apply fn to g and every subgraph below it, depth first. */
+int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *));
+
+#endif
