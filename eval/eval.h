@@ -88,6 +88,27 @@ int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_li
 int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits *lim,
                  tensor **out, errbuf *err);
 
+/*
+** Op kernels, found by op name through tables: eval/elementwise.c provides
+** kernel_table_elementwise (elementwise ops, Cast, Identity, Tile), eval/ops_shape.c
+** provides kernel_table_shape (Constant, Shape, Gather, Concat, Reshape, ...). The
+** evaluator (eval/exec.c) dispatches on these. A kernel reads attributes from n
+** through graph_attr_*; `opset` is the model's default-domain opset; absent optional
+** inputs are NULL.
+*/
+typedef int (*kernel_fn)(const Onnx__NodeProto *n, int64_t opset, tensor *const *in,
+                         size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                         errbuf *err);
+typedef struct kernel_def {
+    const char *op;
+    int32_t since;           /* first opset this kernel implements */
+    kernel_fn fn;
+} kernel_def;
+extern const kernel_def kernel_table_elementwise[];
+extern const size_t kernel_table_elementwise_count;
+extern const kernel_def kernel_table_shape[];
+extern const size_t kernel_table_shape_count;
+
 /* -------------------------------------------------------------- evaluator */
 
 /* Does the evaluator implement this op (default domain) at this opset? */
