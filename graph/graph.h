@@ -64,9 +64,9 @@ typedef struct graph_value {
     uint32_t n_uses, cap_uses;
     graph_use *uses;
     graph_type type;
-    /* Names a subgraph reads from an enclosing scope get an entry here with
-    ** outer set: the value that entry stands for. */
-    struct graph_value *outer;
+    /* Names a subgraph reads from an enclosing scope get an entry here that
+    ** stands for outer_graph->values[outer] (indices: tables grow and move). */
+    int32_t outer;           /* -1 when the value is defined in this scope */
     graph *outer_graph;
 } graph_value;
 
@@ -84,11 +84,13 @@ struct graph {
     uint32_t n_slots;
 
     bool *removed;           /* per node, deferred removal */
-    uint32_t cap_nodes;
+    uint32_t cap_nodes;      /* capacity of removed/subgraphs (and pb->node once grown) */
+    bool node_array_owned;   /* pb->node was regrown by us (capacity cap_nodes) */
+    size_t cap_initializers; /* same for pb->initializer, 0 = as unpacked */
+    size_t cap_inputs;
     graph **subgraphs;       /* per node: first subgraph, chained by next_sibling */
     graph *next_sibling;     /* next subgraph of the same node */
     uint32_t n_removed;
-    uint64_t name_counter;   /* for unique names */
 };
 
 struct graph_model {
@@ -102,6 +104,10 @@ struct graph_model {
     /* the input file, mapped, when loaded from a path */
     void *map;
     size_t map_size;
+    /* every value name in every scope, for unique names (built on first use) */
+    const char **names;
+    uint32_t n_names, cap_names;
+    uint64_t name_counter;
 };
 
 /* --------------------------------------------------------- load and save */
@@ -130,6 +136,10 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
 
 graph_value *graph_find(graph *g, const char *name);        /* this scope only */
 graph_value *graph_resolve(graph *g, const char *name);     /* this and outer scopes */
+/* Is the value defined in this scope (initializer, input or node output)? */
+static inline bool graph_value_defined(const graph_value *v) {
+    return v->producer >= 0 || v->initializer >= 0 || v->input >= 0;
+}
 static inline Onnx__NodeProto *graph_node(const graph *g, int32_t i) {
     return g->pb->node[i];
 }
@@ -203,6 +213,16 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err);
 
 /* Attribute subgraphs of node i (If: then/else, Loop/Scan: body), chained. */
 graph *graph_node_subgraphs(graph *g, int32_t node);
+
+/* Used inside graph/ to keep the index in step with edits. */
+int graph_value_add_use(graph *g, graph_value *v, int32_t node, int32_t slot);
+int graph_reindex(graph *g, errbuf *err);
+graph_value *graph_index_entry(graph *g, const char *name);
+/* Record that node's input slot reads name (linking outer scopes as needed);
+** node < 0 only links. NULL when the name is defined nowhere. */
+graph_value *graph_link_use(graph *g, const char *name, int32_t node, int32_t slot);
+Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
+                                           const graph_type *t);
 
 /* ---------------------------------------------------------------- tensors */
 

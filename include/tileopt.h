@@ -129,8 +129,9 @@ TILEOPT_API tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model
 
 /* ----------------------------------------------------------------- passes */
 
-/* The passes in their default order, NULL-terminated; static storage. */
-TILEOPT_API const char *const *tileopt_pass_names(void);
+/* The i-th pass in default order ("upgrade", "fold", "fuse"), NULL past the end;
+** static storage. */
+TILEOPT_API const char *tileopt_pass_name(size_t i);
 /* Run one pass by name on model, recording its actions in ctx's report. */
 TILEOPT_API tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model,
                                             const char *name);

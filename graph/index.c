@@ -1,0 +1,423 @@
+/*
+** The graph index: value name -> producer, uses, initializer, input/output slot and
+** type, through an open-addressing hash map, built in O(nodes + values) per scope.
+** Subgraphs get their own index; a name a subgraph reads from an enclosing scope
+** gets a local proxy entry (outer != NULL), and the enclosing node records an
+** implicit use (input slot -1) so dead-code elimination and renames see it.
+*/
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+graph_value *graph_find(graph *g, const char *name) {
+    if (!name || !g->n_slots) return NULL;
+    uint32_t mask = g->n_slots - 1;
+    for (uint32_t i = hash_str(name) & mask;; i = (i + 1) & mask) {
+        uint32_t s = g->slots[i];
+        if (!s) return NULL;
+        if (strcmp(g->values[s - 1].name, name) == 0) return &g->values[s - 1];
+    }
+}
+
+static int rehash(graph *g, uint32_t n_slots) {
+    uint32_t *slots = arena_calloc(g->model->arena, n_slots, sizeof *slots);
+    if (!slots) return TILEOPT_NOMEM;
+    uint32_t mask = n_slots - 1;
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        uint32_t i = hash_str(g->values[v].name) & mask;
+        while (slots[i]) i = (i + 1) & mask;
+        slots[i] = v + 1;
+    }
+    g->slots = slots;
+    g->n_slots = n_slots;
+    return TILEOPT_OK;
+}
+
+/* The entry for name in this scope, created empty when missing. */
+static graph_value *value_get(graph *g, const char *name) {
+    graph_value *v = graph_find(g, name);
+    if (v) return v;
+    if ((uint64_t)(g->n_values + 1) * 2 > g->n_slots &&
+        rehash(g, g->n_slots ? g->n_slots * 2 : 64))
+        return NULL;
+    if (g->n_values == g->cap_values) {
+        uint32_t cap = g->cap_values ? g->cap_values * 2 : 64;
+        graph_value *nv = arena_grow(g->model->arena, g->values,
+                                     g->n_values * sizeof *nv, cap * sizeof *nv);
+        if (!nv) return NULL;
+        g->values = nv;
+        g->cap_values = cap;
+    }
+    v = &g->values[g->n_values];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->producer = v->initializer = v->input = v->output = v->value_info = v->outer = -1;
+    v->type.rank = -1;
+    uint32_t mask = g->n_slots - 1, i = hash_str(name) & mask;
+    while (g->slots[i]) i = (i + 1) & mask;
+    g->slots[i] = ++g->n_values;
+    return v;
+}
+
+int graph_value_add_use(graph *g, graph_value *v, int32_t node, int32_t slot) {
+    if (v->n_uses == v->cap_uses) {
+        uint32_t cap = v->cap_uses ? v->cap_uses * 2 : 4;
+        graph_use *u = arena_grow(g->model->arena, v->uses, v->n_uses * sizeof *u,
+                                  cap * sizeof *u);
+        if (!u) return TILEOPT_NOMEM;
+        v->uses = u;
+        v->cap_uses = cap;
+    }
+    v->uses[v->n_uses++] = (graph_use){node, slot};
+    return TILEOPT_OK;
+}
+
+static graph_value *resolve_use(graph *g, const char *name, int32_t node, int32_t slot);
+
+/* The local entry for a name, linked to the enclosing scope that defines it when
+** this scope does not; the enclosing node records an implicit use. */
+static graph_value *link_value(graph *g, const char *name) {
+    graph_value *v = graph_find(g, name);
+    if (v && (graph_value_defined(v) || v->outer >= 0)) return v;
+    if (!g->parent) return NULL;
+    graph_value *o = resolve_use(g->parent, name, g->parent_node, -1);
+    if (!o) return NULL;
+    int32_t oi = (int32_t)(o - g->parent->values);
+    graph_type ot = o->type;
+    v = value_get(g, name);
+    if (!v) return NULL;
+    v->outer = oi;
+    v->outer_graph = g->parent;
+    if (v->type.rank < 0 && !v->type.elem) v->type = ot;
+    return v;
+}
+
+static graph_value *resolve_use(graph *g, const char *name, int32_t node, int32_t slot) {
+    graph_value *v = link_value(g, name);
+    if (!v) return NULL;
+    /* A subgraph reading the same outer name twice needs one implicit use. */
+    if (slot < 0 && v->n_uses && v->uses[v->n_uses - 1].node == node &&
+        v->uses[v->n_uses - 1].input < 0)
+        return v;
+    return graph_value_add_use(g, v, node, slot) ? NULL : v;
+}
+
+graph_value *graph_index_entry(graph *g, const char *name) { return value_get(g, name); }
+
+graph_value *graph_link_use(graph *g, const char *name, int32_t node, int32_t slot) {
+    return node < 0 ? link_value(g, name) : resolve_use(g, name, node, slot);
+}
+
+graph_value *graph_resolve(graph *g, const char *name) {
+    graph_value *v = graph_find(g, name);
+    while (v && !graph_value_defined(v) && v->outer >= 0) {
+        g = v->outer_graph;
+        v = &g->values[v->outer];
+    }
+    if (v && graph_value_defined(v)) return v;
+    return g->parent ? graph_resolve(g->parent, name) : NULL;
+}
+
+static int type_from_proto(graph *g, const Onnx__TypeProto *tp, graph_type *t,
+                           errbuf *err) {
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) return TILEOPT_OK;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type) t->elem = tt->elem_type;
+    if (!tt->shape) return TILEOPT_OK;
+    const graph_limits *lim = &g->model->limits;
+    if (tt->shape->n_dim > lim->max_rank)
+        return err_set(err, TILEOPT_LIMIT, "a shape has rank %zu, over the limit %" PRIu32,
+                       tt->shape->n_dim, lim->max_rank);
+    size_t r = tt->shape->n_dim;
+    t->rank = (int32_t)r;
+    t->dims = arena_alloc(g->model->arena, (r ? r : 1) * sizeof *t->dims);
+    t->syms = arena_calloc(g->model->arena, r ? r : 1, sizeof *t->syms);
+    if (!t->dims || !t->syms) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    for (size_t i = 0; i < r; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        t->dims[i] = -1;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value >= 0)
+            t->dims[i] = d->dim_value;
+        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+            t->syms[i] = d->dim_param;
+    }
+    return TILEOPT_OK;
+}
+
+static int type_from_tensor(graph *g, const Onnx__TensorProto *tp, graph_type *t,
+                            errbuf *err) {
+    const graph_limits *lim = &g->model->limits;
+    if (tp->n_dims > lim->max_rank)
+        return err_set(err, TILEOPT_LIMIT, "initializer '%s' has rank %zu, over the limit %" PRIu32,
+                       tp->name ? tp->name : "", tp->n_dims, lim->max_rank);
+    t->elem = tp->has_data_type ? tp->data_type : 0;
+    t->rank = (int32_t)tp->n_dims;
+    t->dims = tp->dims;
+    t->syms = arena_calloc(g->model->arena, tp->n_dims ? tp->n_dims : 1, sizeof *t->syms);
+    if (!t->syms) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    return TILEOPT_OK;
+}
+
+bool graph_type_static(const graph_type *t) {
+    if (t->rank < 0) return false;
+    for (int32_t i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return false;
+    return true;
+}
+
+bool graph_type_numel(const graph_type *t, uint64_t *out) {
+    if (!graph_type_static(t)) return false;
+    uint64_t n = 1;
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] && n > UINT64_MAX / (uint64_t)t->dims[i]) return false;
+        n *= (uint64_t)t->dims[i];
+    }
+    *out = n;
+    return true;
+}
+
+static const char *safe(const char *s) { return s ? s : ""; }
+
+/* Where a name can come from, for error messages. */
+static const char *graph_where(graph *g) {
+    return g->parent ? " (in a subgraph)" : "";
+}
+
+static int index_definitions(graph *g, errbuf *err) {
+    Onnx__GraphProto *pb = g->pb;
+    for (size_t i = 0; i < pb->n_initializer; i++) {
+        const Onnx__TensorProto *t = pb->initializer[i];
+        graph_value *v = value_get(g, safe(t->name));
+        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        if (v->initializer >= 0)
+            return err_set(err, TILEOPT_INVALID, "initializer '%s' is defined twice%s",
+                           v->name, graph_where(g));
+        v->initializer = (int32_t)i;
+        int rc = type_from_tensor(g, t, &v->type, err);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < pb->n_input; i++) {
+        graph_value *v = value_get(g, safe(pb->input[i]->name));
+        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        v->input = (int32_t)i;
+        if (v->initializer < 0) {
+            int rc = type_from_proto(g, pb->input[i]->type, &v->type, err);
+            if (rc) return rc;
+        }
+    }
+    for (size_t i = 0; i < pb->n_node; i++) {
+        const Onnx__NodeProto *n = pb->node[i];
+        for (size_t o = 0; o < n->n_output; o++) {
+            if (!n->output[o][0]) continue;
+            graph_value *v = value_get(g, n->output[o]);
+            if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+            if (v->producer >= 0)
+                return err_set(err, TILEOPT_INVALID,
+                               "value '%s' is produced by two nodes: %s and %s%s", v->name,
+                               graph_node_id(g, v->producer), graph_node_id(g, (int32_t)i),
+                               graph_where(g));
+            if (v->input >= 0 && !g->parent)
+                return err_set(err, TILEOPT_INVALID,
+                               "value '%s' is both a graph input and the output of node %s",
+                               v->name, graph_node_id(g, (int32_t)i));
+            v->producer = (int32_t)i;
+            v->producer_out = (int32_t)o;
+        }
+    }
+    for (size_t i = 0; i < pb->n_value_info; i++) {
+        graph_value *v = value_get(g, safe(pb->value_info[i]->name));
+        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        v->value_info = (int32_t)i;
+        if (v->type.rank < 0 && !v->type.elem) {
+            int rc = type_from_proto(g, pb->value_info[i]->type, &v->type, err);
+            if (rc) return rc;
+        }
+    }
+    for (size_t i = 0; i < pb->n_output; i++) {
+        graph_value *v = value_get(g, safe(pb->output[i]->name));
+        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        if (v->output < 0) v->output = (int32_t)i;
+        if (v->type.rank < 0 && !v->type.elem) {
+            int rc = type_from_proto(g, pb->output[i]->type, &v->type, err);
+            if (rc) return rc;
+        }
+    }
+    return TILEOPT_OK;
+}
+
+static int index_graph(graph_model *m, graph *g, errbuf *err);
+
+static int index_uses_and_subgraphs(graph *g, errbuf *err) {
+    Onnx__GraphProto *pb = g->pb;
+    for (size_t i = 0; i < pb->n_node; i++) {
+        const Onnx__NodeProto *n = pb->node[i];
+        for (size_t k = 0; k < n->n_input; k++) {
+            if (!n->input[k][0]) continue;
+            if (!resolve_use(g, n->input[k], (int32_t)i, (int32_t)k))
+                return err_set(err, TILEOPT_INVALID, "node %s (%s) reads undefined value '%s'%s",
+                               graph_node_id(g, (int32_t)i), safe(n->op_type), n->input[k],
+                               graph_where(g));
+        }
+        graph **link = &g->subgraphs[i];
+        for (size_t a = 0; a < n->n_attribute; a++) {
+            const Onnx__AttributeProto *at = n->attribute[a];
+            Onnx__GraphProto *one[1] = {at->g};
+            Onnx__GraphProto **gs = at->g ? one : at->graphs;
+            size_t count = at->g ? 1 : at->n_graphs;
+            for (size_t j = 0; j < count; j++) {
+                graph *sub = arena_calloc(g->model->arena, 1, sizeof *sub);
+                if (!sub) return err_set(err, TILEOPT_NOMEM, "out of memory");
+                sub->pb = gs[j];
+                sub->model = g->model;
+                sub->parent = g;
+                sub->parent_node = (int32_t)i;
+                sub->depth = g->depth + 1;
+                if (sub->depth > g->model->limits.max_depth)
+                    return err_set(err, TILEOPT_LIMIT,
+                                   "node %s: subgraphs nest deeper than the limit %" PRIu32,
+                                   graph_node_id(g, (int32_t)i), g->model->limits.max_depth);
+                *link = sub;
+                link = &sub->next_sibling;
+                int rc = index_graph(g->model, sub, err);
+                if (rc) return err_prefix(err, "node %s attribute '%s': ",
+                                          graph_node_id(g, (int32_t)i), safe(at->name));
+            }
+        }
+    }
+    for (size_t i = 0; i < pb->n_output; i++) {
+        const char *name = safe(pb->output[i]->name);
+        graph_value *v = graph_find(g, name);
+        if (v && graph_value_defined(v)) continue;
+        if (!link_value(g, name))
+            return err_set(err, TILEOPT_INVALID, "graph output '%s' is never produced%s", name,
+                           graph_where(g));
+    }
+    return TILEOPT_OK;
+}
+
+static int index_graph(graph_model *m, graph *g, errbuf *err) {
+    g->model = m;
+    g->values = NULL;
+    g->n_values = g->cap_values = 0;
+    g->slots = NULL;
+    g->n_slots = 0;
+    g->n_removed = 0;
+    g->cap_nodes = (uint32_t)g->pb->n_node + 16;
+    g->removed = arena_calloc(m->arena, g->cap_nodes, sizeof *g->removed);
+    g->subgraphs = arena_calloc(m->arena, g->cap_nodes, sizeof *g->subgraphs);
+    if (!g->removed || !g->subgraphs) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (rehash(g, 64)) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    int rc = index_definitions(g, err);
+    if (rc) return rc;
+    rc = index_uses_and_subgraphs(g, err);
+    if (rc) return rc;
+    /* Reject cycles now: every pass relies on a DAG. */
+    int32_t *order = malloc((g->pb->n_node ? g->pb->n_node : 1) * sizeof *order);
+    if (!order) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    uint32_t count;
+    rc = graph_toposort(g, order, &count, err);
+    free(order);
+    return rc;
+}
+
+int graph_reindex(graph *g, errbuf *err) { return index_graph(g->model, g, err); }
+
+int graph_model_reindex(graph_model *m, errbuf *err) {
+    if (!m->pb->graph) return err_set(err, TILEOPT_INVALID, "the model has no graph");
+    if (!m->main) {
+        m->main = arena_calloc(m->arena, 1, sizeof *m->main);
+        if (!m->main) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    m->main->pb = m->pb->graph;
+    m->main->model = m;
+    return index_graph(m, m->main, err);
+}
+
+const char *graph_node_id(graph *g, int32_t i) {
+    const Onnx__NodeProto *n = g->pb->node[i];
+    if (n->name && n->name[0]) return n->name;
+    char buf[32];
+    snprintf(buf, sizeof buf, "#%" PRId32, i);
+    char *s = arena_strdup(g->model->arena, buf);
+    return s ? s : "#?";
+}
+
+bool graph_node_is(const Onnx__NodeProto *n, const char *op_type) {
+    if (!n->op_type || strcmp(n->op_type, op_type) != 0) return false;
+    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+Onnx__NodeProto *graph_producer(graph *g, const char *name, int32_t *index) {
+    graph_value *v = graph_find(g, name);
+    if (!v || v->producer < 0 || g->removed[v->producer]) return NULL;
+    if (index) *index = v->producer;
+    return g->pb->node[v->producer];
+}
+
+Onnx__TensorProto *graph_initializer(graph *g, const char *name) {
+    for (; g; g = g->parent) {
+        graph_value *v = graph_find(g, name);
+        if (v && v->initializer >= 0) return g->pb->initializer[v->initializer];
+        if (v && (v->producer >= 0 || v->input >= 0)) return NULL; /* shadowed */
+    }
+    return NULL;
+}
+
+const char *graph_node_input(const Onnx__NodeProto *n, size_t i) {
+    if (i >= n->n_input || !n->input[i][0]) return NULL;
+    return n->input[i];
+}
+
+bool graph_value_is_output(graph *g, const char *name) {
+    graph_value *v = graph_find(g, name);
+    return v && v->output >= 0;
+}
+
+graph *graph_node_subgraphs(graph *g, int32_t node) { return g->subgraphs[node]; }
+
+Onnx__AttributeProto *graph_attr(const Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i];
+    return NULL;
+}
+
+int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt) {
+    const Onnx__AttributeProto *a = graph_attr(n, name);
+    return a && a->has_i ? a->i : dflt;
+}
+
+float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt) {
+    const Onnx__AttributeProto *a = graph_attr(n, name);
+    return a && a->has_f ? a->f : dflt;
+}
+
+const char *graph_attr_string(const Onnx__NodeProto *n, const char *name,
+                              const char *dflt) {
+    const Onnx__AttributeProto *a = graph_attr(n, name);
+    /* Strings are bytes in the schema; the arena copy is NUL-terminated by the
+    ** loader (see load.c), so they read as C strings. */
+    if (!a || !a->has_s) return dflt;
+    return a->s.data ? (const char *)a->s.data : "";
+}
+
+int64_t graph_opset(const graph_model *m, const char *domain) {
+    bool dflt = !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+    for (size_t i = 0; i < m->pb->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
+        const char *d = o->domain ? o->domain : "";
+        bool odflt = !d[0] || strcmp(d, "ai.onnx") == 0;
+        if (dflt ? odflt : strcmp(d, domain) == 0) return o->has_version ? o->version : 0;
+    }
+    return 0;
+}

@@ -1,0 +1,265 @@
+/*
+** Loading: map the file, check the wire format's nesting depth (protobuf-c's
+** unpacker recurses without a bound), unpack into the model's arena, refuse
+** external-data locations that leave the model's folder, then index.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "graph/graph.h"
+
+void graph_limits_default(graph_limits *lim) {
+    lim->max_depth = 64;
+    lim->max_rank = 64;
+    lim->max_tensor_bytes = (uint64_t)4 << 30;
+}
+
+/* ------------------------------------------------------------ wire checks */
+
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+** Walk a message's fields with its descriptor, descending into sub-messages, so a
+** hostile file cannot drive protobuf-c's recursive unpacker past max levels. Each
+** subgraph costs three levels (GraphProto -> NodeProto -> AttributeProto).
+*/
+static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
+                        const uint8_t *end, uint32_t level, uint32_t max, errbuf *err) {
+    if (level > max)
+        return err_set(err, TILEOPT_LIMIT,
+                       "protobuf messages nest deeper than %" PRIu32 " levels (subgraph depth limit)",
+                       max);
+    while (p < end) {
+        uint64_t key, len;
+        if (!read_varint(&p, end, &key)) break; /* protobuf-c reports the details */
+        uint32_t wire = (uint32_t)(key & 7);
+        if (wire == 0) {
+            if (!read_varint(&p, end, &len)) break;
+        } else if (wire == 1) {
+            p += (size_t)(end - p) < 8 ? (size_t)(end - p) : 8;
+        } else if (wire == 5) {
+            p += (size_t)(end - p) < 4 ? (size_t)(end - p) : 4;
+        } else if (wire == 2) {
+            if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p)) break;
+            const ProtobufCFieldDescriptor *f =
+                key >> 3 <= UINT32_MAX
+                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+                    : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+                int rc = scan_message(f->descriptor, p, p + len, level + 1, max, err);
+                if (rc) return rc;
+            }
+            p += len;
+        } else {
+            break;
+        }
+    }
+    return TILEOPT_OK;
+}
+
+/* ---------------------------------------------------------- external data */
+
+static const char *ext_location(const Onnx__TensorProto *t) {
+    for (size_t i = 0; i < t->n_external_data; i++)
+        if (t->external_data[i]->key && strcmp(t->external_data[i]->key, "location") == 0)
+            return t->external_data[i]->value ? t->external_data[i]->value : "";
+    return NULL;
+}
+
+/* CVE-2022-25882: an external-data location must stay inside the model's folder. */
+static int check_external(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
+    if (!graph_tensor_is_external(t)) return TILEOPT_OK;
+    const char *name = t->name ? t->name : "";
+    const char *loc = ext_location(t);
+    if (!loc || !loc[0])
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': external data without a location",
+                       name);
+    if (loc[0] == '/' || loc[0] == '\\')
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': external data location '%s' is absolute", name, loc);
+    for (const char *s = loc; *s;) {
+        size_t n = strcspn(s, "/\\");
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': external data location '%s' leaves the model's folder",
+                           name, loc);
+        s += n;
+        if (*s) s++;
+    }
+    if (!m->base_dir)
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': external data '%s' but the model was loaded from memory "
+                       "without a folder",
+                       name, loc);
+    return TILEOPT_OK;
+}
+
+static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf *err);
+
+static int check_node_tensors(graph_model *m, const Onnx__NodeProto *n, errbuf *err) {
+    for (size_t a = 0; a < n->n_attribute; a++) {
+        const Onnx__AttributeProto *at = n->attribute[a];
+        int rc = at->t ? check_external(m, at->t, err) : TILEOPT_OK;
+        for (size_t i = 0; !rc && i < at->n_tensors; i++)
+            rc = check_external(m, at->tensors[i], err);
+        if (!rc && at->g) rc = check_graph_tensors(m, at->g, err);
+        for (size_t i = 0; !rc && i < at->n_graphs; i++)
+            rc = check_graph_tensors(m, at->graphs[i], err);
+        if (rc) return rc;
+    }
+    return TILEOPT_OK;
+}
+
+static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf *err) {
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        int rc = check_external(m, g->initializer[i], err);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < g->n_sparse_initializer; i++) {
+        const Onnx__SparseTensorProto *s = g->sparse_initializer[i];
+        int rc = s->values ? check_external(m, s->values, err) : TILEOPT_OK;
+        if (!rc && s->indices) rc = check_external(m, s->indices, err);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        int rc = check_node_tensors(m, g->node[i], err);
+        if (rc) return rc;
+    }
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ load */
+
+static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf *err) {
+    if (size == 0) return err_set(err, TILEOPT_PARSE, "the file is empty, not an ONNX model");
+    int rc = scan_message(&onnx__model_proto__descriptor, data, data + size, 0,
+                          4 * m->limits.max_depth + 16, err);
+    if (rc) return rc;
+    m->pb = onnx__model_proto__unpack(arena_pb_allocator(m->arena), size, data);
+    if (!m->pb)
+        return err_set(err, TILEOPT_PARSE,
+                       "not a valid ONNX model: the protobuf is malformed or truncated");
+    if (!m->pb->graph)
+        return err_set(err, TILEOPT_INVALID, "not an ONNX model: it has no graph");
+    if (m->pb->n_opset_import == 0 && m->pb->has_ir_version && m->pb->ir_version >= 3)
+        return err_set(err, TILEOPT_INVALID, "the model imports no opset");
+    m->file_bytes = size;
+    rc = check_graph_tensors(m, m->pb->graph, err);
+    for (size_t i = 0; !rc && i < m->pb->n_functions; i++)
+        for (size_t j = 0; !rc && j < m->pb->functions[i]->n_node; j++)
+            rc = check_node_tensors(m, m->pb->functions[i]->node[j], err);
+    for (size_t i = 0; !rc && i < m->pb->n_training_info; i++) {
+        const Onnx__TrainingInfoProto *t = m->pb->training_info[i];
+        if (t->initialization) rc = check_graph_tensors(m, t->initialization, err);
+        if (!rc && t->algorithm) rc = check_graph_tensors(m, t->algorithm, err);
+    }
+    if (rc) return rc;
+    return graph_model_reindex(m, err);
+}
+
+static graph_model *model_new(const graph_limits *lim) {
+    graph_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->arena = arena_new();
+    if (!m->arena) {
+        free(m);
+        return NULL;
+    }
+    if (lim)
+        m->limits = *lim;
+    else
+        graph_limits_default(&m->limits);
+    return m;
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+int graph_model_load_path(const char *path, const graph_limits *lim, graph_model **out,
+                          errbuf *err) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_set(err, TILEOPT_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, TILEOPT_IO, "'%s' is not a regular file", path);
+    }
+    graph_model *m = model_new(lim);
+    if (!m) {
+        close(fd);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    m->path = strdup(path);
+    m->base_dir = dir_of(path);
+    int rc = TILEOPT_OK;
+    if (st.st_size > 0) {
+        m->map_size = (size_t)st.st_size;
+        m->map = mmap(NULL, m->map_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (m->map == MAP_FAILED) {
+            m->map = NULL;
+            rc = err_set(err, TILEOPT_IO, "cannot map '%s': %s", path, strerror(errno));
+        }
+    }
+    close(fd);
+    if (!rc && (!m->path || !m->base_dir)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (!rc) rc = load_common(m, m->map, m->map_size, err);
+    /* The unpacked model holds copies; the mapping is no longer needed. */
+    if (m->map) munmap(m->map, m->map_size);
+    m->map = NULL;
+    if (rc) {
+        err_prefix(err, "%s: ", path);
+        graph_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return TILEOPT_OK;
+}
+
+int graph_model_load_buffer(const void *data, size_t size, const char *base_dir,
+                            const graph_limits *lim, graph_model **out, errbuf *err) {
+    *out = NULL;
+    graph_model *m = model_new(lim);
+    if (!m) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (base_dir && !(m->base_dir = strdup(base_dir))) {
+        graph_model_free(m);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    int rc = load_common(m, data, size, err);
+    if (rc) {
+        graph_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return TILEOPT_OK;
+}
+
+void graph_model_free(graph_model *m) {
+    if (!m) return;
+    if (m->map) munmap(m->map, m->map_size);
+    arena_free(m->arena);
+    free(m->path);
+    free(m->base_dir);
+    free(m);
+}

@@ -1,0 +1,549 @@
+/*
+** Editing a graph. Every edit keeps the index in step (producers, uses), so a pass
+** can rewrite to a fixed point without rebuilding; graph_commit() then sweeps
+** removed and dead nodes, sorts, and rebuilds once.
+*/
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+
+char *graph_strdup(graph *g, const char *s) { return arena_strdup(g->model->arena, s); }
+
+/* ------------------------------------------------------------ unique names */
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static bool names_has(const graph_model *m, const char *s) {
+    uint32_t mask = m->cap_names - 1;
+    for (uint32_t i = hash_str(s) & mask; m->names[i]; i = (i + 1) & mask)
+        if (strcmp(m->names[i], s) == 0) return true;
+    return false;
+}
+
+static int names_add(graph_model *m, const char *s);
+
+static int names_grow(graph_model *m) {
+    uint32_t cap = m->cap_names ? m->cap_names * 2 : 1024;
+    const char **old = m->names;
+    uint32_t old_cap = m->cap_names;
+    m->names = arena_calloc(m->arena, cap, sizeof *m->names);
+    if (!m->names) return TILEOPT_NOMEM;
+    m->cap_names = cap;
+    m->n_names = 0;
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i]) names_add(m, old[i]);
+    return TILEOPT_OK;
+}
+
+static int names_add(graph_model *m, const char *s) {
+    if ((uint64_t)(m->n_names + 1) * 2 > m->cap_names && names_grow(m)) return TILEOPT_NOMEM;
+    if (names_has(m, s)) return TILEOPT_OK;
+    uint32_t mask = m->cap_names - 1, i = hash_str(s) & mask;
+    while (m->names[i]) i = (i + 1) & mask;
+    m->names[i] = s;
+    m->n_names++;
+    return TILEOPT_OK;
+}
+
+static int names_collect(graph_model *m, graph *g) {
+    for (uint32_t i = 0; i < g->n_values; i++)
+        if (names_add(m, g->values[i].name)) return TILEOPT_NOMEM;
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++)
+        for (graph *s = g->subgraphs[i]; s; s = s->next_sibling)
+            if (names_collect(m, s)) return TILEOPT_NOMEM;
+    return TILEOPT_OK;
+}
+
+const char *graph_unique_name(graph *g, const char *hint) {
+    graph_model *m = g->model;
+    if (!m->names && (names_grow(m) || names_collect(m, m->main))) return NULL;
+    if (!hint || !hint[0]) hint = "t";
+    size_t n = strlen(hint) + 32;
+    char *buf = arena_alloc(m->arena, n);
+    if (!buf) return NULL;
+    snprintf(buf, n, "%s", hint);
+    while (names_has(m, buf)) snprintf(buf, n, "%s_%" PRIu64, hint, ++m->name_counter);
+    return names_add(m, buf) ? NULL : buf;
+}
+
+/* --------------------------------------------------------------- arrays */
+
+/* Append p to a protobuf-c array, regrowing it in the arena by doubling. */
+static int push(arena *a, void ***arr, size_t *n, size_t *cap, void *p) {
+    if (*cap < *n) *cap = *n; /* as unpacked: exactly full */
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        void **grown = arena_grow(a, *arr, *n * sizeof *grown, c * sizeof *grown);
+        if (!grown) return TILEOPT_NOMEM;
+        *arr = grown;
+        *cap = c;
+    }
+    (*arr)[(*n)++] = p;
+    return TILEOPT_OK;
+}
+
+static int grow_node_arrays(graph *g) {
+    size_t n = g->pb->n_node;
+    if (n < g->cap_nodes && g->node_array_owned) return TILEOPT_OK;
+    uint32_t cap = g->cap_nodes > n ? g->cap_nodes : (uint32_t)n;
+    if (n >= cap) cap = cap ? cap * 2 : 16;
+    arena *a = g->model->arena;
+    Onnx__NodeProto **nodes = arena_grow(a, g->pb->node, n * sizeof *nodes, cap * sizeof *nodes);
+    bool *removed = arena_calloc(a, cap, sizeof *removed);
+    graph **subs = arena_calloc(a, cap, sizeof *subs);
+    if (!nodes || !removed || !subs) return TILEOPT_NOMEM;
+    memcpy(removed, g->removed, n * sizeof *removed);
+    memcpy(subs, g->subgraphs, n * sizeof *subs);
+    g->pb->node = nodes;
+    g->removed = removed;
+    g->subgraphs = subs;
+    g->cap_nodes = cap;
+    g->node_array_owned = true;
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ nodes */
+
+static graph_value *value_for(graph *g, const char *name);
+
+Onnx__NodeProto *graph_add_node(graph *g, const char *op_type, const char *name,
+                                const char *const *inputs, size_t n_inputs,
+                                const char *const *outputs, size_t n_outputs,
+                                int32_t *index) {
+    arena *a = g->model->arena;
+    if (grow_node_arrays(g)) return NULL;
+    Onnx__NodeProto *n = arena_alloc(a, sizeof *n);
+    if (!n) return NULL;
+    onnx__node_proto__init(n);
+    n->op_type = arena_strdup(a, op_type);
+    n->name = name ? arena_strdup(a, name) : NULL;
+    n->input = arena_calloc(a, n_inputs ? n_inputs : 1, sizeof *n->input);
+    n->output = arena_calloc(a, n_outputs ? n_outputs : 1, sizeof *n->output);
+    if (!n->op_type || !n->input || !n->output) return NULL;
+    int32_t i = (int32_t)g->pb->n_node;
+    g->pb->node[i] = n;
+    g->pb->n_node++;
+    g->removed[i] = false;
+    g->subgraphs[i] = NULL;
+    for (size_t k = 0; k < n_outputs; k++) {
+        n->output[k] = arena_strdup(a, outputs[k]);
+        if (!n->output[k]) return NULL;
+        n->n_output++;
+        if (!outputs[k][0]) continue;
+        graph_value *v = value_for(g, n->output[k]);
+        if (!v) return NULL;
+        v->producer = i;
+        v->producer_out = (int32_t)k;
+        if (g->model->names) names_add(g->model, v->name);
+    }
+    for (size_t k = 0; k < n_inputs; k++) {
+        n->input[k] = arena_strdup(a, inputs[k] ? inputs[k] : "");
+        if (!n->input[k]) return NULL;
+        n->n_input++;
+        if (n->input[k][0] && graph_node_set_input(g, i, k, n->input[k])) return NULL;
+    }
+    if (index) *index = i;
+    return n;
+}
+
+static graph_value *value_for(graph *g, const char *name) { return graph_index_entry(g, name); }
+
+static void drop_use(graph_value *v, int32_t node, int32_t slot) {
+    for (uint32_t u = 0; u < v->n_uses; u++)
+        if (v->uses[u].node == node && v->uses[u].input == slot) {
+            v->uses[u] = v->uses[--v->n_uses];
+            return;
+        }
+}
+
+int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name) {
+    Onnx__NodeProto *n = g->pb->node[node];
+    arena *a = g->model->arena;
+    if (slot > n->n_input) return TILEOPT_MISUSE;
+    if (slot == n->n_input) {
+        char **in = arena_grow(a, n->input, n->n_input * sizeof *in, (n->n_input + 1) * sizeof *in);
+        if (!in) return TILEOPT_NOMEM;
+        in[n->n_input++] = (char *)"";
+        n->input = in;
+    } else if (n->input[slot][0]) {
+        graph_value *old = graph_find(g, n->input[slot]);
+        if (old) drop_use(old, node, (int32_t)slot);
+    }
+    if (n->input[slot] != name) {
+        char *copy = arena_strdup(a, name);
+        if (!copy) return TILEOPT_NOMEM;
+        n->input[slot] = copy;
+    }
+    if (!name[0]) return TILEOPT_OK;
+    graph_value *v = graph_link_use(g, n->input[slot], node, (int32_t)slot);
+    return v ? TILEOPT_OK : TILEOPT_INVALID;
+}
+
+static int attr_slot(graph *g, Onnx__NodeProto *n, const char *name,
+                     Onnx__AttributeProto **out) {
+    arena *a = g->model->arena;
+    Onnx__AttributeProto *at = graph_attr(n, name);
+    if (!at) {
+        at = arena_alloc(a, sizeof *at);
+        if (!at) return TILEOPT_NOMEM;
+        size_t cap = n->n_attribute;
+        if (push(a, (void ***)&n->attribute, &n->n_attribute, &cap, at)) return TILEOPT_NOMEM;
+    }
+    onnx__attribute_proto__init(at);
+    at->name = arena_strdup(a, name);
+    at->has_type = 1;
+    *out = at;
+    return at->name ? TILEOPT_OK : TILEOPT_NOMEM;
+}
+
+int graph_node_set_attr_int(graph *g, Onnx__NodeProto *n, const char *name, int64_t v) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, &at);
+    if (rc) return rc;
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    at->has_i = 1;
+    at->i = v;
+    return TILEOPT_OK;
+}
+
+int graph_node_set_attr_ints(graph *g, Onnx__NodeProto *n, const char *name,
+                             const int64_t *v, size_t count) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, &at);
+    if (rc) return rc;
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    at->ints = arena_alloc(g->model->arena, (count ? count : 1) * sizeof *at->ints);
+    if (!at->ints) return TILEOPT_NOMEM;
+    if (count) memcpy(at->ints, v, count * sizeof *v);
+    at->n_ints = count;
+    return TILEOPT_OK;
+}
+
+int graph_node_set_attr_float(graph *g, Onnx__NodeProto *n, const char *name, float v) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, &at);
+    if (rc) return rc;
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    at->has_f = 1;
+    at->f = v;
+    return TILEOPT_OK;
+}
+
+int graph_node_set_attr_string(graph *g, Onnx__NodeProto *n, const char *name,
+                               const char *v) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, &at);
+    if (rc) return rc;
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    char *s = arena_strdup(g->model->arena, v);
+    if (!s) return TILEOPT_NOMEM;
+    at->has_s = 1;
+    at->s.data = (uint8_t *)s;
+    at->s.len = strlen(s);
+    return TILEOPT_OK;
+}
+
+int graph_node_set_attr_tensor(graph *g, Onnx__NodeProto *n, const char *name,
+                               Onnx__TensorProto *t) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, &at);
+    if (rc) return rc;
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    at->t = t;
+    return TILEOPT_OK;
+}
+
+void graph_node_del_attr(Onnx__NodeProto *n, const char *name) {
+    size_t k = 0;
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (!n->attribute[i]->name || strcmp(n->attribute[i]->name, name) != 0)
+            n->attribute[k++] = n->attribute[i];
+    n->n_attribute = k;
+}
+
+/* ----------------------------------------------------------- initializers */
+
+int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
+                          size_t rank, const void *data, size_t nbytes,
+                          const char **name_out, errbuf *err) {
+    graph_model *m = g->model;
+    const char *name = graph_unique_name(g, hint);
+    if (!name) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    Onnx__TensorProto *t = graph_tensor_new(m, name, elem, dims, rank, data, nbytes);
+    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (push(m->arena, (void ***)&g->pb->initializer, &g->pb->n_initializer,
+             &g->cap_initializers, t))
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    graph_value *v = value_for(g, name);
+    if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    v->initializer = (int32_t)g->pb->n_initializer - 1;
+    v->type.elem = elem;
+    v->type.rank = (int32_t)rank;
+    v->type.dims = t->dims;
+    v->type.syms = arena_calloc(m->arena, rank ? rank : 1, sizeof *v->type.syms);
+    /* Before IR 4 every initializer had to be a graph input too. */
+    if (!g->parent && m->pb->has_ir_version && m->pb->ir_version < 4) {
+        Onnx__ValueInfoProto *vi = graph_value_info_new(m, name, &v->type);
+        if (!vi || push(m->arena, (void ***)&g->pb->input, &g->pb->n_input, &g->cap_inputs, vi))
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        v->input = (int32_t)g->pb->n_input - 1;
+    }
+    *name_out = name;
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------- rewiring */
+
+int graph_replace_uses(graph *g, const char *from, const char *to) {
+    graph_value *v = graph_find(g, from);
+    if (!v || strcmp(from, to) == 0) return TILEOPT_OK;
+    char *to_copy = graph_strdup(g, to);
+    if (!to_copy) return TILEOPT_NOMEM;
+    /* Take the uses out first: re-linking below appends to other entries. */
+    uint32_t n = v->n_uses;
+    graph_use *uses = malloc((n ? n : 1) * sizeof *uses);
+    if (!uses) return TILEOPT_NOMEM;
+    memcpy(uses, v->uses, n * sizeof *uses);
+    int rc = TILEOPT_OK;
+    for (uint32_t k = 0; !rc && k < n; k++) {
+        graph_use u = uses[k];
+        if (u.node < 0 || g->removed[u.node]) continue;
+        if (u.input >= 0) {
+            rc = graph_node_set_input(g, u.node, (size_t)u.input, to_copy);
+            continue;
+        }
+        v = graph_find(g, from);
+        drop_use(v, u.node, -1);
+        for (graph *s = g->subgraphs[u.node]; !rc && s; s = s->next_sibling) {
+            rc = graph_replace_uses(s, from, to_copy);
+            /* A subgraph output that names the outer value directly. */
+            for (size_t o = 0; !rc && o < s->pb->n_output; o++)
+                if (s->pb->output[o]->name && strcmp(s->pb->output[o]->name, from) == 0) {
+                    s->pb->output[o]->name = to_copy;
+                    if (!graph_link_use(s, to_copy, -1, -1)) rc = TILEOPT_INVALID;
+                }
+        }
+    }
+    free(uses);
+    return rc;
+}
+
+void graph_remove_node(graph *g, int32_t node) {
+    if (g->removed[node]) return;
+    Onnx__NodeProto *n = g->pb->node[node];
+    g->removed[node] = true;
+    g->n_removed++;
+    for (size_t k = 0; k < n->n_input; k++) {
+        if (!n->input[k][0]) continue;
+        graph_value *v = graph_find(g, n->input[k]);
+        if (v) drop_use(v, node, (int32_t)k);
+    }
+    for (size_t k = 0; k < n->n_output; k++) {
+        graph_value *v = n->output[k][0] ? graph_find(g, n->output[k]) : NULL;
+        if (v && v->producer == node) v->producer = -1;
+    }
+    /* Implicit uses that this node's subgraphs made of enclosing values. */
+    for (graph *s = g->subgraphs[node]; s; s = s->next_sibling)
+        for (uint32_t i = 0; i < s->n_values; i++)
+            if (s->values[i].outer >= 0 && s->values[i].outer_graph == g)
+                drop_use(&g->values[s->values[i].outer], node, -1);
+}
+
+/* -------------------------------------------------------------- commit */
+
+static bool node_dead(graph *g, int32_t i) {
+    const Onnx__NodeProto *n = g->pb->node[i];
+    if (g->removed[i] || n->n_output == 0) return false;
+    for (size_t k = 0; k < n->n_output; k++) {
+        if (!n->output[k][0]) continue;
+        graph_value *v = graph_find(g, n->output[k]);
+        if (!v || v->n_uses || v->output >= 0) return false;
+    }
+    return true;
+}
+
+/* Remove nodes whose outputs nobody reads, following chains back. */
+static int dead_code(graph *g) {
+    uint32_t n = graph_n_nodes(g), top = 0;
+    int32_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    if (!stack) return TILEOPT_NOMEM;
+    for (uint32_t i = n; i-- > 0;)
+        if (node_dead(g, (int32_t)i)) stack[top++] = (int32_t)i;
+    while (top) {
+        int32_t i = stack[--top];
+        if (!node_dead(g, i)) continue;
+        graph_remove_node(g, i);
+        const Onnx__NodeProto *nd = g->pb->node[i];
+        for (size_t k = 0; k < nd->n_input; k++) {
+            graph_value *v = nd->input[k][0] ? graph_find(g, nd->input[k]) : NULL;
+            /* Each node is pushed at most once per removed consumer slot, and a
+            ** removed consumer never comes back: the stack stays within n. */
+            if (v && v->producer >= 0 && top < n && node_dead(g, v->producer))
+                stack[top++] = v->producer;
+        }
+    }
+    free(stack);
+    return TILEOPT_OK;
+}
+
+/* value_info describes values that still exist after the sweep. */
+static bool value_exists(graph *g, const char *name) {
+    graph_value *v = graph_find(g, name);
+    return v && (graph_value_defined(v) || v->outer >= 0);
+}
+
+int graph_commit(graph *g, errbuf *err) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++)
+        for (graph *s = g->subgraphs[i]; s; s = s->next_sibling)
+            if (!g->removed[i]) {
+                int rc = graph_commit(s, err);
+                if (rc) return rc;
+            }
+    if (dead_code(g)) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    uint32_t n = graph_n_nodes(g), live = 0;
+    int32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    int rc = graph_toposort(g, order, &live, err);
+    if (rc) {
+        free(order);
+        return rc;
+    }
+    Onnx__NodeProto **sorted = arena_alloc(g->model->arena, (live ? live : 1) * sizeof *sorted);
+    if (!sorted) {
+        free(order);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    for (uint32_t k = 0; k < live; k++) sorted[k] = g->pb->node[order[k]];
+    free(order);
+    g->pb->node = sorted;
+    g->pb->n_node = live;
+    g->node_array_owned = false;
+    g->cap_nodes = 0;
+
+    /* Initializers nobody reads go, unless the graph exposes them as inputs. */
+    size_t k = 0;
+    for (size_t i = 0; i < g->pb->n_initializer; i++) {
+        Onnx__TensorProto *t = g->pb->initializer[i];
+        graph_value *v = graph_find(g, t->name ? t->name : "");
+        if (v && !v->n_uses && v->input < 0 && v->output < 0) continue;
+        g->pb->initializer[k++] = t;
+    }
+    g->pb->n_initializer = k;
+    k = 0;
+    for (size_t i = 0; i < g->pb->n_value_info; i++) {
+        Onnx__ValueInfoProto *vi = g->pb->value_info[i];
+        if (vi->name && value_exists(g, vi->name)) g->pb->value_info[k++] = vi;
+    }
+    g->pb->n_value_info = k;
+    return graph_reindex(g, err);
+}
+
+int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
+    uint32_t n = graph_n_nodes(g);
+    uint32_t *indeg = calloc(n ? n : 1, sizeof *indeg);
+    /* A min-heap of ready nodes by index keeps an already sorted graph as it is. */
+    int32_t *heap = malloc((n ? n : 1) * sizeof *heap);
+    if (!indeg || !heap) {
+        free(indeg);
+        free(heap);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (g->removed[i]) continue;
+        live++;
+        const Onnx__NodeProto *nd = g->pb->node[i];
+        for (size_t k = 0; k < nd->n_output; k++) {
+            graph_value *v = nd->output[k][0] ? graph_find(g, nd->output[k]) : NULL;
+            if (!v || v->producer != (int32_t)i) continue;
+            for (uint32_t u = 0; u < v->n_uses; u++)
+                if (v->uses[u].node >= 0 && !g->removed[v->uses[u].node])
+                    indeg[v->uses[u].node]++;
+        }
+    }
+    uint32_t hn = 0, out = 0;
+#define HEAP_PUSH(x)                                                        \
+    do {                                                                    \
+        uint32_t c = hn++;                                                  \
+        heap[c] = (x);                                                      \
+        while (c && heap[(c - 1) / 2] > heap[c]) {                          \
+            int32_t t = heap[c];                                            \
+            heap[c] = heap[(c - 1) / 2];                                    \
+            heap[(c - 1) / 2] = t;                                          \
+            c = (c - 1) / 2;                                                \
+        }                                                                   \
+    } while (0)
+    for (uint32_t i = 0; i < n; i++)
+        if (!g->removed[i] && !indeg[i]) HEAP_PUSH((int32_t)i);
+    while (hn) {
+        int32_t i = heap[0];
+        heap[0] = heap[--hn];
+        for (uint32_t c = 0;;) {
+            uint32_t l = 2 * c + 1, r = l + 1, s = c;
+            if (l < hn && heap[l] < heap[s]) s = l;
+            if (r < hn && heap[r] < heap[s]) s = r;
+            if (s == c) break;
+            int32_t t = heap[c];
+            heap[c] = heap[s];
+            heap[s] = t;
+            c = s;
+        }
+        order[out++] = i;
+        const Onnx__NodeProto *nd = g->pb->node[i];
+        for (size_t k = 0; k < nd->n_output; k++) {
+            graph_value *v = nd->output[k][0] ? graph_find(g, nd->output[k]) : NULL;
+            if (!v || v->producer != i) continue;
+            for (uint32_t u = 0; u < v->n_uses; u++) {
+                int32_t c = v->uses[u].node;
+                if (c >= 0 && !g->removed[c] && --indeg[c] == 0) HEAP_PUSH(c);
+            }
+        }
+    }
+#undef HEAP_PUSH
+    int rc = TILEOPT_OK;
+    if (out != live) {
+        uint32_t i = 0;
+        while (i < n && (g->removed[i] || !indeg[i])) i++;
+        rc = err_set(err, TILEOPT_INVALID, "the graph has a cycle through node %s (%s)%s",
+                     graph_node_id(g, (int32_t)i), g->pb->node[i]->op_type,
+                     g->parent ? " (in a subgraph)" : "");
+    }
+    *count = out;
+    free(indeg);
+    free(heap);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ opsets */
+
+int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf *err) {
+    bool dflt = !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+    for (size_t i = 0; i < m->pb->n_opset_import; i++) {
+        Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
+        const char *d = o->domain ? o->domain : "";
+        bool odflt = !d[0] || strcmp(d, "ai.onnx") == 0;
+        if (dflt ? odflt : strcmp(d, domain) == 0) {
+            o->has_version = 1;
+            o->version = version;
+            return TILEOPT_OK;
+        }
+    }
+    Onnx__OperatorSetIdProto *o = arena_alloc(m->arena, sizeof *o);
+    if (!o) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    onnx__operator_set_id_proto__init(o);
+    o->domain = arena_strdup(m->arena, dflt ? "" : domain);
+    o->has_version = 1;
+    o->version = version;
+    size_t cap = m->pb->n_opset_import;
+    if (!o->domain || push(m->arena, (void ***)&m->pb->opset_import, &m->pb->n_opset_import,
+                           &cap, o))
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    return TILEOPT_OK;
+}

@@ -1,0 +1,264 @@
+/* TensorProto values: every storage form in, raw_data out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "graph/graph.h"
+
+bool graph_tensor_is_external(const Onnx__TensorProto *t) {
+    return t->has_data_location &&
+           t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+}
+
+static const char *ext_field(const Onnx__TensorProto *t, const char *key) {
+    for (size_t i = 0; i < t->n_external_data; i++)
+        if (t->external_data[i]->key && strcmp(t->external_data[i]->key, key) == 0)
+            return t->external_data[i]->value;
+    return NULL;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || s[0] == '-') return false;
+    *out = v;
+    return true;
+}
+
+static int read_external(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
+                         errbuf *err) {
+    const char *name = t->name ? t->name : "";
+    const char *loc = ext_field(t, "location");
+    uint64_t offset = 0, length = out->nbytes;
+    if (ext_field(t, "offset") && !parse_u64(ext_field(t, "offset"), &offset))
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data offset", name);
+    if (ext_field(t, "length") && !parse_u64(ext_field(t, "length"), &length))
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data length", name);
+    if (!loc || !m->base_dir)
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': external data has no location", name);
+    if (out->elem == DT_STRING)
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': strings cannot be external data", name);
+    if (length != out->nbytes)
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': external data length %" PRIu64 " does not match its shape (%zu bytes)",
+                       name, length, out->nbytes);
+    size_t n = strlen(m->base_dir) + strlen(loc) + 2;
+    char *path = malloc(n);
+    if (!path) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    snprintf(path, n, "%s/%s", m->base_dir, loc);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int rc = TILEOPT_OK;
+    if (fd < 0) {
+        rc = err_set(err, TILEOPT_IO, "tensor '%s': cannot open external data '%s': %s", name,
+                     path, strerror(errno));
+    } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+               offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset) {
+        rc = err_set(err, TILEOPT_INVALID,
+                     "tensor '%s': external data '%s' is shorter than offset %" PRIu64 " + length %" PRIu64,
+                     name, path, offset, length);
+    } else {
+        out->data = malloc(length ? length : 1);
+        out->owned = true;
+        if (!out->data) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        for (uint64_t got = 0; !rc && got < length;) {
+            ssize_t r = pread(fd, (uint8_t *)out->data + got, length - got, (off_t)(offset + got));
+            if (r <= 0) {
+                if (r < 0 && errno == EINTR) continue;
+                rc = err_set(err, TILEOPT_IO, "tensor '%s': reading '%s' failed", name, path);
+            }
+            got += r > 0 ? (uint64_t)r : 0;
+        }
+    }
+    if (fd >= 0) close(fd);
+    free(path);
+    return rc;
+}
+
+/* Typed fields hold narrow types widened (int32_data for int8..uint16, bool and
+** the 16-bit floats, uint64_data for uint32): narrow them into place. */
+static void narrow_copy(const dtype_info *d, const Onnx__TensorProto *t, void *dst,
+                        size_t count) {
+    uint8_t *o = dst;
+    switch (d->field) {
+    case FIELD_FLOAT: memcpy(o, t->float_data, count * sizeof(float)); break;
+    case FIELD_DOUBLE: memcpy(o, t->double_data, count * sizeof(double)); break;
+    case FIELD_INT64: memcpy(o, t->int64_data, count * sizeof(int64_t)); break;
+    case FIELD_INT32:
+        for (size_t i = 0; i < count; i++) {
+            int32_t v = t->int32_data[i];
+            if (d->size == 4) memcpy(o + 4 * i, &v, 4);
+            else if (d->size == 2) { uint16_t s = (uint16_t)v; memcpy(o + 2 * i, &s, 2); }
+            else o[i] = (uint8_t)v;
+        }
+        break;
+    case FIELD_UINT64:
+        for (size_t i = 0; i < count; i++) {
+            uint64_t v = t->uint64_data[i];
+            if (d->size == 4) { uint32_t s = (uint32_t)v; memcpy(o + 4 * i, &s, 4); }
+            else memcpy(o + 8 * i, &v, 8);
+        }
+        break;
+    case FIELD_STRING: {
+        graph_bytes *b = dst;
+        for (size_t i = 0; i < count; i++) b[i] = (graph_bytes){t->string_data[i].data, t->string_data[i].len};
+        break;
+    }
+    case FIELD_NONE: break;
+    }
+}
+
+static size_t field_count(const dtype_info *d, const Onnx__TensorProto *t) {
+    switch (d->field) {
+    case FIELD_FLOAT: return t->n_float_data;
+    case FIELD_INT32: return t->n_int32_data;
+    case FIELD_STRING: return t->n_string_data;
+    case FIELD_INT64: return t->n_int64_data;
+    case FIELD_DOUBLE: return t->n_double_data;
+    case FIELD_UINT64: return t->n_uint64_data;
+    case FIELD_NONE: break;
+    }
+    return 0;
+}
+
+int graph_tensor_read(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
+                      errbuf *err) {
+    memset(out, 0, sizeof *out);
+    const char *name = t->name ? t->name : "";
+    int32_t elem = t->has_data_type ? t->data_type : 0;
+    const dtype_info *d = dtype_get(elem);
+    if (!d) return err_set(err, TILEOPT_INVALID, "tensor '%s': unknown data type %" PRId32, name, elem);
+    if (t->n_dims > m->limits.max_rank)
+        return err_set(err, TILEOPT_LIMIT, "tensor '%s': rank %zu is over the limit %" PRIu32,
+                       name, t->n_dims, m->limits.max_rank);
+    uint64_t numel = 1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0)
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': negative dim %" PRId64, name, t->dims[i]);
+        if (t->dims[i] && numel > UINT64_MAX / (uint64_t)t->dims[i])
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': element count overflows", name);
+        numel *= (uint64_t)t->dims[i];
+    }
+    if (numel > m->limits.max_tensor_bytes / d->size)
+        return err_set(err, TILEOPT_LIMIT,
+                       "tensor '%s': %" PRIu64 " elements of %s exceed the tensor size limit of %" PRIu64 " bytes",
+                       name, numel, d->name, m->limits.max_tensor_bytes);
+    out->elem = elem;
+    out->rank = (int32_t)t->n_dims;
+    out->dims = t->dims;
+    out->numel = numel;
+    out->nbytes = (size_t)numel * d->size;
+    if (graph_tensor_is_external(t)) return read_external(m, t, out, err);
+    if (t->has_raw_data) {
+        if (elem == DT_STRING)
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': a string tensor cannot use raw_data", name);
+        if (t->raw_data.len != out->nbytes)
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': raw_data has %zu bytes but shape needs %zu", name,
+                           t->raw_data.len, out->nbytes);
+        out->data = t->raw_data.data;
+        return TILEOPT_OK;
+    }
+    size_t have = field_count(d, t);
+    if (have != numel * d->field_per_elem)
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': holds %zu values but its shape needs %" PRIu64, name, have,
+                       numel * d->field_per_elem);
+    if (numel == 0) return TILEOPT_OK;
+    /* float, double, int64 in their own field already have the in-memory layout. */
+    if ((d->field == FIELD_FLOAT && t->float_data) || (d->field == FIELD_DOUBLE && t->double_data) ||
+        (d->field == FIELD_INT64 && t->int64_data)) {
+        out->data = d->field == FIELD_FLOAT ? (void *)t->float_data
+                  : d->field == FIELD_DOUBLE ? (void *)t->double_data : (void *)t->int64_data;
+        return TILEOPT_OK;
+    }
+    out->data = malloc(out->nbytes);
+    if (!out->data) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    out->owned = true;
+    narrow_copy(d, t, out->data, (size_t)numel);
+    return TILEOPT_OK;
+}
+
+Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t elem,
+                                    const int64_t *dims, size_t rank, const void *data,
+                                    size_t nbytes) {
+    arena *a = m->arena;
+    Onnx__TensorProto *t = arena_alloc(a, sizeof *t);
+    if (!t) return NULL;
+    onnx__tensor_proto__init(t);
+    t->name = name ? arena_strdup(a, name) : NULL;
+    t->has_data_type = 1;
+    t->data_type = elem;
+    t->dims = arena_alloc(a, (rank ? rank : 1) * sizeof *t->dims);
+    if (!t->dims || (name && !t->name)) return NULL;
+    if (rank) memcpy(t->dims, dims, rank * sizeof *dims);
+    t->n_dims = rank;
+    if (elem == DT_STRING) {
+        size_t count = nbytes / sizeof(graph_bytes);
+        const graph_bytes *src = data;
+        t->string_data = arena_alloc(a, (count ? count : 1) * sizeof *t->string_data);
+        if (!t->string_data) return NULL;
+        for (size_t i = 0; i < count; i++) {
+            uint8_t *p = arena_alloc(a, src[i].len + 1);
+            if (!p) return NULL;
+            if (src[i].len) memcpy(p, src[i].data, src[i].len);
+            t->string_data[i] = (ProtobufCBinaryData){src[i].len, p};
+        }
+        t->n_string_data = count;
+        return t;
+    }
+    t->has_raw_data = 1;
+    t->raw_data.len = nbytes;
+    t->raw_data.data = arena_alloc(a, nbytes ? nbytes : 1);
+    if (!t->raw_data.data) return NULL;
+    if (nbytes) memcpy(t->raw_data.data, data, nbytes);
+    return t;
+}
+
+Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
+                                           const graph_type *gt) {
+    arena *a = m->arena;
+    Onnx__ValueInfoProto *vi = arena_calloc(a, 1, sizeof *vi);
+    Onnx__TypeProto *tp = arena_calloc(a, 1, sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = arena_calloc(a, 1, sizeof *tt);
+    if (!vi || !tp || !tt) return NULL;
+    onnx__value_info_proto__init(vi);
+    onnx__type_proto__init(tp);
+    onnx__type_proto__tensor__init(tt);
+    vi->name = arena_strdup(a, name);
+    vi->type = tp;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    tt->has_elem_type = gt->elem != 0;
+    tt->elem_type = gt->elem;
+    if (gt->rank >= 0) {
+        Onnx__TensorShapeProto *sh = arena_calloc(a, 1, sizeof *sh);
+        if (!sh) return NULL;
+        onnx__tensor_shape_proto__init(sh);
+        sh->dim = arena_calloc(a, gt->rank ? (size_t)gt->rank : 1, sizeof *sh->dim);
+        if (!sh->dim) return NULL;
+        for (int32_t i = 0; i < gt->rank; i++) {
+            Onnx__TensorShapeProto__Dimension *d = arena_calloc(a, 1, sizeof *d);
+            if (!d) return NULL;
+            onnx__tensor_shape_proto__dimension__init(d);
+            if (gt->dims[i] >= 0) {
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                d->dim_value = gt->dims[i];
+            } else if (gt->syms && gt->syms[i]) {
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                d->dim_param = arena_strdup(a, gt->syms[i]);
+            }
+            sh->dim[i] = d;
+        }
+        sh->n_dim = (size_t)gt->rank;
+        tt->shape = sh;
+    }
+    return vi->name ? vi : NULL;
+}

@@ -1,0 +1,196 @@
+/* The public API (include/tileopt.h): contexts, options, models, passes. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/ctx.h"
+
+static const char *const status_text[] = {
+    [TILEOPT_OK] = "ok",
+    [TILEOPT_ERROR] = "error",
+    [TILEOPT_NOMEM] = "out of memory",
+    [TILEOPT_IO] = "input/output error",
+    [TILEOPT_PARSE] = "malformed protobuf",
+    [TILEOPT_INVALID] = "invalid model or tensor",
+    [TILEOPT_UNSUPPORTED] = "unsupported",
+    [TILEOPT_LIMIT] = "resource limit exceeded",
+    [TILEOPT_MISMATCH] = "outputs differ",
+    [TILEOPT_MISUSE] = "bad argument",
+};
+_Static_assert(sizeof status_text / sizeof status_text[0] == TILEOPT_STATUS_COUNT_,
+               "one message per status");
+
+const char *tileopt_status_str(tileopt_status status) {
+    if ((unsigned)status >= TILEOPT_STATUS_COUNT_) return "unknown status";
+    return status_text[status];
+}
+
+const char *tileopt_version(void) { return TILEOPT_VERSION; }
+void tileopt_free(void *p) { free(p); }
+
+tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err) {
+    if (err != &ctx->err) ctx->err = *err;
+    if (ctx->err.code == TILEOPT_OK) ctx->err.code = TILEOPT_ERROR;
+    return ctx->err.code;
+}
+
+tileopt_status tileopt_ctx_new(tileopt_ctx **out) {
+    *out = calloc(1, sizeof **out);
+    if (!*out) return TILEOPT_NOMEM;
+    pass_options_default(&(*out)->opt);
+    return TILEOPT_OK;
+}
+
+void tileopt_ctx_free(tileopt_ctx *ctx) {
+    if (!ctx) return;
+    cJSON_Delete(ctx->report);
+    free(ctx);
+}
+
+const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
+
+void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn, void *user) {
+    ctx->progress = fn;
+    ctx->progress_user = user;
+}
+
+/* ---------------------------------------------------------------- options */
+
+typedef enum opt_kind { OPT_U64, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE } opt_kind;
+
+typedef struct opt_def {
+    const char *name;
+    opt_kind kind;
+    size_t offset;           /* into pass_options */
+} opt_def;
+
+#define OPT(name, kind, field) {name, kind, offsetof(pass_options, field)}
+static const opt_def options[] = {
+    OPT("target-opset", OPT_OPSET, target_opset),
+    OPT("fold-limit", OPT_U64, fold_limit),
+    OPT("fold-max-growth", OPT_FACTOR, fold_max_growth),
+    OPT("fold-scope", OPT_SCOPE, fold_scope_all),
+    OPT("fuse-split", OPT_BOOL, fuse_split),
+    OPT("infer-shapes", OPT_BOOL, infer_shapes),
+    OPT("max-tensor-bytes", OPT_U64, eval_lim.max_tensor_bytes),
+    OPT("max-eval-bytes", OPT_U64, eval_lim.max_total_bytes),
+    OPT("max-depth", OPT_U32, graph_lim.max_depth),
+    OPT("max-rank", OPT_U32, graph_lim.max_rank),
+    OPT("seed", OPT_U64, seed),
+};
+#undef OPT
+_Static_assert(sizeof options / sizeof options[0] == 11, "option table and docs agree");
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *value) {
+    const opt_def *o = NULL;
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        if (strcmp(options[i].name, name) == 0) o = &options[i];
+    if (!o) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown option '%s'", name);
+    uint8_t *field = (uint8_t *)&ctx->opt + o->offset;
+    uint64_t u;
+    switch (o->kind) {
+    case OPT_U64:
+    case OPT_U32:
+        if (!parse_u64(value, &u) || (o->kind == OPT_U32 && (u == 0 || u > UINT32_MAX)))
+            break;
+        if (o->kind == OPT_U32) {
+            uint32_t v = (uint32_t)u;
+            memcpy(field, &v, sizeof v);
+        } else {
+            memcpy(field, &u, sizeof u);
+        }
+        /* The loader enforces the same per-tensor limit as the evaluator. */
+        if (strcmp(name, "max-tensor-bytes") == 0) ctx->opt.graph_lim.max_tensor_bytes = u;
+        return TILEOPT_OK;
+    case OPT_OPSET:
+        if (!parse_u64(value, &u) || u < 6 || u > 17) {
+            return err_set(&ctx->err, TILEOPT_MISUSE,
+                           "--%s takes an opset from 6 to 17, not '%s'", name, value);
+        }
+        ctx->opt.target_opset = (int64_t)u;
+        return TILEOPT_OK;
+    case OPT_FACTOR: {
+        char *end;
+        errno = 0;
+        double d = strtod(value, &end);
+        if (errno || *end || !(d >= 0) || d > 1e12) break;
+        memcpy(field, &d, sizeof d);
+        return TILEOPT_OK;
+    }
+    case OPT_BOOL:
+        if (strcmp(value, "0") && strcmp(value, "1")) break;
+        *(bool *)field = value[0] == '1';
+        return TILEOPT_OK;
+    case OPT_SCOPE:
+        if (strcmp(value, "tile") && strcmp(value, "all")) {
+            return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes 'tile' or 'all', not '%s'",
+                           name, value);
+        }
+        *(bool *)field = strcmp(value, "all") == 0;
+        return TILEOPT_OK;
+    }
+    return err_set(&ctx->err, TILEOPT_MISUSE, "bad value '%s' for --%s", value, name);
+}
+
+/* ------------------------------------------------------------------ models */
+
+static tileopt_status wrap_model(tileopt_ctx *ctx, graph_model *g, tileopt_model **out) {
+    *out = malloc(sizeof **out);
+    if (!*out) {
+        graph_model_free(g);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
+    (*out)->g = g;
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_model_load(tileopt_ctx *ctx, const char *path, tileopt_model **out) {
+    *out = NULL;
+    graph_model *g;
+    if (graph_model_load_path(path, &ctx->opt.graph_lim, &g, &ctx->err))
+        return ctx_fail(ctx, &ctx->err);
+    return wrap_model(ctx, g, out);
+}
+
+tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const void *data, size_t size,
+                                         const char *base_dir, tileopt_model **out) {
+    *out = NULL;
+    graph_model *g;
+    if (graph_model_load_buffer(data, size, base_dir, &ctx->opt.graph_lim, &g, &ctx->err))
+        return ctx_fail(ctx, &ctx->err);
+    return wrap_model(ctx, g, out);
+}
+
+void tileopt_model_free(tileopt_model *model) {
+    if (!model) return;
+    graph_model_free(model->g);
+    free(model);
+}
+
+tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const char *path) {
+    if (graph_model_save_path(model->g, path, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx, tileopt_model *model, void **out,
+                                         size_t *size) {
+    if (graph_model_save_buffer(model->g, out, size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ passes */
+
+const char *tileopt_pass_name(size_t i) {
+    return i < pass_count ? pass_registry[i].name : NULL;
+}

@@ -1,0 +1,102 @@
+/* The pass registry and the helpers every pass uses to report what it did. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/pass.h"
+#include "passes/passes.h"
+
+/* Default order: migrate first so later passes see current op semantics, fold
+** before fuse so fuse sees constant repeats. */
+const pass_def pass_registry[] = {
+    {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it"},
+    {NULL, NULL, NULL},
+};
+const size_t pass_count = sizeof pass_registry / sizeof pass_registry[0] - 1;
+
+const pass_def *pass_find(const char *name) {
+    for (size_t i = 0; i < pass_count; i++)
+        if (strcmp(pass_registry[i].name, name) == 0) return &pass_registry[i];
+    return NULL;
+}
+
+void pass_options_default(pass_options *o) {
+    memset(o, 0, sizeof *o);
+    o->target_opset = 13;
+    o->fold_limit = (uint64_t)1 << 20;
+    o->seed = 1;
+    graph_limits_default(&o->graph_lim);
+    eval_limits_default(&o->eval_lim);
+}
+
+static const char *graph_path(graph *g, char *buf, size_t cap) {
+    if (!g->parent) return NULL;
+    char inner[512];
+    const char *up = graph_path(g->parent, inner, sizeof inner);
+    const Onnx__NodeProto *n = graph_node(g->parent, g->parent_node);
+    snprintf(buf, cap, "%s%s%s", up ? up : "", up ? "/" : "",
+             graph_node_id(g->parent, g->parent_node));
+    (void)n;
+    return buf;
+}
+
+cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action) {
+    cJSON *a = cJSON_CreateObject();
+    if (!a) return NULL;
+    if (g && node >= 0) {
+        const Onnx__NodeProto *n = graph_node(g, node);
+        cJSON_AddStringToObject(a, "node", graph_node_id(g, node));
+        cJSON_AddStringToObject(a, "op", n->op_type ? n->op_type : "");
+        char buf[512];
+        const char *path = graph_path(g, buf, sizeof buf);
+        if (path) cJSON_AddStringToObject(a, "graph", path);
+    } else {
+        cJSON_AddStringToObject(a, "node", "");
+        cJSON_AddStringToObject(a, "op", "");
+    }
+    cJSON_AddStringToObject(a, "action", action);
+    cJSON_AddItemToArray(pc->actions, a);
+    if (strcmp(action, "skipped") != 0) pc->changed = true;
+    return a;
+}
+
+cJSON *pass_skip(pass_ctx *pc, graph *g, int32_t node, const char *fmt, ...) {
+    char reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    cJSON *a = pass_action(pc, g, node, "skipped");
+    if (a) cJSON_AddStringToObject(a, "reason", reason);
+    return a;
+}
+
+void pass_warn(pass_ctx *pc, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (pc->warnings) cJSON_AddItemToArray(pc->warnings, cJSON_CreateString(msg));
+}
+
+cJSON *pass_json_ints(const int64_t *v, size_t n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]));
+    return arr;
+}
+
+void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total) {
+    if (pc->progress) pc->progress(pc->progress_user, what, done, total);
+}
+
+int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *)) {
+    int rc = fn(pc, g);
+    for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
+        if (graph_node_removed(g, (int32_t)i)) continue;
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); !rc && s; s = s->next_sibling)
+            rc = pass_for_each_graph(pc, s, fn);
+    }
+    return rc;
+}

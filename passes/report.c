@@ -1,0 +1,269 @@
+/* The JSON report (schema: tests/report.schema.json), model summaries, inspect,
+** and running a pass with its report entry. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passes/ctx.h"
+
+typedef struct counts {
+    uint64_t nodes, tiles, init_bytes;
+} counts;
+
+static void count_graph(const Onnx__GraphProto *g, counts *c) {
+    c->nodes += g->n_node;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *t = g->initializer[i];
+        c->init_bytes += t->has_raw_data ? t->raw_data.len
+                       : t->n_float_data * 4 + t->n_int32_data * 4 + t->n_int64_data * 8 +
+                             t->n_double_data * 8 + t->n_uint64_data * 8;
+        for (size_t k = 0; k < t->n_external_data; k++)
+            if (t->external_data[k]->key && strcmp(t->external_data[k]->key, "length") == 0)
+                c->init_bytes += strtoull(t->external_data[k]->value, NULL, 10);
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (graph_node_is(n, "Tile")) c->tiles++;
+        for (size_t a = 0; a < n->n_attribute; a++) {
+            if (n->attribute[a]->g) count_graph(n->attribute[a]->g, c);
+            for (size_t k = 0; k < n->attribute[a]->n_graphs; k++)
+                count_graph(n->attribute[a]->graphs[k], c);
+        }
+    }
+}
+
+static cJSON *opsets_json(const graph_model *m) {
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < m->pb->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "domain", o->domain ? o->domain : "");
+        cJSON_AddNumberToObject(e, "version", (double)o->version);
+        cJSON_AddItemToArray(arr, e);
+    }
+    return arr;
+}
+
+static cJSON *summary(const graph_model *m, const char *path, uint64_t file_bytes) {
+    counts c = {0, 0, 0};
+    count_graph(m->pb->graph, &c);
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "path", path ? path : "");
+    cJSON_AddNumberToObject(s, "ir_version", (double)m->pb->ir_version);
+    cJSON_AddItemToObject(s, "opset_import", opsets_json(m));
+    cJSON_AddNumberToObject(s, "nodes", (double)c.nodes);
+    cJSON_AddNumberToObject(s, "tiles", (double)c.tiles);
+    cJSON_AddNumberToObject(s, "initializer_bytes", (double)c.init_bytes);
+    cJSON_AddNumberToObject(s, "file_bytes", (double)file_bytes);
+    return s;
+}
+
+tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
+                                    const char *input_path) {
+    cJSON_Delete(ctx->report);
+    ctx->report = cJSON_CreateObject();
+    if (!ctx->report) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    cJSON_AddStringToObject(ctx->report, "tool", "tileopt");
+    cJSON_AddStringToObject(ctx->report, "version", TILEOPT_VERSION);
+    cJSON_AddItemToObject(ctx->report, "input",
+                          summary(input->g, input_path, input->g->file_bytes));
+    cJSON_AddItemToObject(ctx->report, "passes", cJSON_CreateArray());
+    cJSON_AddItemToObject(ctx->report, "warnings", cJSON_CreateArray());
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
+                                  const char *output_path) {
+    if (!ctx->report) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
+    /* The file's size once written, or what packing would write. */
+    uint64_t bytes = graph_model_packed_size(output->g);
+    cJSON_DeleteItemFromObject(ctx->report, "output");
+    cJSON_AddItemToObject(ctx->report, "output", summary(output->g, output_path, bytes));
+    return TILEOPT_OK;
+}
+
+const void *tileopt_report_json(const tileopt_ctx *ctx) { return ctx->report; }
+
+tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out) {
+    *out = ctx->report ? cJSON_Print(ctx->report) : NULL;
+    return *out ? TILEOPT_OK : TILEOPT_NOMEM;
+}
+
+cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array) {
+    if (!ctx->report) return NULL;
+    cJSON *s = cJSON_GetObjectItemCaseSensitive(ctx->report, key);
+    if (!s) {
+        s = type_array ? cJSON_CreateArray() : cJSON_CreateObject();
+        cJSON_AddItemToObject(ctx->report, key, s);
+    }
+    return s;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
+    const pass_def *p = pass_find(name);
+    if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
+    cJSON *entry = cJSON_CreateObject();
+    cJSON *actions = cJSON_CreateArray();
+    cJSON *scratch_warnings = cJSON_CreateArray();
+    cJSON *warnings = ctx_report_section(ctx, "warnings", 1);
+    if (!entry || !actions || !scratch_warnings) {
+        cJSON_Delete(entry);
+        cJSON_Delete(actions);
+        cJSON_Delete(scratch_warnings);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
+    pass_ctx pc = {
+        .model = model->g,
+        .opt = &ctx->opt,
+        .actions = actions,
+        .warnings = warnings ? warnings : scratch_warnings,
+        .err = &ctx->err,
+        .progress = ctx->progress,
+        .progress_user = ctx->progress_user,
+    };
+    err_clear(&ctx->err);
+    double t0 = now_ms();
+    int rc = p->run(&pc);
+    cJSON_AddStringToObject(entry, "name", name);
+    cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);
+    cJSON_AddBoolToObject(entry, "changed", pc.changed);
+    cJSON_AddItemToObject(entry, "actions", actions);
+    if (rc) cJSON_AddStringToObject(entry, "error", ctx->err.msg);
+    cJSON *passes = ctx_report_section(ctx, "passes", 1);
+    if (passes)
+        cJSON_AddItemToArray(passes, entry);
+    else
+        cJSON_Delete(entry);
+    cJSON_Delete(scratch_warnings);
+    if (rc) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ inspect */
+
+/* Values of a small constant int tensor from an initializer or Constant node. */
+static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, size_t *n) {
+    if (!name) return false;
+    const Onnx__TensorProto *t = graph_initializer(g, name);
+    if (!t) {
+        const Onnx__NodeProto *p = NULL;
+        for (graph *s = g; s && !p; s = s->parent) p = graph_producer(s, name, NULL);
+        const Onnx__AttributeProto *a = p && graph_node_is(p, "Constant") ? graph_attr(p, "value") : NULL;
+        t = a ? a->t : NULL;
+    }
+    if (!t) return false;
+    graph_tensor_data d;
+    errbuf err;
+    if (graph_tensor_read(g->model, t, &d, &err) || d.numel > cap) return false;
+    bool ok = true;
+    for (uint64_t i = 0; i < d.numel; i++) {
+        switch (d.elem) {
+        case DT_INT64: out[i] = ((const int64_t *)d.data)[i]; break;
+        case DT_INT32: out[i] = ((const int32_t *)d.data)[i]; break;
+        case DT_FLOAT: out[i] = (int64_t)((const float *)d.data)[i]; break;
+        case DT_DOUBLE: out[i] = (int64_t)((const double *)d.data)[i]; break;
+        default: ok = false;
+        }
+    }
+    *n = (size_t)d.numel;
+    if (d.owned) free(d.data);
+    return ok;
+}
+
+static cJSON *shape_json(const graph_type *t) {
+    if (t->rank < 0) return cJSON_CreateNull();
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] >= 0)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)t->dims[i]));
+        else if (t->syms && t->syms[i])
+            cJSON_AddItemToArray(arr, cJSON_CreateString(t->syms[i]));
+        else
+            cJSON_AddItemToArray(arr, cJSON_CreateNull());
+    }
+    return arr;
+}
+
+static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
+            inspect_tiles(s, opset, list);
+        if (!graph_node_is(n, "Tile")) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "node", graph_node_id(g, (int32_t)i));
+        if (g->parent) cJSON_AddStringToObject(e, "graph", graph_node_id(g->parent, g->parent_node));
+        cJSON_AddStringToObject(e, "form", opset < 6 ? "Tile-1" : "Tile-6");
+        const char *in = graph_node_input(n, 0);
+        graph_value *v = in ? graph_find(g, in) : NULL;
+        graph_type none = {0, -1, NULL, NULL};
+        const graph_type *it = v ? &v->type : &none;
+        if (v && v->outer >= 0) it = &v->outer_graph->values[v->outer].type;
+        cJSON_AddStringToObject(e, "input", in ? in : "");
+        cJSON_AddItemToObject(e, "input_shape", shape_json(it));
+        int64_t reps[64];
+        size_t nr = 0;
+        bool known = false;
+        if (opset < 6) {
+            int64_t tiles[1], axis[1];
+            size_t a, b;
+            if (const_ints(g, graph_node_input(n, 1), tiles, 1, &a) &&
+                const_ints(g, graph_node_input(n, 2), axis, 1, &b) && a == 1 && b == 1) {
+                cJSON_AddNumberToObject(e, "tiles", (double)tiles[0]);
+                cJSON_AddNumberToObject(e, "axis", (double)axis[0]);
+                if (it->rank > 0 && it->rank <= 64) {
+                    int64_t ax = axis[0] < 0 ? axis[0] + it->rank : axis[0];
+                    if (ax >= 0 && ax < it->rank) {
+                        nr = (size_t)it->rank;
+                        for (size_t k = 0; k < nr; k++) reps[k] = (int64_t)k == ax ? tiles[0] : 1;
+                        known = true;
+                    }
+                }
+            }
+        } else {
+            known = const_ints(g, graph_node_input(n, 1), reps, 64, &nr);
+        }
+        cJSON_AddItemToObject(e, "repeats", known ? pass_json_ints(reps, nr) : cJSON_CreateNull());
+        if (known && it->rank == (int32_t)nr) {
+            graph_type ot = *it;
+            int64_t dims[64];
+            for (size_t k = 0; k < nr; k++)
+                dims[k] = it->dims[k] >= 0 ? it->dims[k] * reps[k] : -1;
+            ot.dims = dims;
+            ot.syms = NULL;
+            cJSON_AddItemToObject(e, "output_shape", shape_json(&ot));
+        } else {
+            cJSON_AddItemToObject(e, "output_shape", cJSON_CreateNull());
+        }
+        cJSON_AddItemToArray(list, e);
+    }
+}
+
+tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, char **json_out) {
+    *json_out = NULL;
+    graph_model *m = model->g;
+    counts c = {0, 0, 0};
+    count_graph(m->pb->graph, &c);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    cJSON_AddStringToObject(o, "path", m->path ? m->path : "");
+    cJSON_AddNumberToObject(o, "ir_version", (double)m->pb->ir_version);
+    cJSON_AddStringToObject(o, "producer", m->pb->producer_name ? m->pb->producer_name : "");
+    cJSON_AddItemToObject(o, "opset_import", opsets_json(m));
+    cJSON_AddNumberToObject(o, "nodes", (double)c.nodes);
+    cJSON_AddNumberToObject(o, "initializers", (double)m->pb->graph->n_initializer);
+    cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes);
+    cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes);
+    cJSON *tiles = cJSON_CreateArray();
+    inspect_tiles(m->main, graph_opset(m, ""), tiles);
+    cJSON_AddItemToObject(o, "tiles", tiles);
+    *json_out = cJSON_Print(o);
+    cJSON_Delete(o);
+    return *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+}

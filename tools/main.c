@@ -1,0 +1,339 @@
+/*
+** The tileopt command line. The only code that prints or exits: everything else
+** is the library behind include/tileopt.h.
+*/
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "tileopt.h"
+#include "tools/cmd.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static const char usage_text[] =
+    "usage:\n"
+    "  tileopt optimize IN.onnx -o OUT.onnx [--passes upgrade,fold,fuse|none]\n"
+    "                   [--target-opset N] [--fold-limit BYTES] [--fold-max-growth K]\n"
+    "                   [--fold-scope tile|all] [--fuse-split] [--infer-shapes]\n"
+    "                   [--report FILE|-] [--verify] [--quiet]\n"
+    "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-depth N]\n"
+    "                   [--max-rank N] [--seed N]\n"
+    "  tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]\n"
+    "  tileopt inspect MODEL.onnx [--json]\n"
+    "  tileopt --help | --version\n";
+
+int tool_error(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tileopt: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (code == EXIT_USAGE) fputs("(tileopt --help shows the usage)\n", stderr);
+    return code;
+}
+
+/* Progress on a terminal only: a single line redrawn in place. */
+static void progress(void *user, const char *what, uint64_t done, uint64_t total) {
+    (void)user;
+    if (total)
+        fprintf(stderr, "\r%s: %llu/%llu (%3.0f%%)", what, (unsigned long long)done,
+                (unsigned long long)total, 100.0 * (double)done / (double)total);
+    else
+        fprintf(stderr, "\r%s: %llu", what, (unsigned long long)done);
+    if (done == total) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
+/* ---------------------------------------------------------------- optimize */
+
+/* Flags that map one to one onto library options (tileopt_ctx_set). */
+static const struct {
+    const char *flag;
+    const char *option;
+    bool takes_value;
+} option_flags[] = {
+    {"--target-opset", "target-opset", true},
+    {"--fold-limit", "fold-limit", true},
+    {"--fold-max-growth", "fold-max-growth", true},
+    {"--fold-scope", "fold-scope", true},
+    {"--fuse-split", "fuse-split", false},
+    {"--infer-shapes", "infer-shapes", false},
+    {"--max-tensor-bytes", "max-tensor-bytes", true},
+    {"--max-eval-bytes", "max-eval-bytes", true},
+    {"--max-depth", "max-depth", true},
+    {"--max-rank", "max-rank", true},
+    {"--seed", "seed", true},
+};
+
+typedef struct opt_args {
+    const char *in, *out, *passes, *report;
+    bool verify, quiet;
+} opt_args;
+
+static void known_passes(char *buf, size_t cap) {
+    buf[0] = '\0';
+    for (size_t i = 0; tileopt_pass_name(i); i++) {
+        if (i) strncat(buf, ", ", cap - strlen(buf) - 1);
+        strncat(buf, tileopt_pass_name(i), cap - strlen(buf) - 1);
+    }
+    if (!buf[0]) strncat(buf, "(none yet)", cap - 1);
+}
+
+/* Split --passes into names, checking each; "none" gives an empty list. */
+static int parse_passes(const char *spec, const char **names, size_t cap, size_t *count,
+                        char *storage, size_t storage_cap) {
+    *count = 0;
+    if (!spec) {
+        for (size_t i = 0; tileopt_pass_name(i) && i < cap; i++) names[(*count)++] = tileopt_pass_name(i);
+        return EXIT_OK;
+    }
+    if (strcmp(spec, "none") == 0) return EXIT_OK;
+    snprintf(storage, storage_cap, "%s", spec);
+    for (char *tok = strtok(storage, ","); tok; tok = strtok(NULL, ",")) {
+        bool found = false;
+        for (size_t i = 0; tileopt_pass_name(i); i++) found |= strcmp(tileopt_pass_name(i), tok) == 0;
+        if (!found) {
+            char known[256];
+            known_passes(known, sizeof known);
+            return tool_error(EXIT_USAGE, "unknown pass '%s' in --passes (known: %s, or none)",
+                              tok, known);
+        }
+        if (*count == cap) return tool_error(EXIT_USAGE, "too many passes in --passes");
+        names[(*count)++] = tok;
+    }
+    if (!*count) return tool_error(EXIT_USAGE, "--passes is empty");
+    return EXIT_OK;
+}
+
+static int write_report(tileopt_ctx *ctx, const char *dest) {
+    char *text;
+    if (tileopt_report_string(ctx, &text) != TILEOPT_OK) return EXIT_FAIL;
+    int rc = EXIT_OK;
+    if (strcmp(dest, "-") == 0) {
+        puts(text);
+    } else {
+        FILE *f = fopen(dest, "w");
+        if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) rc = EXIT_FAIL;
+        if (f && fclose(f) != 0) rc = EXIT_FAIL;
+        if (rc) tool_error(EXIT_FAIL, "cannot write the report to '%s'", dest);
+    }
+    tileopt_free(text);
+    return rc;
+}
+
+static void print_summary(tileopt_ctx *ctx, FILE *f) {
+    const cJSON *r = tileopt_report_json(ctx);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(r, "output");
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    fprintf(f, "%s -> %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "path")),
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out, "path")));
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "passes")) {
+        const cJSON *a;
+        int done = 0, skipped = 0;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(p, "actions")) {
+            const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
+            if (kind && strcmp(kind, "skipped") == 0) skipped++;
+            else done++;
+        }
+        fprintf(f, "  %-8s %4d changes, %4d skipped, %.1f ms\n",
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done, skipped,
+                NUM(p, "duration_ms"));
+    }
+    fprintf(f, "  nodes %.0f -> %.0f, Tile %.0f -> %.0f, initializers %.0f -> %.0f bytes, file %.0f -> %.0f bytes\n",
+            NUM(in, "nodes"), NUM(out, "nodes"), NUM(in, "tiles"), NUM(out, "tiles"),
+            NUM(in, "initializer_bytes"), NUM(out, "initializer_bytes"), NUM(in, "file_bytes"),
+            NUM(out, "file_bytes"));
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
+    if (v) fprintf(f, "  verify: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "verdict")));
+    const cJSON *w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(r, "warnings"))
+        fprintf(f, "  warning: %s\n", cJSON_GetStringValue(w));
+#undef NUM
+}
+
+static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *passes,
+                    size_t n_passes) {
+    tileopt_model *model = NULL, *before = NULL;
+    int rc = EXIT_FAIL;
+    if (tileopt_model_load(ctx, a->in, &model) != TILEOPT_OK ||
+        (a->verify && tileopt_model_load(ctx, a->in, &before) != TILEOPT_OK)) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto done;
+    }
+    tileopt_report_begin(ctx, model, a->in);
+    for (size_t i = 0; i < n_passes; i++) {
+        if (tileopt_pass_run(ctx, model, passes[i]) != TILEOPT_OK) {
+            tool_error(EXIT_FAIL, "pass %s: %s", passes[i], tileopt_ctx_errmsg(ctx));
+            goto report;
+        }
+    }
+    if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto report;
+    }
+    rc = EXIT_OK;
+report:
+    tileopt_report_end(ctx, model, a->out);
+    if (a->report && write_report(ctx, a->report) != EXIT_OK) rc = EXIT_FAIL;
+    if (rc == EXIT_OK && !a->quiet)
+        print_summary(ctx, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
+done:
+    tileopt_model_free(model);
+    tileopt_model_free(before);
+    return rc;
+}
+
+static int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
+    opt_args a = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        bool has_next = i + 1 < argc;
+        if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
+            if (!has_next) return tool_error(EXIT_USAGE, "%s needs a path", s);
+            a.out = argv[++i];
+        } else if (strcmp(s, "--passes") == 0) {
+            if (!has_next) return tool_error(EXIT_USAGE, "--passes needs a list");
+            a.passes = argv[++i];
+        } else if (strcmp(s, "--report") == 0) {
+            if (!has_next) return tool_error(EXIT_USAGE, "--report needs a path or -");
+            a.report = argv[++i];
+        } else if (strcmp(s, "--verify") == 0) {
+            a.verify = true;
+        } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+            a.quiet = true;
+        } else if (s[0] == '-' && s[1]) {
+            size_t k = 0, n = sizeof option_flags / sizeof option_flags[0];
+            while (k < n && strcmp(option_flags[k].flag, s) != 0) k++;
+            if (k == n) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
+            const char *value = "1";
+            if (option_flags[k].takes_value) {
+                if (!has_next) return tool_error(EXIT_USAGE, "%s needs a value", s);
+                value = argv[++i];
+            }
+            if (tileopt_ctx_set(ctx, option_flags[k].option, value) != TILEOPT_OK)
+                return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
+        } else if (!a.in) {
+            a.in = s;
+        } else {
+            return tool_error(EXIT_USAGE, "unexpected argument '%s'", s);
+        }
+    }
+    if (!a.in) return tool_error(EXIT_USAGE, "optimize needs an input model");
+    if (!a.out) return tool_error(EXIT_USAGE, "optimize needs -o OUT.onnx");
+    if (!a.quiet && isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, progress, NULL);
+    const char *names[64];
+    size_t n_names;
+    char storage[1024];
+    int rc = parse_passes(a.passes, names, 64, &n_names, storage, sizeof storage);
+    if (rc) return rc;
+    return optimize(ctx, &a, names, n_names);
+}
+
+/* ----------------------------------------------------------------- inspect */
+
+static void print_shape(const cJSON *shape) {
+    if (!cJSON_IsArray(shape)) {
+        fputs("?", stdout);
+        return;
+    }
+    const cJSON *d;
+    fputs("[", stdout);
+    int i = 0;
+    cJSON_ArrayForEach(d, shape) {
+        if (i++) fputs(",", stdout);
+        if (cJSON_IsNumber(d)) printf("%.0f", d->valuedouble);
+        else if (cJSON_IsString(d)) fputs(d->valuestring, stdout);
+        else fputs("?", stdout);
+    }
+    fputs("]", stdout);
+}
+
+static int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv) {
+    const char *path = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) return tool_error(EXIT_USAGE, "unknown option '%s'", argv[i]);
+        else if (!path) path = argv[i];
+        else return tool_error(EXIT_USAGE, "unexpected argument '%s'", argv[i]);
+    }
+    if (!path) return tool_error(EXIT_USAGE, "inspect needs a model");
+    tileopt_model *m;
+    if (tileopt_model_load(ctx, path, &m) != TILEOPT_OK)
+        return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    char *text;
+    tileopt_status st = tileopt_model_inspect(ctx, m, &text);
+    tileopt_model_free(m);
+    if (st != TILEOPT_OK) return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    if (json) {
+        puts(text);
+        tileopt_free(text);
+        return EXIT_OK;
+    }
+    cJSON *o = cJSON_Parse(text);
+    tileopt_free(text);
+    if (!o) return tool_error(EXIT_FAIL, "out of memory");
+#define NUM(k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    printf("%s\n  ir_version %.0f, producer '%s'\n  opsets:", path, NUM("ir_version"),
+           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "producer")));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "opset_import")) {
+        const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "domain"));
+        printf(" %s=%.0f", d && d[0] ? d : "ai.onnx",
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "version")));
+    }
+    printf("\n  nodes %.0f, initializers %.0f (%.0f bytes)\n", NUM("nodes"), NUM("initializers"),
+           NUM("initializer_bytes"));
+    const cJSON *tiles = cJSON_GetObjectItemCaseSensitive(o, "tiles");
+    printf("  Tile nodes: %d\n", cJSON_GetArraySize(tiles));
+#undef NUM
+    cJSON_ArrayForEach(e, tiles) {
+        printf("    %s (%s): ", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "node")),
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "form")));
+        print_shape(cJSON_GetObjectItemCaseSensitive(e, "input_shape"));
+        fputs(" x repeats ", stdout);
+        print_shape(cJSON_GetObjectItemCaseSensitive(e, "repeats"));
+        fputs(" -> ", stdout);
+        print_shape(cJSON_GetObjectItemCaseSensitive(e, "output_shape"));
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(e, "graph");
+        if (g) printf("  (inside %s)", cJSON_GetStringValue(g));
+        fputs("\n", stdout);
+    }
+    cJSON_Delete(o);
+    return EXIT_OK;
+}
+
+/* -------------------------------------------------------------------- main */
+
+int main(int argc, char **argv) {
+    if (argc < 2) return tool_error(EXIT_USAGE, "no command given");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("tileopt %s\n", tileopt_version());
+        return EXIT_OK;
+    }
+    tileopt_ctx *ctx;
+    if (tileopt_ctx_new(&ctx) != TILEOPT_OK) return tool_error(EXIT_FAIL, "out of memory");
+    int rc;
+    if (strcmp(cmd, "optimize") == 0)
+        rc = cmd_optimize(ctx, argc - 1, argv + 1);
+    else if (strcmp(cmd, "inspect") == 0)
+        rc = cmd_inspect(ctx, argc - 1, argv + 1);
+    else
+        rc = tool_error(EXIT_USAGE, "unknown command '%s'", cmd);
+    tileopt_ctx_free(ctx);
+    return rc;
+}
