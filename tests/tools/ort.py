@@ -82,12 +82,29 @@ def write_inputs(inputs, folder):
     return paths
 
 
+def _inline_external_data(model_path, tmp):
+    """ORT (like onnx 1.12 shape inference) cannot read shape inputs such as Tile
+    repeats from external data; hand it a copy with every tensor inline when the
+    model has external data and fits in 2 GB. Otherwise the path unchanged."""
+    m = onnx.load(model_path, load_external_data=False)
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL
+               for t in m.graph.initializer):
+        return model_path
+    m = onnx.load(model_path)
+    if m.ByteSize() >= 2 ** 31:
+        return model_path
+    inline = os.path.join(tmp, "inline_model.onnx")
+    onnx.save_model(m, inline)
+    return inline
+
+
 def run_ort(model_path, inputs, timeout=600):
     """Outputs of model_path run in ONNX Runtime on inputs (list or dict)."""
     ok, why = ort_available()
     if not ok:
         raise OrtError(why)
     with tempfile.TemporaryDirectory(prefix="ort_") as tmp:
+        model_path = _inline_external_data(str(model_path), tmp)
         pbs = write_inputs(inputs, tmp)
         outdir = os.path.join(tmp, "out")
         cp = subprocess.run(["node", ORT_RUN_JS, str(model_path), *pbs, "-o", outdir],

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""External data: a model saved by onnx with its tensors in w.bin.
+Saving next to the input keeps the references (no new data file); saving to another
+folder writes the data beside the output so the output stands alone. Either way
+the output loads in onnx with tensors equal to the input's, and the input files are
+untouched."""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+import harness as h  # noqa: E402
+
+
+def snapshot(folder):
+    out = {}
+    for f in sorted(os.listdir(folder)):
+        p = os.path.join(folder, f)
+        if os.path.isfile(p):
+            with open(p, "rb") as fh:
+                out[f] = (fh.read(), os.stat(p).st_mtime_ns)
+    return out
+
+
+def external_model(folder):
+    """bias_tile plus a 64 KiB weight, every initializer stored in folder/w.bin."""
+    m = onnx.load(os.path.join(h.MODELS, "bias_tile.onnx"))
+    w = np.random.default_rng(3).standard_normal((2, 16, 8, 8)).astype(np.float32)
+    m.graph.initializer.append(numpy_helper.from_array(w, "scale"))
+    m.graph.node.append(helper.make_node("Mul", [m.graph.output[0].name, "scale"],
+                                         ["y2"], name="mul"))
+    m.graph.output[0].name = "y2"
+    path = os.path.join(folder, "model.onnx")
+    onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="w.bin", size_threshold=0)
+    return path
+
+
+def initializers(path):
+    """{name: array} with external data loaded (relative to path's folder)."""
+    m = onnx.load(path)
+    return {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+
+
+def locations(path):
+    m = onnx.load(path, load_external_data=False)
+    locs = {}
+    for t in m.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            locs[t.name] = {e.key: e.value for e in t.external_data}["location"]
+    return locs
+
+
+def assert_same_tensors(got_path, want_path):
+    got, want = initializers(got_path), initializers(want_path)
+    if sorted(got) != sorted(want):
+        raise AssertionError(f"{got_path}: initializers {sorted(got)}, "
+                             f"expected {sorted(want)}")
+    for k in want:
+        h.assert_close(got[k], want[k], rtol=0, atol=0, what=f"initializer {k}")
+
+
+def external_should_keep_references_when_saved_in_the_same_folder():
+    with h.tempdir() as d:
+        src = external_model(d)
+        ref = dict(initializers(src))
+        before = snapshot(d)
+        dst = os.path.join(d, "out.onnx")
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "none", "--quiet"))
+        after = snapshot(d)
+        if {k: v for k, v in after.items() if k != "out.onnx"} != before:
+            raise AssertionError(f"input folder changed: {sorted(before)} -> "
+                                 f"{sorted(after)}")
+        if locations(dst) != locations(src):
+            raise AssertionError(f"references changed: {locations(dst)} vs "
+                                 f"{locations(src)}")
+        assert_same_tensors(dst, src)
+        h.check(dst)
+        if onnx.load(dst, load_external_data=False) != onnx.load(
+                src, load_external_data=False):
+            raise AssertionError("--passes none output differs from the input")
+        if set(ref) != set(initializers(dst)):
+            raise AssertionError("initializer set changed")
+
+
+def external_should_write_data_beside_an_output_in_another_folder():
+    with h.tempdir() as d:
+        src_dir = os.path.join(d, "src")
+        out_dir = os.path.join(d, "out")
+        os.makedirs(src_dir)
+        os.makedirs(out_dir)
+        src = external_model(src_dir)
+        before = snapshot(src_dir)
+        dst = os.path.join(out_dir, "out.onnx")
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "none", "--quiet"))
+        if snapshot(src_dir) != before:
+            raise AssertionError("input folder changed")
+        for name, loc in locations(dst).items():
+            p = os.path.normpath(os.path.join(out_dir, loc))
+            if os.path.isabs(loc) or not p.startswith(out_dir + os.sep):
+                raise AssertionError(f"{name}: location {loc!r} is not inside {out_dir}")
+            if not os.path.isfile(p):
+                raise AssertionError(f"{name}: {loc!r} not written beside the output")
+        # The output must stand alone: move the source away before reading it.
+        shutil.move(src_dir, os.path.join(d, "moved"))
+        moved = os.path.join(d, "moved", "model.onnx")
+        assert_same_tensors(dst, moved)
+        h.check(dst)
+
+
+def external_should_give_the_same_outputs_after_the_default_passes():
+    ok, why = h.ort_available()
+    if not ok:
+        raise AssertionError(f"ONNX Runtime needed: {why}")
+    with h.tempdir() as d:
+        src_dir = os.path.join(d, "src")
+        out_dir = os.path.join(d, "out")
+        os.makedirs(src_dir)
+        os.makedirs(out_dir)
+        src = external_model(src_dir)
+        before = snapshot(src_dir)
+        dst = os.path.join(out_dir, "out.onnx")
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--quiet"))
+        if snapshot(src_dir) != before:
+            raise AssertionError("input folder changed")
+        h.check(dst)
+        feeds = h.random_feeds(src, seed=5)
+        h.assert_close(h.run_ort(dst, feeds), h.run_ort(src, feeds))
+
+
+def external_should_keep_the_input_when_output_is_the_input_path():
+    # Writing over the input itself: the data file the model points to must still
+    # hold the right bytes afterwards (atomic rename, data read before replace).
+    with h.tempdir() as d:
+        src = external_model(d)
+        ref = initializers(src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", src, "--passes", "none", "--quiet"))
+        got = initializers(src)
+        for k in ref:
+            h.assert_close(got[k], ref[k], rtol=0, atol=0, what=f"initializer {k}")
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""`tileopt inspect MODEL [--json]` on the sample models: IR version, opsets,
+node/initializer counts, every Tile with its form (Tile-1 / Tile-6), shapes and
+repeats where known. --json output is checked against tests/inspect.schema.json
+and exact expected values; the text output must mention the same facts."""
+import json
+import os
+import re
+import sys
+
+import jsonschema
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+import harness as h  # noqa: E402
+
+INSPECT_SCHEMA = os.path.join(h.SRCDIR, "tests", "inspect.schema.json")
+
+# model -> expected top-level facts and Tiles (node, form, input, repeats, output).
+# repeats None: computed at run time, so inspect may give null (or the folded value
+# in ANY_REPEATS).
+EXPECTED = {
+    "legacy_tile1.onnx": dict(ir_version=3, opset_import=[{"domain": "", "version": 5}],
+                              nodes=3, initializers=3,
+                              tiles=[("tile", "Tile-1", [2, 3, 4], [1, 2, 1], [2, 6, 4])]),
+    "const_tile.onnx": dict(ir_version=8, opset_import=[{"domain": "", "version": 13}],
+                            nodes=3, initializers=1,
+                            tiles=[("tile_const", "Tile-6", [2, 3], [3, 2], [6, 6])]),
+    "shape_repeats.onnx": dict(ir_version=8, opset_import=[{"domain": "", "version": 13}],
+                               nodes=5, initializers=3,
+                               tiles=[("tile", "Tile-6", [2, 3, 4], None, [4, 3, 4])]),
+    "tile_add.onnx": dict(ir_version=8, opset_import=[{"domain": "", "version": 13}],
+                          nodes=2, initializers=1,
+                          tiles=[("tile", "Tile-6", [64, 256], [16, 4], [1024, 1024])]),
+    "bias_tile.onnx": dict(ir_version=8, opset_import=[{"domain": "", "version": 13}],
+                           nodes=2, initializers=2,
+                           tiles=[("tile_bias", "Tile-6", [1, 16, 1, 1], [2, 1, 8, 8],
+                                   [2, 16, 8, 8])]),
+}
+ANY_REPEATS = {"shape_repeats.onnx": [2, 1, 1]}
+
+
+def inspect_json(path):
+    cp = h.expect_ok(h.tileopt("inspect", path, "--json"))
+    try:
+        j = json.loads(cp.stdout)
+    except ValueError as e:
+        raise AssertionError(f"inspect --json {path}: not JSON ({e}): "
+                             f"{cp.stdout[:500]!r}") from e
+    with open(INSPECT_SCHEMA, encoding="utf-8") as f:
+        schema = json.load(f)
+    errors = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+              for e in jsonschema.Draft7Validator(schema).iter_errors(j)]
+    if errors:
+        raise AssertionError(f"inspect --json {path}: schema:\n  " + "\n  ".join(errors)
+                             + f"\n{json.dumps(j, indent=1)[:1500]}")
+    return j
+
+
+def inspect_should_report_counts_and_tiles_of_sample_models_as_json():
+    problems = []
+    for name, want in EXPECTED.items():
+        j = inspect_json(os.path.join(h.MODELS, name))
+        for k in ("ir_version", "opset_import", "nodes", "initializers"):
+            if j.get(k) != want[k]:
+                problems.append(f"{name}: {k} {j.get(k)!r}, expected {want[k]!r}")
+        tiles = j.get("tiles", [])
+        if len(tiles) != len(want["tiles"]):
+            problems.append(f"{name}: {len(tiles)} tiles, expected {len(want['tiles'])}")
+            continue
+        for t, (node, form, ishape, reps, oshape) in zip(tiles, want["tiles"]):
+            got = (t.get("node"), t.get("form"), t.get("input_shape"),
+                   t.get("repeats"), t.get("output_shape"))
+            ok_reps = t.get("repeats") == reps or (
+                reps is None and t.get("repeats") == ANY_REPEATS.get(name))
+            if got[:3] != (node, form, ishape) or not ok_reps or got[4] != oshape:
+                problems.append(f"{name}: tile {got}, expected "
+                                f"{(node, form, ishape, reps, oshape)}")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+def inspect_should_print_the_same_facts_as_text():
+    problems = []
+    for name, want in EXPECTED.items():
+        cp = h.expect_ok(h.tileopt("inspect", os.path.join(h.MODELS, name)))
+        out = cp.stdout
+        if cp.stderr.strip():
+            problems.append(f"{name}: stderr not empty: {cp.stderr!r}")
+        needles = [str(want["ir_version"]), str(want["opset_import"][0]["version"])]
+        for node, form, _i, reps, _o in want["tiles"]:
+            needles += [node, form]
+            if reps is not None and not re.search(
+                    r"\D" + r",\s*".join(map(str, reps)) + r"\D", out):
+                problems.append(f"{name}: repeats {reps} not in text output")
+        for n in needles:
+            if n not in out:
+                problems.append(f"{name}: {n!r} not in text output")
+    if problems:
+        raise AssertionError("\n".join(problems) + f"\nlast output:\n{out}")
+
+
+def _symbolic_and_subgraph_model():
+    """A Tile on a symbolic-batch input in the main graph, another in an If branch."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    then_g = helper.make_graph(
+        [helper.make_node("Tile", ["x", "r_then"], ["o_then"], name="tile_then")],
+        "then", [], [helper.make_tensor_value_info("o_then", TensorProto.FLOAT, [None, None])],
+        initializer=[numpy_helper.from_array(np.array([1, 3], np.int64), "r_then")])
+    else_g = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["o_else"], name="id_else")],
+        "else", [], [helper.make_tensor_value_info("o_else", TensorProto.FLOAT, [None, None])])
+    nodes = [
+        helper.make_node("Tile", ["x", "r"], ["t"], name="tile_main"),
+        helper.make_node("If", ["c"], ["y"], name="if0",
+                         then_branch=then_g, else_branch=else_g),
+    ]
+    g = helper.make_graph(
+        nodes, "sym", [x, helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [None, None]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])],
+        initializer=[numpy_helper.from_array(np.array([2, 2], np.int64), "r")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def inspect_should_show_symbolic_dims_and_tiles_in_subgraphs():
+    with h.tempdir() as d:
+        p = os.path.join(d, "sym.onnx")
+        onnx.save(_symbolic_and_subgraph_model(), p)
+        j = inspect_json(p)
+        tiles = {t["node"]: t for t in j["tiles"]}
+        if set(tiles) != {"tile_main", "tile_then"}:
+            raise AssertionError(f"tiles {sorted(tiles)}")
+        main, sub = tiles["tile_main"], tiles["tile_then"]
+        problems = []
+        if main.get("input_shape") != ["N", 3]:
+            problems.append(f"tile_main input_shape {main.get('input_shape')}")
+        if main.get("repeats") != [2, 2]:
+            problems.append(f"tile_main repeats {main.get('repeats')}")
+        osh = main.get("output_shape")
+        if not osh or len(osh) != 2 or osh[1] != 6 or isinstance(osh[0], int):
+            problems.append(f"tile_main output_shape {osh} (want [<symbolic>, 6])")
+        if "graph" in main:
+            problems.append("tile_main has a graph key but is in the main graph")
+        if not sub.get("graph"):
+            problems.append("tile_then lacks the graph key naming its subgraph")
+        if sub.get("repeats") != [1, 3] or sub.get("form") != "Tile-6":
+            problems.append(f"tile_then {sub}")
+        if j["nodes"] != 4 or j["initializers"] != 2:
+            problems.append(f"nodes {j['nodes']} initializers {j['initializers']}")
+        if problems:
+            raise AssertionError("\n".join(problems))
+
+
+def inspect_should_not_touch_the_model():
+    with h.tempdir() as d:
+        p = os.path.join(d, "m.onnx")
+        with open(os.path.join(h.MODELS, "legacy_tile1.onnx"), "rb") as f:
+            data = f.read()
+        with open(p, "wb") as f:
+            f.write(data)
+        h.expect_ok(h.tileopt("inspect", p))
+        h.expect_ok(h.tileopt("inspect", p, "--json"))
+        with open(p, "rb") as f:
+            if f.read() != data or os.listdir(d) != ["m.onnx"]:
+                raise AssertionError("inspect changed the model or its folder")
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
