@@ -1,0 +1,28 @@
+/* Every ai.onnx operator's schema version history (generated: opset_table.c). */
+#ifndef TILEOPT_OPSET_TABLE_H
+#define TILEOPT_OPSET_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct opset_entry {
+    const char *op;
+    const int32_t *versions;  /* since_versions, ascending */
+    size_t count;
+    int32_t deprecated;       /* since_version of the deprecated schema, or 0 */
+} opset_entry;
+
+/* Sorted by op (strcmp order). */
+extern const opset_entry opset_table[];
+extern const size_t opset_table_count;
+extern const int32_t opset_table_max_opset;
+
+/* NULL when the op has no ai.onnx schema. */
+const opset_entry *opset_table_find(const char *op);
+/* 0 and the versions when op is known, -1 when it is not. */
+int opset_table_versions(const char *op, const int32_t **versions, size_t *count);
+/* The schema version in force at an opset (largest since_version <= opset), or 0
+** when the op did not exist yet. */
+int32_t opset_schema_at(const opset_entry *e, int64_t opset);
+
+#endif
