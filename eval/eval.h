@@ -109,6 +109,25 @@ extern const size_t kernel_table_elementwise_count;
 extern const kernel_def kernel_table_shape[];
 extern const size_t kernel_table_shape_count;
 
+/* ---------------------------------------------------- values (eval/values.c) */
+
+/* actual against expected, numpy.isclose style: |a - e| <= atol + rtol * |e|,
+** NaN equals NaN; strings and 8-bit floats compare exactly. */
+typedef struct tensor_diff {
+    bool same_shape;            /* element type and shape agree (else nothing else set) */
+    uint64_t n_bad;             /* elements outside the tolerance */
+    uint64_t first_bad;         /* index of the first such element */
+    double max_abs, max_rel;    /* over all numeric elements */
+    char expected[64], actual[64]; /* the first bad pair, printed */
+} tensor_diff;
+int tensor_compare(const tensor *expected, const tensor *actual, double rtol, double atol,
+                   tensor_diff *d, errbuf *err);
+/* Element i (row-major) printed into buf; returns the length. */
+size_t tensor_format(const tensor *t, uint64_t i, char *buf, size_t cap);
+/* A contiguous copy owning all its bytes (strings included), for tensors that
+** outlive the model they were computed from. */
+int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err);
+
 /* -------------------------------------------------------------- evaluator */
 
 /* Does the evaluator implement this op (default domain) at this opset? */
