@@ -182,6 +182,18 @@ TILEOPT_API tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *mo
                                              size_t *n_outputs);
 
 /*
+** Run `before` and `after` in the built-in evaluator on the same seeded random
+** inputs (option "seed"; element types and static shapes from `before`'s graph
+** inputs, symbolic or unknown dims set to 2) and record in the report's
+** "verify" object the inputs used, per output the max abs/rel difference, and
+** the verdict: "match", "mismatch" (TILEOPT_MISMATCH; rtol 1e-3, atol 1e-7) or
+** "skipped" (TILEOPT_OK: the evaluator lacks an op, listed in "ops", or the
+** input model itself cannot run on such inputs, with the "reason").
+*/
+TILEOPT_API tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
+                                                tileopt_model *after);
+
+/*
 ** Tile with OpenVINO Tile-1 promotion: when repeats is longer than the rank the
 ** data gets leading 1-dims; when shorter, repeats gets leading 1s. ONNX nodes
 ** stay strict (equal lengths). Any element type.
