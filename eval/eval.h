@@ -88,6 +88,11 @@ int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_li
 int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits *lim,
                  tensor **out, errbuf *err);
 
+/* Tile with OpenVINO Tile-1 promotion (tileopt_tile): repeats longer than the
+** rank give the data leading 1-dims, shorter ones get leading 1s. */
+int kernel_tile_promoted(const tensor *x, const int64_t *repeats, size_t n,
+                         const eval_limits *lim, tensor **out, errbuf *err);
+
 /*
 ** Op kernels, found by op name through tables: eval/elementwise.c provides
 ** kernel_table_elementwise (elementwise ops, Cast, Identity, Tile), eval/ops_shape.c
