@@ -1,0 +1,504 @@
+/*
+** Public API: tensors (load, save, inspect), running a model in the built-in
+** evaluator, tileopt_tile, and verifying an optimized model against its input.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "eval/eval.h"
+#include "passes/ctx.h"
+
+/* rtol/atol of ONNX's backend tests, used by --verify and run --test-dir */
+#define VERIFY_RTOL 1e-3
+#define VERIFY_ATOL 1e-7
+/* the value a symbolic or unknown dim takes in generated inputs */
+#define VERIFY_DIM 2
+
+/* ------------------------------------------------------------------ tensors */
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* Wrap t (taken over) in a public handle named name. */
+static tileopt_status wrap_tensor(tileopt_ctx *ctx, tensor *t, const char *name,
+                                  tileopt_tensor **out) {
+    tileopt_tensor *w = calloc(1, sizeof *w);
+    char *nm = dup_str(name ? name : "");
+    if (!w || !nm) {
+        free(w);
+        free(nm);
+        tensor_free(t);
+        return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
+    }
+    w->t = t;
+    w->name = nm;
+    *out = w;
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_tensor_load_buffer(tileopt_ctx *ctx, const void *data, size_t size,
+                                          tileopt_tensor **out) {
+    *out = NULL;
+    tensor *t = NULL;
+    if (tensor_decode(data, size, &ctx->opt.eval_lim, &t, &ctx->err))
+        return ctx_fail(ctx, &ctx->err);
+    return wrap_tensor(ctx, t, t->name, out);
+}
+
+static int read_file(const char *path, uint64_t max, void **data, size_t *size, errbuf *err) {
+    *data = NULL;
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_set(err, TILEOPT_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, TILEOPT_IO, "'%s' is not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return err_set(err, TILEOPT_LIMIT, "'%s' has %" PRIu64 " bytes, over the limit %" PRIu64,
+                       path, (uint64_t)st.st_size, max);
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        close(fd);
+        return err_set(err, TILEOPT_NOMEM, "out of memory reading '%s'", path);
+    }
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return err_set(err, TILEOPT_IO, "cannot read '%s': %s", path,
+                           r < 0 ? strerror(e) : "file shrank");
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *data = buf;
+    *size = n;
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *path, tileopt_tensor **out) {
+    *out = NULL;
+    void *data;
+    size_t size;
+    /* a serialized tensor is its data plus a little framing */
+    uint64_t max = ctx->opt.eval_lim.max_tensor_bytes + ((uint64_t)1 << 20);
+    if (read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    tileopt_status rc = tileopt_tensor_load_buffer(ctx, data, size, out);
+    free(data);
+    if (rc) {
+        err_prefix(&ctx->err, "%s: ", path);
+        return ctx_fail(ctx, &ctx->err);
+    }
+    return TILEOPT_OK;
+}
+
+/* Write bytes to path atomically: a temporary file beside it, fsync, rename. */
+static int write_atomic(const char *path, const void *data, size_t size, errbuf *err) {
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int rc = err_set(err, TILEOPT_IO, "cannot create a file beside '%s': %s", path,
+                         strerror(errno));
+        free(tmp);
+        return rc;
+    }
+    const uint8_t *p = data;
+    size_t done = 0;
+    int rc = TILEOPT_OK;
+    while (done < size) {
+        ssize_t w = write(fd, p + done, size - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
+            break;
+        }
+        done += (size_t)w;
+    }
+    if (!rc && fsync(fd) != 0)
+        rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (close(fd) != 0 && !rc)
+        rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (!rc && rename(tmp, path) != 0)
+        rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (rc) unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+tileopt_status tileopt_tensor_save(tileopt_ctx *ctx, const tileopt_tensor *t,
+                                   const char *path) {
+    void *bytes;
+    size_t size;
+    if (tensor_encode(t->t, t->name, &bytes, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    int rc = write_atomic(path, bytes, size, &ctx->err);
+    free(bytes);
+    return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
+}
+
+void tileopt_tensor_free(tileopt_tensor *t) {
+    if (!t) return;
+    tensor_free(t->t);
+    free(t->name);
+    free(t);
+}
+
+int tileopt_tensor_dtype(const tileopt_tensor *t) { return t->t->elem; }
+size_t tileopt_tensor_rank(const tileopt_tensor *t) { return (size_t)t->t->rank; }
+const int64_t *tileopt_tensor_dims(const tileopt_tensor *t) { return t->t->dims; }
+const char *tileopt_tensor_name(const tileopt_tensor *t) { return t->name; }
+
+/* ------------------------------------------------------------------ run */
+
+tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
+                                 tileopt_tensor *const *inputs, size_t n_inputs,
+                                 tileopt_tensor ***outputs, size_t *n_outputs) {
+    *outputs = NULL;
+    *n_outputs = 0;
+    tensor **in = calloc(n_inputs ? n_inputs : 1, sizeof *in);
+    if (!in) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
+    for (size_t i = 0; i < n_inputs; i++) in[i] = inputs[i] ? inputs[i]->t : NULL;
+    tensor **outs = NULL;
+    size_t no = 0;
+    int rc = eval_graph(model->g, in, n_inputs, &outs, &no, &ctx->opt.eval_lim, &ctx->err);
+    free(in);
+    if (rc) return ctx_fail(ctx, &ctx->err);
+    tileopt_tensor **res = calloc(no ? no : 1, sizeof *res);
+    if (!res) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    Onnx__GraphProto *pb = model->g->main->pb;
+    for (size_t i = 0; i < no && !rc; i++) {
+        /* The caller may free the model first: no output may point into it. */
+        tensor *d = NULL;
+        rc = tensor_detach(outs[i], &ctx->opt.eval_lim, &d, &ctx->err);
+        if (!rc) rc = wrap_tensor(ctx, d, pb->output[i]->name, &res[i]);
+    }
+    for (size_t i = 0; i < no; i++) tensor_free(outs[i]);
+    free(outs);
+    if (rc) {
+        if (res)
+            for (size_t i = 0; i < no; i++) tileopt_tensor_free(res[i]);
+        free(res);
+        return ctx_fail(ctx, &ctx->err);
+    }
+    *outputs = res;
+    *n_outputs = no;
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_tile(tileopt_ctx *ctx, const tileopt_tensor *input,
+                            const int64_t *repeats, size_t n_repeats, tileopt_tensor **out) {
+    *out = NULL;
+    tensor *t = NULL;
+    if (!input || (!repeats && n_repeats))
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tile: NULL argument"});
+    if (kernel_tile_promoted(input->t, repeats, n_repeats, &ctx->opt.eval_lim, &t, &ctx->err))
+        return ctx_fail(ctx, &ctx->err);
+    return wrap_tensor(ctx, t, input->name, out);
+}
+
+/* ------------------------------------------------------------------ verify */
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [-1, 1) */
+static double rng_unit(uint64_t *s) {
+    return (double)(rng_next(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+/*
+** Random values by element type. Floats lie in [-1, 1); integers in [0, 4], so
+** inputs that end up as indices, repeats or shapes stay valid for small dims;
+** 16-bit floats are built from bits (magnitudes 1/16 .. 1); 8-bit floats are
+** small positive finite codes in every variant.
+*/
+static void fill_random(tensor *t, uint64_t *s) {
+    uint64_t n = tensor_numel(t);
+    uint8_t *p = t->data;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t r = rng_next(s);
+        switch (t->elem) {
+        case DT_FLOAT: { float f = (float)rng_unit(s); memcpy(p + 4 * i, &f, 4); break; }
+        case DT_DOUBLE: { double d = rng_unit(s); memcpy(p + 8 * i, &d, 8); break; }
+        case DT_COMPLEX64: {
+            float f[2] = {(float)rng_unit(s), (float)rng_unit(s)};
+            memcpy(p + 8 * i, f, 8);
+            break;
+        }
+        case DT_COMPLEX128: {
+            double d[2] = {rng_unit(s), rng_unit(s)};
+            memcpy(p + 16 * i, d, 16);
+            break;
+        }
+        case DT_FLOAT16: {
+            uint16_t h = (uint16_t)(((r & 1) << 15) | ((11 + (r >> 1) % 4) << 10) |
+                                    ((r >> 8) & 0x3ff));
+            memcpy(p + 2 * i, &h, 2);
+            break;
+        }
+        case DT_BFLOAT16: {
+            uint16_t h = (uint16_t)(((r & 1) << 15) | ((123 + (r >> 1) % 4) << 7) |
+                                    ((r >> 8) & 0x7f));
+            memcpy(p + 2 * i, &h, 2);
+            break;
+        }
+        case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2:
+        case DT_FLOAT8E5M2FNUZ:
+            p[i] = (uint8_t)(r & 0x3f);
+            break;
+        case DT_BOOL: p[i] = (uint8_t)(r & 1); break;
+        case DT_INT8: case DT_UINT8: p[i] = (uint8_t)(r % 5); break;
+        case DT_INT16: case DT_UINT16: { uint16_t v = (uint16_t)(r % 5); memcpy(p + 2 * i, &v, 2); break; }
+        case DT_INT32: case DT_UINT32: { uint32_t v = (uint32_t)(r % 5); memcpy(p + 4 * i, &v, 4); break; }
+        case DT_INT64: case DT_UINT64: { uint64_t v = r % 5; memcpy(p + 8 * i, &v, 8); break; }
+        default: break;
+        }
+    }
+}
+
+/* A random string tensor: values drawn from a fixed set, held in static storage. */
+static int random_strings(graph_model *m, const int64_t *dims, int32_t rank, uint64_t *s,
+                          const eval_limits *lim, tensor **out, errbuf *err) {
+    static const char *const words[] = {"", "a", "tile", "onnx", "repeat"};
+    uint64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) n *= (uint64_t)dims[i];
+    if (n > lim->max_tensor_bytes / sizeof(ProtobufCBinaryData))
+        return err_set(err, TILEOPT_LIMIT, "string input too large");
+    ProtobufCBinaryData *sd = calloc(n ? (size_t)n : 1, sizeof *sd);
+    if (!sd) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        const char *w = words[rng_next(s) % 5];
+        sd[i].data = (uint8_t *)(uintptr_t)w;
+        sd[i].len = strlen(w);
+    }
+    Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
+    tp.has_data_type = 1;
+    tp.data_type = DT_STRING;
+    tp.n_dims = (size_t)rank;
+    tp.dims = (int64_t *)(uintptr_t)dims;
+    tp.n_string_data = (size_t)n;
+    tp.string_data = sd;
+    tensor *t = NULL;
+    int rc = tensor_from_proto(m, &tp, lim, &t, err);
+    free(sd);
+    if (rc) return rc;
+    /* the graph_bytes point into static storage; detach for uniformity */
+    rc = tensor_detach(t, lim, out, err);
+    tensor_free(t);
+    return rc;
+}
+
+typedef struct verify_run {
+    tensor **inputs;
+    size_t n_inputs;
+    tensor **out_before, **out_after;
+    size_t n_before, n_after;
+} verify_run;
+
+/* Inputs for the graph inputs of m; records them under "inputs". *why set
+** (and TILEOPT_OK returned) when an input's type or rank is unknown. */
+static int make_inputs(tileopt_ctx *ctx, graph_model *m, cJSON *rep, verify_run *vr,
+                       char *why, size_t why_cap) {
+    graph *g = m->main;
+    uint64_t seed = ctx->opt.seed;
+    cJSON *arr = cJSON_AddArrayToObject(rep, "inputs");
+    vr->inputs = calloc(g->pb->n_input ? g->pb->n_input : 1, sizeof *vr->inputs);
+    if (!vr->inputs) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    for (size_t i = 0; i < g->pb->n_input; i++) {
+        const char *name = g->pb->input[i]->name;
+        graph_value *v = graph_find(g, name);
+        if (!v || v->initializer >= 0) continue;
+        const graph_type *ty = &v->type;
+        if (!dtype_valid(ty->elem)) {
+            snprintf(why, why_cap, "input '%s' has no known element type", name);
+            return TILEOPT_OK;
+        }
+        if (ty->rank < 0 || ty->rank > TENSOR_MAX_RANK) {
+            snprintf(why, why_cap, "input '%s' has no known rank", name);
+            return TILEOPT_OK;
+        }
+        int64_t dims[TENSOR_MAX_RANK];
+        cJSON *in = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *sym = NULL;
+        cJSON_AddItemToArray(arr, in);
+        cJSON_AddStringToObject(in, "name", name);
+        cJSON_AddStringToObject(in, "dtype", dtype_name(ty->elem));
+        cJSON_AddItemToObject(in, "shape", shape);
+        for (int32_t k = 0; k < ty->rank; k++) {
+            dims[k] = ty->dims[k] >= 0 ? ty->dims[k] : VERIFY_DIM;
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[k]));
+            if (ty->dims[k] >= 0) continue;
+            char key[256];
+            if (ty->syms && ty->syms[k]) snprintf(key, sizeof key, "%s", ty->syms[k]);
+            else snprintf(key, sizeof key, "%s[%d]", name, (int)k);
+            if (!sym) sym = cJSON_AddObjectToObject(in, "symbolic");
+            if (!cJSON_GetObjectItemCaseSensitive(sym, key))
+                cJSON_AddNumberToObject(sym, key, VERIFY_DIM);
+        }
+        tensor *t = NULL;
+        int rc;
+        if (ty->elem == DT_STRING) {
+            rc = random_strings(m, dims, ty->rank, &seed, &ctx->opt.eval_lim, &t, &ctx->err);
+        } else {
+            rc = tensor_new(ty->elem, dims, ty->rank, &ctx->opt.eval_lim, &t, &ctx->err);
+            if (!rc) fill_random(t, &seed);
+        }
+        if (rc) return err_prefix(&ctx->err, "input '%s': ", name);
+        vr->inputs[vr->n_inputs++] = t;
+    }
+    return TILEOPT_OK;
+}
+
+static void verify_free(verify_run *vr) {
+    for (size_t i = 0; i < vr->n_inputs; i++) tensor_free(vr->inputs[i]);
+    for (size_t i = 0; i < vr->n_before; i++) tensor_free(vr->out_before[i]);
+    for (size_t i = 0; i < vr->n_after; i++) tensor_free(vr->out_after[i]);
+    free(vr->inputs);
+    free(vr->out_before);
+    free(vr->out_after);
+}
+
+/* The comma-separated list from eval_missing_ops into a JSON array (deduped). */
+static void add_ops(cJSON *ops, const char *list) {
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        bool dup = false;
+        const cJSON *o;
+        cJSON_ArrayForEach(o, ops) if (strcmp(o->valuestring, tok) == 0) dup = true;
+        if (!dup) cJSON_AddItemToArray(ops, cJSON_CreateString(tok));
+    }
+}
+
+tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
+                                    tileopt_model *after) {
+    if (!before || !after)
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_model_verify: NULL model"});
+    if (ctx->report) cJSON_DeleteItemFromObjectCaseSensitive(ctx->report, "verify");
+    cJSON *rep = ctx_report_section(ctx, "verify", 0);
+    cJSON *own = NULL;
+    if (!rep) rep = own = cJSON_CreateObject(); /* no report begun: compute anyway */
+    if (!rep) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
+    cJSON_AddNumberToObject(rep, "seed", (double)ctx->opt.seed);
+    verify_run vr = {0};
+    int rc = TILEOPT_OK;
+    char why[1024] = "";
+    const char *verdict = "match";
+
+    char m1[1024], m2[1024];
+    size_t n1 = eval_missing_ops(before->g, m1, sizeof m1);
+    size_t n2 = eval_missing_ops(after->g, m2, sizeof m2);
+    if (n1 + n2) {
+        cJSON *ops = cJSON_AddArrayToObject(rep, "ops");
+        add_ops(ops, m1);
+        add_ops(ops, m2);
+        verdict = "skipped";
+        snprintf(why, sizeof why, "the evaluator lacks %s%s%s", m1, n1 && n2 ? "," : "", m2);
+        goto done;
+    }
+    rc = make_inputs(ctx, before->g, rep, &vr, why, sizeof why);
+    if (rc) goto done;
+    if (why[0]) {
+        verdict = "skipped";
+        goto done;
+    }
+    errbuf e;
+    err_clear(&e);
+    if (eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before,
+                   &ctx->opt.eval_lim, &e)) {
+        /* Random inputs need not be valid for every model (data-dependent
+        ** shapes, indices): no verdict either way. */
+        verdict = "skipped";
+        snprintf(why, sizeof why, "the input model does not run on generated inputs: %s",
+                 e.msg);
+        goto done;
+    }
+    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after,
+                   &ctx->opt.eval_lim, &e)) {
+        verdict = "mismatch";
+        snprintf(why, sizeof why, "the output model fails where the input model runs: %s",
+                 e.msg);
+        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "verify: %s", why);
+        goto done;
+    }
+    if (vr.n_before != vr.n_after) {
+        verdict = "mismatch";
+        snprintf(why, sizeof why, "the input model has %zu outputs, the output model %zu",
+                 vr.n_before, vr.n_after);
+        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "verify: %s", why);
+        goto done;
+    }
+    cJSON *outs = cJSON_AddArrayToObject(rep, "outputs");
+    Onnx__GraphProto *pb = after->g->main->pb;
+    for (size_t i = 0; i < vr.n_after; i++) {
+        tensor_diff d;
+        if (tensor_compare(vr.out_before[i], vr.out_after[i], VERIFY_RTOL, VERIFY_ATOL, &d,
+                           &ctx->err)) {
+            rc = ctx->err.code;
+            goto done;
+        }
+        bool ok = d.same_shape && d.n_bad == 0;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(outs, o);
+        cJSON_AddStringToObject(o, "name", pb->output[i]->name);
+        if (d.same_shape) {
+            cJSON_AddNumberToObject(o, "max_abs_diff", d.max_abs);
+            cJSON_AddNumberToObject(o, "max_rel_diff", d.max_rel);
+        } else {
+            cJSON_AddNullToObject(o, "max_abs_diff");
+            cJSON_AddNullToObject(o, "max_rel_diff");
+        }
+        cJSON_AddBoolToObject(o, "match", ok);
+        if (ok) continue;
+        char msg[512];
+        if (!d.same_shape)
+            snprintf(msg, sizeof msg, "output '%s': type or shape differs (%s rank %d vs %s rank %d)",
+                     pb->output[i]->name, dtype_name(vr.out_before[i]->elem),
+                     (int)vr.out_before[i]->rank, dtype_name(vr.out_after[i]->elem),
+                     (int)vr.out_after[i]->rank);
+        else
+            snprintf(msg, sizeof msg,
+                     "output '%s': %" PRIu64 " elements differ, first at index %" PRIu64
+                     ": expected %s, got %s",
+                     pb->output[i]->name, d.n_bad, d.first_bad, d.expected, d.actual);
+        cJSON_AddStringToObject(o, "reason", msg);
+        if (strcmp(verdict, "mismatch") != 0) {
+            verdict = "mismatch";
+            snprintf(why, sizeof why, "%s", msg);
+            rc = err_set(&ctx->err, TILEOPT_MISMATCH, "verify: %s", msg);
+        }
+    }
+done:
+    if (rc == TILEOPT_OK || rc == TILEOPT_MISMATCH) {
+        cJSON_AddStringToObject(rep, "verdict", verdict);
+        if (why[0]) cJSON_AddStringToObject(rep, "reason", why);
+    }
+    verify_free(&vr);
+    cJSON_Delete(own);
+    return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
+}
