@@ -58,6 +58,7 @@ typedef struct graph_value {
     int32_t producer;        /* node index, or -1 */
     int32_t producer_out;    /* output slot of producer */
     int32_t initializer;     /* index in pb->initializer, or -1 */
+    int32_t sparse;          /* index in pb->sparse_initializer, or -1 */
     int32_t input;           /* index in pb->input, or -1 */
     int32_t output;          /* index in pb->output (first), or -1 */
     int32_t value_info;      /* index in pb->value_info, or -1 */
@@ -138,7 +139,7 @@ graph_value *graph_find(graph *g, const char *name);        /* this scope only *
 graph_value *graph_resolve(graph *g, const char *name);     /* this and outer scopes */
 /* Is the value defined in this scope (initializer, input or node output)? */
 static inline bool graph_value_defined(const graph_value *v) {
-    return v->producer >= 0 || v->initializer >= 0 || v->input >= 0;
+    return v->producer >= 0 || v->initializer >= 0 || v->input >= 0 || v->sparse >= 0;
 }
 static inline Onnx__NodeProto *graph_node(const graph *g, int32_t i) {
     return g->pb->node[i];

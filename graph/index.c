@@ -60,7 +60,8 @@ static graph_value *value_get(graph *g, const char *name) {
     v = &g->values[g->n_values];
     memset(v, 0, sizeof *v);
     v->name = name;
-    v->producer = v->initializer = v->input = v->output = v->value_info = v->outer = -1;
+    v->producer = v->initializer = v->sparse = v->input = v->output = v->value_info =
+        v->outer = -1;
     v->type.rank = -1;
     uint32_t mask = g->n_slots - 1, i = hash_str(name) & mask;
     while (g->slots[i]) i = (i + 1) & mask;
@@ -157,6 +158,13 @@ static int type_from_proto(graph *g, const Onnx__TypeProto *tp, graph_type *t,
 static int type_from_tensor(graph *g, const Onnx__TensorProto *tp, graph_type *t,
                             errbuf *err) {
     const graph_limits *lim = &g->model->limits;
+    if (!tp->has_data_type || !dtype_valid(tp->data_type))
+        return err_set(err, TILEOPT_INVALID, "initializer '%s' has unknown data type %d",
+                       tp->name ? tp->name : "", tp->has_data_type ? (int)tp->data_type : 0);
+    for (size_t i = 0; i < tp->n_dims; i++)
+        if (tp->dims[i] < 0)
+            return err_set(err, TILEOPT_INVALID, "initializer '%s' has negative dim %lld",
+                           tp->name ? tp->name : "", (long long)tp->dims[i]);
     if (tp->n_dims > lim->max_rank)
         return err_set(err, TILEOPT_LIMIT, "initializer '%s' has rank %zu, over the limit %" PRIu32,
                        tp->name ? tp->name : "", tp->n_dims, lim->max_rank);
@@ -205,6 +213,13 @@ static int index_definitions(graph *g, errbuf *err) {
         v->initializer = (int32_t)i;
         int rc = type_from_tensor(g, t, &v->type, err);
         if (rc) return rc;
+    }
+    for (size_t i = 0; i < pb->n_sparse_initializer; i++) {
+        const Onnx__SparseTensorProto *sp = pb->sparse_initializer[i];
+        graph_value *v = value_get(g, safe(sp->values ? sp->values->name : NULL));
+        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        v->sparse = (int32_t)i;
+        v->type.elem = sp->values && sp->values->has_data_type ? sp->values->data_type : 0;
     }
     for (size_t i = 0; i < pb->n_input; i++) {
         graph_value *v = value_get(g, safe(pb->input[i]->name));

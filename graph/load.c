@@ -204,7 +204,8 @@ int graph_model_load_path(const char *path, const graph_limits *lim, graph_model
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return err_set(err, TILEOPT_IO, "'%s' is not a regular file", path);
+        return err_set(err, TILEOPT_IO, "'%s' is %s, not a model file", path,
+                       S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     }
     graph_model *m = model_new(lim);
     if (!m) {

@@ -471,13 +471,13 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
     uint32_t hn = 0, out = 0;
 #define HEAP_PUSH(x)                                                        \
     do {                                                                    \
-        uint32_t c = hn++;                                                  \
-        heap[c] = (x);                                                      \
-        while (c && heap[(c - 1) / 2] > heap[c]) {                          \
-            int32_t t = heap[c];                                            \
-            heap[c] = heap[(c - 1) / 2];                                    \
-            heap[(c - 1) / 2] = t;                                          \
-            c = (c - 1) / 2;                                                \
+        uint32_t hc_ = hn++;                                                  \
+        heap[hc_] = (x);                                                      \
+        while (hc_ && heap[(hc_ - 1) / 2] > heap[hc_]) {                          \
+            int32_t t_ = heap[hc_];                                            \
+            heap[hc_] = heap[(hc_ - 1) / 2];                                    \
+            heap[(hc_ - 1) / 2] = t_;                                          \
+            hc_ = (hc_ - 1) / 2;                                                \
         }                                                                   \
     } while (0)
     for (uint32_t i = 0; i < n; i++)

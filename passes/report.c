@@ -7,16 +7,18 @@
 #include "passes/ctx.h"
 
 typedef struct counts {
-    uint64_t nodes, tiles, init_bytes;
+    uint64_t nodes, tiles, inits, init_bytes;
 } counts;
 
 static void count_graph(const Onnx__GraphProto *g, counts *c) {
     c->nodes += g->n_node;
+    c->inits += g->n_initializer;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
         c->init_bytes += t->has_raw_data ? t->raw_data.len
                        : t->n_float_data * 4 + t->n_int32_data * 4 + t->n_int64_data * 8 +
                              t->n_double_data * 8 + t->n_uint64_data * 8;
+        for (size_t k = 0; k < t->n_string_data; k++) c->init_bytes += t->string_data[k].len;
         for (size_t k = 0; k < t->n_external_data; k++)
             if (t->external_data[k]->key && strcmp(t->external_data[k]->key, "length") == 0)
                 c->init_bytes += strtoull(t->external_data[k]->value, NULL, 10);
@@ -45,7 +47,7 @@ static cJSON *opsets_json(const graph_model *m) {
 }
 
 static cJSON *summary(const graph_model *m, const char *path, uint64_t file_bytes) {
-    counts c = {0, 0, 0};
+    counts c = {0, 0, 0, 0};
     count_graph(m->pb->graph, &c);
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "path", path ? path : "");
@@ -230,17 +232,23 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
             known = const_ints(g, graph_node_input(n, 1), reps, 64, &nr);
         }
         cJSON_AddItemToObject(e, "repeats", known ? pass_json_ints(reps, nr) : cJSON_CreateNull());
+        /* A symbolic dim keeps its name only where it is repeated once. */
+        const char *syms[64];
+        int64_t dims[64];
+        graph_type ot = *it;
         if (known && it->rank == (int32_t)nr) {
-            graph_type ot = *it;
-            int64_t dims[64];
-            for (size_t k = 0; k < nr; k++)
+            for (size_t k = 0; k < nr; k++) {
                 dims[k] = it->dims[k] >= 0 ? it->dims[k] * reps[k] : -1;
+                syms[k] = it->dims[k] < 0 && reps[k] == 1 && it->syms ? it->syms[k] : NULL;
+            }
             ot.dims = dims;
-            ot.syms = NULL;
-            cJSON_AddItemToObject(e, "output_shape", shape_json(&ot));
+            ot.syms = syms;
         } else {
-            cJSON_AddItemToObject(e, "output_shape", cJSON_CreateNull());
+            const char *out = n->n_output ? n->output[0] : NULL;
+            graph_value *ov = out ? graph_find(g, out) : NULL;
+            ot = ov ? ov->type : none;
         }
+        cJSON_AddItemToObject(e, "output_shape", shape_json(&ot));
         cJSON_AddItemToArray(list, e);
     }
 }
@@ -248,7 +256,7 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
 tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, char **json_out) {
     *json_out = NULL;
     graph_model *m = model->g;
-    counts c = {0, 0, 0};
+    counts c = {0, 0, 0, 0};
     count_graph(m->pb->graph, &c);
     cJSON *o = cJSON_CreateObject();
     if (!o) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
@@ -257,7 +265,7 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     cJSON_AddStringToObject(o, "producer", m->pb->producer_name ? m->pb->producer_name : "");
     cJSON_AddItemToObject(o, "opset_import", opsets_json(m));
     cJSON_AddNumberToObject(o, "nodes", (double)c.nodes);
-    cJSON_AddNumberToObject(o, "initializers", (double)m->pb->graph->n_initializer);
+    cJSON_AddNumberToObject(o, "initializers", (double)c.inits);
     cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes);
     cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes);
     cJSON *tiles = cJSON_CreateArray();
