@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+/*
+ * Time ONNX Runtime (onnxruntime-node) sessions of several models on the same
+ * random float32 inputs, interleaved round by round so that drift in the machine
+ * (frequency, other load) hits every model alike.
+ *
+ *   node ort_time.js SPEC.json
+ *
+ * SPEC: {"models": [{"label", "path"}...], "inputs": {"name": [dims]...},
+ *        "threads": N (0 = ORT default), "warmup": K, "rounds": R}
+ * Every model must take the same inputs (by name). stdout: one JSON object
+ * {"label": {"median_ms", "min_ms"}...}.
+ */
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+function loadOrt() {
+    const tries = [];
+    if (process.env.ORT_NODE_PATH) {
+        tries.push(process.env.ORT_NODE_PATH,
+                   path.join(process.env.ORT_NODE_PATH, 'onnxruntime-node'));
+    }
+    tries.push(path.join(__dirname, '..', '.cache', 'node_modules', 'onnxruntime-node'));
+    tries.push('onnxruntime-node');
+    for (const t of tries) {
+        try {
+            return require(t);
+        } catch (e) { /* next */ }
+    }
+    process.stderr.write('ort_time: cannot load onnxruntime-node\n');
+    process.exit(1);
+    return null;
+}
+
+function median(a) {
+    const s = a.slice().sort((x, y) => x - y);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+async function main() {
+    if (process.argv.length !== 3) {
+        process.stderr.write('usage: node ort_time.js SPEC.json\n');
+        process.exit(2);
+    }
+    const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+    const ort = loadOrt();
+    const opts = { logSeverityLevel: 3 };
+    if (spec.threads > 0) {
+        opts.intraOpNumThreads = spec.threads;
+        opts.interOpNumThreads = 1;
+    }
+    // A fixed linear congruential sequence: same inputs on every run.
+    let seed = 12345;
+    const rnd = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed / 2147483648 - 0.5;
+    };
+    const feeds = {};
+    for (const [name, dims] of Object.entries(spec.inputs)) {
+        const n = dims.reduce((a, b) => a * b, 1);
+        const data = new Float32Array(n);
+        for (let i = 0; i < n; i++) data[i] = rnd();
+        feeds[name] = new ort.Tensor('float32', data, dims);
+    }
+    const sessions = [];
+    for (const m of spec.models) {
+        const s = await ort.InferenceSession.create(m.path, opts);
+        const f = {};
+        for (const n of s.inputNames) f[n] = feeds[n];
+        sessions.push({ label: m.label, s, f, times: [] });
+    }
+    for (let k = 0; k < (spec.warmup || 3); k++) {
+        for (const x of sessions) await x.s.run(x.f);
+    }
+    for (let k = 0; k < (spec.rounds || 20); k++) {
+        for (const x of sessions) {
+            const t0 = process.hrtime.bigint();
+            await x.s.run(x.f);
+            x.times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+    }
+    const out = {};
+    for (const x of sessions) {
+        out[x.label] = { median_ms: median(x.times), min_ms: Math.min(...x.times) };
+    }
+    process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+main().catch((e) => {
+    process.stderr.write(`ort_time: ${e.message}\n`);
+    process.exit(1);
+});

@@ -1,0 +1,1003 @@
+/*
+** fuse: stop materializing Tile outputs that only feed elementwise ops.
+**
+** T = Tile(x, r) is a strided view of x: output axis i splits into (r_i, d_i) with
+** byte strides (0, stride_i). Rewritten with standard ONNX ops, so every runtime
+** benefits, not only ours:
+**   1  B(T, y) -> B(x, y) when every tiled axis of x has size 1 and the broadcast
+**      gives the same output shape (the Tile was a broadcast B does by itself).
+**   2  U(T) -> Tile(U(x), r) for unary elementwise U: U runs on prod(d) elements.
+**   3  B(T, c) -> Tile(B(x, c), r) for c invariant under the tiling, and
+**      B(Tile(x, r), Tile(w, r)) -> Tile(B(x, w), r) for equal shapes of x and w.
+**   4  (--fuse-split) B(T, y) -> Reshape(B(x', y'), shape(T)): y' splits every
+**      axis with r_i > 1 and d_i > 1 into (r_i, d_i) and x' = Reshape(x) puts a 1
+**      in front of d_i, so B broadcasts x over the repeats.
+**   5  Tile -> Expand (see FUSE_RULE5 below).
+** Rules 2 and 3 move the Tile after the op; they are applied only when every
+** reader of T gets rewritten, so T disappears instead of being materialized
+** twice. The new Tile goes back on the worklist, so Tiles sink to the end of
+** elementwise chains and the rules combine up to a fixed point.
+*/
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/infer.h"
+#include "passes/pass.h"
+#include "passes/passes.h"
+
+#define FZ_MAX_RANK TENSOR_MAX_RANK
+
+/* ------------------------------------------------------------- op tables */
+
+typedef enum fz_out { OUT_SAME, OUT_BOOL, OUT_CAST } fz_out;
+
+typedef struct fz_unary {
+    const char *op;
+    fz_out out;
+} fz_unary;
+
+/* Elementwise ops with one data input, output shape == input shape. Clip's
+** bounds are checked separately (inputs 1, 2 from opset 11). */
+static const fz_unary fz_unary_ops[] = {
+    {"Abs", OUT_SAME},      {"Acos", OUT_SAME},          {"Acosh", OUT_SAME},
+    {"Asin", OUT_SAME},     {"Asinh", OUT_SAME},         {"Atan", OUT_SAME},
+    {"Atanh", OUT_SAME},    {"BitwiseNot", OUT_SAME},    {"Cast", OUT_CAST},
+    {"Ceil", OUT_SAME},     {"Celu", OUT_SAME},          {"Clip", OUT_SAME},
+    {"Cos", OUT_SAME},      {"Cosh", OUT_SAME},          {"Elu", OUT_SAME},
+    {"Erf", OUT_SAME},      {"Exp", OUT_SAME},           {"Floor", OUT_SAME},
+    {"Gelu", OUT_SAME},     {"HardSigmoid", OUT_SAME},   {"HardSwish", OUT_SAME},
+    {"Identity", OUT_SAME}, {"IsInf", OUT_BOOL},         {"IsNaN", OUT_BOOL},
+    {"LeakyRelu", OUT_SAME}, {"Log", OUT_SAME},          {"Mish", OUT_SAME},
+    {"Neg", OUT_SAME},      {"Not", OUT_SAME},           {"Reciprocal", OUT_SAME},
+    {"Relu", OUT_SAME},     {"Round", OUT_SAME},         {"Selu", OUT_SAME},
+    {"Shrink", OUT_SAME},   {"Sigmoid", OUT_SAME},       {"Sign", OUT_SAME},
+    {"Sin", OUT_SAME},      {"Sinh", OUT_SAME},          {"Softplus", OUT_SAME},
+    {"Softsign", OUT_SAME}, {"Sqrt", OUT_SAME},          {"Tan", OUT_SAME},
+    {"Tanh", OUT_SAME},     {"ThresholdedRelu", OUT_SAME},
+};
+#define FZ_N_UNARY 44
+_Static_assert(sizeof fz_unary_ops / sizeof fz_unary_ops[0] == FZ_N_UNARY,
+               "fz_unary_ops count");
+
+typedef struct fz_binary {
+    const char *op;
+    int32_t since;   /* first opset with numpy-style broadcasting for this op */
+    fz_out out;
+    bool uni;        /* unidirectional: input 1 broadcasts to input 0 (PRelu) */
+} fz_binary;
+
+/* Two-input elementwise ops. Sum/Mean/Max/Min are variadic; only their
+** two-input form is handled. */
+static const fz_binary fz_binary_ops[] = {
+    {"Add", 7, OUT_SAME, false},        {"Sub", 7, OUT_SAME, false},
+    {"Mul", 7, OUT_SAME, false},        {"Div", 7, OUT_SAME, false},
+    {"Pow", 7, OUT_SAME, false},        {"Mod", 10, OUT_SAME, false},
+    {"Equal", 7, OUT_BOOL, false},      {"Less", 7, OUT_BOOL, false},
+    {"Greater", 7, OUT_BOOL, false},    {"LessOrEqual", 12, OUT_BOOL, false},
+    {"GreaterOrEqual", 12, OUT_BOOL, false},
+    {"And", 7, OUT_SAME, false},        {"Or", 7, OUT_SAME, false},
+    {"Xor", 7, OUT_SAME, false},        {"BitShift", 11, OUT_SAME, false},
+    {"BitwiseAnd", 18, OUT_SAME, false}, {"BitwiseOr", 18, OUT_SAME, false},
+    {"BitwiseXor", 18, OUT_SAME, false}, {"Max", 8, OUT_SAME, false},
+    {"Min", 8, OUT_SAME, false},        {"Sum", 8, OUT_SAME, false},
+    {"Mean", 8, OUT_SAME, false},       {"PRelu", 7, OUT_SAME, true},
+};
+#define FZ_N_BINARY 23
+_Static_assert(sizeof fz_binary_ops / sizeof fz_binary_ops[0] == FZ_N_BINARY,
+               "fz_binary_ops count");
+
+static const fz_unary *fz_find_unary(const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < FZ_N_UNARY; i++)
+        if (graph_node_is(n, fz_unary_ops[i].op)) return &fz_unary_ops[i];
+    return NULL;
+}
+
+static const fz_binary *fz_find_binary(const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < FZ_N_BINARY; i++)
+        if (graph_node_is(n, fz_binary_ops[i].op)) return &fz_binary_ops[i];
+    return NULL;
+}
+
+/*
+** Rule 5 (Tile over size-1 axes -> Expand) is off: bench/bench_fuse.py measures
+** ONNX Runtime's Expand no faster than its Tile for these shapes (both write the
+** full output once), so the rewrite buys nothing there. See the README.
+*/
+#ifndef FUSE_RULE5
+#define FUSE_RULE5 0
+#endif
+
+/* ---------------------------------------------------------------- shapes */
+
+typedef struct fz_shape {
+    int32_t rank;
+    int32_t elem;
+    int64_t d[FZ_MAX_RANK];
+} fz_shape;
+
+static uint64_t fz_numel(const int64_t *d, int32_t rank) {
+    uint64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) n *= (uint64_t)d[i];
+    return n;
+}
+
+/* Static shape of a value (this or an enclosing scope). */
+static bool fz_shape_of(graph *g, const char *name, fz_shape *s) {
+    graph_value *v = name ? graph_resolve(g, name) : NULL;
+    if (!v || !graph_type_static(&v->type) || v->type.rank > FZ_MAX_RANK) return false;
+    uint64_t n;
+    if (!graph_type_numel(&v->type, &n)) return false;
+    s->rank = v->type.rank;
+    s->elem = v->type.elem;
+    memcpy(s->d, v->type.dims, (size_t)s->rank * sizeof *s->d);
+    return true;
+}
+
+/* Numpy broadcast of two shapes; false when they do not broadcast. */
+static bool fz_broadcast(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb,
+                         int64_t *out, int32_t *ro) {
+    int32_t r = ra > rb ? ra : rb;
+    for (int32_t i = 0; i < r; i++) {
+        int32_t ia = i - (r - ra), ib = i - (r - rb);
+        int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+        if (da == db || db == 1) out[i] = da;
+        else if (da == 1) out[i] = db;
+        else return false;
+    }
+    *ro = r;
+    return true;
+}
+
+static bool fz_same_shape(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb) {
+    return ra == rb && memcmp(a, b, (size_t)ra * sizeof *a) == 0;
+}
+
+static void fz_shape_str(char *buf, size_t cap, const int64_t *d, int32_t rank) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf, cap, "[");
+    for (int32_t i = 0; i < rank && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, i ? "," : "", d[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* ----------------------------------------------------------- constants */
+
+/* Values of a constant 1-D int64 tensor: a non-input initializer or a Constant
+** node of this scope. *found false when the value is not constant. */
+static int fz_const_i64(pass_ctx *pc, graph *g, const char *name, int64_t *out,
+                        size_t cap, size_t *n, bool *found) {
+    *found = false;
+    graph_value *v = graph_resolve(g, name);
+    if (!v || v->input >= 0) return TILEOPT_OK; /* a graph input can be overridden */
+    const Onnx__TensorProto *tp = graph_initializer(g, name);
+    if (!tp) {
+        Onnx__NodeProto *c = graph_producer(g, name, NULL);
+        if (!c || !graph_node_is(c, "Constant")) return TILEOPT_OK;
+        const Onnx__AttributeProto *a = graph_attr(c, "value_ints");
+        if (a) {
+            if (a->n_ints > cap) return TILEOPT_OK;
+            memcpy(out, a->ints, a->n_ints * sizeof *out);
+            *n = a->n_ints;
+            *found = true;
+            return TILEOPT_OK;
+        }
+        a = graph_attr(c, "value");
+        if (!a || !a->t) return TILEOPT_OK;
+        tp = a->t;
+    }
+    graph_tensor_data td;
+    int rc = graph_tensor_read(g->model, tp, &td, pc->err);
+    if (rc) return err_prefix(pc->err, "fuse: constant '%s': ", name);
+    if (td.elem == DT_INT64 && td.rank <= 1 && td.numel <= cap) {
+        memcpy(out, td.data, (size_t)td.numel * sizeof *out);
+        *n = (size_t)td.numel;
+        *found = true;
+    }
+    if (td.owned) free(td.data);
+    return TILEOPT_OK;
+}
+
+/* A Clip bound (or any optional input) that is absent or constant. */
+static bool fz_input_constant(graph *g, const char *name) {
+    if (!name) return true;
+    graph_value *v = graph_resolve(g, name);
+    if (!v || v->input >= 0) return false;
+    if (graph_initializer(g, name)) return true;
+    Onnx__NodeProto *c = graph_producer(g, name, NULL);
+    return c && graph_node_is(c, "Constant");
+}
+
+/* ----------------------------------------------------------------- Tiles */
+
+typedef struct fz_tile {
+    int32_t node;
+    const char *x, *reps, *out;
+    fz_shape xs;                 /* d */
+    int64_t r[FZ_MAX_RANK];
+    int64_t t[FZ_MAX_RANK];      /* d * r */
+    size_t esize;
+    uint64_t t_numel;
+} fz_tile;
+
+/* Read Tile node i: constant repeats, static input shape. 1 with *why set when
+** the Tile cannot be analysed. */
+static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why,
+                        size_t cap) {
+    const Onnx__NodeProto *n = graph_node(g, i);
+    t->node = i;
+    if (n->n_input != 2 || n->n_output != 1) {
+        snprintf(why, cap, "Tile with %zu inputs (Tile-1 form, opset < 6): run the "
+                 "upgrade pass first", n->n_input);
+        return 1;
+    }
+    t->x = graph_node_input(n, 0);
+    t->reps = graph_node_input(n, 1);
+    t->out = n->output[0];
+    if (!t->x || !t->reps || !t->out || !t->out[0]) {
+        snprintf(why, cap, "Tile without input or repeats");
+        return 1;
+    }
+    if (!fz_shape_of(g, t->x, &t->xs)) {
+        snprintf(why, cap, "shape of input '%s' unknown (run shape inference or "
+                 "declare it in value_info)", t->x);
+        return 1;
+    }
+    const dtype_info *di = dtype_get(t->xs.elem);
+    if (!di) {
+        snprintf(why, cap, "element type of input '%s' unknown", t->x);
+        return 1;
+    }
+    t->esize = di->size;
+    size_t nr = 0;
+    bool found;
+    int rc = fz_const_i64(pc, g, t->reps, t->r, FZ_MAX_RANK, &nr, &found);
+    if (rc) return -rc;
+    if (!found) {
+        snprintf(why, cap, "repeats '%s' are not a constant int64 tensor", t->reps);
+        return 1;
+    }
+    if ((int32_t)nr != t->xs.rank) {
+        snprintf(why, cap, "repeats has %zu entries for an input of rank %" PRId32, nr,
+                 t->xs.rank);
+        return 1;
+    }
+    uint64_t numel = 1;
+    for (int32_t k = 0; k < t->xs.rank; k++) {
+        if (t->r[k] < 0) {
+            snprintf(why, cap, "negative repeat %" PRId64 " on axis %" PRId32, t->r[k], k);
+            return 1;
+        }
+        if (t->r[k] && t->xs.d[k] > INT64_MAX / t->r[k]) {
+            snprintf(why, cap, "tiled size overflows on axis %" PRId32, k);
+            return 1;
+        }
+        t->t[k] = t->xs.d[k] * t->r[k];
+        if (t->t[k] && numel > UINT64_MAX / (uint64_t)t->t[k]) {
+            snprintf(why, cap, "tiled element count overflows");
+            return 1;
+        }
+        numel *= (uint64_t)t->t[k];
+    }
+    if (numel > UINT64_MAX / t->esize) {
+        snprintf(why, cap, "tiled byte size overflows");
+        return 1;
+    }
+    t->t_numel = numel;
+    return 0;
+}
+
+/* --------------------------------------------------------------- state */
+
+enum { P_NONE, P_R1, P_R2, P_R3C, P_R3T, P_R4 };
+
+typedef struct fz_plan {
+    int32_t node;
+    int kind;
+    bool r4_ok;              /* rule 4 applies: the fallback when sinking is blocked */
+    int32_t other_tile;      /* P_R3T: Tile node of the other operand */
+    char why[512];
+} fz_plan;
+
+static void fz_strlcpy(char *dst, size_t cap, const char *src) {
+    size_t n = strlen(src);
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+typedef struct fz_state {
+    pass_ctx *pc;
+    graph *g;
+    int64_t opset;
+    int32_t *work;
+    size_t n_work, cap_work;
+    char **why;              /* per node: why a Tile stays */
+    uint32_t *stamp;         /* per node: last Tile step that planned it */
+    size_t cap_nodes;
+    uint32_t step;
+} fz_state;
+
+static int fz_grow_nodes(fz_state *st) {
+    size_t need = graph_n_nodes(st->g);
+    if (need <= st->cap_nodes) return TILEOPT_OK;
+    size_t cap = st->cap_nodes ? st->cap_nodes : 16;
+    while (cap < need) cap *= 2;
+    char **w = realloc(st->why, cap * sizeof *w);
+    if (!w) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+    st->why = w;
+    uint32_t *s = realloc(st->stamp, cap * sizeof *s);
+    if (!s) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+    st->stamp = s;
+    memset(w + st->cap_nodes, 0, (cap - st->cap_nodes) * sizeof *w);
+    memset(s + st->cap_nodes, 0, (cap - st->cap_nodes) * sizeof *s);
+    st->cap_nodes = cap;
+    return TILEOPT_OK;
+}
+
+static int fz_push(fz_state *st, int32_t node) {
+    if (st->n_work == st->cap_work) {
+        size_t cap = st->cap_work ? st->cap_work * 2 : 64;
+        int32_t *w = realloc(st->work, cap * sizeof *w);
+        if (!w) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+        st->work = w;
+        st->cap_work = cap;
+    }
+    st->work[st->n_work++] = node;
+    return TILEOPT_OK;
+}
+
+static int fz_set_why(fz_state *st, int32_t node, const char *why) {
+    int rc = fz_grow_nodes(st);
+    if (rc) return rc;
+    free(st->why[node]);
+    st->why[node] = NULL;
+    if (why && !(st->why[node] = strdup(why)))
+        return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+    return TILEOPT_OK;
+}
+
+/* Live readers of a value in this graph (slot -1: read inside a subgraph). */
+static uint32_t fz_live_uses(graph *g, const char *name) {
+    graph_value *v = graph_find(g, name);
+    uint32_t n = 0;
+    for (uint32_t k = 0; v && k < v->n_uses; k++)
+        if (v->uses[k].node < 0 || !graph_node_removed(g, v->uses[k].node)) n++;
+    return n;
+}
+
+/* ------------------------------------------------------------- planning */
+
+/* Shape of the consumer's output before the rewrite, for the report. */
+static bool fz_consumer_out(graph *g, const fz_tile *t, const Onnx__NodeProto *c,
+                            int64_t *out, int32_t *ro) {
+    *ro = t->xs.rank;
+    memcpy(out, t->t, (size_t)t->xs.rank * sizeof *out);
+    for (size_t k = 0; k < c->n_input && k < 2; k++) {
+        const char *in = graph_node_input(c, k);
+        if (!in || strcmp(in, t->out) == 0) continue;
+        fz_shape o;
+        int64_t tmp[FZ_MAX_RANK];
+        int32_t rt;
+        if (!fz_shape_of(g, in, &o) || !fz_broadcast(out, *ro, o.d, o.rank, tmp, &rt))
+            return false;
+        memcpy(out, tmp, (size_t)rt * sizeof *out);
+        *ro = rt;
+    }
+    return true;
+}
+
+static bool fz_attrs_copyable(const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        if (a->ref_attr_name && a->ref_attr_name[0]) return false;
+        switch (a->type) {
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+            if (a->s.len && memchr(a->s.data, 0, a->s.len)) return false;
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
+static int fz_copy_attrs(graph *g, Onnx__NodeProto *dst, const Onnx__NodeProto *src) {
+    for (size_t i = 0; i < src->n_attribute; i++) {
+        const Onnx__AttributeProto *a = src->attribute[i];
+        int rc = TILEOPT_OK;
+        switch (a->type) {
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+            rc = graph_node_set_attr_int(g, dst, a->name, a->i);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+            rc = graph_node_set_attr_ints(g, dst, a->name, a->ints, a->n_ints);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+            rc = graph_node_set_attr_float(g, dst, a->name, a->f);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+            rc = graph_node_set_attr_tensor(g, dst, a->name, a->t);
+            break;
+        case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+            char *s = arena_alloc(g->model->arena, a->s.len + 1);
+            if (!s) return TILEOPT_NOMEM;
+            if (a->s.len) memcpy(s, a->s.data, a->s.len);
+            s[a->s.len] = 0;
+            rc = graph_node_set_attr_string(g, dst, a->name, s);
+            break;
+        }
+        default:
+            rc = TILEOPT_UNSUPPORTED; /* excluded by fz_attrs_copyable */
+        }
+        if (rc) return rc;
+    }
+    return TILEOPT_OK;
+}
+
+/* Does o stay the same along the tiled axes of x without widening it? */
+static bool fz_invariant(const fz_tile *t, const fz_shape *o) {
+    if (o->rank > t->xs.rank) return false;
+    for (int32_t j = 0; j < o->rank; j++) {
+        int32_t i = j + t->xs.rank - o->rank;
+        if (t->r[i] != 1 ? o->d[j] != 1 : (o->d[j] != 1 && o->d[j] != t->xs.d[i]))
+            return false;
+    }
+    return true;
+}
+
+/* Rule 1: reading x instead of T gives the same output. */
+static bool fz_redundant(const fz_tile *t, const fz_shape *o, bool uni, int slot) {
+    for (int32_t i = 0; i < t->xs.rank; i++)
+        if (t->r[i] != 1 && t->xs.d[i] != 1) return false;
+    if (uni) {
+        /* the slope (slot 1) broadcasts to X one way only */
+        if (slot != 1 || t->xs.rank > o->rank) return false;
+        for (int32_t j = 0; j < t->xs.rank; j++) {
+            int64_t xd = t->xs.d[j], od = o->d[j + o->rank - t->xs.rank];
+            if (xd != 1 && xd != od) return false;
+        }
+        return true;
+    }
+    int64_t a[FZ_MAX_RANK], b[FZ_MAX_RANK];
+    int32_t ra, rb;
+    return fz_broadcast(t->t, t->xs.rank, o->d, o->rank, a, &ra) &&
+           fz_broadcast(t->xs.d, t->xs.rank, o->d, o->rank, b, &rb) &&
+           fz_same_shape(a, ra, b, rb);
+}
+
+/* Rule 4 preconditions: o is full-size (shape of T) and some axis has both
+** r_i > 1 and d_i > 1 (otherwise rule 1 covers it). */
+static bool fz_splittable(const fz_tile *t, const fz_shape *o) {
+    if (!fz_same_shape(t->t, t->xs.rank, o->d, o->rank)) return false;
+    int32_t split = 0;
+    for (int32_t i = 0; i < t->xs.rank; i++) {
+        if (t->r[i] < 1 || t->xs.d[i] < 1) return false;
+        if (t->r[i] > 1 && t->xs.d[i] > 1) split++;
+    }
+    return split > 0 && t->xs.rank + split <= FZ_MAX_RANK;
+}
+
+/* Is `name` the output of a Tile with the same repeats over an equal shape? */
+static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
+                          int32_t *tile2, bool *ok) {
+    *ok = false;
+    int32_t i2;
+    Onnx__NodeProto *p = graph_producer(st->g, name, &i2);
+    if (!p || !graph_node_is(p, "Tile")) return TILEOPT_OK;
+    fz_tile t2;
+    char why[256];
+    int rc = fz_read_tile(st->pc, st->g, i2, &t2, why, sizeof why);
+    if (rc < 0) return -rc;
+    if (rc) return TILEOPT_OK;
+    if (strcmp(t2.x, t->out) == 0 ||
+        !fz_same_shape(t->xs.d, t->xs.rank, t2.xs.d, t2.xs.rank) ||
+        memcmp(t->r, t2.r, (size_t)t->xs.rank * sizeof *t->r) != 0)
+        return TILEOPT_OK;
+    *tile2 = i2;
+    *ok = true;
+    return TILEOPT_OK;
+}
+
+static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan *p) {
+    graph *g = st->g;
+    const Onnx__NodeProto *c = graph_node(g, ci);
+    const char *cid = graph_node_id(g, ci);
+    p->node = ci;
+    p->kind = P_NONE;
+    p->r4_ok = false;
+    p->other_tile = -1;
+    p->why[0] = 0;
+    if (c->n_output != 1) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s) has %zu outputs", cid,
+                 c->op_type, c->n_output);
+        return TILEOPT_OK;
+    }
+    const fz_unary *u = fz_find_unary(c);
+    if (u) {
+        if (c->n_input < 1 || strcmp(c->input[0], t->out) != 0) {
+            snprintf(p->why, sizeof p->why, "consumer %s (%s) reads the Tile as a "
+                     "parameter, not as its data input", cid, c->op_type);
+            return TILEOPT_OK;
+        }
+        for (size_t k = 1; k < c->n_input; k++) {
+            const char *in = graph_node_input(c, k);
+            if (in && strcmp(in, t->out) == 0) {
+                snprintf(p->why, sizeof p->why, "consumer %s (%s) also reads the Tile "
+                         "as a parameter", cid, c->op_type);
+                return TILEOPT_OK;
+            }
+            if (!fz_input_constant(g, in)) {
+                snprintf(p->why, sizeof p->why, "consumer %s (%s): input %zu ('%s') "
+                         "is not a constant", cid, c->op_type, k, in);
+                return TILEOPT_OK;
+            }
+        }
+        if (!fz_attrs_copyable(c)) {
+            snprintf(p->why, sizeof p->why, "consumer %s (%s) has attributes of a "
+                     "kind the pass does not copy", cid, c->op_type);
+            return TILEOPT_OK;
+        }
+        p->kind = P_R2;
+        return TILEOPT_OK;
+    }
+    const fz_binary *b = fz_find_binary(c);
+    if (!b) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s) is not an elementwise op "
+                 "the pass handles", cid, c->op_type);
+        return TILEOPT_OK;
+    }
+    if (st->opset < b->since) {
+        snprintf(p->why, sizeof p->why, "consumer %s: %s before opset %" PRId32
+                 " has no numpy broadcasting", cid, c->op_type, b->since);
+        return TILEOPT_OK;
+    }
+    const char *in0 = graph_node_input(c, 0), *in1 = graph_node_input(c, 1);
+    if (c->n_input != 2 || !in0 || !in1) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s) has %zu inputs, not 2", cid,
+                 c->op_type, c->n_input);
+        return TILEOPT_OK;
+    }
+    if (!fz_attrs_copyable(c)) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s) has attributes of a kind "
+                 "the pass does not copy", cid, c->op_type);
+        return TILEOPT_OK;
+    }
+    bool on0 = strcmp(in0, t->out) == 0, on1 = strcmp(in1, t->out) == 0;
+    if (on0 && on1) {
+        p->kind = P_R3T;
+        p->other_tile = t->node;
+        return TILEOPT_OK;
+    }
+    int slot = on0 ? 0 : 1;
+    const char *other = on0 ? in1 : in0;
+    fz_shape o;
+    if (!fz_shape_of(g, other, &o)) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s): shape of operand '%s' "
+                 "unknown", cid, c->op_type, other);
+        return TILEOPT_OK;
+    }
+    if (fz_redundant(t, &o, b->uni, slot)) {
+        p->kind = P_R1;
+        return TILEOPT_OK;
+    }
+    if ((!b->uni || slot == 0) && fz_invariant(t, &o)) {
+        p->kind = P_R3C;
+        return TILEOPT_OK;
+    }
+    bool same = false;
+    int rc = fz_same_tiling(st, t, other, &p->other_tile, &same);
+    if (rc) return rc;
+    if (same) {
+        p->kind = P_R3T;
+        return TILEOPT_OK;
+    }
+    if (!b->uni && fz_splittable(t, &o)) {
+        if (st->pc->opt->fuse_split) {
+            p->kind = P_R4;
+            p->r4_ok = true;
+            return TILEOPT_OK;
+        }
+        snprintf(p->why, sizeof p->why, "consumer %s (%s): operand '%s' is full-size; "
+                 "reading x through the view needs the repeat axes split out (rule 4, "
+                 "--fuse-split), which is slower in ONNX Runtime", cid, c->op_type,
+                 other);
+        return TILEOPT_OK;
+    }
+    char os[128];
+    fz_shape_str(os, sizeof os, o.d, o.rank);
+    snprintf(p->why, sizeof p->why, "consumer %s (%s): operand '%s' %s varies along "
+             "the tiled axes", cid, c->op_type, other, os);
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------- rewrites */
+
+static int fz_set_type(fz_state *st, const char *name, int32_t elem, const int64_t *d,
+                       int32_t rank) {
+    graph_value *v = graph_find(st->g, name);
+    if (!v) return err_set(st->pc->err, TILEOPT_ERROR, "fuse: new value '%s' not indexed",
+                           name);
+    int64_t *dims = arena_alloc(st->g->model->arena, (size_t)(rank ? rank : 1) * sizeof *dims);
+    if (!dims) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+    memcpy(dims, d, (size_t)rank * sizeof *dims);
+    v->type.elem = elem;
+    v->type.rank = rank;
+    v->type.dims = dims;
+    v->type.syms = NULL;
+    return TILEOPT_OK;
+}
+
+/* Element type of the consumer's output. */
+static int32_t fz_out_elem(fz_state *st, const Onnx__NodeProto *c, fz_out out,
+                           const fz_tile *t) {
+    graph_value *v = graph_resolve(st->g, c->output[0]);
+    if (v && v->type.elem) return v->type.elem;
+    if (out == OUT_BOOL) return DT_BOOL;
+    if (out == OUT_CAST) return (int32_t)graph_attr_int(c, "to", 0);
+    const char *in0 = graph_node_input(c, 0);
+    if (in0 && strcmp(in0, t->out) == 0) return t->xs.elem;
+    fz_shape s;
+    return in0 && fz_shape_of(st->g, in0, &s) ? s.elem : 0;
+}
+
+static const char *fz_hint(graph *g, int32_t node, const char *suffix) {
+    const Onnx__NodeProto *n = graph_node(g, node);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s_%s",
+             n->name && n->name[0] ? n->name : n->op_type, suffix);
+    return graph_unique_name(g, buf);
+}
+
+static void fz_report(fz_state *st, const fz_tile *t, int32_t ci, int rule,
+                      const char *rule_name, uint64_t el_before, uint64_t el_after,
+                      uint64_t bytes_after) {
+    cJSON *a = pass_action(st->pc, st->g, ci, "fused");
+    if (!a) return;
+    cJSON_AddNumberToObject(a, "rule", rule);
+    cJSON_AddStringToObject(a, "rule_name", rule_name);
+    cJSON_AddStringToObject(a, "tile", graph_node_id(st->g, t->node));
+    cJSON_AddItemToObject(a, "repeats", pass_json_ints(t->r, (size_t)t->xs.rank));
+    cJSON_AddItemToObject(a, "input_shape", pass_json_ints(t->xs.d, (size_t)t->xs.rank));
+    cJSON_AddItemToObject(a, "tiled_shape", pass_json_ints(t->t, (size_t)t->xs.rank));
+    int64_t vs[2 * FZ_MAX_RANK], vst[2 * FZ_MAX_RANK];
+    int64_t stride = (int64_t)t->esize;
+    for (int32_t i = t->xs.rank - 1; i >= 0; i--) {
+        vs[2 * i] = t->r[i];
+        vs[2 * i + 1] = t->xs.d[i];
+        vst[2 * i] = 0;
+        vst[2 * i + 1] = stride;
+        stride *= t->xs.d[i];
+    }
+    cJSON *view = cJSON_AddObjectToObject(a, "view");
+    if (view) {
+        cJSON_AddItemToObject(view, "shape", pass_json_ints(vs, 2 * (size_t)t->xs.rank));
+        cJSON_AddItemToObject(view, "strides", pass_json_ints(vst, 2 * (size_t)t->xs.rank));
+    }
+    uint64_t tb = t->t_numel * t->esize;
+    cJSON_AddNumberToObject(a, "bytes_before", (double)tb);
+    cJSON_AddNumberToObject(a, "bytes_after", (double)bytes_after);
+    cJSON_AddNumberToObject(a, "tile_bytes_not_materialized", (double)tb);
+    cJSON_AddNumberToObject(a, "elements_before", (double)el_before);
+    cJSON_AddNumberToObject(a, "elements_after", (double)el_after);
+}
+
+/* Rules 2 and 3: C(.., T, ..) -> Tile(C(.., x, ..), r). */
+static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
+    graph *g = st->g;
+    pass_ctx *pc = st->pc;
+    const Onnx__NodeProto *c = graph_node(g, p->node);
+    fz_tile t2 = *t;
+    if (p->kind == P_R3T && p->other_tile != t->node) {
+        char why[256];
+        int rc = fz_read_tile(pc, g, p->other_tile, &t2, why, sizeof why);
+        if (rc < 0) return -rc;
+        if (rc) return err_set(pc->err, TILEOPT_ERROR, "fuse: %s", why);
+    }
+    const fz_unary *u = fz_find_unary(c);
+    const fz_binary *b = u ? NULL : fz_find_binary(c);
+    fz_out outk = u ? u->out : b->out;
+    int32_t elem = fz_out_elem(st, c, outk, t);
+    int64_t cshape[FZ_MAX_RANK];
+    int32_t crank;
+    uint64_t el_before = t->t_numel;
+    if (fz_consumer_out(g, t, c, cshape, &crank)) el_before = fz_numel(cshape, crank);
+
+    const char *ins[8];
+    size_t n_in = c->n_input;
+    if (n_in > 8) return err_set(pc->err, TILEOPT_ERROR, "fuse: too many inputs");
+    for (size_t k = 0; k < n_in; k++) {
+        ins[k] = c->input[k];
+        if (strcmp(ins[k], t->out) == 0) ins[k] = t->x;
+        else if (p->kind == P_R3T && strcmp(ins[k], t2.out) == 0) ins[k] = t2.x;
+    }
+    const char *op = c->op_type, *cout = c->output[0];
+    const char *small = fz_hint(g, p->node, "untiled");
+    const char *nname = fz_hint(g, p->node, "fused");
+    const char *tname = fz_hint(g, p->node, "tile");
+    if (!small || !nname || !tname) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    int rule = p->kind == P_R2 ? 2 : 3;
+    const char *rname = p->kind == P_R2   ? "unary op before the Tile"
+                        : p->kind == P_R3C ? "binary op with a tiling-invariant operand"
+                                           : "binary op on equally tiled operands";
+    uint64_t el_after = fz_numel(t->xs.d, t->xs.rank);
+    const dtype_info *od = dtype_get(elem);
+    uint64_t bytes_after = od ? t->t_numel * od->size : 0;
+    fz_report(st, t, p->node, rule, rname, el_before, el_after, bytes_after);
+
+    /* Remove C first so its output name is free for the new Tile: every name
+    ** keeps its meaning, graph outputs included. */
+    Onnx__NodeProto *keep = graph_node(g, p->node);
+    graph_remove_node(g, p->node);
+    int32_t ni, ti;
+    Onnx__NodeProto *nn = graph_add_node(g, op, nname, ins, n_in, &small, 1, &ni);
+    if (!nn) return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", nname);
+    int rc = fz_copy_attrs(g, nn, keep);
+    if (rc) return err_set(pc->err, rc, "fuse: cannot copy attributes of %s", op);
+    rc = fz_set_type(st, small, elem, t->xs.d, t->xs.rank);
+    if (rc) return rc;
+    const char *tin[2] = {small, t->reps};
+    if (!graph_add_node(g, "Tile", tname, tin, 2, &cout, 1, &ti))
+        return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", tname);
+    rc = fz_set_type(st, cout, elem, t->t, t->xs.rank);
+    if (rc) return rc;
+    if ((rc = fz_grow_nodes(st)) || (rc = fz_push(st, ti))) return rc;
+    if (p->kind == P_R3T && t2.node != t->node) {
+        /* the other Tile lost a reader: it may be removable or sinkable now */
+        if (!fz_live_uses(g, t2.out) && !graph_value_is_output(g, t2.out))
+            graph_remove_node(g, t2.node);
+        else if ((rc = fz_push(st, t2.node)))
+            return rc;
+    }
+    return TILEOPT_OK;
+}
+
+static int fz_shape_init(fz_state *st, const char *hint, const int64_t *d, int32_t rank,
+                         const char **name) {
+    int64_t n = rank;
+    return graph_add_initializer(st->g, hint, DT_INT64, &n, 1, d,
+                                 (size_t)rank * sizeof *d, name, st->pc->err);
+}
+
+/* Rule 4: B(T, y) -> Reshape(B(x', y'), shape(T)). */
+static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
+    graph *g = st->g;
+    pass_ctx *pc = st->pc;
+    const Onnx__NodeProto *c = graph_node(g, p->node);
+    bool on0 = strcmp(c->input[0], t->out) == 0;
+    const char *y = on0 ? c->input[1] : c->input[0];
+    int64_t xd[FZ_MAX_RANK], yd[FZ_MAX_RANK];
+    int32_t r = 0;
+    for (int32_t i = 0; i < t->xs.rank; i++) {
+        if (t->r[i] > 1 && t->xs.d[i] > 1) {
+            xd[r] = 1;
+            yd[r++] = t->r[i];
+        }
+        xd[r] = t->xs.d[i];
+        yd[r++] = t->xs.d[i] * (t->r[i] > 1 && t->xs.d[i] > 1 ? 1 : t->r[i]);
+    }
+    const fz_binary *b = fz_find_binary(c);
+    int32_t elem = fz_out_elem(st, c, b->out, t);
+    fz_shape ys;
+    int32_t yelem = fz_shape_of(g, y, &ys) ? ys.elem : 0;
+    fz_report(st, t, p->node, 4, "split repeat axes, broadcast x", t->t_numel,
+              t->t_numel, 0);
+
+    const char *xs_n, *ys_n, *ts_n;
+    int rc;
+    if ((rc = fz_shape_init(st, "fuse_x_shape", xd, r, &xs_n)) ||
+        (rc = fz_shape_init(st, "fuse_y_shape", yd, r, &ys_n)) ||
+        (rc = fz_shape_init(st, "fuse_out_shape", t->t, t->xs.rank, &ts_n)))
+        return rc;
+    const char *op = c->op_type, *cout = c->output[0];
+    const char *xr = fz_hint(g, p->node, "x_split");
+    const char *yr = fz_hint(g, p->node, "y_split");
+    const char *br = fz_hint(g, p->node, "split_out");
+    if (!xr || !yr || !br) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    Onnx__NodeProto *keep = graph_node(g, p->node);
+    graph_remove_node(g, p->node);
+    const char *in_x[2] = {t->x, xs_n}, *in_y[2] = {y, ys_n};
+    const char *in_b[2] = {on0 ? xr : yr, on0 ? yr : xr}, *in_o[2] = {br, ts_n};
+    int32_t ni;
+    Onnx__NodeProto *nb;
+    if (!graph_add_node(g, "Reshape", fz_hint(g, p->node, "reshape_x"), in_x, 2, &xr, 1,
+                        &ni) ||
+        !graph_add_node(g, "Reshape", fz_hint(g, p->node, "reshape_y"), in_y, 2, &yr, 1,
+                        &ni) ||
+        !(nb = graph_add_node(g, op, fz_hint(g, p->node, "split"), in_b, 2, &br, 1,
+                              &ni)) ||
+        !graph_add_node(g, "Reshape", fz_hint(g, p->node, "reshape_out"), in_o, 2, &cout,
+                        1, &ni))
+        return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add nodes for %s", op);
+    if ((rc = fz_copy_attrs(g, nb, keep)))
+        return err_set(pc->err, rc, "fuse: cannot copy attributes of %s", op);
+    if ((rc = fz_set_type(st, xr, t->xs.elem, xd, r)) ||
+        (rc = fz_set_type(st, yr, yelem, yd, r)) ||
+        (rc = fz_set_type(st, br, elem, yd, r)))
+        return rc;
+    return fz_grow_nodes(st);
+}
+
+/* ------------------------------------------------------------ per Tile */
+
+static int fz_tile_step(fz_state *st, int32_t ti) {
+    graph *g = st->g;
+    pass_ctx *pc = st->pc;
+    if (graph_node_removed(g, ti) || !graph_node_is(graph_node(g, ti), "Tile"))
+        return TILEOPT_OK;
+    fz_tile t;
+    char why[320];
+    int rc = fz_read_tile(pc, g, ti, &t, why, sizeof why);
+    if (rc < 0) return -rc;
+    if (rc) return fz_set_why(st, ti, why);
+    bool is_out = graph_value_is_output(g, t.out);
+
+    graph_value *v = graph_find(g, t.out);
+    uint32_t n_uses = v ? v->n_uses : 0;
+    graph_use *uses = NULL;
+    fz_plan *plans = NULL;
+    uint32_t n_plans = 0;
+    if (n_uses) {
+        uses = malloc(n_uses * sizeof *uses);
+        plans = malloc(n_uses * sizeof *plans);
+        if (!uses || !plans) {
+            rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+            goto done;
+        }
+        memcpy(uses, v->uses, n_uses * sizeof *uses);
+    }
+    if ((rc = fz_grow_nodes(st))) goto done;
+    st->step++;
+    const char *block = is_out ? "it is a graph output" : NULL;
+    char block_buf[320];
+    for (uint32_t k = 0; k < n_uses; k++) {
+        int32_t ci = uses[k].node;
+        if (ci < 0) {
+            block = "it is an output of its graph";
+            continue;
+        }
+        if (graph_node_removed(g, ci)) continue;
+        if (uses[k].input < 0) {
+            snprintf(block_buf, sizeof block_buf, "it is read inside a subgraph of %s",
+                     graph_node_id(g, ci));
+            block = block_buf;
+            continue;
+        }
+        if (st->stamp[ci] == st->step) continue;
+        st->stamp[ci] = st->step;
+        fz_plan *p = &plans[n_plans++];
+        if ((rc = fz_plan_consumer(st, &t, ci, p))) goto done;
+        if (p->kind == P_NONE && !block) {
+            fz_strlcpy(block_buf, sizeof block_buf, p->why);
+            block = block_buf;
+        }
+    }
+    /* Sinking past one reader while another keeps T would materialize twice. */
+    if (block) {
+        for (uint32_t k = 0; k < n_plans; k++) {
+            fz_plan *p = &plans[k];
+            if (p->kind != P_R2 && p->kind != P_R3C && p->kind != P_R3T) continue;
+            if (p->r4_ok) {
+                p->kind = P_R4;
+                continue;
+            }
+            p->kind = P_NONE;
+            snprintf(p->why, sizeof p->why, "not sunk past %s: the Tile stays because %s",
+                     graph_node_id(g, p->node), block);
+        }
+    }
+    const char *first_why = NULL;
+    for (uint32_t k = 0; k < n_plans; k++) {
+        fz_plan *p = &plans[k];
+        switch (p->kind) {
+        case P_R1: {
+            const Onnx__NodeProto *c = graph_node(g, p->node);
+            int64_t cs[FZ_MAX_RANK];
+            int32_t cr;
+            uint64_t el = fz_consumer_out(g, &t, c, cs, &cr) ? fz_numel(cs, cr) : 0;
+            fz_report(st, &t, p->node, 1, "redundant Tile: the op broadcasts x itself",
+                      el, el, 0);
+            for (size_t s = 0; s < c->n_input; s++)
+                if (strcmp(c->input[s], t.out) == 0 &&
+                    (rc = graph_node_set_input(g, p->node, s, t.x)))
+                    goto done;
+            break;
+        }
+        case P_R2:
+        case P_R3C:
+        case P_R3T:
+            if ((rc = fz_sink(st, &t, p))) goto done;
+            break;
+        case P_R4:
+            if ((rc = fz_split(st, &t, p))) goto done;
+            break;
+        default:
+            if (!first_why) first_why = p->why;
+            continue;
+        }
+        pc->changed = true;
+    }
+    if (!is_out && !fz_live_uses(g, t.out)) {
+        graph_remove_node(g, ti);
+        pc->changed = true;
+        rc = fz_set_why(st, ti, NULL);
+    } else {
+        rc = fz_set_why(st, ti, first_why ? first_why : block ? block : "kept");
+    }
+done:
+    free(uses);
+    free(plans);
+    return rc;
+}
+
+#if FUSE_RULE5
+/* Rule 5: a Tile left over size-1 axes is Expand, the stride-0 view. */
+static int fz_expand(fz_state *st, int32_t ti) {
+    graph *g = st->g;
+    fz_tile t;
+    char why[320];
+    int rc = fz_read_tile(st->pc, g, ti, &t, why, sizeof why);
+    if (rc) return rc < 0 ? -rc : TILEOPT_OK;
+    for (int32_t i = 0; i < t.xs.rank; i++)
+        if (t.r[i] == 0 || (t.r[i] != 1 && t.xs.d[i] != 1)) return TILEOPT_OK;
+    const char *shape_n;
+    if ((rc = fz_shape_init(st, "fuse_expand_shape", t.t, t.xs.rank, &shape_n))) return rc;
+    cJSON *a = pass_action(st->pc, g, ti, "rewritten");
+    if (a) {
+        cJSON_AddNumberToObject(a, "rule", 5);
+        cJSON_AddStringToObject(a, "rule_name", "Tile over size-1 axes -> Expand");
+        cJSON_AddItemToObject(a, "repeats", pass_json_ints(t.r, (size_t)t.xs.rank));
+    }
+    const char *x = t.x, *out = t.out;
+    graph_remove_node(g, ti);
+    const char *in[2] = {x, shape_n};
+    int32_t ni;
+    if (!graph_add_node(g, "Expand", fz_hint(g, ti, "expand"), in, 2, &out, 1, &ni))
+        return err_set(st->pc->err, TILEOPT_NOMEM, "fuse: cannot add Expand");
+    st->pc->changed = true;
+    return fz_set_why(st, ti, NULL);
+}
+#endif
+
+static int fz_graph(pass_ctx *pc, graph *g) {
+    fz_state st = {.pc = pc, .g = g, .opset = graph_opset(g->model, "")};
+    int rc = fz_grow_nodes(&st);
+    uint32_t n0 = graph_n_nodes(g);
+    for (uint32_t i = 0; !rc && i < n0; i++)
+        if (!graph_node_removed(g, (int32_t)i) && graph_node_is(graph_node(g, (int32_t)i), "Tile"))
+            rc = fz_push(&st, (int32_t)i);
+    /* LIFO: a Tile a rewrite creates is handled next, sinking it down the chain. */
+    while (!rc && st.n_work) rc = fz_tile_step(&st, st.work[--st.n_work]);
+    uint32_t n1 = graph_n_nodes(g);
+    for (uint32_t i = 0; !rc && i < n1; i++) {
+        if (graph_node_removed(g, (int32_t)i) || !graph_node_is(graph_node(g, (int32_t)i), "Tile"))
+            continue;
+#if FUSE_RULE5
+        if (st.opset >= 8 && (rc = fz_expand(&st, (int32_t)i))) break;
+        if (graph_node_removed(g, (int32_t)i)) continue;
+#endif
+        if (i < st.cap_nodes && st.why[i])
+            pass_skip(pc, g, (int32_t)i, "%s", st.why[i]);
+    }
+    for (size_t i = 0; i < st.cap_nodes; i++) free(st.why[i]);
+    free(st.why);
+    free(st.stamp);
+    free(st.work);
+    return rc;
+}
+
+int pass_fuse(pass_ctx *pc) {
+    /* Types the model declares come from the loader; inference adds the rest. */
+    int rc = infer_shapes(pc->model, pc->opt, pc->err);
+    if (rc) return rc;
+    rc = pass_for_each_graph(pc, pc->model->main, fz_graph);
+    if (rc) return rc;
+    return pc->changed ? graph_commit(pc->model->main, pc->err) : TILEOPT_OK;
+}

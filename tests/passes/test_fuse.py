@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""Model-level tests of the fuse pass (issue 6).
+
+Every case builds a small model, runs `tileopt optimize --passes fuse`, checks the
+output with onnx.checker (full check), validates the report against the schema,
+and evaluates original and optimized models in ONNX Runtime and in tileopt's
+evaluator on the same seeded inputs: all four must agree.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
+import harness as h  # noqa: E402
+from validate_report import report_errors  # noqa: E402
+
+F, I32, I64, B = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def i64(name, v):
+    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def make(nodes, inputs, outputs, inits=(), opset=13, value_info=True):
+    g = helper.make_graph(nodes, "fuse_test", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    if value_info:
+        # Declared intermediate shapes: the pass must keep them valid.
+        m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    return m
+
+
+def optimize(m, *extra, feeds=None, ort=True, evaluator=True):
+    """Optimize m with fuse; check, validate and compare. Returns (model, actions)."""
+    with h.tempdir() as d:
+        src, dst, rep = (os.path.join(d, n) for n in ("src.onnx", "dst.onnx", "r.json"))
+        onnx.save(m, src)
+        h.check(src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "fuse",
+                              "--report", rep, *extra))
+        h.check(dst)
+        with open(rep) as f:
+            report = json.load(f)
+        errs = report_errors(report)
+        assert not errs, f"report invalid: {errs}"
+        feeds = feeds or h.random_feeds(src, seed=3)
+        if ort:
+            want = h.run_ort(src, feeds)
+            h.assert_close(h.run_ort(dst, feeds), want, what="ORT optimized output")
+        else:
+            want = h.run_tileopt(src, feeds)
+        if evaluator:
+            h.assert_close(h.run_tileopt(src, feeds), want, what="evaluator original")
+            h.assert_close(h.run_tileopt(dst, feeds), want, what="evaluator optimized")
+        out = onnx.load(dst)
+        (p,) = [p for p in report["passes"] if p["name"] == "fuse"]
+        return out, p["actions"]
+
+
+def ops(m):
+    return [n.op_type for n in m.graph.node]
+
+
+def producer(m, name):
+    (n,) = [n for n in m.graph.node if name in n.output]
+    return n
+
+
+def fused(actions, rule):
+    return [a for a in actions if a["action"] == "fused" and a.get("rule") == rule]
+
+
+def skipped(actions):
+    return [a for a in actions if a["action"] == "skipped"]
+
+
+def tile_add_bias(b_as_init, elem=F, np_t=np.float32):
+    n, c, hh, w = 2, 3, 4, 5
+    nodes = [helper.make_node("Tile", ["b", "reps"], ["bt"], name="tile"),
+             helper.make_node("Add", ["x", "bt"], ["y"], name="add")]
+    inputs = [vi("x", elem, [n, c, hh, w])]
+    inits = [i64("reps", [n, 1, hh, w])]
+    if b_as_init:
+        inits.append(const("b", (np.arange(c) - 1).astype(np_t).reshape(1, c, 1, 1)))
+    else:
+        inputs.append(vi("b", elem, [1, c, 1, 1]))
+    return make(nodes, inputs, [vi("y", elem, [n, c, hh, w])], inits)
+
+
+# ---------------------------------------------------------------- rule 1
+
+def fuse_should_drop_tile_of_bias_read_by_broadcasting_add():
+    out, actions = optimize(tile_add_bias(False))
+    assert ops(out) == ["Add"], ops(out)
+    assert list(out.graph.node[0].input) == ["x", "b"], "operand order changed"
+    (a,) = fused(actions, 1)
+    assert a["node"] == "add" and a["tile"] == "tile"
+    # b [1,3,1,1] float32, repeats [2,1,4,5]: axis i -> (r_i, d_i), strides (0, s_i)
+    assert a["view"]["shape"] == [2, 1, 1, 3, 4, 1, 5, 1], a["view"]
+    assert a["view"]["strides"] == [0, 12, 0, 4, 0, 4, 0, 4], a["view"]
+    assert a["bytes_before"] == 2 * 3 * 4 * 5 * 4 and a["bytes_after"] == 0
+    assert a["elements_before"] == a["elements_after"] == 120
+
+
+def fuse_should_drop_tile_of_initializer_bias_for_int_types():
+    out, _ = optimize(tile_add_bias(True, I32, np.int32))
+    assert ops(out) == ["Add"], ops(out)
+
+
+def fuse_should_leave_no_tile_in_bias_tile_model():
+    with h.tempdir() as d:
+        dst = os.path.join(d, "o.onnx")
+        h.expect_ok(h.tileopt("optimize", os.path.join(h.MODELS, "bias_tile.onnx"),
+                              "-o", dst, "--passes", "fuse"))
+        h.check(dst)
+        assert "Tile" not in ops(onnx.load(dst))
+    m = onnx.load(os.path.join(h.MODELS, "bias_tile.onnx"))
+    out, _ = optimize(m)
+    assert "Tile" not in ops(out)
+
+
+# ---------------------------------------------------------------- rule 2
+
+def fuse_should_sink_tile_to_the_end_of_a_unary_chain():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Relu", ["t"], ["a"], name="relu"),
+             helper.make_node("LeakyRelu", ["a"], ["b"], name="leaky", alpha=0.3),
+             helper.make_node("Clip", ["b", "lo", "hi"], ["c"], name="clip"),
+             helper.make_node("Neg", ["c"], ["y"], name="neg")]
+    m = make(nodes, [vi("x", F, [3, 4])], [vi("y", F, [6, 12])],
+             [i64("reps", [2, 3]), const("lo", np.float32(-0.5)),
+              const("hi", np.float32(0.75))])
+    out, actions = optimize(m)
+    assert ops(out).count("Tile") == 1
+    t = producer(out, "y")
+    assert t.op_type == "Tile", "graph output must come from the sunk Tile"
+    assert len(fused(actions, 2)) == 4
+    for a in fused(actions, 2):
+        assert a["elements_before"] == 72 and a["elements_after"] == 12
+    leaky = [n for n in out.graph.node if n.op_type == "LeakyRelu"][0]
+    assert abs(leaky.attribute[0].f - 0.3) < 1e-6
+
+
+def fuse_should_sink_tile_below_cast_with_the_new_type():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Cast", ["t"], ["y"], name="cast", to=TensorProto.INT32)]
+    m = make(nodes, [vi("x", F, [2, 3])], [vi("y", I32, [4, 3])], [i64("reps", [2, 1])])
+    out, actions = optimize(m)
+    assert ops(out) == ["Cast", "Tile"], ops(out)
+    (a,) = fused(actions, 2)
+    assert a["bytes_after"] == 4 * 3 * 4
+
+
+def fuse_should_not_sink_past_clip_with_runtime_bounds():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Clip", ["t", "lo"], ["y"], name="clip")]
+    m = make(nodes, [vi("x", F, [2, 3]), vi("lo", F, [])], [vi("y", F, [4, 3])],
+             [i64("reps", [2, 1])])
+    out, actions = optimize(m)
+    assert ops(out) == ["Tile", "Clip"], ops(out)
+    (s,) = skipped(actions)
+    assert s["node"] == "tile" and "not a constant" in s["reason"], s
+
+
+# ---------------------------------------------------------------- guards
+
+def fuse_should_keep_tile_with_a_non_elementwise_consumer():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Relu", ["t"], ["y"], name="relu"),
+             helper.make_node("MatMul", ["t", "w"], ["z"], name="mm")]
+    m = make(nodes, [vi("x", F, [2, 3]), vi("w", F, [6, 2])],
+             [vi("y", F, [2, 6]), vi("z", F, [2, 2])], [i64("reps", [1, 2])])
+    out, actions = optimize(m)
+    assert ops(out) == ["Tile", "Relu", "MatMul"], ops(out)
+    reasons = " ".join(s["reason"] for s in skipped(actions))
+    assert "mm" in reasons and "MatMul" in reasons, reasons
+    assert not fused(actions, 2)
+
+
+def fuse_should_keep_a_tile_that_is_a_graph_output():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Relu", ["t"], ["y"], name="relu")]
+    m = make(nodes, [vi("x", F, [2, 3])], [vi("t", F, [4, 3]), vi("y", F, [4, 3])],
+             [i64("reps", [2, 1])])
+    out, actions = optimize(m)
+    assert producer(out, "t").op_type == "Tile"
+    assert producer(out, "y").op_type == "Relu"
+    assert any("graph output" in s["reason"] for s in skipped(actions))
+
+
+def fuse_should_rewrite_each_consumer_and_then_drop_the_tile():
+    # One Tile read by a broadcasting Add (rule 1), a Sigmoid (rule 2) and a Mul
+    # by a scalar (rule 3): every reader is rewritten, so the Tile goes away.
+    nodes = [helper.make_node("Tile", ["b", "reps"], ["t"], name="tile"),
+             helper.make_node("Add", ["t", "x"], ["y"], name="add"),
+             helper.make_node("Sigmoid", ["t"], ["z"], name="sig"),
+             helper.make_node("Mul", ["t", "s"], ["w"], name="mul")]
+    m = make(nodes, [vi("b", F, [1, 4]), vi("x", F, [3, 4])],
+             [vi("y", F, [3, 4]), vi("z", F, [3, 4]), vi("w", F, [3, 4])],
+             [i64("reps", [3, 1]), const("s", np.float32(2.5))])
+    out, actions = optimize(m)
+    assert not any(n.op_type == "Tile" and "b" in n.input for n in out.graph.node)
+    assert producer(out, "y").op_type == "Add"
+    assert producer(out, "z").op_type == "Tile" and producer(out, "w").op_type == "Tile"
+    assert len(fused(actions, 1)) == 1 and len(fused(actions, 2)) == 1
+    assert len(fused(actions, 3)) == 1
+
+
+def fuse_should_skip_when_the_input_shape_is_unknown():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Relu", ["t"], ["y"], name="relu")]
+    m = make(nodes, [vi("x", F, ["N", 3])], [vi("y", F, ["M", 3])],
+             [i64("reps", [2, 1])], value_info=False)
+    out, actions = optimize(m, feeds={"x": np.ones((2, 3), np.float32)})
+    assert ops(out) == ["Tile", "Relu"]
+    (s,) = skipped(actions)
+    assert "unknown" in s["reason"], s
+
+
+def fuse_should_skip_when_repeats_are_not_constant():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Relu", ["t"], ["y"], name="relu")]
+    m = make(nodes, [vi("x", F, [2, 3]), vi("reps", I64, [2])], [vi("y", F, None)],
+             value_info=False)
+    feeds = {"x": np.ones((2, 3), np.float32), "reps": np.array([2, 1], np.int64)}
+    out, actions = optimize(m, feeds=feeds)
+    assert ops(out) == ["Tile", "Relu"]
+    assert "not a constant" in skipped(actions)[0]["reason"]
+
+
+# ---------------------------------------------------------------- rule 3
+
+def fuse_should_keep_operand_order_of_non_commutative_ops():
+    # c - T, T / c, c ^ T, c < T: the tiling-invariant operand stays on its side.
+    for op, elem, npt in [("Sub", F, np.float32), ("Div", I32, np.int32),
+                          ("Pow", F, np.float32), ("Less", F, np.float32)]:
+        first = op in ("Sub", "Pow", "Less")
+        ins = ["c", "t"] if first else ["t", "c"]
+        out_elem = B if op == "Less" else elem
+        cval = np.array([[3, 2, 7]], dtype=npt) if op != "Pow" else \
+            np.array([[1.5, 2.0, 0.5]], dtype=npt)
+        nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+                 helper.make_node(op, ins, ["y"], name="op")]
+        m = make(nodes, [vi("x", elem, [2, 3])], [vi("y", out_elem, [8, 3])],
+                 [i64("reps", [4, 1]), const("c", cval)])
+        feeds = None
+        if op == "Pow":
+            feeds = {"x": np.abs(np.random.default_rng(1).standard_normal((2, 3)))
+                     .astype(np.float32) + 0.1}
+        if op == "Div":
+            feeds = {"x": np.array([[7, -7, 9], [-9, 12, 5]], np.int32)}
+        out, actions = optimize(m, feeds=feeds)
+        assert ops(out) == [op, "Tile"], (op, ops(out))
+        n = out.graph.node[0]
+        assert list(n.input) == (["c", "x"] if first else ["x", "c"]), (op, n.input)
+        assert len(fused(actions, 3)) == 1
+
+
+def fuse_should_merge_two_tiles_with_equal_repeats():
+    nodes = [helper.make_node("Tile", ["a", "reps"], ["ta"], name="tile_a"),
+             helper.make_node("Tile", ["b", "reps"], ["tb"], name="tile_b"),
+             helper.make_node("Sub", ["tb", "ta"], ["y"], name="sub")]
+    m = make(nodes, [vi("a", I64, [2, 3]), vi("b", I64, [2, 3])],
+             [vi("y", I64, [4, 6])], [i64("reps", [2, 2])])
+    out, actions = optimize(m)
+    assert ops(out) == ["Sub", "Tile"], ops(out)
+    assert list(out.graph.node[0].input) == ["b", "a"]
+    assert len(fused(actions, 3)) == 1
+
+
+def fuse_should_not_merge_tiles_with_different_repeats():
+    nodes = [helper.make_node("Tile", ["a", "ra"], ["ta"], name="tile_a"),
+             helper.make_node("Tile", ["b", "rb"], ["tb"], name="tile_b"),
+             helper.make_node("Add", ["ta", "tb"], ["y"], name="add")]
+    m = make(nodes, [vi("a", F, [2, 3]), vi("b", F, [4, 1])],
+             [vi("y", F, [4, 3])], [i64("ra", [2, 1]), i64("rb", [1, 3])])
+    out, actions = optimize(m)
+    # tile_b is a broadcast the Add does itself (rule 1); tile_a is not.
+    assert ops(out) == ["Tile", "Add"], ops(out)
+    assert list(out.graph.node[1].input) == ["ta", "b"]
+
+
+def fuse_should_combine_rules_through_a_chain():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Add", ["t", "c"], ["s"], name="add"),
+             helper.make_node("Mul", ["s", "y"], ["z"], name="mul")]
+    m = make(nodes, [vi("x", F, [4, 8]), vi("y", F, [8, 16])], [vi("z", F, [8, 16])],
+             [i64("reps", [2, 2]), const("c", np.float32(0.5))])
+    out, actions = optimize(m)
+    assert ops(out) == ["Add", "Tile", "Mul"], ops(out)
+    (s,) = skipped(actions)
+    assert "--fuse-split" in s["reason"], s
+    out, actions = optimize(m, "--fuse-split")
+    assert "Tile" not in ops(out), ops(out)
+    assert ops(out).count("Mul") == 1
+    assert fused(actions, 3) and fused(actions, 4)
+
+
+# ---------------------------------------------------------------- rule 4
+
+def fuse_should_leave_tile_add_alone_by_default_and_split_it_on_request():
+    src = os.path.join(h.MODELS, "tile_add.onnx")
+    m = onnx.load(src)
+    out, actions = optimize(m)
+    assert ops(out) == ops(m), ops(out)
+    (s,) = skipped(actions)
+    assert "--fuse-split" in s["reason"], s
+    out, actions = optimize(m, "--fuse-split")
+    assert "Tile" not in ops(out), ops(out)
+    (a,) = fused(actions, 4)
+    assert a["bytes_before"] == 1024 * 1024 * 4 and a["bytes_after"] == 0
+    assert a["view"]["shape"] == [16, 64, 4, 256]
+    assert a["view"]["strides"] == [0, 1024, 0, 4]
+
+
+def fuse_should_split_when_the_tile_is_the_second_operand():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Div", ["y", "t"], ["z"], name="div")]
+    m = make(nodes, [vi("x", F, [3, 1, 4]), vi("y", F, [6, 5, 8])],
+             [vi("z", F, [6, 5, 8])], [i64("reps", [2, 5, 2])])
+    feeds = {"x": np.arange(1, 13, dtype=np.float32).reshape(3, 1, 4),
+             "y": np.random.default_rng(2).standard_normal((6, 5, 8)).astype(np.float32)}
+    out, _ = optimize(m, "--fuse-split", feeds=feeds)
+    assert "Tile" not in ops(out)
+    div = [n for n in out.graph.node if n.op_type == "Div"][0]
+    assert producer(out, div.input[1]).input[0] == "x", "x must stay the divisor"
+
+
+# ---------------------------------------------------------------- subgraphs
+
+def fuse_should_rewrite_inside_if_branches():
+    then_g = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["t"], name="then_tile"),
+         helper.make_node("Relu", ["t"], ["r"], name="then_relu")],
+        "then", [], [vi("r", F, [4, 3])])
+    else_g = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["t2"], name="else_tile"),
+         helper.make_node("Neg", ["t2"], ["r2"], name="else_neg")],
+        "else", [], [vi("r2", F, [4, 3])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], name="if",
+                              then_branch=then_g, else_branch=else_g)]
+    m = make(nodes, [vi("cond", B, []), vi("x", F, [2, 3])], [vi("y", F, [4, 3])],
+             [i64("reps", [2, 1])])
+    for c in (True, False):
+        feeds = {"cond": np.array(c), "x": np.arange(6, dtype=np.float32).reshape(2, 3) - 2}
+        out, actions = optimize(m, feeds=feeds)
+        br = {a.name: a.g for a in out.graph.node[0].attribute}
+        assert [n.op_type for n in br["then_branch"].node] == ["Relu", "Tile"]
+        assert [n.op_type for n in br["else_branch"].node] == ["Neg", "Tile"]
+        assert all("graph" in a for a in fused(actions, 2))
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
