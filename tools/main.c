@@ -176,6 +176,10 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
             goto report;
         }
     }
+    if (a->verify && tileopt_model_verify(ctx, before, model) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "verify: %s", tileopt_ctx_errmsg(ctx));
+        goto report;
+    }
     if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto report;
@@ -325,6 +329,7 @@ int main(int argc, char **argv) {
         printf("tileopt %s\n", tileopt_version());
         return EXIT_OK;
     }
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     tileopt_ctx *ctx;
     if (tileopt_ctx_new(&ctx) != TILEOPT_OK) return tool_error(EXIT_FAIL, "out of memory");
     int rc;

@@ -1,0 +1,38 @@
+# Sourced by ./run and ./test: install what is missing on a Debian 12 machine.
+# deps_build: what building needs; deps_test: what the test suite needs on top.
+
+_apt_updated=0
+_apt_install() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "installing: ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    if [ $_apt_updated -eq 0 ]; then
+        $sudo apt-get update -qq >&2
+        _apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+deps_build() {
+    _apt_install gcc libc6-dev pkg-config meson ninja-build protobuf-c-compiler \
+        libprotobuf-c-dev libcjson-dev libonnx-dev
+}
+
+deps_test() {
+    deps_build
+    _apt_install libcmocka-dev python3-onnx python3-numpy python3-jsonschema \
+        libonnx-testdata nodejs npm
+    # ONNX Runtime: its CPU library ships in the npm package; the install script
+    # only fetches GPU parts (and fails offline), hence --ignore-scripts.
+    local cache="$1/.cache"
+    if [ ! -d "$cache/node_modules/onnxruntime-node" ]; then
+        mkdir -p "$cache"
+        (cd "$cache" && { [ -f package.json ] || echo '{"private":true}' > package.json; } &&
+            npm install --ignore-scripts --no-audit --no-fund onnxruntime-node >&2)
+    fi
+}
