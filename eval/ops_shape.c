@@ -132,20 +132,6 @@ static int read_ints(tensor *t, const char *what, const eval_limits *lim, int64_
     return TILEOPT_OK;
 }
 
-/* One integer scalar (a 0-D or 1-element tensor). */
-static int read_int_scalar(tensor *t, const char *what, const eval_limits *lim,
-                           int64_t *v, errbuf *err) {
-    size_t nv;
-    int64_t buf[1];
-    if (tensor_numel(t) != 1)
-        return err_set(err, TILEOPT_INVALID, "%s must hold one value, got %llu", what,
-                       (unsigned long long)tensor_numel(t));
-    int rc = read_ints(t, what, lim, buf, 1, &nv, err);
-    if (rc) return rc;
-    *v = buf[0];
-    return TILEOPT_OK;
-}
-
 /* An ints attribute into out (cap entries); *present tells whether it is set. */
 static int attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, size_t cap,
                      size_t *count, bool *present, errbuf *err) {

@@ -407,7 +407,7 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
     cJSON_AddNumberToObject(rep, "seed", (double)ctx->opt.seed);
     verify_run vr = {0};
     int rc = TILEOPT_OK;
-    char why[1024] = "";
+    char why[4096] = "";
     const char *verdict = "match";
 
     char m1[1024], m2[1024];
