@@ -1,0 +1,2217 @@
+/*
+** Shape inference. One walk per graph in topological order; each node's op has an
+** infer function in a table. Besides types, small integer tensors whose values
+** are known at compile time ("shape values": initializers, Constant nodes, and
+** what Shape/Gather/Slice/Concat/Unsqueeze/Cast/arithmetic make of them) are
+** tracked entry by entry, an entry being a number, a symbolic dim name, or
+** unknown. That is what turns Reshape/Tile/Expand inputs computed from Shape into
+** known dims.
+*/
+#include "passes/infer.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IR_MAX 64        /* highest rank tracked; beyond it shapes stay unknown */
+#define IV_MAX 4096      /* most entries of a tracked constant value */
+
+/* A type under construction. */
+typedef struct ity {
+    int32_t elem;
+    int32_t rank;
+    int64_t d[IR_MAX];
+    const char *s[IR_MAX];
+} ity;
+
+/* A compile-time value: rank 0 or 1 (n entries), integers in v, floats in f. */
+typedef struct ival {
+    int32_t elem;
+    int32_t rank;
+    int64_t n;
+    int64_t *v;              /* integer elements (NULL for float elements) */
+    double *f;               /* float elements (NULL for integer elements) */
+    uint8_t *known;          /* per entry */
+    const char **syms;       /* per unknown entry: symbolic dim name or NULL */
+} ival;
+
+typedef struct iscope {
+    graph *g;
+    ival **iv;               /* per value index */
+    uint8_t *tried;          /* initializer values read already */
+    struct iscope *parent;
+} iscope;
+
+typedef struct irun {
+    graph_model *m;
+    arena *tmp;              /* ivals and per-scope tables of this run */
+    int64_t opset;
+    bool strict;             /* conflicts with declared types are errors */
+    errbuf *err;
+    int32_t *order;          /* toposort scratch */
+    uint32_t cap_order;
+    ity *outs;               /* per-node output scratch */
+    ival **outv;
+    size_t cap_outs;
+    const graph_type **ins;
+    const ival **inv;
+    size_t cap_ins;
+} irun;
+
+typedef struct ictx {
+    irun *r;
+    iscope *sc;
+    graph *g;
+    int32_t idx;
+    const Onnx__NodeProto *n;
+    int64_t opset;
+    size_t n_in;
+    const graph_type **in;   /* NULL for absent inputs */
+    const ival **inv;        /* NULL when not known */
+    size_t n_out;
+    ity *out;
+    ival **outv;
+} ictx;
+
+static const graph_type unknown_type = {0, -1, NULL, NULL};
+
+/* The entry that defines v: outer-scope references followed to their scope. */
+static graph_value *value_home(graph_value *v, graph **g) {
+    while (v->outer >= 0 && v->outer_graph && (uint32_t)v->outer < v->outer_graph->n_values) {
+        if (g) *g = v->outer_graph;
+        v = &v->outer_graph->values[v->outer];
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static int64_t dmul(int64_t a, int64_t b) {
+    if (a < 0 || b < 0) return -1;
+    if (a != 0 && b > INT64_MAX / a) return -1;
+    return a * b;
+}
+
+static int64_t dadd(int64_t a, int64_t b) {
+    if (a < 0 || b < 0) return -1;
+    if (b > INT64_MAX - a) return -1;
+    return a + b;
+}
+
+static void ity_unknown(ity *t) {
+    t->elem = 0;
+    t->rank = -1;
+}
+
+static void ity_from(ity *o, const graph_type *t) {
+    o->elem = t ? t->elem : 0;
+    o->rank = (t && t->rank >= 0 && t->rank <= IR_MAX) ? t->rank : -1;
+    for (int32_t i = 0; i < o->rank; i++) {
+        o->d[i] = t->dims ? t->dims[i] : -1;
+        o->s[i] = (o->d[i] < 0 && t->syms) ? t->syms[i] : NULL;
+    }
+}
+
+static void ity_set_rank(ity *o, int32_t rank) {
+    if (rank < 0 || rank > IR_MAX) {
+        o->rank = -1;
+        return;
+    }
+    o->rank = rank;
+    for (int32_t i = 0; i < rank; i++) {
+        o->d[i] = -1;
+        o->s[i] = NULL;
+    }
+}
+
+static bool same_sym(const char *a, const char *b) {
+    return a && b && strcmp(a, b) == 0;
+}
+
+static int64_t tdim(const graph_type *t, int32_t i) {
+    return t->dims ? t->dims[i] : -1;
+}
+
+static const char *tsym(const graph_type *t, int32_t i) {
+    return (t->syms && tdim(t, i) < 0) ? t->syms[i] : NULL;
+}
+
+static void put_dim(ity *o, int32_t i, const graph_type *t, int32_t j) {
+    o->d[i] = tdim(t, j);
+    o->s[i] = tsym(t, j);
+}
+
+static const graph_type *IN(const ictx *c, size_t i) {
+    return i < c->n_in ? c->in[i] : NULL;
+}
+
+static bool has_rank(const graph_type *t) { return t && t->rank >= 0 && t->rank <= IR_MAX; }
+
+static int32_t in_elem(const ictx *c, size_t i) {
+    const graph_type *t = IN(c, i);
+    return t ? t->elem : 0;
+}
+
+/* Normalize an axis against rank; false when out of range. */
+static bool norm_axis(int64_t a, int32_t rank, int32_t *out) {
+    if (a < -(int64_t)rank || a >= rank) return false;
+    *out = (int32_t)(a < 0 ? a + rank : a);
+    return true;
+}
+
+static const Onnx__AttributeProto *attr_ints(const Onnx__NodeProto *n, const char *name) {
+    const Onnx__AttributeProto *a = graph_attr(n, name);
+    return a ? a : NULL;
+}
+
+/* Known integer entries of input i (all entries must be known). */
+static bool in_ints(const ictx *c, size_t i, const int64_t **v, int64_t *cnt) {
+    const ival *iv = i < c->n_in ? c->inv[i] : NULL;
+    if (!iv || !iv->v) return false;
+    for (int64_t k = 0; k < iv->n; k++)
+        if (!iv->known[k]) return false;
+    *v = iv->v;
+    *cnt = iv->n;
+    return true;
+}
+
+/* An integer scalar or 1-element input, float inputs accepted when whole (Tile-1). */
+static bool in_scalar_int(const ictx *c, size_t i, int64_t *out) {
+    const ival *iv = i < c->n_in ? c->inv[i] : NULL;
+    if (!iv || iv->n != 1 || !iv->known[0]) return false;
+    if (iv->v) {
+        *out = iv->v[0];
+        return true;
+    }
+    double f = iv->f[0];
+    if (!(f == floor(f)) || fabs(f) > 9.0e15) return false;
+    *out = (int64_t)f;
+    return true;
+}
+
+static bool in_floats(const ictx *c, size_t i, double *out, int64_t cap, int64_t *cnt) {
+    const ival *iv = i < c->n_in ? c->inv[i] : NULL;
+    if (!iv || iv->n > cap) return false;
+    for (int64_t k = 0; k < iv->n; k++) {
+        if (!iv->known[k]) return false;
+        out[k] = iv->f ? iv->f[k] : (double)iv->v[k];
+    }
+    *cnt = iv->n;
+    return true;
+}
+
+static ival *ival_new(irun *r, int32_t elem, int32_t rank, int64_t n, bool is_float) {
+    if (n < 0 || n > IV_MAX) return NULL;
+    ival *iv = arena_calloc(r->tmp, 1, sizeof *iv);
+    if (!iv) return NULL;
+    iv->elem = elem;
+    iv->rank = rank;
+    iv->n = n;
+    size_t cnt = n ? (size_t)n : 1;
+    if (is_float)
+        iv->f = arena_calloc(r->tmp, cnt, sizeof *iv->f);
+    else
+        iv->v = arena_calloc(r->tmp, cnt, sizeof *iv->v);
+    iv->known = arena_calloc(r->tmp, cnt, 1);
+    iv->syms = arena_calloc(r->tmp, cnt, sizeof *iv->syms);
+    if ((is_float ? (void *)iv->f : (void *)iv->v) == NULL || !iv->known || !iv->syms)
+        return NULL;
+    return iv;
+}
+
+static bool elem_is_int(int32_t e) {
+    const dtype_info *di = dtype_get(e);
+    return di && (di->kind == KIND_SINT || di->kind == KIND_UINT || di->kind == KIND_BOOL);
+}
+
+/* Compile-time value of tensor data (small int/float tensors of rank <= 1 count;
+** larger ranks with one element as well, as a scalar would). */
+static ival *ival_from_data(irun *r, const graph_tensor_data *td) {
+    if (td->numel > IV_MAX) return NULL;
+    int32_t rank = td->rank;
+    if (rank > 1) return NULL; /* only scalars and vectors are tracked */
+    bool fl;
+    if (elem_is_int(td->elem)) fl = false;
+    else if (td->elem == DT_FLOAT || td->elem == DT_DOUBLE) fl = true;
+    else return NULL;
+    ival *iv = ival_new(r, td->elem, rank, (int64_t)td->numel, fl);
+    if (!iv) return NULL;
+    const uint8_t *p = td->data;
+    for (uint64_t k = 0; k < td->numel; k++) {
+        iv->known[k] = 1;
+        switch (td->elem) {
+        case DT_FLOAT: { float x; memcpy(&x, p + 4 * k, 4); iv->f[k] = x; break; }
+        case DT_DOUBLE: { double x; memcpy(&x, p + 8 * k, 8); iv->f[k] = x; break; }
+        case DT_INT64: { int64_t x; memcpy(&x, p + 8 * k, 8); iv->v[k] = x; break; }
+        case DT_UINT64: {
+            uint64_t x;
+            memcpy(&x, p + 8 * k, 8);
+            if (x > INT64_MAX) return NULL;
+            iv->v[k] = (int64_t)x;
+            break;
+        }
+        case DT_INT32: { int32_t x; memcpy(&x, p + 4 * k, 4); iv->v[k] = x; break; }
+        case DT_UINT32: { uint32_t x; memcpy(&x, p + 4 * k, 4); iv->v[k] = x; break; }
+        case DT_INT16: { int16_t x; memcpy(&x, p + 2 * k, 2); iv->v[k] = x; break; }
+        case DT_UINT16: { uint16_t x; memcpy(&x, p + 2 * k, 2); iv->v[k] = x; break; }
+        case DT_INT8: iv->v[k] = (int8_t)p[k]; break;
+        case DT_UINT8: iv->v[k] = p[k]; break;
+        case DT_BOOL: iv->v[k] = p[k] != 0; break;
+        default: return NULL;
+        }
+    }
+    return iv;
+}
+
+static ival *ival_from_tensor(irun *r, const Onnx__TensorProto *t) {
+    if (!t) return NULL;
+    uint64_t numel = 1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0) return NULL;
+        numel = (uint64_t)dmul((int64_t)numel, t->dims[i]);
+        if ((int64_t)numel < 0 || numel > IV_MAX) return NULL;
+    }
+    if (t->n_dims > 1) return NULL;
+    if (graph_tensor_is_external(t)) return NULL;
+    graph_tensor_data td;
+    errbuf e;
+    if (graph_tensor_read(r->m, t, &td, &e) != TILEOPT_OK) return NULL;
+    ival *iv = ival_from_data(r, &td);
+    if (td.owned) free(td.data);
+    return iv;
+}
+
+static int type_from_tensor(irun *r, const Onnx__TensorProto *t, ity *o) {
+    (void)r;
+    o->elem = t->has_data_type ? t->data_type : 0;
+    if (t->n_dims > IR_MAX) {
+        o->rank = -1;
+        return 0;
+    }
+    o->rank = (int32_t)t->n_dims;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        o->d[i] = t->dims[i] >= 0 ? t->dims[i] : -1;
+        o->s[i] = NULL;
+    }
+    return 0;
+}
+
+static void type_from_proto(const Onnx__TypeProto *tp, ity *o) {
+    ity_unknown(o);
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type) o->elem = tt->elem_type;
+    if (!tt->shape || tt->shape->n_dim > IR_MAX) return;
+    o->rank = (int32_t)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        o->d[i] = -1;
+        o->s[i] = NULL;
+        if (!d) continue;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value >= 0)
+            o->d[i] = d->dim_value;
+        else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                 d->dim_param && d->dim_param[0])
+            o->s[i] = d->dim_param;
+    }
+}
+
+/* Store o into t (model arena). */
+static int ity_store(graph_model *m, const ity *o, graph_type *t, errbuf *err) {
+    t->elem = o->elem;
+    t->rank = o->rank;
+    t->dims = NULL;
+    t->syms = NULL;
+    if (o->rank <= 0) return TILEOPT_OK;
+    t->dims = arena_alloc(m->arena, (size_t)o->rank * sizeof *t->dims);
+    if (!t->dims) return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
+    bool any_sym = false;
+    for (int32_t i = 0; i < o->rank; i++) {
+        t->dims[i] = o->d[i];
+        if (o->d[i] < 0 && o->s[i]) any_sym = true;
+    }
+    if (any_sym) {
+        t->syms = arena_calloc(m->arena, (size_t)o->rank, sizeof *t->syms);
+        if (!t->syms) return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
+        for (int32_t i = 0; i < o->rank; i++) t->syms[i] = o->d[i] < 0 ? o->s[i] : NULL;
+    }
+    return TILEOPT_OK;
+}
+
+const char *infer_type_str(const graph_type *t, char *buf, size_t cap) {
+    if (!cap) return buf;
+    size_t len = (size_t)snprintf(buf, cap, "%s", t->elem ? dtype_name(t->elem) : "?");
+    if (len >= cap) return buf;
+    if (t->rank < 0) {
+        snprintf(buf + len, cap - len, "[unknown shape]");
+        return buf;
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int32_t i = 0; i < t->rank && len < cap; i++) {
+        const char *sep = i ? "," : "";
+        if (tdim(t, i) >= 0)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, sep, tdim(t, i));
+        else if (tsym(t, i))
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", sep, tsym(t, i));
+        else
+            len += (size_t)snprintf(buf + len, cap - len, "%s?", sep);
+    }
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
+/* Numpy broadcasting of the given types into o (shape only). */
+static void bcast(ity *o, const graph_type *const *ts, size_t k) {
+    int32_t rank = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (!has_rank(ts[j])) {
+            o->rank = -1;
+            return;
+        }
+        if (ts[j]->rank > rank) rank = ts[j]->rank;
+    }
+    ity_set_rank(o, rank);
+    for (int32_t i = 0; i < rank; i++) {
+        int64_t d = 1;        /* running result: 1 until something bigger is seen */
+        const char *s = NULL;
+        bool unknown = false; /* an anonymous unknown dim that could be 1 or not */
+        for (size_t j = 0; j < k; j++) {
+            const graph_type *t = ts[j];
+            int32_t off = rank - t->rank;
+            if (i < off) continue;
+            int64_t e = tdim(t, i - off);
+            const char *es = tsym(t, i - off);
+            if (e == 1) continue;
+            if (e > 1 || e == 0) {
+                /* a known dim other than 1 decides (the model is assumed valid) */
+                if (d >= 0 && d != 1 && d != e) {
+                    d = -1;
+                    s = NULL;
+                    unknown = true;
+                    break;
+                }
+                d = e;
+                s = NULL;
+                continue;
+            }
+            /* e unknown */
+            if (d != 1 && d >= 0) continue; /* known > 1 wins over an unknown */
+            if (d == 1 && !unknown && !s) {
+                if (es) {
+                    s = es;
+                    d = -1;
+                } else {
+                    unknown = true;
+                    d = -1;
+                }
+                continue;
+            }
+            if (d < 0) {
+                if (es && s && strcmp(es, s) == 0) continue;
+                /* two different unknowns: the result is unknown */
+                s = NULL;
+                unknown = true;
+            }
+        }
+        o->d[i] = d;
+        o->s[i] = (d < 0 && !unknown) ? s : NULL;
+    }
+}
+
+/* -------------------------------------------------------- infer functions */
+
+typedef void (*infer_fn)(ictx *c);
+
+static void inf_same(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+}
+
+static void inf_same_bool(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+    c->out[0].elem = DT_BOOL;
+}
+
+static void inf_identity(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+    if (c->n_in > 0) c->outv[0] = (ival *)c->inv[0];
+}
+
+static void inf_dropout(ictx *c) {
+    inf_identity(c);
+    if (c->n_out > 1) {
+        ity_from(&c->out[1], IN(c, 0));
+        c->out[1].elem = DT_BOOL;
+    }
+}
+
+static void bcast_inputs(ictx *c, size_t from, size_t to) {
+    const graph_type *ts[64];
+    size_t k = 0;
+    for (size_t i = from; i < to && i < c->n_in; i++) {
+        if (k == 64) {
+            c->out[0].rank = -1;
+            return;
+        }
+        ts[k++] = IN(c, i) ? IN(c, i) : &unknown_type;
+    }
+    bcast(&c->out[0], ts, k);
+}
+
+/* Integer arithmetic on tracked values, where both entries are known. */
+typedef enum { AR_ADD, AR_SUB, AR_MUL, AR_DIV, AR_OTHER } arith;
+
+static void arith_values(ictx *c, arith op) {
+    if (c->n_in != 2 || !c->inv[0] || !c->inv[1]) return;
+    const ival *a = c->inv[0], *b = c->inv[1];
+    if (!a->v || !b->v) return;
+    if (a->rank > 1 || b->rank > 1) return;
+    if (a->n != b->n && a->n != 1 && b->n != 1) return;
+    int64_t n = a->n > b->n ? a->n : b->n;
+    int32_t rank = a->rank > b->rank ? a->rank : b->rank;
+    ival *o = ival_new(c->r, a->elem, rank, n, false);
+    if (!o) return;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t ia = a->n == 1 ? 0 : k, ib = b->n == 1 ? 0 : k;
+        bool ka = a->known[ia], kb = b->known[ib];
+        int64_t x = a->v[ia], y = b->v[ib];
+        if (ka && kb) {
+            int64_t z;
+            bool ok = true;
+            switch (op) {
+            case AR_ADD: ok = !__builtin_add_overflow(x, y, &z); break;
+            case AR_SUB: ok = !__builtin_sub_overflow(x, y, &z); break;
+            case AR_MUL: ok = !__builtin_mul_overflow(x, y, &z); break;
+            case AR_DIV:
+                /* truncation and floor agree for non-negative operands only */
+                ok = x >= 0 && y > 0;
+                z = ok ? x / y : 0;
+                break;
+            default: ok = false; z = 0; break;
+            }
+            if (ok) {
+                o->v[k] = z;
+                o->known[k] = 1;
+            }
+            continue;
+        }
+        /* N*1, N+0, N-0, N/1 keep the symbol */
+        if (!ka && kb && a->syms[ia] &&
+            ((op == AR_MUL && y == 1) || (op == AR_DIV && y == 1) ||
+             ((op == AR_ADD || op == AR_SUB) && y == 0)))
+            o->syms[k] = a->syms[ia];
+        else if (ka && !kb && b->syms[ib] &&
+                 ((op == AR_MUL && x == 1) || (op == AR_ADD && x == 0)))
+            o->syms[k] = b->syms[ib];
+    }
+    c->outv[0] = o;
+}
+
+static void inf_bcast(ictx *c) {
+    bcast_inputs(c, 0, c->n_in);
+    c->out[0].elem = in_elem(c, 0);
+}
+
+static arith arith_of(const char *op) {
+    if (!strcmp(op, "Add")) return AR_ADD;
+    if (!strcmp(op, "Sub")) return AR_SUB;
+    if (!strcmp(op, "Mul")) return AR_MUL;
+    if (!strcmp(op, "Div")) return AR_DIV;
+    return AR_OTHER;
+}
+
+static void inf_arith(ictx *c) {
+    inf_bcast(c);
+    arith_values(c, arith_of(c->n->op_type));
+}
+
+static void inf_compare(ictx *c) {
+    bcast_inputs(c, 0, c->n_in);
+    c->out[0].elem = DT_BOOL;
+}
+
+static void inf_where(ictx *c) {
+    bcast_inputs(c, 0, 3);
+    c->out[0].elem = in_elem(c, 1) ? in_elem(c, 1) : in_elem(c, 2);
+}
+
+static void inf_prelu(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+}
+
+static void inf_cast(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+    int64_t to = graph_attr_int(c->n, "to", 0);
+    c->out[0].elem = dtype_valid((int32_t)to) ? (int32_t)to : 0;
+    const ival *a = c->n_in ? c->inv[0] : NULL;
+    if (!a || !c->out[0].elem) return;
+    int32_t te = c->out[0].elem;
+    bool to_int = elem_is_int(te), to_float = te == DT_FLOAT || te == DT_DOUBLE;
+    if (!to_int && !to_float) return;
+    ival *o = ival_new(c->r, te, a->rank, a->n, to_float);
+    if (!o) return;
+    const dtype_info *di = dtype_get(te);
+    for (int64_t k = 0; k < a->n; k++) {
+        if (!a->known[k]) {
+            if (to_int && a->v) o->syms[k] = a->syms[k];
+            continue;
+        }
+        if (to_float) {
+            o->f[k] = a->v ? (double)a->v[k] : a->f[k];
+            if (te == DT_FLOAT) o->f[k] = (float)o->f[k];
+            o->known[k] = 1;
+            continue;
+        }
+        int64_t x;
+        if (a->v) {
+            x = a->v[k];
+        } else {
+            double f = a->f[k];
+            if (!(fabs(f) < 9.0e18)) return;
+            x = (int64_t)f; /* C cast truncates toward zero, as ONNX Cast does */
+        }
+        if (te == DT_BOOL) x = x != 0;
+        /* values outside the target type would wrap: leave those unknown */
+        if (di->kind == KIND_UINT && x < 0) continue;
+        if (di->size < 8) {
+            int bits = di->size * 8 - (di->kind == KIND_SINT ? 1 : 0);
+            if (te != DT_BOOL && (x >= ((int64_t)1 << bits) || x < -((int64_t)1 << bits)))
+                continue;
+        }
+        o->v[k] = x;
+        o->known[k] = 1;
+    }
+    c->outv[0] = o;
+}
+
+static void inf_castlike(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+    c->out[0].elem = in_elem(c, 1);
+}
+
+static void value_from_attr(ictx *c, const Onnx__AttributeProto *a) {
+    ity *o = &c->out[0];
+    irun *r = c->r;
+    switch (a->type) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+        if (!a->t) return;
+        type_from_tensor(r, a->t, o);
+        c->outv[0] = ival_from_tensor(r, a->t);
+        return;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: {
+        o->elem = DT_INT64;
+        o->rank = 0;
+        ival *iv = ival_new(r, DT_INT64, 0, 1, false);
+        if (iv) {
+            iv->v[0] = a->i;
+            iv->known[0] = 1;
+        }
+        c->outv[0] = iv;
+        return;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: {
+        o->elem = DT_INT64;
+        o->rank = 1;
+        o->d[0] = (int64_t)a->n_ints;
+        o->s[0] = NULL;
+        ival *iv = ival_new(r, DT_INT64, 1, (int64_t)a->n_ints, false);
+        if (iv)
+            for (size_t k = 0; k < a->n_ints; k++) {
+                iv->v[k] = a->ints[k];
+                iv->known[k] = 1;
+            }
+        c->outv[0] = iv;
+        return;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        o->elem = DT_FLOAT;
+        o->rank = 0;
+        return;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        o->elem = DT_FLOAT;
+        o->rank = 1;
+        o->d[0] = (int64_t)a->n_floats;
+        o->s[0] = NULL;
+        return;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        o->elem = DT_STRING;
+        o->rank = 0;
+        return;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        o->elem = DT_STRING;
+        o->rank = 1;
+        o->d[0] = (int64_t)a->n_strings;
+        o->s[0] = NULL;
+        return;
+    default:
+        return;
+    }
+}
+
+static void inf_constant(ictx *c) {
+    static const char *const names[] = {"value", "value_int", "value_ints", "value_float",
+                                        "value_floats", "value_string", "value_strings"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const Onnx__AttributeProto *a = graph_attr(c->n, names[i]);
+        if (a) {
+            value_from_attr(c, a);
+            return;
+        }
+    }
+}
+
+static void inf_shape(ictx *c) {
+    ity *o = &c->out[0];
+    o->elem = DT_INT64;
+    o->rank = 1;
+    o->d[0] = -1;
+    o->s[0] = NULL;
+    const graph_type *x = IN(c, 0);
+    if (!has_rank(x)) return;
+    int64_t r = x->rank;
+    int64_t start = graph_attr_int(c->n, "start", 0);
+    int64_t end = graph_attr_int(c->n, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    if (start < 0) start = 0;
+    if (start > r) start = r;
+    if (end < 0) end = 0;
+    if (end > r) end = r;
+    int64_t n = end > start ? end - start : 0;
+    o->d[0] = n;
+    ival *iv = ival_new(c->r, DT_INT64, 1, n, false);
+    if (!iv) return;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t d = tdim(x, (int32_t)(start + k));
+        if (d >= 0) {
+            iv->v[k] = d;
+            iv->known[k] = 1;
+        } else {
+            iv->syms[k] = tsym(x, (int32_t)(start + k));
+        }
+    }
+    c->outv[0] = iv;
+}
+
+static void inf_size(ictx *c) {
+    c->out[0].elem = DT_INT64;
+    c->out[0].rank = 0;
+    const graph_type *x = IN(c, 0);
+    uint64_t numel;
+    if (x && graph_type_numel(x, &numel) && numel <= INT64_MAX) {
+        ival *iv = ival_new(c->r, DT_INT64, 0, 1, false);
+        if (iv) {
+            iv->v[0] = (int64_t)numel;
+            iv->known[0] = 1;
+        }
+        c->outv[0] = iv;
+    }
+}
+
+/* Tile-6/13 and the legacy Tile-1 (input, tiles, axis) form. */
+static void inf_tile(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    ity_from(o, x);
+    int64_t rep[IR_MAX];
+    int32_t r = x->rank;
+    if (c->opset < 6) {
+        int64_t tiles, axis;
+        int32_t ax;
+        if (!in_scalar_int(c, 1, &tiles) || !in_scalar_int(c, 2, &axis) || tiles < 0 ||
+            !norm_axis(axis, r, &ax)) {
+            ity_set_rank(o, r);
+            return;
+        }
+        for (int32_t i = 0; i < r; i++) rep[i] = 1;
+        rep[ax] = tiles;
+    } else {
+        const int64_t *v;
+        int64_t n;
+        if (!in_ints(c, 1, &v, &n) || n != r) {
+            ity_set_rank(o, r);
+            return;
+        }
+        for (int32_t i = 0; i < r; i++) {
+            if (v[i] < 0) {
+                ity_set_rank(o, r);
+                return;
+            }
+            rep[i] = v[i];
+        }
+    }
+    for (int32_t i = 0; i < r; i++) {
+        if (rep[i] == 1) continue;
+        if (rep[i] == 0) {
+            o->d[i] = 0;
+            o->s[i] = NULL;
+            continue;
+        }
+        o->d[i] = dmul(o->d[i], rep[i]);
+        o->s[i] = NULL;
+    }
+}
+
+/* A graph_type view of a tracked 1-D value (for Expand's shape). */
+static bool ival_as_shape(const ival *iv, graph_type *t, int64_t *dims, const char **syms) {
+    if (!iv || !iv->v || iv->rank != 1 || iv->n > IR_MAX) return false;
+    t->elem = DT_INT64;
+    t->rank = (int32_t)iv->n;
+    t->dims = dims;
+    t->syms = syms;
+    for (int64_t k = 0; k < iv->n; k++) {
+        dims[k] = iv->known[k] ? iv->v[k] : -1;
+        syms[k] = iv->known[k] ? NULL : iv->syms[k];
+        if (iv->known[k] && iv->v[k] < 0) return false;
+    }
+    return true;
+}
+
+static void inf_expand(ictx *c) {
+    c->out[0].elem = in_elem(c, 0);
+    int64_t dims[IR_MAX];
+    const char *syms[IR_MAX];
+    graph_type st;
+    const ival *sv = c->n_in > 1 ? c->inv[1] : NULL;
+    if (!ival_as_shape(sv, &st, dims, syms)) {
+        const graph_type *s = IN(c, 1);
+        const graph_type *x = IN(c, 0);
+        /* the rank is still known when the shape's length is */
+        if (s && has_rank(x) && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
+            ity_set_rank(&c->out[0], tdim(s, 0) > x->rank ? (int32_t)tdim(s, 0) : x->rank);
+        return;
+    }
+    const graph_type *ts[2] = {IN(c, 0) ? IN(c, 0) : &unknown_type, &st};
+    bcast(&c->out[0], ts, 2);
+}
+
+/* Product of dims [from, to) of t; -1 if unknown. */
+static int64_t dims_product(const graph_type *t, int32_t from, int32_t to) {
+    int64_t p = 1;
+    for (int32_t i = from; i < to; i++) p = dmul(p, tdim(t, i));
+    return p;
+}
+
+/* The -1 dim of Reshape: known products divided, symbols cancelled by name. */
+static void reshape_fill(const graph_type *x, ity *o, int32_t neg) {
+    if (!has_rank(x)) return;
+    int64_t pin = 1, pout = 1;
+    const char *sin[IR_MAX];
+    int32_t nsin = 0;
+    for (int32_t i = 0; i < x->rank; i++) {
+        int64_t d = tdim(x, i);
+        if (d >= 0) {
+            pin = dmul(pin, d);
+            if (pin < 0) return;
+        } else {
+            const char *s = tsym(x, i);
+            if (!s) return;
+            sin[nsin++] = s;
+        }
+    }
+    for (int32_t i = 0; i < o->rank; i++) {
+        if (i == neg) continue;
+        if (o->d[i] >= 0) {
+            pout = dmul(pout, o->d[i]);
+            if (pout < 0) return;
+            continue;
+        }
+        if (!o->s[i]) return;
+        int32_t j;
+        for (j = 0; j < nsin; j++)
+            if (sin[j] && strcmp(sin[j], o->s[i]) == 0) break;
+        if (j == nsin) return;
+        sin[j] = NULL;
+    }
+    const char *left = NULL;
+    int32_t nleft = 0;
+    for (int32_t j = 0; j < nsin; j++)
+        if (sin[j]) {
+            left = sin[j];
+            nleft++;
+        }
+    if (nleft == 0) {
+        if (pout == 0 || pin % pout) return;
+        o->d[neg] = pin / pout;
+    } else if (nleft == 1 && pin == pout && pout != 0) {
+        o->s[neg] = left;
+    }
+}
+
+static void inf_reshape(ictx *c) {
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    const graph_type *x = IN(c, 0);
+    const ival *sv = NULL;
+    ival tmp;
+    uint8_t known[IR_MAX];
+    const char *syms[IR_MAX];
+    if (c->opset < 5) {
+        const Onnx__AttributeProto *a = attr_ints(c->n, "shape");
+        if (!a || a->n_ints > IR_MAX) return;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.rank = 1;
+        tmp.n = (int64_t)a->n_ints;
+        tmp.v = a->ints;
+        memset(known, 1, sizeof known);
+        memset(syms, 0, sizeof syms);
+        tmp.known = known;
+        tmp.syms = syms;
+        sv = &tmp;
+    } else {
+        sv = c->n_in > 1 ? c->inv[1] : NULL;
+    }
+    if (!sv || !sv->v || sv->rank != 1 || sv->n > IR_MAX) {
+        const graph_type *s = IN(c, 1);
+        if (c->opset >= 5 && s && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
+            ity_set_rank(o, (int32_t)tdim(s, 0));
+        return;
+    }
+    bool allowzero = graph_attr_int(c->n, "allowzero", 0) != 0;
+    ity_set_rank(o, (int32_t)sv->n);
+    int32_t neg = -1;
+    for (int32_t i = 0; i < o->rank; i++) {
+        if (!sv->known[i]) {
+            o->s[i] = sv->syms[i];
+            continue;
+        }
+        int64_t v = sv->v[i];
+        if (v == 0 && !allowzero) {
+            if (has_rank(x) && i < x->rank) put_dim(o, i, x, i);
+        } else if (v == -1) {
+            if (neg >= 0) { /* two -1: invalid model, say nothing */
+                ity_set_rank(o, o->rank);
+                return;
+            }
+            neg = i;
+        } else if (v >= 0) {
+            o->d[i] = v;
+        } else {
+            ity_set_rank(o, o->rank);
+            return;
+        }
+    }
+    if (neg >= 0) reshape_fill(x, o, neg);
+    /* a tracked value keeps its entries through a reshape to rank <= 1 */
+    const ival *xv = c->n_in ? c->inv[0] : NULL;
+    if (xv && o->rank <= 1) {
+        int64_t n = o->rank == 0 ? 1 : o->d[0];
+        if (n == xv->n) {
+            ival *ov = ival_new(c->r, xv->elem, o->rank, n, xv->f != NULL);
+            if (ov) {
+                for (int64_t k = 0; k < n; k++) {
+                    if (xv->v) ov->v[k] = xv->v[k];
+                    else ov->f[k] = xv->f[k];
+                    ov->known[k] = xv->known[k];
+                    ov->syms[k] = xv->syms[k];
+                }
+                c->outv[0] = ov;
+            }
+        }
+    }
+}
+
+/* Product of dims [from,to) as a dim (a single symbolic dim among 1s survives). */
+static void product_dim(const graph_type *x, int32_t from, int32_t to, int64_t *d,
+                        const char **s) {
+    *d = dims_product(x, from, to);
+    *s = NULL;
+    if (*d >= 0) return;
+    const char *sym = NULL;
+    int32_t unknown = 0;
+    for (int32_t i = from; i < to; i++) {
+        int64_t e = tdim(x, i);
+        if (e == 1) continue;
+        if (e >= 0) return;
+        unknown++;
+        sym = tsym(x, i);
+    }
+    if (unknown == 1) *s = sym;
+}
+
+static void inf_flatten(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    ity_set_rank(o, 2);
+    if (!has_rank(x)) return;
+    int64_t axis = graph_attr_int(c->n, "axis", 1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis > x->rank) return;
+    product_dim(x, 0, (int32_t)axis, &o->d[0], &o->s[0]);
+    product_dim(x, (int32_t)axis, x->rank, &o->d[1], &o->s[1]);
+}
+
+static void inf_transpose(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    int32_t r = x->rank;
+    ity_set_rank(o, r);
+    const Onnx__AttributeProto *a = graph_attr(c->n, "perm");
+    if (a && a->n_ints != (size_t)r) return;
+    for (int32_t i = 0; i < r; i++) {
+        int64_t p = a ? a->ints[i] : r - 1 - i;
+        if (p < 0 || p >= r) {
+            ity_set_rank(o, r);
+            return;
+        }
+        put_dim(o, i, x, (int32_t)p);
+    }
+}
+
+/* Axes from the attribute (before `since`) or input 1; false when unknown. */
+static bool get_axes(ictx *c, int64_t since, size_t input, const int64_t **v, int64_t *n,
+                     bool *present) {
+    if (c->opset < since) {
+        const Onnx__AttributeProto *a = graph_attr(c->n, "axes");
+        *present = a != NULL;
+        *v = a ? a->ints : NULL;
+        *n = a ? (int64_t)a->n_ints : 0;
+        return true;
+    }
+    const char *name = graph_node_input(c->n, input);
+    *present = name != NULL;
+    if (!name) {
+        *v = NULL;
+        *n = 0;
+        return true;
+    }
+    return in_ints(c, input, v, n);
+}
+
+static void inf_squeeze(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    const int64_t *axes;
+    int64_t n;
+    bool present;
+    if (!get_axes(c, 13, 1, &axes, &n, &present)) return;
+    bool drop[IR_MAX] = {false};
+    if (!present || n == 0) {
+        for (int32_t i = 0; i < x->rank; i++) {
+            if (tdim(x, i) < 0) return;
+            drop[i] = tdim(x, i) == 1;
+        }
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            int32_t ax;
+            if (!norm_axis(axes[k], x->rank, &ax)) return;
+            drop[ax] = true;
+        }
+    }
+    int32_t r = 0;
+    for (int32_t i = 0; i < x->rank; i++)
+        if (!drop[i]) put_dim(o, r++, x, i);
+    o->rank = r;
+    const ival *xv = c->inv[0];
+    if (xv && r == 0 && xv->n == 1) {
+        ival *ov = ival_new(c->r, xv->elem, 0, 1, xv->f != NULL);
+        if (ov) {
+            if (xv->v) ov->v[0] = xv->v[0];
+            else ov->f[0] = xv->f[0];
+            ov->known[0] = xv->known[0];
+            ov->syms[0] = xv->syms[0];
+            c->outv[0] = ov;
+        }
+    }
+}
+
+static void inf_unsqueeze(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    const int64_t *axes;
+    int64_t n;
+    bool present;
+    if (!get_axes(c, 13, 1, &axes, &n, &present) || !present) return;
+    if (n > IR_MAX || x->rank + n > IR_MAX) return;
+    int32_t r = x->rank + (int32_t)n;
+    bool ins[IR_MAX] = {false};
+    for (int64_t k = 0; k < n; k++) {
+        int32_t ax;
+        if (!norm_axis(axes[k], r, &ax) || ins[ax]) return;
+        ins[ax] = true;
+    }
+    o->rank = r;
+    int32_t j = 0;
+    for (int32_t i = 0; i < r; i++) {
+        if (ins[i]) {
+            o->d[i] = 1;
+            o->s[i] = NULL;
+        } else {
+            put_dim(o, i, x, j++);
+        }
+    }
+    const ival *xv = c->inv[0];
+    if (xv && r == 1) {
+        ival *ov = ival_new(c->r, xv->elem, 1, xv->n, xv->f != NULL);
+        if (ov) {
+            for (int64_t k = 0; k < xv->n; k++) {
+                if (xv->v) ov->v[k] = xv->v[k];
+                else ov->f[k] = xv->f[k];
+                ov->known[k] = xv->known[k];
+                ov->syms[k] = xv->syms[k];
+            }
+            c->outv[0] = ov;
+        }
+    }
+}
+
+static void inf_concat(ictx *c) {
+    ity *o = &c->out[0];
+    o->elem = 0;
+    int32_t r = -1;
+    for (size_t i = 0; i < c->n_in; i++) {
+        const graph_type *t = IN(c, i);
+        if (t && t->elem && !o->elem) o->elem = t->elem;
+        if (has_rank(t)) r = t->rank;
+    }
+    if (r < 0) return;
+    int64_t axis = graph_attr_int(c->n, "axis", 0);
+    int32_t ax;
+    if (!norm_axis(axis, r, &ax)) return;
+    ity_set_rank(o, r);
+    int64_t sum = 0;
+    for (size_t i = 0; i < c->n_in; i++) {
+        const graph_type *t = IN(c, i);
+        if (!has_rank(t)) {
+            sum = -1;
+            continue;
+        }
+        if (t->rank != r) {
+            ity_set_rank(o, r);
+            return;
+        }
+        for (int32_t k = 0; k < r; k++) {
+            if (k == ax) continue;
+            if (o->d[k] < 0 && !o->s[k]) put_dim(o, k, t, k);
+            else if (o->d[k] < 0 && tdim(t, k) >= 0) put_dim(o, k, t, k);
+        }
+        sum = dadd(sum, tdim(t, ax));
+    }
+    o->d[ax] = sum;
+    o->s[ax] = NULL;
+    /* values: concatenation of tracked 1-D values */
+    if (r != 1 || c->n_in == 0) return;
+    int64_t total = 0;
+    bool fl = false;
+    for (size_t i = 0; i < c->n_in; i++) {
+        const ival *v = c->inv[i];
+        if (!v || v->rank != 1) return;
+        if (i == 0) fl = v->f != NULL;
+        else if ((v->f != NULL) != fl) return;
+        total += v->n;
+        if (total > IV_MAX) return;
+    }
+    ival *ov = ival_new(c->r, c->inv[0]->elem, 1, total, fl);
+    if (!ov) return;
+    int64_t k = 0;
+    for (size_t i = 0; i < c->n_in; i++) {
+        const ival *v = c->inv[i];
+        for (int64_t e = 0; e < v->n; e++, k++) {
+            if (fl) ov->f[k] = v->f[e];
+            else ov->v[k] = v->v[e];
+            ov->known[k] = v->known[e];
+            ov->syms[k] = v->syms[e];
+        }
+    }
+    c->outv[0] = ov;
+}
+
+static void inf_split(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    for (size_t k = 0; k < c->n_out; k++) c->out[k].elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    int32_t ax;
+    if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &ax)) return;
+    for (size_t k = 0; k < c->n_out; k++) {
+        ity_from(&c->out[k], x);
+        c->out[k].d[ax] = -1;
+        c->out[k].s[ax] = NULL;
+    }
+    const int64_t *sp = NULL;
+    int64_t nsp = 0;
+    if (c->opset < 13) {
+        const Onnx__AttributeProto *a = graph_attr(c->n, "split");
+        if (a && a->n_ints) {
+            sp = a->ints;
+            nsp = (int64_t)a->n_ints;
+        }
+    } else if (graph_node_input(c->n, 1)) {
+        if (!in_ints(c, 1, &sp, &nsp)) return;
+    }
+    if (sp) {
+        if (nsp != (int64_t)c->n_out) return;
+        for (size_t k = 0; k < c->n_out; k++)
+            if (sp[k] >= 0) c->out[k].d[ax] = sp[k];
+        return;
+    }
+    int64_t d = tdim(x, ax);
+    int64_t parts = (int64_t)c->n_out;
+    if (d < 0 || parts == 0) return;
+    if (graph_attr(c->n, "num_outputs")) {
+        /* opset 18: the last chunk may be smaller */
+        int64_t chunk = (d + parts - 1) / parts;
+        for (int64_t k = 0; k < parts; k++) {
+            int64_t left = d - chunk * k;
+            c->out[k].d[ax] = left < 0 ? 0 : (left < chunk ? left : chunk);
+        }
+        return;
+    }
+    if (d % parts) return;
+    for (int64_t k = 0; k < parts; k++) c->out[k].d[ax] = d / parts;
+}
+
+static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* Elements one Slice step selects along a dim of size d. */
+static int64_t slice_len(int64_t d, int64_t start, int64_t end, int64_t step) {
+    if (step > 0) {
+        start = start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
+        end = end < 0 ? clampi(end + d, 0, d) : clampi(end, 0, d);
+        return end > start ? (end - start + step - 1) / step : 0;
+    }
+    start = start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
+    end = end < 0 ? clampi(end + d, -1, d - 1) : clampi(end, -1, d - 1);
+    return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+}
+
+static int64_t slice_first(int64_t d, int64_t start, int64_t step) {
+    if (step > 0) return start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
+    return start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
+}
+
+static void inf_slice(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    int32_t r = x->rank;
+    ity_from(o, x);
+    const int64_t *st, *en, *ax = NULL, *sp = NULL;
+    int64_t nst, nen, nax = 0, nsp = 0;
+    bool ok = true;
+    if (c->opset < 10) {
+        const Onnx__AttributeProto *a = graph_attr(c->n, "starts");
+        const Onnx__AttributeProto *b = graph_attr(c->n, "ends");
+        const Onnx__AttributeProto *x3 = graph_attr(c->n, "axes");
+        if (!a || !b) ok = false;
+        else {
+            st = a->ints; nst = (int64_t)a->n_ints;
+            en = b->ints; nen = (int64_t)b->n_ints;
+            if (x3) { ax = x3->ints; nax = (int64_t)x3->n_ints; }
+        }
+    } else {
+        ok = in_ints(c, 1, &st, &nst) && in_ints(c, 2, &en, &nen);
+        if (ok && graph_node_input(c->n, 3)) ok = in_ints(c, 3, &ax, &nax);
+        if (ok && graph_node_input(c->n, 4)) ok = in_ints(c, 4, &sp, &nsp);
+    }
+    if (ok && (nen != nst || (ax && nax != nst) || (sp && nsp != nst))) ok = false;
+    if (!ok) {
+        /* which axes change is unknown unless the axes are */
+        if (c->opset >= 10 && graph_node_input(c->n, 3) && in_ints(c, 3, &ax, &nax)) {
+            for (int64_t k = 0; k < nax; k++) {
+                int32_t a;
+                if (!norm_axis(ax[k], r, &a)) {
+                    ity_set_rank(o, r);
+                    return;
+                }
+                o->d[a] = -1;
+                o->s[a] = NULL;
+            }
+            return;
+        }
+        ity_set_rank(o, r);
+        return;
+    }
+    int64_t first[IR_MAX], stepv[IR_MAX];
+    bool sliced[IR_MAX] = {false};
+    for (int64_t k = 0; k < nst; k++) {
+        int32_t a;
+        if (!norm_axis(ax ? ax[k] : k, r, &a) || sliced[a]) {
+            ity_set_rank(o, r);
+            return;
+        }
+        sliced[a] = true;
+        int64_t step = sp ? sp[k] : 1;
+        if (step == 0) {
+            ity_set_rank(o, r);
+            return;
+        }
+        int64_t d = tdim(x, a);
+        stepv[a] = step;
+        if (d >= 0) {
+            o->d[a] = slice_len(d, st[k], en[k], step);
+            o->s[a] = NULL;
+            first[a] = slice_first(d, st[k], step);
+        } else {
+            /* the whole of an unknown dim keeps its symbol */
+            bool whole = step == 1 && st[k] == 0 && en[k] >= INT32_MAX;
+            if (!whole) {
+                o->d[a] = -1;
+                o->s[a] = NULL;
+            }
+            first[a] = whole ? 0 : -1;
+        }
+    }
+    /* a tracked 1-D value slices entry by entry */
+    const ival *xv = c->inv[0];
+    if (xv && r == 1 && xv->rank == 1 && o->d[0] >= 0 && first[0] >= 0 && sliced[0]) {
+        ival *ov = ival_new(c->r, xv->elem, 1, o->d[0], xv->f != NULL);
+        if (!ov) return;
+        for (int64_t k = 0; k < o->d[0]; k++) {
+            int64_t i = first[0] + k * stepv[0];
+            if (i < 0 || i >= xv->n) return;
+            if (xv->v) ov->v[k] = xv->v[i];
+            else ov->f[k] = xv->f[i];
+            ov->known[k] = xv->known[i];
+            ov->syms[k] = xv->syms[i];
+        }
+        c->outv[0] = ov;
+    }
+}
+
+static void inf_gather(ictx *c) {
+    const graph_type *x = IN(c, 0), *idx = IN(c, 1);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || !has_rank(idx)) return;
+    int32_t ax;
+    if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &ax)) return;
+    int32_t r = x->rank - 1 + idx->rank;
+    if (r > IR_MAX) return;
+    ity_set_rank(o, r);
+    int32_t j = 0;
+    for (int32_t i = 0; i < ax; i++) put_dim(o, j++, x, i);
+    for (int32_t i = 0; i < idx->rank; i++) put_dim(o, j++, idx, i);
+    for (int32_t i = ax + 1; i < x->rank; i++) put_dim(o, j++, x, i);
+    const ival *xv = c->inv[0], *iv = c->inv[1];
+    if (!xv || !iv || xv->rank != 1 || !iv->v || iv->rank > 1) return;
+    ival *ov = ival_new(c->r, xv->elem, iv->rank, iv->n, xv->f != NULL);
+    if (!ov) return;
+    for (int64_t k = 0; k < iv->n; k++) {
+        if (!iv->known[k]) return;
+        int64_t i = iv->v[k];
+        if (i < 0) i += xv->n;
+        if (i < 0 || i >= xv->n) return;
+        if (xv->v) ov->v[k] = xv->v[i];
+        else ov->f[k] = xv->f[i];
+        ov->known[k] = xv->known[i];
+        ov->syms[k] = xv->syms[i];
+    }
+    c->outv[0] = ov;
+}
+
+static void inf_constant_of_shape(ictx *c) {
+    ity *o = &c->out[0];
+    o->elem = DT_FLOAT;
+    const Onnx__AttributeProto *va = graph_attr(c->n, "value");
+    if (va && va->t && va->t->has_data_type) o->elem = va->t->data_type;
+    const ival *sv = c->inv[0];
+    const graph_type *s = IN(c, 0);
+    if (!sv || !sv->v || sv->rank != 1 || sv->n > IR_MAX) {
+        if (s && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
+            ity_set_rank(o, (int32_t)tdim(s, 0));
+        return;
+    }
+    ity_set_rank(o, (int32_t)sv->n);
+    int64_t numel = 1;
+    for (int64_t k = 0; k < sv->n; k++) {
+        if (sv->known[k]) {
+            if (sv->v[k] < 0) {
+                ity_set_rank(o, o->rank);
+                return;
+            }
+            o->d[k] = sv->v[k];
+            numel = dmul(numel, sv->v[k]);
+        } else {
+            o->s[k] = sv->syms[k];
+            numel = -1;
+        }
+    }
+    /* ConstantOfShape([n], 1) feeding Tile's repeats is common: track it */
+    if (o->rank != 1 || numel < 0 || numel > IV_MAX) return;
+    ival *fill = NULL;
+    if (va && va->t) fill = ival_from_tensor(c->r, va->t);
+    else if (!va) {
+        fill = ival_new(c->r, DT_FLOAT, 0, 1, true);
+        if (fill) fill->known[0] = 1;
+    }
+    if (!fill || fill->n != 1) return;
+    ival *ov = ival_new(c->r, fill->elem, 1, numel, fill->f != NULL);
+    if (!ov) return;
+    for (int64_t k = 0; k < numel; k++) {
+        if (fill->v) ov->v[k] = fill->v[0];
+        else ov->f[k] = fill->f[0];
+        ov->known[k] = 1;
+    }
+    c->outv[0] = ov;
+}
+
+static void inf_range(ictx *c) {
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    ity_set_rank(o, 1);
+    const ival *a = c->inv[0], *b = c->n_in > 1 ? c->inv[1] : NULL,
+               *d = c->n_in > 2 ? c->inv[2] : NULL;
+    if (!a || !b || !d || a->n != 1 || b->n != 1 || d->n != 1) return;
+    if (!a->known[0] || !b->known[0] || !d->known[0]) return;
+    if (a->v && b->v && d->v) {
+        int64_t s = a->v[0], l = b->v[0], st = d->v[0];
+        if (st == 0) return;
+        int64_t diff;
+        if (__builtin_sub_overflow(l, s, &diff)) return;
+        int64_t n = diff / st + ((diff % st != 0 && ((diff < 0) == (st < 0))) ? 1 : 0);
+        o->d[0] = n > 0 ? n : 0;
+        if (o->d[0] <= IV_MAX) {
+            ival *ov = ival_new(c->r, a->elem, 1, o->d[0], false);
+            if (ov) {
+                for (int64_t k = 0; k < o->d[0]; k++) {
+                    ov->v[k] = s + k * st;
+                    ov->known[k] = 1;
+                }
+                c->outv[0] = ov;
+            }
+        }
+        return;
+    }
+    if (a->f && b->f && d->f) {
+        double s = a->f[0], l = b->f[0], st = d->f[0];
+        if (st == 0) return;
+        double n = ceil((l - s) / st);
+        if (!(n < 9.0e15)) return;
+        o->d[0] = n > 0 ? (int64_t)n : 0;
+    }
+}
+
+/* MatMul with numpy semantics: 1-D operands are promoted, batch dims broadcast. */
+static void inf_matmul(ictx *c) {
+    const graph_type *a = IN(c, 0), *b = IN(c, 1);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(a) || !has_rank(b) || a->rank == 0 || b->rank == 0) return;
+    /* batch dims: broadcast a[:-2] with b[:-2] */
+    int64_t ad[IR_MAX], bd[IR_MAX];
+    const char *as[IR_MAX], *bs[IR_MAX];
+    graph_type ab = {a->elem, a->rank >= 2 ? a->rank - 2 : 0, ad, as};
+    graph_type bb = {b->elem, b->rank >= 2 ? b->rank - 2 : 0, bd, bs};
+    for (int32_t i = 0; i < ab.rank; i++) { ad[i] = tdim(a, i); as[i] = tsym(a, i); }
+    for (int32_t i = 0; i < bb.rank; i++) { bd[i] = tdim(b, i); bs[i] = tsym(b, i); }
+    const graph_type *ts[2] = {&ab, &bb};
+    bcast(o, ts, 2);
+    if (o->rank < 0) return;
+    int32_t r = o->rank;
+    if (a->rank >= 2) {
+        if (r + 1 > IR_MAX) { o->rank = -1; return; }
+        put_dim(o, r++, a, a->rank - 2);
+    }
+    if (b->rank >= 2) {
+        if (r + 1 > IR_MAX) { o->rank = -1; return; }
+        put_dim(o, r++, b, b->rank - 1);
+    }
+    o->rank = r;
+}
+
+static void inf_gemm(ictx *c) {
+    const graph_type *a = IN(c, 0), *b = IN(c, 1);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    ity_set_rank(o, 2);
+    bool ta = graph_attr_int(c->n, "transA", 0) != 0;
+    bool tb = graph_attr_int(c->n, "transB", 0) != 0;
+    if (has_rank(a) && a->rank == 2) put_dim(o, 0, a, ta ? 1 : 0);
+    if (has_rank(b) && b->rank == 2) put_dim(o, 1, b, tb ? 0 : 1);
+}
+
+/* Attribute ints with a default for every spatial axis. */
+static bool spatial_attr(const Onnx__NodeProto *n, const char *name, int32_t count,
+                         int64_t dflt, int64_t *out) {
+    const Onnx__AttributeProto *a = graph_attr(n, name);
+    if (!a || a->n_ints == 0) {
+        for (int32_t i = 0; i < count; i++) out[i] = dflt;
+        return true;
+    }
+    if (a->n_ints != (size_t)count) return false;
+    for (int32_t i = 0; i < count; i++) out[i] = a->ints[i];
+    return true;
+}
+
+static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+
+static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
+
+/* Output spatial dims of Conv/pooling. kernel[] must be known. */
+static void window_dims(ictx *c, const graph_type *x, const int64_t *kernel, int32_t ns,
+                        bool use_dilation, bool ceil_mode, ity *o) {
+    int64_t strides[IR_MAX], dil[IR_MAX], pads[2 * IR_MAX];
+    if (!spatial_attr(c->n, "strides", ns, 1, strides)) return;
+    if (!spatial_attr(c->n, "dilations", ns, 1, dil)) return;
+    if (!use_dilation)
+        for (int32_t i = 0; i < ns; i++) dil[i] = 1;
+    if (!spatial_attr(c->n, "pads", 2 * ns, 0, pads)) return;
+    const char *ap = graph_attr_string(c->n, "auto_pad", "NOTSET");
+    for (int32_t i = 0; i < ns; i++) {
+        int64_t in = tdim(x, 2 + i);
+        if (in < 0 || strides[i] <= 0 || dil[i] <= 0 || kernel[i] <= 0) continue;
+        int64_t ek = (kernel[i] - 1) * dil[i] + 1;
+        int64_t out;
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            out = ceildiv(in, strides[i]);
+        } else if (!strcmp(ap, "VALID")) {
+            out = ceildiv(in - ek + 1, strides[i]);
+        } else {
+            int64_t span = in + pads[i] + pads[i + ns] - ek;
+            if (span < 0) continue;
+            out = (ceil_mode ? ceildiv(span, strides[i]) : floordiv(span, strides[i])) + 1;
+        }
+        if (out >= 0) o->d[2 + i] = out;
+    }
+}
+
+static void inf_conv(ictx *c) {
+    const graph_type *x = IN(c, 0), *w = IN(c, 1);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || x->rank < 3) return;
+    int32_t ns = x->rank - 2;
+    ity_set_rank(o, x->rank);
+    put_dim(o, 0, x, 0);
+    if (has_rank(w) && w->rank == x->rank) put_dim(o, 1, w, 0);
+    int64_t kernel[IR_MAX];
+    const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
+    if (ka) {
+        if (ka->n_ints != (size_t)ns) return;
+        for (int32_t i = 0; i < ns; i++) kernel[i] = ka->ints[i];
+    } else {
+        if (!has_rank(w) || w->rank != x->rank) return;
+        for (int32_t i = 0; i < ns; i++) kernel[i] = tdim(w, 2 + i);
+    }
+    window_dims(c, x, kernel, ns, true, false, o);
+}
+
+static void inf_conv_transpose(ictx *c) {
+    const graph_type *x = IN(c, 0), *w = IN(c, 1);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || x->rank < 3) return;
+    int32_t ns = x->rank - 2;
+    ity_set_rank(o, x->rank);
+    put_dim(o, 0, x, 0);
+    int64_t group = graph_attr_int(c->n, "group", 1);
+    if (has_rank(w) && w->rank == x->rank && tdim(w, 1) >= 0)
+        o->d[1] = dmul(tdim(w, 1), group);
+    const Onnx__AttributeProto *os = graph_attr(c->n, "output_shape");
+    if (os && os->n_ints) {
+        if (os->n_ints < (size_t)ns) return;
+        for (int32_t i = 0; i < ns; i++) o->d[2 + i] = os->ints[os->n_ints - (size_t)ns + (size_t)i];
+        return;
+    }
+    int64_t kernel[IR_MAX], strides[IR_MAX], dil[IR_MAX], opad[IR_MAX], pads[2 * IR_MAX];
+    const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
+    if (ka) {
+        if (ka->n_ints != (size_t)ns) return;
+        for (int32_t i = 0; i < ns; i++) kernel[i] = ka->ints[i];
+    } else {
+        if (!has_rank(w) || w->rank != x->rank) return;
+        for (int32_t i = 0; i < ns; i++) kernel[i] = tdim(w, 2 + i);
+    }
+    if (!spatial_attr(c->n, "strides", ns, 1, strides) ||
+        !spatial_attr(c->n, "dilations", ns, 1, dil) ||
+        !spatial_attr(c->n, "output_padding", ns, 0, opad) ||
+        !spatial_attr(c->n, "pads", 2 * ns, 0, pads))
+        return;
+    const char *ap = graph_attr_string(c->n, "auto_pad", "NOTSET");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    for (int32_t i = 0; i < ns; i++) {
+        int64_t in = tdim(x, 2 + i);
+        if (in < 0 || kernel[i] < 0) continue;
+        int64_t out;
+        if (same) {
+            out = in * strides[i];
+        } else {
+            out = strides[i] * (in - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1;
+            if (strcmp(ap, "VALID") != 0) out -= pads[i] + pads[i + ns];
+        }
+        if (out >= 0) o->d[2 + i] = out;
+    }
+}
+
+static void inf_pool(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    for (size_t k = 0; k < c->n_out; k++) c->out[k].elem = k ? DT_INT64 : in_elem(c, 0);
+    if (!has_rank(x) || x->rank < 3) return;
+    int32_t ns = x->rank - 2;
+    ity *o = &c->out[0];
+    ity_set_rank(o, x->rank);
+    put_dim(o, 0, x, 0);
+    put_dim(o, 1, x, 1);
+    const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
+    if (ka && ka->n_ints == (size_t)ns) {
+        bool ceil_mode = graph_attr_int(c->n, "ceil_mode", 0) != 0;
+        bool dil = graph_node_is(c->n, "MaxPool");
+        window_dims(c, x, ka->ints, ns, dil, ceil_mode, o);
+    }
+    for (size_t k = 1; k < c->n_out; k++) {
+        int32_t e = c->out[k].elem;
+        c->out[k] = *o;
+        c->out[k].elem = e;
+    }
+}
+
+static void inf_global_pool(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || x->rank < 2) return;
+    ity_from(o, x);
+    for (int32_t i = 2; i < x->rank; i++) {
+        o->d[i] = 1;
+        o->s[i] = NULL;
+    }
+}
+
+static void inf_batchnorm(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity_from(&c->out[0], x);
+    for (size_t k = 1; k < c->n_out; k++) {
+        ity *o = &c->out[k];
+        o->elem = in_elem(c, 1) ? in_elem(c, 1) : in_elem(c, 0);
+        if (c->opset >= 9) {
+            ity_set_rank(o, 1);
+            if (has_rank(x) && x->rank >= 2) put_dim(o, 0, x, 1);
+        }
+    }
+}
+
+static void inf_reduce(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    bool keep = graph_attr_int(c->n, "keepdims", 1) != 0;
+    int64_t since = graph_node_is(c->n, "ReduceSum") ? 13 : 18;
+    const int64_t *axes;
+    int64_t n;
+    bool present;
+    if (!get_axes(c, since, 1, &axes, &n, &present)) {
+        if (keep) ity_set_rank(o, x->rank);
+        return;
+    }
+    bool red[IR_MAX] = {false};
+    if (!present || n == 0) {
+        if (c->opset >= since && graph_attr_int(c->n, "noop_with_empty_axes", 0)) {
+            ity_from(o, x);
+            return;
+        }
+        for (int32_t i = 0; i < x->rank; i++) red[i] = true;
+    } else {
+        for (int64_t k = 0; k < n; k++) {
+            int32_t a;
+            if (!norm_axis(axes[k], x->rank, &a)) return;
+            red[a] = true;
+        }
+    }
+    int32_t r = 0;
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (!red[i]) put_dim(o, r++, x, i);
+        else if (keep) {
+            o->d[r] = 1;
+            o->s[r++] = NULL;
+        }
+    }
+    o->rank = r;
+}
+
+static void inf_argreduce(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = DT_INT64;
+    if (!has_rank(x)) return;
+    int32_t a;
+    if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &a)) return;
+    bool keep = graph_attr_int(c->n, "keepdims", 1) != 0;
+    int32_t r = 0;
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (i != a) put_dim(o, r++, x, i);
+        else if (keep) {
+            o->d[r] = 1;
+            o->s[r++] = NULL;
+        }
+    }
+    o->rank = r;
+}
+
+static void inf_pad(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    int32_t r = x->rank;
+    ity_set_rank(o, r);
+    const int64_t *pads = NULL;
+    int64_t np = 0;
+    if (c->opset < 11) {
+        const Onnx__AttributeProto *a = graph_attr(c->n, c->opset < 2 ? "paddings" : "pads");
+        if (!a) return;
+        pads = a->ints;
+        np = (int64_t)a->n_ints;
+    } else if (!in_ints(c, 1, &pads, &np)) {
+        return;
+    }
+    const int64_t *axes = NULL;
+    int64_t nax = r;
+    if (c->opset >= 18 && graph_node_input(c->n, 3)) {
+        if (!in_ints(c, 3, &axes, &nax)) return;
+    }
+    if (np != 2 * nax) return;
+    ity_from(o, x);
+    for (int64_t k = 0; k < nax; k++) {
+        int32_t a;
+        if (!norm_axis(axes ? axes[k] : k, r, &a)) {
+            ity_set_rank(o, r);
+            return;
+        }
+        int64_t d = tdim(x, a);
+        if (d < 0) {
+            if (pads[k] != 0 || pads[k + nax] != 0) {
+                o->d[a] = -1;
+                o->s[a] = NULL;
+            }
+            continue;
+        }
+        int64_t v = d + pads[k] + pads[k + nax];
+        o->d[a] = v >= 0 ? v : -1;
+        o->s[a] = NULL;
+    }
+}
+
+/* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample. */
+static void inf_resize(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x)) return;
+    int32_t r = x->rank;
+    ity_set_rank(o, r);
+    if (graph_attr(c->n, "axes")) return; /* opset 18 subset form: not handled */
+    bool upsample = graph_node_is(c->n, "Upsample");
+    size_t scales_in = (upsample || c->opset < 11) ? 1 : 2;
+    if (!upsample && c->opset >= 11 && graph_node_input(c->n, 3)) {
+        const int64_t *sz;
+        int64_t n;
+        if (in_ints(c, 3, &sz, &n) && n == r)
+            for (int32_t i = 0; i < r; i++) o->d[i] = sz[i] >= 0 ? sz[i] : -1;
+        return;
+    }
+    double sc[IR_MAX];
+    int64_t n = 0;
+    if (upsample && c->opset < 9) {
+        const Onnx__AttributeProto *a = graph_attr(c->n, "scales");
+        if (!a || a->n_floats != (size_t)r) return;
+        for (int32_t i = 0; i < r; i++) sc[i] = a->floats[i];
+        n = r;
+    } else if (!in_floats(c, scales_in, sc, IR_MAX, &n)) {
+        return;
+    }
+    if (n != r) return;
+    for (int32_t i = 0; i < r; i++) {
+        int64_t d = tdim(x, i);
+        if (sc[i] == 1.0) {
+            put_dim(o, i, x, i);
+            continue;
+        }
+        if (d < 0 || !(sc[i] > 0)) continue;
+        double v = floor((double)d * (float)sc[i]);
+        if (v < 9.0e15) o->d[i] = (int64_t)v;
+    }
+}
+
+static void inf_nonzero(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = DT_INT64;
+    ity_set_rank(o, 2);
+    if (has_rank(x)) o->d[0] = x->rank;
+}
+
+static void inf_topk(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    c->out[0].elem = in_elem(c, 0);
+    if (c->n_out > 1) c->out[1].elem = DT_INT64;
+    if (!has_rank(x)) return;
+    int32_t a;
+    if (!norm_axis(graph_attr_int(c->n, "axis", -1), x->rank, &a)) return;
+    int64_t k = -1;
+    if (c->opset < 10) {
+        k = graph_attr_int(c->n, "k", -1);
+    } else {
+        int64_t v;
+        if (in_scalar_int(c, 1, &v)) k = v;
+    }
+    for (size_t j = 0; j < c->n_out && j < 2; j++) {
+        int32_t e = c->out[j].elem;
+        ity_from(&c->out[j], x);
+        c->out[j].elem = e;
+        c->out[j].d[a] = k >= 0 ? k : -1;
+        c->out[j].s[a] = NULL;
+    }
+}
+
+static void inf_gather_elements(ictx *c) {
+    ity_from(&c->out[0], IN(c, 1));
+    c->out[0].elem = in_elem(c, 0);
+}
+
+static void inf_eyelike(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+    int64_t dt = graph_attr_int(c->n, "dtype", 0);
+    if (dt) c->out[0].elem = dtype_valid((int32_t)dt) ? (int32_t)dt : 0;
+}
+
+static void inf_layernorm(ictx *c) {
+    ity_from(&c->out[0], IN(c, 0));
+}
+
+/* DepthToSpace / SpaceToDepth: NCHW, channels traded for blocksize^2 space. */
+static void inf_depth_space(ictx *c) {
+    const graph_type *x = IN(c, 0);
+    ity *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || x->rank != 4) return;
+    ity_set_rank(o, 4);
+    int64_t b = graph_attr_int(c->n, "blocksize", 0);
+    if (b <= 0) return;
+    int64_t b2 = dmul(b, b);
+    put_dim(o, 0, x, 0);
+    bool to_space = graph_node_is(c->n, "DepthToSpace");
+    int64_t ch = tdim(x, 1);
+    if (ch >= 0) o->d[1] = to_space ? (ch % b2 ? -1 : ch / b2) : dmul(ch, b2);
+    for (int32_t i = 2; i < 4; i++) {
+        int64_t d = tdim(x, i);
+        if (d >= 0) o->d[i] = to_space ? dmul(d, b) : (d % b ? -1 : d / b);
+    }
+}
+
+/* If: each output is what both branches agree on. */
+static void inf_if(ictx *c) {
+    const Onnx__AttributeProto *ta = graph_attr(c->n, "then_branch");
+    const Onnx__AttributeProto *ea = graph_attr(c->n, "else_branch");
+    if (!ta || !ea || !ta->g || !ea->g) return;
+    graph *tg = NULL, *eg = NULL;
+    for (graph *s = graph_node_subgraphs(c->g, c->idx); s; s = s->next_sibling) {
+        if (s->pb == ta->g) tg = s;
+        if (s->pb == ea->g) eg = s;
+    }
+    if (!tg || !eg) return;
+    for (size_t k = 0; k < c->n_out; k++) {
+        if (k >= tg->pb->n_output || k >= eg->pb->n_output) break;
+        graph_value *tv = graph_find(tg, tg->pb->output[k]->name);
+        graph_value *ev = graph_find(eg, eg->pb->output[k]->name);
+        if (!tv || !ev) continue;
+        tv = value_home(tv, NULL);
+        ev = value_home(ev, NULL);
+        const graph_type *a = &tv->type, *b = &ev->type;
+        ity *o = &c->out[k];
+        o->elem = a->elem == b->elem ? a->elem : 0;
+        if (!has_rank(a) || !has_rank(b) || a->rank != b->rank) continue;
+        ity_set_rank(o, a->rank);
+        for (int32_t i = 0; i < a->rank; i++) {
+            if (tdim(a, i) >= 0 && tdim(a, i) == tdim(b, i)) o->d[i] = tdim(a, i);
+            else if (same_sym(tsym(a, i), tsym(b, i))) o->s[i] = tsym(a, i);
+        }
+    }
+}
+
+/* Loop/Scan: element types only where the schema ties them to inputs. */
+static void inf_loop(ictx *c) {
+    /* Loop outputs: carried values keep their element type (inputs 2..). */
+    for (size_t k = 0; k < c->n_out; k++)
+        if (k + 2 < c->n_in) c->out[k].elem = in_elem(c, k + 2);
+}
+
+typedef struct infer_def {
+    const char *op;
+    infer_fn fn;
+} infer_def;
+
+/* Sorted by op name (checked at startup of each run by the lookup). */
+static const infer_def infer_table[] = {
+    {"Abs", inf_same}, {"Acos", inf_same}, {"Acosh", inf_same}, {"Add", inf_arith},
+    {"And", inf_compare}, {"ArgMax", inf_argreduce}, {"ArgMin", inf_argreduce},
+    {"Asin", inf_same}, {"Asinh", inf_same}, {"Atan", inf_same}, {"Atanh", inf_same},
+    {"AveragePool", inf_pool}, {"BatchNormalization", inf_batchnorm},
+    {"BitShift", inf_bcast}, {"Cast", inf_cast}, {"CastLike", inf_castlike},
+    {"Ceil", inf_same}, {"Celu", inf_same}, {"Clip", inf_same}, {"Concat", inf_concat},
+    {"Constant", inf_constant}, {"ConstantOfShape", inf_constant_of_shape},
+    {"Conv", inf_conv}, {"ConvTranspose", inf_conv_transpose}, {"Cos", inf_same},
+    {"Cosh", inf_same}, {"CumSum", inf_same}, {"DepthToSpace", inf_depth_space},
+    {"Div", inf_arith}, {"Dropout", inf_dropout},
+    {"Elu", inf_same}, {"Equal", inf_compare}, {"Erf", inf_same}, {"Exp", inf_same},
+    {"Expand", inf_expand}, {"EyeLike", inf_eyelike}, {"Flatten", inf_flatten},
+    {"Floor", inf_same}, {"Gather", inf_gather}, {"GatherElements", inf_gather_elements},
+    {"Gemm", inf_gemm}, {"GlobalAveragePool", inf_global_pool},
+    {"GlobalLpPool", inf_global_pool}, {"GlobalMaxPool", inf_global_pool},
+    {"Greater", inf_compare}, {"GreaterOrEqual", inf_compare}, {"HardSigmoid", inf_same},
+    {"HardSwish", inf_same}, {"Hardmax", inf_same}, {"Identity", inf_identity},
+    {"If", inf_if}, {"InstanceNormalization", inf_same}, {"IsInf", inf_same_bool},
+    {"IsNaN", inf_same_bool}, {"LRN", inf_same}, {"LayerNormalization", inf_layernorm},
+    {"LeakyRelu", inf_same},
+    {"Less", inf_compare}, {"LessOrEqual", inf_compare}, {"Log", inf_same},
+    {"LogSoftmax", inf_same}, {"Loop", inf_loop}, {"LpNormalization", inf_same},
+    {"LpPool", inf_pool}, {"MatMul", inf_matmul}, {"Max", inf_bcast},
+    {"MaxPool", inf_pool}, {"Mean", inf_bcast}, {"MeanVarianceNormalization", inf_same},
+    {"Min", inf_bcast}, {"Mish", inf_same},
+    {"Mod", inf_bcast}, {"Mul", inf_arith}, {"Neg", inf_same}, {"NonZero", inf_nonzero},
+    {"Not", inf_same}, {"Or", inf_compare}, {"PRelu", inf_prelu}, {"Pad", inf_pad},
+    {"Pow", inf_bcast}, {"Range", inf_range}, {"Reciprocal", inf_same},
+    {"ReduceL1", inf_reduce}, {"ReduceL2", inf_reduce}, {"ReduceLogSum", inf_reduce},
+    {"ReduceLogSumExp", inf_reduce}, {"ReduceMax", inf_reduce}, {"ReduceMean", inf_reduce},
+    {"ReduceMin", inf_reduce}, {"ReduceProd", inf_reduce}, {"ReduceSum", inf_reduce},
+    {"ReduceSumSquare", inf_reduce}, {"Relu", inf_same}, {"Reshape", inf_reshape},
+    {"Resize", inf_resize}, {"Round", inf_same}, {"Selu", inf_same}, {"Shape", inf_shape},
+    {"Shrink", inf_same}, {"Sigmoid", inf_same}, {"Sign", inf_same}, {"Sin", inf_same},
+    {"Sinh", inf_same}, {"Size", inf_size}, {"Slice", inf_slice}, {"Softmax", inf_same},
+    {"Softplus", inf_same}, {"Softsign", inf_same}, {"SpaceToDepth", inf_depth_space},
+    {"Split", inf_split},
+    {"Sqrt", inf_same}, {"Squeeze", inf_squeeze}, {"Sub", inf_arith}, {"Sum", inf_bcast},
+    {"Tan", inf_same}, {"Tanh", inf_same}, {"ThresholdedRelu", inf_same},
+    {"Tile", inf_tile}, {"TopK", inf_topk}, {"Transpose", inf_transpose},
+    {"Trilu", inf_same}, {"Unsqueeze", inf_unsqueeze}, {"Upsample", inf_resize},
+    {"Where", inf_where}, {"Xor", inf_compare},
+};
+#define INFER_TABLE_COUNT 125
+_Static_assert(sizeof infer_table / sizeof infer_table[0] == INFER_TABLE_COUNT,
+               "infer_table count");
+
+static int infer_cmp(const void *key, const void *elem) {
+    return strcmp((const char *)key, ((const infer_def *)elem)->op);
+}
+
+static infer_fn infer_lookup(const Onnx__NodeProto *n) {
+    if (!n->op_type) return NULL;
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return NULL;
+    const infer_def *d = bsearch(n->op_type, infer_table, INFER_TABLE_COUNT,
+                                 sizeof infer_table[0], infer_cmp);
+    return d ? d->fn : NULL;
+}
+
+/* ----------------------------------------------------------------- driver */
+
+/* The tracked value behind a value entry (following outer-scope references). */
+static const ival *value_ival(irun *r, iscope *sc, graph_value *v) {
+    graph *g = sc->g;
+    v = value_home(v, &g);
+    iscope *s = sc;
+    while (s && s->g != g) s = s->parent;
+    if (!s) return NULL;
+    uint32_t i = (uint32_t)(v - g->values);
+    if (i >= g->n_values) return NULL;
+    if (!s->iv[i] && v->initializer >= 0 && !s->tried[i]) {
+        s->tried[i] = 1;
+        s->iv[i] = ival_from_tensor(r, g->pb->initializer[v->initializer]);
+    }
+    return s->iv[i];
+}
+
+/* Declared type of a node output (value_info, or graph output), unknown if none. */
+static void declared_type(graph *g, const graph_value *v, ity *o) {
+    ity_unknown(o);
+    if (v->value_info >= 0 && (size_t)v->value_info < g->pb->n_value_info)
+        type_from_proto(g->pb->value_info[v->value_info]->type, o);
+    else if (v->output >= 0 && (size_t)v->output < g->pb->n_output)
+        type_from_proto(g->pb->output[v->output]->type, o);
+}
+
+/* Merge inferred `a` with declared `b` into a. Conflicts: strict -> error. */
+static int merge_declared(irun *r, graph *g, const char *name, ity *a, const ity *b) {
+    bool conflict = false;
+    if (a->elem && b->elem && a->elem != b->elem) conflict = true;
+    if (a->rank >= 0 && b->rank >= 0 && a->rank != b->rank) conflict = true;
+    if (!conflict && a->rank >= 0 && b->rank >= 0)
+        for (int32_t i = 0; i < a->rank; i++)
+            if (a->d[i] >= 0 && b->d[i] >= 0 && a->d[i] != b->d[i]) conflict = true;
+    if (conflict && r->strict) {
+        char s1[256], s2[256];
+        graph_type ta = {a->elem, a->rank, a->d, a->s}, tb = {b->elem, b->rank,
+                                                           (int64_t *)b->d, (const char **)b->s};
+        return err_set(r->err, TILEOPT_INVALID,
+                       "value %s%s%s: inferred type %s conflicts with the declared %s", name,
+                       g->parent ? " (in a subgraph of node " : "",
+                       g->parent ? graph_node_id(g->parent, g->parent_node) : "",
+                       infer_type_str(&ta, s1, sizeof s1), infer_type_str(&tb, s2, sizeof s2));
+    }
+    if (!a->elem) a->elem = b->elem;
+    else if (b->elem && a->elem != b->elem) a->elem = 0;
+    if (a->rank < 0) {
+        int32_t elem = a->elem;
+        *a = *b;
+        a->elem = elem;
+        return TILEOPT_OK;
+    }
+    if (b->rank < 0) return TILEOPT_OK;
+    if (a->rank != b->rank) {
+        a->rank = -1;
+        return TILEOPT_OK;
+    }
+    for (int32_t i = 0; i < a->rank; i++) {
+        if (a->d[i] >= 0 && b->d[i] >= 0 && a->d[i] != b->d[i]) {
+            a->d[i] = -1;
+            a->s[i] = NULL;
+        } else if (a->d[i] < 0 && b->d[i] >= 0) {
+            a->d[i] = b->d[i];
+        } else if (a->d[i] < 0 && !a->s[i]) {
+            a->s[i] = b->s[i];
+        }
+    }
+    return TILEOPT_OK;
+}
+
+static int grow_scratch(irun *r, size_t n_in, size_t n_out) {
+    if (n_in > r->cap_ins) {
+        size_t cap = n_in * 2;
+        const graph_type **a = realloc(r->ins, cap * sizeof *a);
+        if (!a) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+        r->ins = a;
+        const ival **b = realloc(r->inv, cap * sizeof *b);
+        if (!b) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+        r->inv = b;
+        r->cap_ins = cap;
+    }
+    if (n_out > r->cap_outs) {
+        size_t cap = n_out * 2;
+        ity *a = realloc(r->outs, cap * sizeof *a);
+        if (!a) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+        r->outs = a;
+        ival **b = realloc(r->outv, cap * sizeof *b);
+        if (!b) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+        r->outv = b;
+        r->cap_outs = cap;
+    }
+    return TILEOPT_OK;
+}
+
+static int infer_graph(irun *r, graph *g, iscope *parent);
+
+static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
+    Onnx__NodeProto *n = graph_node(g, idx);
+    for (graph *s = graph_node_subgraphs(g, idx); s; s = s->next_sibling) {
+        int rc = infer_graph(r, s, sc);
+        if (rc) return rc;
+    }
+    int rc = grow_scratch(r, n->n_input + 1, n->n_output + 1);
+    if (rc) return rc;
+    ictx c = {.r = r, .sc = sc, .g = g, .idx = idx, .n = n, .opset = r->opset,
+              .n_in = n->n_input, .in = r->ins, .inv = r->inv, .n_out = n->n_output,
+              .out = r->outs, .outv = r->outv};
+    for (size_t i = 0; i < n->n_input; i++) {
+        const char *name = graph_node_input(n, i);
+        graph_value *v = name ? graph_find(g, name) : NULL;
+        if (!v) {
+            c.in[i] = NULL;
+            c.inv[i] = NULL;
+            continue;
+        }
+        c.in[i] = &value_home(v, NULL)->type;
+        c.inv[i] = value_ival(r, sc, v);
+    }
+    for (size_t k = 0; k < n->n_output; k++) {
+        ity_unknown(&c.out[k]);
+        c.outv[k] = NULL;
+    }
+    infer_fn fn = infer_lookup(n);
+    if (fn && n->n_output > 0) fn(&c);
+    for (size_t k = 0; k < n->n_output; k++) {
+        const char *name = n->output[k];
+        if (!name || !name[0]) continue;
+        graph_value *v = graph_find(g, name);
+        if (!v || v->outer >= 0) continue;
+        ity decl;
+        declared_type(g, v, &decl);
+        rc = merge_declared(r, g, name, &c.out[k], &decl);
+        if (rc) return rc;
+        rc = ity_store(r->m, &c.out[k], &v->type, r->err);
+        if (rc) return rc;
+        uint32_t vi = (uint32_t)(v - g->values);
+        /* a value is trusted only when the declared type agrees with its length */
+        if (c.outv[k] && vi < g->n_values) sc->iv[vi] = c.outv[k];
+    }
+    return TILEOPT_OK;
+}
+
+static int infer_graph(irun *r, graph *g, iscope *parent) {
+    iscope sc = {.g = g, .parent = parent};
+    sc.iv = arena_calloc(r->tmp, g->n_values ? g->n_values : 1, sizeof *sc.iv);
+    sc.tried = arena_calloc(r->tmp, g->n_values ? g->n_values : 1, 1);
+    if (!sc.iv || !sc.tried) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+    ity t;
+    /* graph inputs and initializers: what the model says */
+    for (size_t i = 0; i < g->pb->n_input; i++) {
+        graph_value *v = graph_find(g, g->pb->input[i]->name);
+        if (!v || v->outer >= 0) continue;
+        type_from_proto(g->pb->input[i]->type, &t);
+        int rc = ity_store(r->m, &t, &v->type, r->err);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; i < g->pb->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->pb->initializer[i];
+        graph_value *v = tp->name ? graph_find(g, tp->name) : NULL;
+        if (!v || v->outer >= 0) continue;
+        type_from_tensor(r, tp, &t);
+        int rc = ity_store(r->m, &t, &v->type, r->err);
+        if (rc) return rc;
+    }
+    uint32_t nn = graph_n_nodes(g);
+    int32_t *order = malloc((nn ? nn : 1) * sizeof *order);
+    if (!order) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+    uint32_t count = 0;
+    int rc = graph_toposort(g, order, &count, r->err);
+    for (uint32_t k = 0; rc == TILEOPT_OK && k < count; k++)
+        rc = infer_node(r, &sc, g, order[k]);
+    free(order);
+    return rc;
+}
+
+static int infer_model(graph_model *m, bool strict, errbuf *err) {
+    if (!m || !m->main) return err_set(err, TILEOPT_MISUSE, "shape inference: no model");
+    irun r = {.m = m, .strict = strict, .err = err};
+    r.opset = graph_opset(m, "");
+    r.tmp = arena_new();
+    if (!r.tmp) return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
+    int rc = infer_graph(&r, m->main, NULL);
+    arena_free(r.tmp);
+    free(r.ins);
+    free(r.inv);
+    free(r.outs);
+    free(r.outv);
+    return rc;
+}
+
+int infer_shapes(graph_model *m, const pass_options *opt, errbuf *err) {
+    (void)opt;
+    return infer_model(m, false, err);
+}
+
+/* ------------------------------------------------------ value_info writer */
+
+static int write_shape(graph_model *m, const graph_type *t, Onnx__TypeProto *tp) {
+    arena *a = m->arena;
+    Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (!tt) {
+        tt = arena_alloc(a, sizeof *tt);
+        if (!tt) return TILEOPT_NOMEM;
+        onnx__type_proto__tensor__init(tt);
+        tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+        tp->tensor_type = tt;
+    }
+    if (t->elem && !tt->has_elem_type) {
+        tt->has_elem_type = 1;
+        tt->elem_type = t->elem;
+    }
+    if (t->rank < 0) return TILEOPT_OK;
+    Onnx__TensorShapeProto *sp = tt->shape;
+    if (!sp) {
+        sp = arena_alloc(a, sizeof *sp);
+        if (!sp) return TILEOPT_NOMEM;
+        onnx__tensor_shape_proto__init(sp);
+        sp->n_dim = (size_t)t->rank;
+        sp->dim = t->rank ? arena_calloc(a, (size_t)t->rank, sizeof *sp->dim) : NULL;
+        if (t->rank && !sp->dim) return TILEOPT_NOMEM;
+        tt->shape = sp;
+    }
+    if (sp->n_dim != (size_t)t->rank) return TILEOPT_OK;
+    for (int32_t i = 0; i < t->rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        if (!d) {
+            d = arena_alloc(a, sizeof *d);
+            if (!d) return TILEOPT_NOMEM;
+            onnx__tensor_shape_proto__dimension__init(d);
+            sp->dim[i] = d;
+        }
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+        if (tdim(t, i) >= 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = tdim(t, i);
+        } else if (tsym(t, i) &&
+                   d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = arena_strdup(a, tsym(t, i));
+            if (!d->dim_param) return TILEOPT_NOMEM;
+        }
+    }
+    return TILEOPT_OK;
+}
+
+static int write_graph(graph_model *m, graph *g, errbuf *err) {
+    Onnx__GraphProto *pb = g->pb;
+    /* count the new entries first: one allocation for the grown array */
+    size_t add = 0;
+    for (uint32_t i = 0; i < g->n_values; i++) {
+        graph_value *v = &g->values[i];
+        if (v->outer >= 0 || v->producer < 0 || v->value_info >= 0 || v->output >= 0) continue;
+        if (v->type.elem) add++;
+    }
+    if (add) {
+        size_t n = pb->n_value_info;
+        Onnx__ValueInfoProto **arr =
+            arena_grow(m->arena, pb->value_info, n * sizeof *arr, (n + add) * sizeof *arr);
+        if (!arr) return err_set(err, TILEOPT_NOMEM, "writing value_info: out of memory");
+        pb->value_info = arr;
+    }
+    for (uint32_t i = 0; i < g->n_values; i++) {
+        graph_value *v = &g->values[i];
+        if (v->outer >= 0 || v->producer < 0) continue;
+        Onnx__ValueInfoProto *vi = NULL;
+        if (v->value_info >= 0) vi = pb->value_info[v->value_info];
+        else if (v->output >= 0) vi = pb->output[v->output];
+        if (!vi) {
+            if (!v->type.elem) continue;
+            vi = graph_value_info_new(m, v->name, &v->type);
+            if (!vi) return err_set(err, TILEOPT_NOMEM, "writing value_info: out of memory");
+            pb->value_info[pb->n_value_info++] = vi;
+            continue;
+        }
+        if (!vi->type) {
+            Onnx__TypeProto *tp = arena_alloc(m->arena, sizeof *tp);
+            if (!tp) return err_set(err, TILEOPT_NOMEM, "writing value_info: out of memory");
+            onnx__type_proto__init(tp);
+            vi->type = tp;
+        }
+        /* only tensor types are refined; sequences, maps, optionals are left alone */
+        if (vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+            vi->type->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET)
+            continue;
+        if (write_shape(m, &v->type, vi->type))
+            return err_set(err, TILEOPT_NOMEM, "writing value_info: out of memory");
+    }
+    for (uint32_t k = 0; k < graph_n_nodes(g); k++) {
+        for (graph *s = graph_node_subgraphs(g, (int32_t)k); s; s = s->next_sibling) {
+            int rc = write_graph(m, s, err);
+            if (rc) return rc;
+        }
+    }
+    return TILEOPT_OK;
+}
+
+int infer_write_value_info(graph_model *m, errbuf *err) {
+    int rc = infer_model(m, true, err);
+    if (rc) return rc;
+    rc = write_graph(m, m->main, err);
+    if (rc) return rc;
+    return graph_model_reindex(m, err);
+}
