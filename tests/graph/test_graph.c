@@ -1,0 +1,223 @@
+/* Unit tests of graph/: load, index, mutation, commit, save. Fixtures are the
+** sample models in models/ (SRCDIR points at the source tree). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "graph/graph.h"
+
+static graph_model *load_sample(const char *name) {
+    char path[1024];
+    const char *src = getenv("SRCDIR");
+    snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", name);
+    graph_model *m = NULL;
+    errbuf err = {0};
+    int rc = graph_model_load_path(path, NULL, &m, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, TILEOPT_OK);
+    return m;
+}
+
+static void index_should_link_producers_and_uses(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    graph *g = m->main;
+    graph_value *bt = graph_find(g, "bt");
+    assert_non_null(bt);
+    assert_int_equal(bt->producer, 0);
+    assert_int_equal(bt->n_uses, 1);
+    assert_int_equal(bt->uses[0].node, 1);
+    assert_int_equal(bt->uses[0].input, 1);
+    graph_value *bias = graph_find(g, "bias");
+    assert_int_equal(bias->initializer, 0);
+    assert_int_equal(bias->type.rank, 4);
+    assert_int_equal(bias->type.dims[1], 16);
+    assert_true(graph_value_is_output(g, "y"));
+    assert_null(graph_find(g, "nope"));
+    assert_int_equal(graph_opset(m, ""), 13);
+    assert_int_equal(graph_opset(m, "ai.onnx"), 13);
+    assert_int_equal(graph_opset(m, "com.other"), 0);
+    graph_model_free(m);
+}
+
+static void unique_name_should_avoid_every_existing_name(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    const char *a = graph_unique_name(m->main, "bt");
+    const char *b = graph_unique_name(m->main, "bt");
+    assert_string_not_equal(a, "bt");
+    assert_string_not_equal(a, b);
+    assert_string_equal(graph_unique_name(m->main, "fresh"), "fresh");
+    graph_model_free(m);
+}
+
+/* Replace Add(x, Tile(bias)) by Add(x, bias): the Tile dies in commit, and the
+** reps initializer it alone read goes with it. */
+static void commit_should_sweep_dead_nodes_and_initializers(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    graph *g = m->main;
+    errbuf err = {0};
+    assert_int_equal(graph_node_set_input(g, 1, 1, "bias"), TILEOPT_OK);
+    assert_int_equal(graph_find(g, "bt")->n_uses, 0);
+    assert_int_equal(graph_find(g, "bias")->n_uses, 2);
+    assert_int_equal(graph_commit(g, &err), TILEOPT_OK);
+    assert_int_equal(graph_n_nodes(g), 1);
+    assert_true(graph_node_is(graph_node(g, 0), "Add"));
+    assert_int_equal(g->pb->n_initializer, 1);
+    assert_string_equal(g->pb->initializer[0]->name, "bias");
+    graph_model_free(m);
+}
+
+static void add_node_should_index_and_sort_topologically(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    graph *g = m->main;
+    errbuf err = {0};
+    /* y = Add(x, bt) becomes y = Relu(Add(...)): the new Relu is appended last but
+    ** the Add must come to read its output, so rename through the API. */
+    const char *mid = graph_unique_name(g, "pre");
+    const char *in[] = {"x"}, *out[] = {mid};
+    int32_t idx;
+    assert_non_null(graph_add_node(g, "Relu", "r", in, 1, out, 1, &idx));
+    assert_int_equal(graph_find(g, mid)->producer, idx);
+    assert_int_equal(graph_replace_uses(g, "x", mid), TILEOPT_OK);
+    /* The Relu itself read x; put it back. */
+    assert_int_equal(graph_node_set_input(g, idx, 0, "x"), TILEOPT_OK);
+    assert_int_equal(graph_find(g, mid)->n_uses, 1);
+    assert_int_equal(graph_commit(g, &err), TILEOPT_OK);
+    assert_int_equal(graph_n_nodes(g), 3);
+    /* Relu (appended) now sorts before the Add that reads it. */
+    uint32_t relu_at = 99, add_at = 99;
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        if (graph_node_is(graph_node(g, (int32_t)i), "Relu")) relu_at = i;
+        if (graph_node_is(graph_node(g, (int32_t)i), "Add")) add_at = i;
+    }
+    assert_true(relu_at < add_at);
+    graph_model_free(m);
+}
+
+static void add_initializer_should_be_readable_back(void **state) {
+    (void)state;
+    graph_model *m = load_sample("shape_repeats.onnx");
+    graph *g = m->main;
+    errbuf err = {0};
+    const int64_t dims[] = {3};
+    const int64_t vals[] = {4, 1, 1};
+    const char *name;
+    assert_int_equal(graph_add_initializer(g, "reps", DT_INT64, dims, 1, vals, sizeof vals,
+                                           &name, &err),
+                     TILEOPT_OK);
+    assert_string_not_equal(name, "reps"); /* a node output already has that name */
+    graph_tensor_data d;
+    assert_int_equal(graph_tensor_read(m, graph_initializer(g, name), &d, &err), TILEOPT_OK);
+    assert_int_equal(d.numel, 3);
+    assert_memory_equal(d.data, vals, sizeof vals);
+    graph_model_free(m);
+}
+
+static void save_buffer_should_round_trip(void **state) {
+    (void)state;
+    graph_model *m = load_sample("legacy_tile1.onnx");
+    void *buf;
+    size_t size;
+    errbuf err = {0};
+    assert_int_equal(graph_model_save_buffer(m, &buf, &size, &err), TILEOPT_OK);
+    assert_int_equal(size, m->file_bytes);
+    graph_model *again = NULL;
+    assert_int_equal(graph_model_load_buffer(buf, size, NULL, NULL, &again, &err), TILEOPT_OK);
+    assert_int_equal(graph_opset(again, ""), 5);
+    assert_int_equal(graph_n_nodes(again->main), 3);
+    free(buf);
+    graph_model_free(again);
+    graph_model_free(m);
+}
+
+static void load_should_reject_garbage_with_a_message(void **state) {
+    (void)state;
+    graph_model *m = (graph_model *)1;
+    errbuf err = {0};
+    static const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+    assert_int_not_equal(graph_model_load_buffer(junk, sizeof junk, NULL, NULL, &m, &err),
+                         TILEOPT_OK);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "malformed"));
+    assert_int_equal(graph_model_load_buffer(junk, 0, NULL, NULL, &m, &err), TILEOPT_PARSE);
+    assert_non_null(strstr(err.msg, "empty"));
+}
+
+/* 200 nested GraphProto levels: the wire pre-scan must stop before protobuf-c's
+** recursive unpacker does. Built by hand: Model.graph(7) -> Graph.node(1) ->
+** Node.attribute(5) -> Attribute.g(6) -> ... */
+static void load_should_refuse_deep_nesting(void **state) {
+    (void)state;
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *buf = malloc(cap), *tmp = malloc(cap);
+    assert_non_null(buf);
+    assert_non_null(tmp);
+    static const uint8_t tags[] = {(6 << 3) | 2, (5 << 3) | 2, (1 << 3) | 2};
+    for (int level = 0; level < 600; level++) {
+        uint8_t tag = tags[level % 3];
+        size_t hdr = 0;
+        tmp[hdr++] = tag;
+        size_t v = len;
+        do {
+            uint8_t b = v & 0x7f;
+            v >>= 7;
+            tmp[hdr++] = b | (v ? 0x80 : 0);
+        } while (v);
+        assert_true(hdr + len <= cap);
+        memcpy(tmp + hdr, buf, len);
+        len += hdr;
+        uint8_t *swap = buf;
+        buf = tmp;
+        tmp = swap;
+    }
+    /* Wrap in ModelProto.graph (field 7). */
+    uint8_t model[1 << 16];
+    size_t n = 0, v = len;
+    model[n++] = (7 << 3) | 2;
+    do {
+        uint8_t b = v & 0x7f;
+        v >>= 7;
+        model[n++] = b | (v ? 0x80 : 0);
+    } while (v);
+    memcpy(model + n, buf, len);
+    graph_model *m;
+    errbuf err = {0};
+    assert_int_equal(graph_model_load_buffer(model, n + len, NULL, NULL, &m, &err), TILEOPT_LIMIT);
+    assert_non_null(strstr(err.msg, "nest"));
+    free(buf);
+    free(tmp);
+}
+
+static void save_path_should_fail_cleanly_in_a_missing_folder(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    errbuf err = {0};
+    assert_int_equal(graph_model_save_path(m, "/nonexistent-dir/x/out.onnx", &err), TILEOPT_IO);
+    assert_non_null(strstr(err.msg, "does not exist"));
+    graph_model_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(index_should_link_producers_and_uses),
+        cmocka_unit_test(unique_name_should_avoid_every_existing_name),
+        cmocka_unit_test(commit_should_sweep_dead_nodes_and_initializers),
+        cmocka_unit_test(add_node_should_index_and_sort_topologically),
+        cmocka_unit_test(add_initializer_should_be_readable_back),
+        cmocka_unit_test(save_buffer_should_round_trip),
+        cmocka_unit_test(load_should_reject_garbage_with_a_message),
+        cmocka_unit_test(load_should_refuse_deep_nesting),
+        cmocka_unit_test(save_path_should_fail_cleanly_in_a_missing_folder),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
