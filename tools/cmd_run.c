@@ -115,6 +115,25 @@ static int load_tensors(tileopt_ctx *ctx, char *const *paths, size_t n,
     return RUN_OK;
 }
 
+/*
+** ONNX's backend test data stores bfloat16 values as UINT16 tensors (numpy has
+** no bfloat16): read such a tensor as the BFLOAT16 bits it holds when the
+** model's side is BFLOAT16.
+*/
+static void bf16_from_u16(tileopt_tensor *t, int32_t want) {
+    if (t && want == DT_BFLOAT16 && t->t->elem == DT_UINT16) t->t->elem = DT_BFLOAT16;
+}
+
+static void bf16_inputs(tileopt_model *model, tileopt_tensor **in, size_t n) {
+    graph *g = model->g->main;
+    size_t k = 0;
+    for (size_t i = 0; i < g->pb->n_input && k < n; i++) {
+        graph_value *v = graph_find(g, g->pb->input[i]->name);
+        if (!v || v->initializer >= 0) continue;
+        bf16_from_u16(in[k++], v->type.elem);
+    }
+}
+
 static void shape_str(const tileopt_tensor *t, char *buf, size_t cap) {
     size_t len = 0, r = tileopt_tensor_rank(t);
     const int64_t *d = tileopt_tensor_dims(t);
@@ -125,7 +144,7 @@ static void shape_str(const tileopt_tensor *t, char *buf, size_t cap) {
 }
 
 /* Compare outputs with the expected tensors; prints every mismatch. */
-static int compare(tileopt_tensor *const *expected, size_t n_expected,
+static int compare(tileopt_tensor **expected, size_t n_expected,
                    tileopt_tensor *const *actual, size_t n_actual, const char *dir) {
     if (n_expected != n_actual)
         return tool_error(RUN_FAIL, "%s holds %zu expected outputs, the model gives %zu", dir,
@@ -136,6 +155,7 @@ static int compare(tileopt_tensor *const *expected, size_t n_expected,
         tensor_diff d;
         errbuf err;
         err_clear(&err);
+        bf16_from_u16(expected[i], a->t->elem);
         if (tensor_compare(e->t, a->t, RUN_RTOL, RUN_ATOL, &d, &err)) {
             rc = tool_error(RUN_FAIL, "output %zu '%s': %s", i, a->name, err.msg);
             continue;
@@ -244,6 +264,7 @@ int cmd_run(int argc, char **argv) {
         if (!rc) rc = load_tensors(ctx, out_paths.paths, out_paths.n, &expected);
         n_in = in_paths.n;
         n_expected = out_paths.n;
+        if (!rc) bf16_inputs(model, in, n_in);
     } else {
         rc = load_tensors(ctx, inputs, n_inputs, &in);
     }
