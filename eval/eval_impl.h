@@ -1,0 +1,87 @@
+/*
+** Internals shared by the files of eval/ (not for passes/ or tools/): storage
+** buffers, uninitialized allocation, layout helpers and the strided loop driver.
+*/
+#ifndef TILEOPT_EVAL_IMPL_H
+#define TILEOPT_EVAL_IMPL_H
+
+#include "eval/eval.h"
+
+/* Checked products: false on overflow. */
+static inline bool eval_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool eval_mul_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+/* Storage. A tbuf owns the bytes of one tensor; for string tensors it also owns
+** the string bytes (tbuf_bytes) and may keep other buffers alive (tbuf_keep)
+** when its graph_bytes point into them, as after a Tile or Gather of strings. */
+tbuf *tbuf_new(size_t bytes, bool zero);
+tbuf *tbuf_wrap(void *malloced, size_t bytes); /* takes ownership (free()) */
+tbuf *tbuf_retain(tbuf *b);
+void tbuf_release(tbuf *b);
+uint8_t *tbuf_data(tbuf *b);
+/* bytes owned by b (for string contents and names); NULL when out of memory */
+uint8_t *tbuf_bytes(tbuf *b, size_t n);
+bool tbuf_keep(tbuf *b, tbuf *dep);
+/* Big buffers are mmap'd with MADV_HUGEPAGE and, when freed, kept in a small
+** per-thread cache: first writes to fresh pages cost far more than the kernels
+** themselves. This drops the cache (the library calls it when a context goes). */
+void tbuf_cache_drop(void);
+
+/* Like tensor_new but the data is left uninitialized (kernels that write every
+** element). String tensors are always zeroed (empty strings). */
+int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+                 tensor **out, errbuf *err);
+/* A new handle on the storage of t with a layout the caller fills. */
+tensor *tensor_share(const tensor *t);
+/* Makes dst keep src's storage alive (strings copied by pointer). */
+bool tensor_keep(tensor *dst, const tensor *src);
+/* Is the layout a pair per axis (Tile view) rather than one axis per dim? */
+static inline bool tensor_is_paired(const tensor *t) {
+    return t->rank > 0 && t->vrank == 2 * t->rank;
+}
+size_t tensor_elem_size(const tensor *t);
+
+/*
+** One logical axis of a view as (d, s, r): r copies of d elements at byte stride
+** s. Every layout eval/ builds is of this form (outer strides of Tile pairs are
+** 0), which is what lets the Tile kernel materialize any view.
+*/
+typedef struct tile_axis {
+    int64_t d, s, r;
+} tile_axis;
+/* Axes of t; false if its layout is not of that form. */
+bool tensor_tile_axes(const tensor *t, tile_axis *ax);
+/* Materialize axes ax[0..n) of elements of size esz from src into contiguous dst. */
+void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
+                 int n);
+
+/*
+** The strided loop driver: out (contiguous, shape dims[0..rank)) and inputs
+** broadcast to it numpy-style through their views. fn is called on runs of the
+** innermost (coalesced) axis with per-input element strides.
+*/
+#define EW_MAX_IN 3
+typedef void (*ew_inner)(uint8_t *out, const uint8_t *const *in, const ptrdiff_t *st,
+                         size_t n, const void *param);
+int ew_broadcast_shape(tensor *const *in, size_t n_in, int64_t *dims, int32_t *rank,
+                       errbuf *err);
+int ew_run(tensor *out, tensor *const *in, size_t n_in, ew_inner fn, const void *param,
+           const eval_limits *lim, errbuf *err);
+
+/* float16 / bfloat16 <-> float */
+float eval_f16_to_f32(uint16_t h);
+uint16_t eval_f32_to_f16(float f);
+static inline float eval_bf16_to_f32(uint16_t h) {
+    union { uint32_t u; float f; } v = {.u = (uint32_t)h << 16};
+    return v.f;
+}
+uint16_t eval_f32_to_bf16(float f);
+
+/* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
+int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);
+
+#endif

@@ -1,0 +1,585 @@
+/* Tensors: refcounted storage, handles, layouts, and TensorProto conversion. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "eval/eval_impl.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "raw_data is little-endian; tileopt assumes a little-endian host"
+#endif
+
+void eval_limits_default(eval_limits *lim) {
+    lim->max_tensor_bytes = (uint64_t)4 << 30;
+    lim->max_total_bytes = (uint64_t)16 << 30;
+    lim->max_depth = 64;
+}
+
+/* ------------------------------------------------------------------ tbuf */
+
+typedef struct tchunk {
+    struct tchunk *next;
+    size_t used, cap;
+    _Alignas(16) uint8_t mem[];
+} tchunk;
+
+struct tbuf {
+    size_t refs;
+    uint8_t *data;
+    size_t size;
+    size_t map_size;   /* > 0: mmap'd */
+    tchunk *chunks;    /* string bytes and names */
+    tbuf **deps;
+    size_t n_deps, cap_deps;
+};
+
+#define BIG_BYTES ((size_t)1 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+#define CACHE_SLOTS 4
+#define CACHE_MAX_BYTES ((size_t)1 << 30)
+
+/* Freed big buffers, kept warm for the next allocation of a similar size. Per
+** thread, so contexts on different threads never share one. */
+static _Thread_local struct {
+    uint8_t *p;
+    size_t size;
+} cache[CACHE_SLOTS];
+static _Thread_local size_t cache_bytes;
+
+static uint8_t *big_take(size_t size) {
+    int best = -1;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        /* A cached buffer much bigger than asked would pin memory for nothing. */
+        if (cache[i].p && cache[i].size >= size && cache[i].size - size <= size / 4 &&
+            (best < 0 || cache[i].size < cache[best].size))
+            best = i;
+    }
+    if (best < 0) return NULL;
+    uint8_t *p = cache[best].p;
+    cache_bytes -= cache[best].size;
+    cache[best].p = NULL;
+    return p;
+}
+
+static void big_give(uint8_t *p, size_t size) {
+    if (size <= CACHE_MAX_BYTES) {
+        int slot = -1;
+        for (int i = 0; i < CACHE_SLOTS; i++)
+            if (!cache[i].p) slot = i;
+        if (slot < 0) { /* evict the first: callers mostly cycle through sizes */
+            munmap(cache[0].p, cache[0].size);
+            cache_bytes -= cache[0].size;
+            cache[0].p = NULL;
+            slot = 0;
+        }
+        while (cache_bytes + size > CACHE_MAX_BYTES) {
+            int v = -1;
+            for (int i = 0; i < CACHE_SLOTS; i++)
+                if (cache[i].p && (v < 0 || cache[i].size > cache[v].size)) v = i;
+            if (v < 0) break;
+            munmap(cache[v].p, cache[v].size);
+            cache_bytes -= cache[v].size;
+            cache[v].p = NULL;
+        }
+        if (cache_bytes + size <= CACHE_MAX_BYTES) {
+            cache[slot].p = p;
+            cache[slot].size = size;
+            cache_bytes += size;
+            return;
+        }
+    }
+    munmap(p, size);
+}
+
+void tbuf_cache_drop(void) {
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        if (cache[i].p) munmap(cache[i].p, cache[i].size);
+        cache[i].p = NULL;
+    }
+    cache_bytes = 0;
+}
+
+tbuf *tbuf_new(size_t bytes, bool zero) {
+    tbuf *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->refs = 1;
+    b->size = bytes;
+    if (bytes >= BIG_BYTES) {
+        size_t ms = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        uint8_t *p = big_take(ms);
+        if (p) {
+            if (zero) memset(p, 0, bytes);
+        } else {
+            void *m = mmap(NULL, ms, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                           0);
+            if (m == MAP_FAILED) {
+                free(b);
+                return NULL;
+            }
+            p = m;
+            madvise(p, ms, MADV_HUGEPAGE); /* advisory: failure only costs speed */
+        }
+        b->data = p;
+        b->map_size = ms;
+        return b;
+    }
+    size_t n = (bytes + 63) & ~(size_t)63;
+    b->data = aligned_alloc(64, n ? n : 64);
+    if (!b->data) {
+        free(b);
+        return NULL;
+    }
+    if (zero) memset(b->data, 0, n ? n : 64);
+    return b;
+}
+
+tbuf *tbuf_wrap(void *malloced, size_t bytes) {
+    tbuf *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->refs = 1;
+    b->data = malloced;
+    b->size = bytes;
+    return b;
+}
+
+tbuf *tbuf_retain(tbuf *b) {
+    if (b) b->refs++;
+    return b;
+}
+
+void tbuf_release(tbuf *b) {
+    if (!b || --b->refs > 0) return;
+    if (b->map_size)
+        big_give(b->data, b->map_size);
+    else
+        free(b->data);
+    for (tchunk *c = b->chunks, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
+    }
+    for (size_t i = 0; i < b->n_deps; i++) tbuf_release(b->deps[i]);
+    free(b->deps);
+    free(b);
+}
+
+uint8_t *tbuf_data(tbuf *b) { return b->data; }
+
+uint8_t *tbuf_bytes(tbuf *b, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    tchunk *c = b->chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 4096 ? n : 4096;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = b->chunks;
+        b->chunks = c;
+    }
+    uint8_t *p = c->mem + c->used;
+    c->used += n;
+    return p;
+}
+
+bool tbuf_keep(tbuf *b, tbuf *dep) {
+    if (!dep || dep == b) return true;
+    for (size_t i = 0; i < b->n_deps; i++)
+        if (b->deps[i] == dep) return true;
+    if (b->n_deps == b->cap_deps) {
+        size_t cap = b->cap_deps ? 2 * b->cap_deps : 4;
+        tbuf **d = realloc(b->deps, cap * sizeof *d);
+        if (!d) return false;
+        b->deps = d;
+        b->cap_deps = cap;
+    }
+    b->deps[b->n_deps++] = tbuf_retain(dep);
+    return true;
+}
+
+/* --------------------------------------------------------------- tensors */
+
+size_t tensor_elem_size(const tensor *t) {
+    const dtype_info *d = dtype_get(t->elem);
+    return d ? d->size : 0;
+}
+
+static void set_plain_layout(tensor *t, size_t esz) {
+    t->vrank = t->rank;
+    int64_t st = (int64_t)esz;
+    for (int32_t i = t->rank - 1; i >= 0; i--) {
+        t->vdims[i] = t->dims[i];
+        t->vstrides[i] = st;
+        st *= t->dims[i] > 0 ? t->dims[i] : 1;
+    }
+}
+
+static int check_shape(int32_t elem, const int64_t *dims, int32_t rank,
+                       const eval_limits *lim, uint64_t *bytes, errbuf *err) {
+    const dtype_info *d = dtype_get(elem);
+    if (!d) return err_set(err, TILEOPT_INVALID, "unknown element type %d", elem);
+    if (rank < 0 || rank > TENSOR_MAX_RANK)
+        return err_set(err, TILEOPT_LIMIT, "rank %d outside 0..%d", rank, TENSOR_MAX_RANK);
+    uint64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) {
+        if (dims[i] < 0) return err_set(err, TILEOPT_INVALID, "negative dim %lld at axis %d",
+                                        (long long)dims[i], i);
+        if (!eval_mul_u64(n, (uint64_t)dims[i], &n) || n > (uint64_t)INT64_MAX)
+            return err_set(err, TILEOPT_LIMIT, "element count overflows");
+    }
+    uint64_t b;
+    if (!eval_mul_u64(n, d->size, &b) || b > SIZE_MAX / 2)
+        return err_set(err, TILEOPT_LIMIT, "tensor size overflows");
+    eval_limits dl;
+    if (!lim) {
+        eval_limits_default(&dl);
+        lim = &dl;
+    }
+    if (lim->max_tensor_bytes && b > lim->max_tensor_bytes)
+        return err_set(err, TILEOPT_LIMIT,
+                       "tensor of %llu bytes exceeds the limit of %llu (max-tensor-bytes)",
+                       (unsigned long long)b, (unsigned long long)lim->max_tensor_bytes);
+    *bytes = b;
+    return TILEOPT_OK;
+}
+
+static int tensor_make(int32_t elem, const int64_t *dims, int32_t rank,
+                       const eval_limits *lim, bool zero, tensor **out, errbuf *err) {
+    *out = NULL;
+    uint64_t bytes;
+    int rc = check_shape(elem, dims, rank, lim, &bytes, err);
+    if (rc) return rc;
+    tensor *t = calloc(1, sizeof *t);
+    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    t->buf = tbuf_new((size_t)bytes, zero || elem == DT_STRING);
+    if (!t->buf) {
+        free(t);
+        return err_set(err, TILEOPT_NOMEM, "out of memory for a tensor of %llu bytes",
+                       (unsigned long long)bytes);
+    }
+    t->elem = elem;
+    t->rank = rank;
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    set_plain_layout(t, dtype_get(elem)->size);
+    t->data = tbuf_data(t->buf);
+    *out = t;
+    return TILEOPT_OK;
+}
+
+int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+               tensor **out, errbuf *err) {
+    return tensor_make(elem, dims, rank, lim, true, out, err);
+}
+
+int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+                 tensor **out, errbuf *err) {
+    return tensor_make(elem, dims, rank, lim, false, out, err);
+}
+
+tensor *tensor_share(const tensor *t) {
+    tensor *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    memcpy(c, t, sizeof *c);
+    tbuf_retain(c->buf);
+    return c;
+}
+
+tensor *tensor_ref(tensor *t) { return t ? tensor_share(t) : NULL; }
+
+void tensor_free(tensor *t) {
+    if (!t) return;
+    tbuf_release(t->buf);
+    free(t);
+}
+
+bool tensor_keep(tensor *dst, const tensor *src) {
+    if (dst->elem != DT_STRING || !src->buf || !dst->buf) return true;
+    return tbuf_keep(dst->buf, src->buf);
+}
+
+bool tensor_tile_axes(const tensor *t, tile_axis *ax) {
+    if (t->vrank == t->rank) {
+        for (int32_t i = 0; i < t->rank; i++) {
+            ax[i].d = t->vdims[i];
+            ax[i].s = t->vstrides[i];
+            ax[i].r = 1;
+        }
+        return true;
+    }
+    if (!tensor_is_paired(t)) return false;
+    for (int32_t i = 0; i < t->rank; i++) {
+        int64_t r = t->vdims[2 * i], d = t->vdims[2 * i + 1];
+        if (r > 1 && d != 0 && t->vstrides[2 * i] != 0) return false;
+        ax[i].d = d;
+        ax[i].s = t->vstrides[2 * i + 1];
+        ax[i].r = r;
+    }
+    return true;
+}
+
+uint64_t tensor_numel(const tensor *t) {
+    uint64_t n = 1;
+    for (int32_t i = 0; i < t->rank; i++) n *= (uint64_t)t->dims[i];
+    return n;
+}
+
+uint64_t tensor_nbytes(const tensor *t) { return tensor_numel(t) * tensor_elem_size(t); }
+
+bool tensor_is_contiguous(const tensor *t) {
+    if (tensor_numel(t) == 0) return true;
+    tile_axis ax[TENSOR_MAX_RANK];
+    if (!tensor_tile_axes(t, ax)) return false;
+    int64_t expect = (int64_t)tensor_elem_size(t);
+    for (int32_t i = t->rank - 1; i >= 0; i--) {
+        if (ax[i].d * ax[i].r == 1) continue;
+        if (ax[i].r != 1 || ax[i].s != expect) return false;
+        expect *= ax[i].d;
+    }
+    return true;
+}
+
+int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) {
+    *out = NULL;
+    if (tensor_is_contiguous(t)) {
+        tensor *c = tensor_share(t);
+        if (!c) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        set_plain_layout(c, tensor_elem_size(t));
+        *out = c;
+        return TILEOPT_OK;
+    }
+    tile_axis ax[TENSOR_MAX_RANK];
+    if (!tensor_tile_axes(t, ax))
+        return err_set(err, TILEOPT_ERROR, "tensor %s: unsupported view layout",
+                       t->name ? t->name : "?");
+    tensor *c;
+    int rc = tensor_alloc(t->elem, t->dims, t->rank, lim, &c, err);
+    if (rc) return rc;
+    tile_engine(c->data, t->data, tensor_elem_size(t), ax, t->rank);
+    if (!tensor_keep(c, t)) {
+        tensor_free(c);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    c->name = t->name;
+    *out = c;
+    return TILEOPT_OK;
+}
+
+/* Element at a logical row-major index, through the view. For small tensors. */
+static const uint8_t *tensor_at(const tensor *t, uint64_t idx) {
+    tile_axis ax[TENSOR_MAX_RANK];
+    if (!tensor_tile_axes(t, ax)) return NULL;
+    int64_t off = 0;
+    for (int32_t i = t->rank - 1; i >= 0; i--) {
+        uint64_t len = (uint64_t)t->dims[i];
+        uint64_t c = idx % len;
+        idx /= len;
+        off += (int64_t)(c % (uint64_t)ax[i].d) * ax[i].s;
+    }
+    return t->data + off;
+}
+
+bool tensor_to_i64(const tensor *t, int64_t *out, size_t cap, size_t *count) {
+    if (t->rank > 1) return false;
+    const dtype_info *d = dtype_get(t->elem);
+    if (!d || (d->kind != KIND_SINT && d->kind != KIND_UINT)) return false;
+    uint64_t n = tensor_numel(t);
+    if (n > cap) return false;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *p = tensor_at(t, i);
+        if (!p) return false;
+        int64_t v;
+        switch (t->elem) {
+        case DT_INT8: { int8_t x; memcpy(&x, p, 1); v = x; break; }
+        case DT_UINT8: v = *p; break;
+        case DT_INT16: { int16_t x; memcpy(&x, p, 2); v = x; break; }
+        case DT_UINT16: { uint16_t x; memcpy(&x, p, 2); v = x; break; }
+        case DT_INT32: { int32_t x; memcpy(&x, p, 4); v = x; break; }
+        case DT_UINT32: { uint32_t x; memcpy(&x, p, 4); v = x; break; }
+        case DT_INT64: memcpy(&v, p, 8); break;
+        case DT_UINT64: {
+            uint64_t x;
+            memcpy(&x, p, 8);
+            if (x > (uint64_t)INT64_MAX) return false;
+            v = (int64_t)x;
+            break;
+        }
+        default: return false;
+        }
+        out[i] = v;
+    }
+    *count = (size_t)n;
+    return true;
+}
+
+/* ------------------------------------------------------------ TensorProto */
+
+/* A tensor over the values graph_tensor_read produced; copies when the bytes are
+** borrowed but misaligned for the element type, or when `copy` asks (the source
+** goes away: tensor_decode). */
+static int tensor_from_data(graph_tensor_data *d, const char *name, bool copy,
+                            const eval_limits *lim, tensor **out, errbuf *err) {
+    *out = NULL;
+    uint64_t bytes;
+    int rc = check_shape(d->elem, d->dims, d->rank, lim, &bytes, err);
+    if (rc) goto fail;
+    if (bytes != d->nbytes) {
+        rc = err_set(err, TILEOPT_INVALID,
+                     "tensor %s: %zu bytes of data for a %s tensor that needs %llu",
+                     name ? name : "?", d->nbytes, dtype_name(d->elem),
+                     (unsigned long long)bytes);
+        goto fail;
+    }
+    size_t esz = dtype_get(d->elem)->size;
+    size_t align = esz >= 8 ? 8 : esz;
+    bool misaligned = d->data && ((uintptr_t)d->data % align) != 0;
+    tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto fail;
+    }
+    t->elem = d->elem;
+    t->rank = d->rank;
+    if (d->rank) memcpy(t->dims, d->dims, (size_t)d->rank * sizeof *d->dims);
+    set_plain_layout(t, esz);
+    if (d->owned && !copy && !misaligned) {
+        t->buf = tbuf_wrap(d->data, d->nbytes);
+        if (!t->buf) goto nomem;
+        d->owned = false; /* the tbuf frees it now */
+        t->data = d->data;
+    } else if (!copy && !misaligned && d->data && d->elem != DT_STRING) {
+        t->data = d->data; /* borrowed from the model, which outlives evaluation */
+    } else {
+        t->buf = tbuf_new(d->nbytes, false);
+        if (!t->buf) goto nomem;
+        t->data = tbuf_data(t->buf);
+        if (d->nbytes) memcpy(t->data, d->data, d->nbytes);
+        if (d->elem == DT_STRING && copy) { /* the bytes go with the proto */
+            graph_bytes *s = (graph_bytes *)(void *)t->data;
+            for (uint64_t i = 0; i < bytes / sizeof *s; i++) {
+                uint8_t *p = tbuf_bytes(t->buf, s[i].len ? s[i].len : 1);
+                if (!p) goto nomem;
+                if (s[i].len) memcpy(p, s[i].data, s[i].len);
+                s[i].data = p;
+            }
+        }
+    }
+    if (d->owned) free(d->data);
+    d->owned = false;
+    t->name = name;
+    if (copy && name) {
+        size_t n = strlen(name) + 1;
+        uint8_t *p = t->buf ? tbuf_bytes(t->buf, n) : NULL;
+        if (!p) {
+            tensor_free(t);
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        }
+        memcpy(p, name, n);
+        t->name = (const char *)p;
+    }
+    *out = t;
+    return TILEOPT_OK;
+nomem:
+    tensor_free(t);
+    rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+fail:
+    if (d->owned) free(d->data);
+    d->owned = false;
+    return rc;
+}
+
+int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_limits *lim,
+                      tensor **out, errbuf *err) {
+    *out = NULL;
+    graph_tensor_data d;
+    int rc = graph_tensor_read(m, p, &d, err);
+    if (rc) return rc;
+    return tensor_from_data(&d, p->name, false, lim, out, err);
+}
+
+Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tensor *t,
+                                   errbuf *err) {
+    tensor *c;
+    if (tensor_contiguous((tensor *)t, NULL, &c, err)) return NULL;
+    size_t dims_rank = (size_t)c->rank;
+    Onnx__TensorProto *p = graph_tensor_new(m, name, c->elem, c->dims, dims_rank, c->data,
+                                            (size_t)tensor_nbytes(c));
+    tensor_free(c);
+    if (!p) err_set(err, TILEOPT_NOMEM, "out of memory building tensor %s", name);
+    return p;
+}
+
+int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor **out,
+                  errbuf *err) {
+    *out = NULL;
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, bytes);
+    if (!p) return err_set(err, TILEOPT_PARSE, "not a serialized TensorProto");
+    int rc;
+    if (graph_tensor_is_external(p)) {
+        rc = err_set(err, TILEOPT_UNSUPPORTED,
+                     "tensor %s: external data in a standalone tensor file",
+                     p->name ? p->name : "?");
+        goto done;
+    }
+    /* A throwaway model gives graph_tensor_read the arena and limits it expects. */
+    graph_model tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.arena = arena_new();
+    if (!tmp.arena) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    graph_limits_default(&tmp.limits);
+    graph_tensor_data d;
+    rc = graph_tensor_read(&tmp, p, &d, err);
+    if (!rc) rc = tensor_from_data(&d, p->name, true, lim, out, err);
+    arena_free(tmp.arena);
+done:
+    onnx__tensor_proto__free_unpacked(p, NULL);
+    return rc;
+}
+
+int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
+                  errbuf *err) {
+    *bytes = NULL;
+    *size = 0;
+    tensor *c;
+    int rc = tensor_contiguous((tensor *)t, NULL, &c, err);
+    if (rc) return rc;
+    Onnx__TensorProto p = ONNX__TENSOR_PROTO__INIT;
+    p.n_dims = (size_t)c->rank;
+    p.dims = c->dims;
+    p.has_data_type = 1;
+    p.data_type = c->elem;
+    p.name = (char *)(name ? name : (c->name ? c->name : ""));
+    ProtobufCBinaryData *sd = NULL;
+    uint64_t n = tensor_numel(c);
+    if (c->elem == DT_STRING) {
+        sd = calloc(n ? (size_t)n : 1, sizeof *sd);
+        if (!sd) {
+            tensor_free(c);
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        }
+        const graph_bytes *s = (const graph_bytes *)(const void *)c->data;
+        for (uint64_t i = 0; i < n; i++) {
+            sd[i].data = (uint8_t *)s[i].data;
+            sd[i].len = s[i].len;
+        }
+        p.n_string_data = (size_t)n;
+        p.string_data = sd;
+    } else {
+        p.has_raw_data = 1;
+        p.raw_data.data = c->data;
+        p.raw_data.len = (size_t)tensor_nbytes(c);
+    }
+    size_t len = onnx__tensor_proto__get_packed_size(&p);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    } else {
+        onnx__tensor_proto__pack(&p, buf);
+        *bytes = buf;
+        *size = len;
+    }
+    free(sd);
+    tensor_free(c);
+    return rc;
+}

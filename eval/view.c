@@ -1,0 +1,134 @@
+/* Views: Tile, Expand and Reshape as new layouts over the same storage. */
+#include <string.h>
+
+#include "eval/eval_impl.h"
+
+/* Writes ax[0..rank) as the paired layout of t (axis i = (r_i, d_i), strides (0, s_i)). */
+static void set_paired(tensor *t, const tile_axis *ax) {
+    t->vrank = 2 * t->rank;
+    for (int32_t i = 0; i < t->rank; i++) {
+        t->vdims[2 * i] = ax[i].r;
+        t->vstrides[2 * i] = 0;
+        t->vdims[2 * i + 1] = ax[i].d;
+        t->vstrides[2 * i + 1] = ax[i].s;
+        t->dims[i] = ax[i].r * ax[i].d;
+    }
+}
+
+/* Plain layout when no axis repeats: readers then see an ordinary strided tensor. */
+static void set_layout(tensor *t, const tile_axis *ax) {
+    bool rep = false;
+    for (int32_t i = 0; i < t->rank; i++) rep |= ax[i].r != 1 && ax[i].d != 1;
+    if (rep) {
+        set_paired(t, ax);
+        return;
+    }
+    t->vrank = t->rank;
+    for (int32_t i = 0; i < t->rank; i++) {
+        t->dims[i] = ax[i].r * ax[i].d;
+        t->vdims[i] = t->dims[i];
+        t->vstrides[i] = ax[i].d == 1 ? 0 : ax[i].s; /* a size-1 axis repeated: broadcast */
+    }
+}
+
+int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+              tensor **out, errbuf *err) {
+    (void)lim; /* a view allocates nothing */
+    *out = NULL;
+    if (n != (size_t)x->rank)
+        return err_set(err, TILEOPT_INVALID,
+                       "Tile: repeats has %zu entries for an input of rank %d", n, x->rank);
+    tile_axis ax[TENSOR_MAX_RANK];
+    if (!tensor_tile_axes(x, ax))
+        return err_set(err, TILEOPT_ERROR, "Tile: unsupported view layout");
+    uint64_t numel = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (repeats[i] < 0)
+            return err_set(err, TILEOPT_INVALID, "Tile: negative repeat %lld at axis %zu",
+                           (long long)repeats[i], i);
+        int64_t r, len;
+        if (!eval_mul_i64(ax[i].r, repeats[i], &r) || !eval_mul_i64(r, ax[i].d, &len) ||
+            !eval_mul_u64(numel, (uint64_t)len, &numel) || numel > (uint64_t)INT64_MAX)
+            return err_set(err, TILEOPT_LIMIT, "Tile: output size overflows at axis %zu", i);
+        /* Tile of a Tile view: repeats multiply (both outer strides are 0). */
+        ax[i].r = r;
+    }
+    if (!eval_mul_u64(numel, tensor_elem_size(x), &numel) || numel > SIZE_MAX / 2)
+        return err_set(err, TILEOPT_LIMIT, "Tile: output size overflows");
+    tensor *t = tensor_share(x);
+    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    set_layout(t, ax);
+    *out = t;
+    return TILEOPT_OK;
+}
+
+int view_expand(tensor *x, const int64_t *shape, size_t n, tensor **out, errbuf *err) {
+    *out = NULL;
+    size_t rank = n > (size_t)x->rank ? n : (size_t)x->rank;
+    if (rank > TENSOR_MAX_RANK)
+        return err_set(err, TILEOPT_LIMIT, "Expand: rank %zu over %d", rank, TENSOR_MAX_RANK);
+    tile_axis xa[TENSOR_MAX_RANK], ax[TENSOR_MAX_RANK];
+    if (!tensor_tile_axes(x, xa))
+        return err_set(err, TILEOPT_ERROR, "Expand: unsupported view layout");
+    uint64_t numel = 1;
+    for (size_t j = 0; j < rank; j++) {
+        ptrdiff_t xi = (ptrdiff_t)j - (ptrdiff_t)(rank - (size_t)x->rank);
+        ptrdiff_t si = (ptrdiff_t)j - (ptrdiff_t)(rank - n);
+        int64_t want = si >= 0 ? shape[si] : 1;
+        if (want < 0)
+            return err_set(err, TILEOPT_INVALID, "Expand: negative dim %lld",
+                           (long long)want);
+        tile_axis a = xi >= 0 ? xa[xi] : (tile_axis){1, 0, 1};
+        int64_t have = a.d * a.r;
+        if (have == want || want == 1) {
+            ax[j] = a;
+        } else if (have == 1) {
+            ax[j] = (tile_axis){1, 0, want};
+        } else {
+            return err_set(err, TILEOPT_INVALID,
+                           "Expand: dim %lld cannot broadcast to %lld at axis %zu",
+                           (long long)have, (long long)want, j);
+        }
+        if (!eval_mul_u64(numel, (uint64_t)(ax[j].d * ax[j].r), &numel) ||
+            numel > (uint64_t)INT64_MAX)
+            return err_set(err, TILEOPT_LIMIT, "Expand: output size overflows");
+    }
+    tensor *t = tensor_share(x);
+    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    t->rank = (int32_t)rank;
+    set_layout(t, ax);
+    *out = t;
+    return TILEOPT_OK;
+}
+
+int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_limits *lim,
+                 tensor **out, errbuf *err) {
+    *out = NULL;
+    if (n > TENSOR_MAX_RANK)
+        return err_set(err, TILEOPT_LIMIT, "Reshape: rank %zu over %d", n, TENSOR_MAX_RANK);
+    uint64_t numel = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (shape[i] < 0)
+            return err_set(err, TILEOPT_INVALID, "Reshape: unresolved dim %lld at axis %zu",
+                           (long long)shape[i], i);
+        if (!eval_mul_u64(numel, (uint64_t)shape[i], &numel))
+            return err_set(err, TILEOPT_LIMIT, "Reshape: size overflows");
+    }
+    if (numel != tensor_numel(x))
+        return err_set(err, TILEOPT_INVALID,
+                       "Reshape: %llu elements cannot take a shape of %llu",
+                       (unsigned long long)tensor_numel(x), (unsigned long long)numel);
+    tensor *c;
+    int rc = tensor_contiguous(x, lim, &c, err); /* a reference when x is contiguous */
+    if (rc) return rc;
+    c->rank = (int32_t)n;
+    c->vrank = (int32_t)n;
+    int64_t st = (int64_t)tensor_elem_size(c);
+    for (size_t i = n; i-- > 0;) {
+        c->dims[i] = c->vdims[i] = shape[i];
+        c->vstrides[i] = st;
+        st *= shape[i] ? shape[i] : 1;
+    }
+    *out = c;
+    return TILEOPT_OK;
+}

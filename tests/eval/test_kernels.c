@@ -1,0 +1,540 @@
+/* Unit tests of eval/ tensors, views, the Tile kernel and elementwise kernels. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "eval/eval_impl.h"
+
+/* ------------------------------------------------------------- helpers */
+
+static tensor *make(int32_t elem, const int64_t *dims, int32_t rank) {
+    tensor *t;
+    errbuf err;
+    assert_int_equal(tensor_new(elem, dims, rank, NULL, &t, &err), TILEOPT_OK);
+    return t;
+}
+
+static tensor *make_f32(const int64_t *dims, int32_t rank, float base) {
+    tensor *t = make(DT_FLOAT, dims, rank);
+    float *p = (float *)(void *)t->data;
+    for (uint64_t i = 0; i < tensor_numel(t); i++) p[i] = base + (float)i;
+    return t;
+}
+
+static tensor *make_i64(const int64_t *v, int64_t n) {
+    tensor *t = make(DT_INT64, &n, 1);
+    memcpy(t->data, v, (size_t)n * 8);
+    return t;
+}
+
+/* Plain row-major reference of Tile, for any element size. */
+static void ref_tile(const uint8_t *x, const int64_t *dims, int rank, const int64_t *rep,
+                     size_t esz, uint8_t *out) {
+    int64_t odims[TENSOR_MAX_RANK], n = 1;
+    for (int i = 0; i < rank; i++) {
+        odims[i] = dims[i] * rep[i];
+        n *= odims[i];
+    }
+    for (int64_t o = 0; o < n; o++) {
+        int64_t rem = o, src = 0, mul = 1;
+        for (int i = rank - 1; i >= 0; i--) {
+            int64_t c = rem % odims[i];
+            rem /= odims[i];
+            src += (c % dims[i]) * mul;
+            mul *= dims[i];
+        }
+        memcpy(out + o * (int64_t)esz, x + src * (int64_t)esz, esz);
+    }
+}
+
+/* Values of any tensor (view or not) as contiguous bytes, malloc'd. */
+static uint8_t *values(tensor *t) {
+    tensor *c;
+    errbuf err;
+    assert_int_equal(tensor_contiguous(t, NULL, &c, &err), TILEOPT_OK);
+    size_t n = (size_t)tensor_nbytes(c);
+    uint8_t *p = malloc(n ? n : 1);
+    memcpy(p, c->data, n);
+    tensor_free(c);
+    return p;
+}
+
+static Onnx__NodeProto node_of(const char *op) {
+    Onnx__NodeProto n = ONNX__NODE_PROTO__INIT;
+    n.op_type = (char *)op;
+    n.name = (char *)"n0";
+    return n;
+}
+
+static const kernel_def *find_kernel(const char *op) {
+    for (size_t i = 0; i < kernel_table_elementwise_count; i++)
+        if (!strcmp(kernel_table_elementwise[i].op, op)) return &kernel_table_elementwise[i];
+    fail_msg("no kernel %s", op);
+    return NULL;
+}
+
+static int run_op(const char *op, int64_t opset, Onnx__NodeProto *n, tensor **in, size_t n_in,
+                  tensor **out, errbuf *err) {
+    return find_kernel(op)->fn(n, opset, in, n_in, out, 1, NULL, err);
+}
+
+/* ------------------------------------------------------------------ tile */
+
+static void check_tile_case(int32_t elem, const int64_t *dims, int rank, const int64_t *rep) {
+    tensor *x = make(elem, dims, rank);
+    size_t esz = tensor_elem_size(x);
+    for (size_t i = 0; i < tensor_nbytes(x); i++) x->data[i] = (uint8_t)(i * 7 + 3);
+    tensor *y;
+    errbuf err;
+    assert_int_equal(kernel_tile(x, rep, (size_t)rank, NULL, &y, &err), TILEOPT_OK);
+    uint64_t n = tensor_numel(y);
+    uint8_t *want = malloc(n * esz + 1);
+    ref_tile(x->data, dims, rank, rep, esz, want);
+    for (int i = 0; i < rank; i++) assert_int_equal(y->dims[i], dims[i] * rep[i]);
+    assert_memory_equal(y->data, want, n * esz);
+    /* the same through the view */
+    tensor *v;
+    assert_int_equal(view_tile(x, rep, (size_t)rank, NULL, &v, &err), TILEOPT_OK);
+    assert_ptr_equal(v->data, x->data);
+    uint8_t *got = values(v);
+    assert_memory_equal(got, want, n * esz);
+    free(got);
+    free(want);
+    tensor_free(v);
+    tensor_free(y);
+    tensor_free(x);
+}
+
+static void tile_should_match_reference_on_small_shapes(void **state) {
+    (void)state;
+    const int32_t elems[] = {DT_UINT8, DT_FLOAT16, DT_FLOAT, DT_DOUBLE, DT_COMPLEX128};
+    for (size_t e = 0; e < sizeof elems / sizeof *elems; e++) {
+        check_tile_case(elems[e], (int64_t[]){3}, 1, (int64_t[]){4});
+        check_tile_case(elems[e], (int64_t[]){2, 3}, 2, (int64_t[]){2, 2});
+        check_tile_case(elems[e], (int64_t[]){2, 3}, 2, (int64_t[]){1, 5});
+        check_tile_case(elems[e], (int64_t[]){2, 3}, 2, (int64_t[]){3, 1});
+        check_tile_case(elems[e], (int64_t[]){1, 4, 1}, 3, (int64_t[]){3, 1, 700});
+        check_tile_case(elems[e], (int64_t[]){2, 1, 3, 1}, 4, (int64_t[]){2, 3, 1, 2});
+        check_tile_case(elems[e], (int64_t[]){5, 7}, 2, (int64_t[]){60, 70});
+    }
+}
+
+static void tile_should_give_empty_output_for_zero_repeats_and_dims(void **state) {
+    (void)state;
+    check_tile_case(DT_FLOAT, (int64_t[]){2, 3}, 2, (int64_t[]){0, 2});
+    check_tile_case(DT_FLOAT, (int64_t[]){2, 0}, 2, (int64_t[]){3, 2});
+    check_tile_case(DT_INT8, (int64_t[]){0}, 1, (int64_t[]){5});
+}
+
+static void tile_should_copy_a_scalar(void **state) {
+    (void)state;
+    tensor *x = make(DT_INT32, NULL, 0), *y;
+    *(int32_t *)(void *)x->data = 42;
+    errbuf err;
+    assert_int_equal(kernel_tile(x, NULL, 0, NULL, &y, &err), TILEOPT_OK);
+    assert_int_equal(y->rank, 0);
+    assert_int_equal(*(int32_t *)(void *)y->data, 42);
+    tensor_free(x);
+    tensor_free(y);
+}
+
+static void tile_should_reject_negative_repeats(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *y = NULL;
+    errbuf err;
+    assert_int_equal(kernel_tile(x, (int64_t[]){1, -1}, 2, NULL, &y, &err), TILEOPT_INVALID);
+    assert_null(y);
+    assert_non_null(strstr(err.msg, "negative"));
+    assert_int_equal(view_tile(x, (int64_t[]){-2, 1}, 2, NULL, &y, &err), TILEOPT_INVALID);
+    tensor_free(x);
+}
+
+static void tile_should_reject_wrong_repeats_length(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *y = NULL;
+    errbuf err;
+    assert_int_equal(kernel_tile(x, (int64_t[]){2, 2, 2}, 3, NULL, &y, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "3 entries"));
+    assert_int_equal(view_tile(x, (int64_t[]){2}, 1, NULL, &y, &err), TILEOPT_INVALID);
+    tensor_free(x);
+}
+
+static void tile_should_reject_output_size_overflow(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *y = NULL;
+    errbuf err;
+    int64_t big = INT64_MAX / 2;
+    assert_int_equal(kernel_tile(x, (int64_t[]){big, 1}, 2, NULL, &y, &err), TILEOPT_LIMIT);
+    assert_int_equal(kernel_tile(x, (int64_t[]){1 << 30, 1 << 30}, 2, NULL, &y, &err),
+                     TILEOPT_LIMIT);
+    assert_int_equal(view_tile(x, (int64_t[]){big, big}, 2, NULL, &y, &err), TILEOPT_LIMIT);
+    /* within int64 but over the tensor byte limit */
+    eval_limits lim;
+    eval_limits_default(&lim);
+    lim.max_tensor_bytes = 1000;
+    assert_int_equal(kernel_tile(x, (int64_t[]){100, 1}, 2, &lim, &y, &err), TILEOPT_LIMIT);
+    assert_null(y);
+    tensor_free(x);
+}
+
+static void tile_should_keep_string_bytes_alive(void **state) {
+    (void)state;
+    int64_t d = 2;
+    tensor *x = make(DT_STRING, &d, 1), *y;
+    graph_bytes *s = (graph_bytes *)(void *)x->data;
+    const char *words[2] = {"alpha", "be"};
+    for (int i = 0; i < 2; i++) {
+        uint8_t *p = tbuf_bytes(x->buf, strlen(words[i]));
+        memcpy(p, words[i], strlen(words[i]));
+        s[i].data = p;
+        s[i].len = strlen(words[i]);
+    }
+    errbuf err;
+    assert_int_equal(kernel_tile(x, (int64_t[]){3}, 1, NULL, &y, &err), TILEOPT_OK);
+    tensor_free(x); /* y must still own the bytes (ASan checks) */
+    const graph_bytes *o = (const graph_bytes *)(const void *)y->data;
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(o[i].len, strlen(words[i % 2]));
+        assert_memory_equal(o[i].data, words[i % 2], o[i].len);
+    }
+    tensor_free(y);
+}
+
+static void tile1_should_tile_one_axis(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *y;
+    errbuf err;
+    assert_int_equal(kernel_tile1(x, 2, -1, NULL, &y, &err), TILEOPT_OK);
+    assert_int_equal(y->dims[0], 2);
+    assert_int_equal(y->dims[1], 6);
+    const float *p = (const float *)(const void *)y->data;
+    const float want[] = {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5};
+    assert_memory_equal(p, want, sizeof want);
+    tensor_free(y);
+    assert_int_equal(kernel_tile1(x, 2, 2, NULL, &y, &err), TILEOPT_INVALID);
+    assert_int_equal(kernel_tile1(x, -1, 0, NULL, &y, &err), TILEOPT_INVALID);
+    tensor_free(x);
+}
+
+static void tile_promoted_should_follow_openvino_rules(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_f32((int64_t[]){2, 3, 4}, 3, 0), *y;
+    /* repeats shorter than the rank: leading 1s -> [2, 6, 12] */
+    assert_int_equal(kernel_tile_promoted(x, (int64_t[]){2, 3}, 2, NULL, &y, &err), TILEOPT_OK);
+    assert_int_equal(y->rank, 3);
+    assert_int_equal(y->dims[0], 2);
+    assert_int_equal(y->dims[1], 6);
+    assert_int_equal(y->dims[2], 12);
+    tensor_free(y);
+    /* data [2,3,4], repeats [1,2,3] -> [2, 6, 12] */
+    assert_int_equal(kernel_tile_promoted(x, (int64_t[]){1, 2, 3}, 3, NULL, &y, &err),
+                     TILEOPT_OK);
+    assert_int_equal(y->dims[1], 6);
+    assert_int_equal(y->dims[2], 12);
+    uint8_t *want = malloc(tensor_nbytes(y));
+    ref_tile(x->data, x->dims, 3, (int64_t[]){1, 2, 3}, 4, want);
+    assert_memory_equal(y->data, want, tensor_nbytes(y));
+    free(want);
+    tensor_free(y);
+    /* data [2,3,4], repeats [5,1,2,3]: data gets a leading 1 -> [5, 2, 6, 12] */
+    assert_int_equal(kernel_tile_promoted(x, (int64_t[]){5, 1, 2, 3}, 4, NULL, &y, &err),
+                     TILEOPT_OK);
+    assert_int_equal(y->rank, 4);
+    const int64_t d4[] = {5, 2, 6, 12};
+    for (int i = 0; i < 4; i++) assert_int_equal(y->dims[i], d4[i]);
+    want = malloc(tensor_nbytes(y));
+    ref_tile(x->data, (int64_t[]){1, 2, 3, 4}, 4, (int64_t[]){5, 1, 2, 3}, 4, want);
+    assert_memory_equal(y->data, want, tensor_nbytes(y));
+    free(want);
+    tensor_free(y);
+    tensor_free(x);
+    /* data [5,2,3,4], repeats [1,2,3]: repeats get a leading 1 -> [5, 2, 6, 12] */
+    x = make_f32((int64_t[]){5, 2, 3, 4}, 4, 0);
+    assert_int_equal(kernel_tile_promoted(x, (int64_t[]){1, 2, 3}, 3, NULL, &y, &err),
+                     TILEOPT_OK);
+    for (int i = 0; i < 4; i++) assert_int_equal(y->dims[i], d4[i]);
+    want = malloc(tensor_nbytes(y));
+    ref_tile(x->data, x->dims, 4, (int64_t[]){1, 1, 2, 3}, 4, want);
+    assert_memory_equal(y->data, want, tensor_nbytes(y));
+    free(want);
+    tensor_free(y);
+    tensor_free(x);
+}
+
+/* ------------------------------------------------------------------ views */
+
+static void view_should_tile_without_copying(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 1), *v;
+    errbuf err;
+    assert_int_equal(view_tile(x, (int64_t[]){2, 2}, 2, NULL, &v, &err), TILEOPT_OK);
+    assert_ptr_equal(v->data, x->data);
+    assert_int_equal(v->vrank, 4);
+    assert_int_equal(v->dims[0], 4);
+    assert_int_equal(v->dims[1], 6);
+    /* axis i -> (r_i, d_i) with byte strides (0, stride_i) */
+    assert_int_equal(v->vdims[0], 2);
+    assert_int_equal(v->vstrides[0], 0);
+    assert_int_equal(v->vdims[1], 2);
+    assert_int_equal(v->vstrides[1], 12);
+    assert_int_equal(v->vdims[3], 3);
+    assert_int_equal(v->vstrides[3], 4);
+    assert_false(tensor_is_contiguous(v));
+    tensor_free(v);
+    tensor_free(x);
+}
+
+static void view_should_compose_tile_of_tile(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *a, *b, *direct;
+    errbuf err;
+    assert_int_equal(view_tile(x, (int64_t[]){2, 3}, 2, NULL, &a, &err), TILEOPT_OK);
+    assert_int_equal(view_tile(a, (int64_t[]){3, 1}, 2, NULL, &b, &err), TILEOPT_OK);
+    assert_int_equal(kernel_tile(x, (int64_t[]){6, 3}, 2, NULL, &direct, &err), TILEOPT_OK);
+    uint8_t *got = values(b);
+    assert_int_equal(b->dims[0], 12);
+    assert_int_equal(b->dims[1], 9);
+    assert_memory_equal(got, direct->data, tensor_nbytes(direct));
+    free(got);
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(direct);
+    tensor_free(x);
+}
+
+static void view_should_expand_with_stride_zero(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){3, 1}, 2, 1), *v;
+    errbuf err;
+    assert_int_equal(view_expand(x, (int64_t[]){2, 1, 4}, 3, &v, &err), TILEOPT_OK);
+    assert_int_equal(v->rank, 3);
+    assert_int_equal(v->dims[0], 2);
+    assert_int_equal(v->dims[1], 3);
+    assert_int_equal(v->dims[2], 4);
+    float *p = (float *)(void *)values(v);
+    for (int i = 0; i < 24; i++) assert_true(p[i] == (float)(1 + (i / 4) % 3));
+    free(p);
+    tensor_free(v);
+    assert_int_equal(view_expand(x, (int64_t[]){2, 4}, 2, &v, &err), TILEOPT_INVALID);
+    tensor_free(x);
+}
+
+static void view_should_reshape_contiguous_without_copying(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){2, 6}, 2, 0), *v, *t, *r;
+    errbuf err;
+    assert_int_equal(view_reshape(x, (int64_t[]){3, 2, 2}, 3, NULL, &v, &err), TILEOPT_OK);
+    assert_ptr_equal(v->data, x->data);
+    assert_int_equal(view_reshape(x, (int64_t[]){5}, 1, NULL, &r, &err), TILEOPT_INVALID);
+    /* a Tile view reshaped is materialized */
+    assert_int_equal(view_tile(x, (int64_t[]){2, 1}, 2, NULL, &t, &err), TILEOPT_OK);
+    assert_int_equal(view_reshape(t, (int64_t[]){24}, 1, NULL, &r, &err), TILEOPT_OK);
+    assert_true(tensor_is_contiguous(r));
+    const float *p = (const float *)(const void *)r->data;
+    for (int i = 0; i < 24; i++) assert_true(p[i] == (float)(i % 12));
+    tensor_free(r);
+    tensor_free(t);
+    tensor_free(v);
+    tensor_free(x);
+}
+
+/* ------------------------------------------------------------ broadcasting */
+
+static void broadcast_should_add_through_a_tile_view(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_f32((int64_t[]){4, 6}, 2, 0), *y = make_f32((int64_t[]){8, 18}, 2, 100);
+    tensor *v, *m, *r1, *r2;
+    assert_int_equal(view_tile(x, (int64_t[]){2, 3}, 2, NULL, &v, &err), TILEOPT_OK);
+    assert_int_equal(kernel_tile(x, (int64_t[]){2, 3}, 2, NULL, &m, &err), TILEOPT_OK);
+    Onnx__NodeProto n = node_of("Add");
+    tensor *a[2] = {v, y}, *b[2] = {m, y};
+    assert_int_equal(run_op("Add", 13, &n, a, 2, &r1, &err), TILEOPT_OK);
+    assert_int_equal(run_op("Add", 13, &n, b, 2, &r2, &err), TILEOPT_OK);
+    assert_memory_equal(r1->data, r2->data, tensor_nbytes(r2));
+    const float *p = (const float *)(const void *)r1->data;
+    assert_true(p[7] == 107.0f + 1.0f);          /* y[0][7] + x[0][7 % 6] */
+    assert_true(p[18 * 5 + 13] == 203.0f + 7.0f); /* y[5][13] + x[1][1] */
+    tensor_free(r1);
+    tensor_free(r2);
+    tensor_free(v);
+    tensor_free(m);
+    tensor_free(x);
+    tensor_free(y);
+}
+
+static void broadcast_should_mix_two_incompatible_tile_views(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_f32((int64_t[]){2}, 1, 0), *y = make_f32((int64_t[]){3}, 1, 10);
+    tensor *vx, *vy, *mx, *my, *r1, *r2;
+    assert_int_equal(view_tile(x, (int64_t[]){3}, 1, NULL, &vx, &err), TILEOPT_OK);
+    assert_int_equal(view_tile(y, (int64_t[]){2}, 1, NULL, &vy, &err), TILEOPT_OK);
+    assert_int_equal(kernel_tile(x, (int64_t[]){3}, 1, NULL, &mx, &err), TILEOPT_OK);
+    assert_int_equal(kernel_tile(y, (int64_t[]){2}, 1, NULL, &my, &err), TILEOPT_OK);
+    Onnx__NodeProto n = node_of("Mul");
+    tensor *a[2] = {vx, vy}, *b[2] = {mx, my};
+    assert_int_equal(run_op("Mul", 13, &n, a, 2, &r1, &err), TILEOPT_OK);
+    assert_int_equal(run_op("Mul", 13, &n, b, 2, &r2, &err), TILEOPT_OK);
+    assert_memory_equal(r1->data, r2->data, tensor_nbytes(r2));
+    tensor_free(r1);
+    tensor_free(r2);
+    tensor_free(vx);
+    tensor_free(vy);
+    tensor_free(mx);
+    tensor_free(my);
+    tensor_free(x);
+    tensor_free(y);
+}
+
+static void broadcast_should_reject_incompatible_shapes(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *y = make_f32((int64_t[]){4}, 1, 0), *r = NULL;
+    Onnx__NodeProto n = node_of("Add");
+    tensor *a[2] = {x, y};
+    assert_int_equal(run_op("Add", 13, &n, a, 2, &r, &err), TILEOPT_INVALID);
+    assert_null(r);
+    assert_non_null(strstr(err.msg, "broadcast"));
+    tensor_free(x);
+    tensor_free(y);
+}
+
+static void elementwise_should_reject_mixed_types(void **state) {
+    (void)state;
+    errbuf err;
+    int64_t d = 2;
+    tensor *x = make_f32(&d, 1, 0), *s = make(DT_STRING, &d, 1), *i = make(DT_INT64, &d, 1);
+    tensor *r = NULL;
+    Onnx__NodeProto n = node_of("Add");
+    tensor *a[2] = {x, s}, *b[2] = {x, i}, *c[2] = {s, s};
+    assert_int_equal(run_op("Add", 13, &n, a, 2, &r, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "STRING"));
+    assert_int_equal(run_op("Add", 13, &n, b, 2, &r, &err), TILEOPT_INVALID);
+    assert_int_equal(run_op("Add", 13, &n, c, 2, &r, &err), TILEOPT_UNSUPPORTED);
+    assert_null(r);
+    tensor_free(x);
+    tensor_free(s);
+    tensor_free(i);
+}
+
+static void elementwise_should_divide_ints_by_zero_as_zero(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_i64((int64_t[]){7, INT64_MIN, -7, 5}, 4);
+    tensor *y = make_i64((int64_t[]){0, -1, 2, -3}, 4), *r;
+    Onnx__NodeProto n = node_of("Div");
+    tensor *a[2] = {x, y};
+    assert_int_equal(run_op("Div", 13, &n, a, 2, &r, &err), TILEOPT_OK);
+    const int64_t *p = (const int64_t *)(const void *)r->data;
+    assert_int_equal(p[0], 0);
+    assert_int_equal(p[1], INT64_MIN);
+    assert_int_equal(p[2], -3);
+    assert_int_equal(p[3], -1);
+    tensor_free(r);
+    /* Mod, fmod=0: sign of the divisor, as Python */
+    n = node_of("Mod");
+    assert_int_equal(run_op("Mod", 13, &n, a, 2, &r, &err), TILEOPT_OK);
+    p = (const int64_t *)(const void *)r->data;
+    assert_int_equal(p[0], 0);
+    assert_int_equal(p[2], 1);
+    assert_int_equal(p[3], -1);
+    tensor_free(r);
+    tensor_free(x);
+    tensor_free(y);
+}
+
+static void cast_should_round_trip_half_types(void **state) {
+    (void)state;
+    const float vals[] = {0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 3.140625f};
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+        assert_true(eval_f16_to_f32(eval_f32_to_f16(vals[i])) == vals[i]);
+        assert_true(eval_bf16_to_f32(eval_f32_to_bf16(vals[i])) ==
+                    eval_bf16_to_f32(eval_f32_to_bf16(vals[i])));
+    }
+    assert_int_equal(eval_f32_to_f16(1.0f), 0x3c00);
+    assert_int_equal(eval_f32_to_f16(-2.0f), 0xc000);
+    assert_int_equal(eval_f32_to_f16(1e6f), 0x7c00);
+    assert_int_equal(eval_f32_to_bf16(1.0f), 0x3f80);
+    assert_int_equal(eval_f32_to_f16(5.9604645e-08f), 0x0001); /* smallest subnormal */
+}
+
+static void tile_node_should_read_float_tiles_and_reject_fractions(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0), *r;
+    tensor *tiles = make(DT_FLOAT, NULL, 0), *axis = make(DT_FLOAT, (int64_t[]){1}, 1);
+    *(float *)(void *)tiles->data = 3.0f;
+    *(float *)(void *)axis->data = 0.0f;
+    Onnx__NodeProto n = node_of("Tile");
+    tensor *in[3] = {x, tiles, axis};
+    assert_int_equal(run_op("Tile", 1, &n, in, 3, &r, &err), TILEOPT_OK);
+    assert_int_equal(r->dims[0], 6);
+    assert_int_equal(r->dims[1], 3);
+    tensor_free(r);
+    *(float *)(void *)tiles->data = 2.5f;
+    assert_int_equal(run_op("Tile", 1, &n, in, 3, &r, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "whole"));
+    /* Tile-6: repeats of the wrong length */
+    tensor *rep = make_i64((int64_t[]){2, 2, 2}, 3);
+    tensor *in6[2] = {x, rep};
+    assert_int_equal(run_op("Tile", 13, &n, in6, 2, &r, &err), TILEOPT_INVALID);
+    tensor_free(rep);
+    tensor_free(tiles);
+    tensor_free(axis);
+    tensor_free(x);
+}
+
+static void tensor_should_round_trip_through_encode_and_decode(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_f32((int64_t[]){2, 3}, 2, 0.5f), *v, *back;
+    assert_int_equal(view_tile(x, (int64_t[]){1, 2}, 2, NULL, &v, &err), TILEOPT_OK);
+    void *bytes;
+    size_t size;
+    assert_int_equal(tensor_encode(v, "t", &bytes, &size, &err), TILEOPT_OK);
+    assert_int_equal(tensor_decode(bytes, size, NULL, &back, &err), TILEOPT_OK);
+    free(bytes);
+    assert_string_equal(back->name, "t");
+    assert_int_equal(back->dims[1], 6);
+    uint8_t *want = values(v);
+    assert_memory_equal(back->data, want, tensor_nbytes(back));
+    free(want);
+    tensor_free(back);
+    assert_int_equal(tensor_decode("\xff\xff\xff", 3, NULL, &back, &err), TILEOPT_PARSE);
+    tensor_free(v);
+    tensor_free(x);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tile_should_match_reference_on_small_shapes),
+        cmocka_unit_test(tile_should_give_empty_output_for_zero_repeats_and_dims),
+        cmocka_unit_test(tile_should_copy_a_scalar),
+        cmocka_unit_test(tile_should_reject_negative_repeats),
+        cmocka_unit_test(tile_should_reject_wrong_repeats_length),
+        cmocka_unit_test(tile_should_reject_output_size_overflow),
+        cmocka_unit_test(tile_should_keep_string_bytes_alive),
+        cmocka_unit_test(tile1_should_tile_one_axis),
+        cmocka_unit_test(tile_promoted_should_follow_openvino_rules),
+        cmocka_unit_test(view_should_tile_without_copying),
+        cmocka_unit_test(view_should_compose_tile_of_tile),
+        cmocka_unit_test(view_should_expand_with_stride_zero),
+        cmocka_unit_test(view_should_reshape_contiguous_without_copying),
+        cmocka_unit_test(broadcast_should_add_through_a_tile_view),
+        cmocka_unit_test(broadcast_should_mix_two_incompatible_tile_views),
+        cmocka_unit_test(broadcast_should_reject_incompatible_shapes),
+        cmocka_unit_test(elementwise_should_reject_mixed_types),
+        cmocka_unit_test(elementwise_should_divide_ints_by_zero_as_zero),
+        cmocka_unit_test(cast_should_round_trip_half_types),
+        cmocka_unit_test(tile_node_should_read_float_tiles_and_reject_fractions),
+        cmocka_unit_test(tensor_should_round_trip_through_encode_and_decode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
