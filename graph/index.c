@@ -331,7 +331,18 @@ static int index_graph(graph_model *m, graph *g, errbuf *err) {
     g->removed = arena_calloc(m->arena, g->cap_nodes, sizeof *g->removed);
     g->subgraphs = arena_calloc(m->arena, g->cap_nodes, sizeof *g->subgraphs);
     if (!g->removed || !g->subgraphs) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    if (rehash(g, 64)) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    /* Size the tables once: regrowing big ones leaves dead copies in the arena,
+    ** and first writes to fresh pages dominate indexing time on big graphs. */
+    const Onnx__GraphProto *pb = g->pb;
+    uint64_t expect = (uint64_t)pb->n_initializer + pb->n_sparse_initializer + pb->n_input +
+                      pb->n_output + pb->n_value_info + 16;
+    for (size_t i = 0; i < pb->n_node; i++) expect += pb->node[i]->n_output;
+    if (expect > UINT32_MAX / 4) return err_set(err, TILEOPT_LIMIT, "the graph has too many values");
+    g->cap_values = (uint32_t)expect;
+    g->values = arena_alloc(m->arena, expect * sizeof *g->values);
+    uint32_t slots = 64;
+    while (slots < 2 * expect) slots *= 2;
+    if (!g->values || rehash(g, slots)) return err_set(err, TILEOPT_NOMEM, "out of memory");
     int rc = index_definitions(g, err);
     if (rc) return rc;
     rc = index_uses_and_subgraphs(g, err);
