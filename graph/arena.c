@@ -74,8 +74,14 @@ void arena_free(arena *a) {
 }
 
 void *arena_alloc(arena *a, size_t size) {
-    size = (size + 15) & ~(size_t)15;
-    if (size == 0) size = 16;
+    /* Small blocks (names, protobuf structs) need 8-byte alignment; larger ones get
+    ** 16 so tensor payloads suit vector loads. Every byte here is a fresh page
+    ** written once, so padding costs time. */
+    size_t align = size <= 64 ? 8 : 16;
+    if (size > SIZE_MAX / 2) return NULL;
+    if (size == 0) size = 8;
+    a->cur = (uint8_t *)(((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1));
+    size = (size + 7) & ~(size_t)7;
     if (size >= BIG) {
         block *b = map_block(a, size + 16);
         return b ? (uint8_t *)b + ((sizeof(block) + 15) & ~(size_t)15) : NULL;

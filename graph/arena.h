@@ -11,7 +11,7 @@ typedef struct arena arena;
 
 arena *arena_new(void);
 void arena_free(arena *a);
-/* 16-byte aligned; NULL when out of memory. */
+/* 8-byte aligned, 16 for sizes over 64; NULL when out of memory. */
 void *arena_alloc(arena *a, size_t size);
 void *arena_calloc(arena *a, size_t count, size_t size);
 char *arena_strdup(arena *a, const char *s);

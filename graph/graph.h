@@ -71,6 +71,13 @@ typedef struct graph_value {
     graph *outer_graph;
 } graph_value;
 
+/* A hash-map slot: the name's hash (compared before the string, so most probes
+** never touch the name) and index+1 into values (0 = empty). */
+typedef struct graph_slot {
+    uint32_t hash;
+    uint32_t index;
+} graph_slot;
+
 struct graph {
     Onnx__GraphProto *pb;
     graph_model *model;
@@ -81,7 +88,7 @@ struct graph {
     /* values, by name through an open-addressing hash map */
     graph_value *values;
     uint32_t n_values, cap_values;
-    uint32_t *slots;         /* index+1 into values, 0 = empty */
+    graph_slot *slots;       /* open addressing, power-of-two count */
     uint32_t n_slots;
 
     bool *removed;           /* per node, deferred removal */
@@ -102,6 +109,7 @@ struct graph_model {
     char *base_dir;          /* folder external data is relative to, or NULL */
     graph_limits limits;
     uint64_t file_bytes;     /* size of the serialized input */
+    uint64_t saved_bytes;    /* size the last graph_model_save_path wrote, 0 = none */
     /* the input file, mapped, when loaded from a path */
     void *map;
     size_t map_size;

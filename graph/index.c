@@ -18,25 +18,32 @@ static uint32_t hash_str(const char *s) {
     return h;
 }
 
-graph_value *graph_find(graph *g, const char *name) {
-    if (!name || !g->n_slots) return NULL;
+static graph_value *find_hashed(graph *g, const char *name, uint32_t h) {
     uint32_t mask = g->n_slots - 1;
-    for (uint32_t i = hash_str(name) & mask;; i = (i + 1) & mask) {
-        uint32_t s = g->slots[i];
-        if (!s) return NULL;
-        if (strcmp(g->values[s - 1].name, name) == 0) return &g->values[s - 1];
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        const graph_slot *s = &g->slots[i];
+        if (!s->index) return NULL;
+        if (s->hash == h && strcmp(g->values[s->index - 1].name, name) == 0)
+            return &g->values[s->index - 1];
     }
 }
 
+graph_value *graph_find(graph *g, const char *name) {
+    if (!name || !g->n_slots) return NULL;
+    return find_hashed(g, name, hash_str(name));
+}
+
+static void slot_put(graph_slot *slots, uint32_t n_slots, uint32_t h, uint32_t index) {
+    uint32_t mask = n_slots - 1, i = h & mask;
+    while (slots[i].index) i = (i + 1) & mask;
+    slots[i] = (graph_slot){h, index};
+}
+
 static int rehash(graph *g, uint32_t n_slots) {
-    uint32_t *slots = arena_calloc(g->model->arena, n_slots, sizeof *slots);
+    graph_slot *slots = arena_calloc(g->model->arena, n_slots, sizeof *slots);
     if (!slots) return TILEOPT_NOMEM;
-    uint32_t mask = n_slots - 1;
-    for (uint32_t v = 0; v < g->n_values; v++) {
-        uint32_t i = hash_str(g->values[v].name) & mask;
-        while (slots[i]) i = (i + 1) & mask;
-        slots[i] = v + 1;
-    }
+    for (uint32_t i = 0; i < g->n_slots; i++)
+        if (g->slots[i].index) slot_put(slots, n_slots, g->slots[i].hash, g->slots[i].index);
     g->slots = slots;
     g->n_slots = n_slots;
     return TILEOPT_OK;
@@ -44,7 +51,8 @@ static int rehash(graph *g, uint32_t n_slots) {
 
 /* The entry for name in this scope, created empty when missing. */
 static graph_value *value_get(graph *g, const char *name) {
-    graph_value *v = graph_find(g, name);
+    uint32_t h = hash_str(name);
+    graph_value *v = g->n_slots ? find_hashed(g, name, h) : NULL;
     if (v) return v;
     if ((uint64_t)(g->n_values + 1) * 2 > g->n_slots &&
         rehash(g, g->n_slots ? g->n_slots * 2 : 64))
@@ -63,15 +71,13 @@ static graph_value *value_get(graph *g, const char *name) {
     v->producer = v->initializer = v->sparse = v->input = v->output = v->value_info =
         v->outer = -1;
     v->type.rank = -1;
-    uint32_t mask = g->n_slots - 1, i = hash_str(name) & mask;
-    while (g->slots[i]) i = (i + 1) & mask;
-    g->slots[i] = ++g->n_values;
+    slot_put(g->slots, g->n_slots, h, ++g->n_values);
     return v;
 }
 
 int graph_value_add_use(graph *g, graph_value *v, int32_t node, int32_t slot) {
     if (v->n_uses == v->cap_uses) {
-        uint32_t cap = v->cap_uses ? v->cap_uses * 2 : 4;
+        uint32_t cap = v->cap_uses ? v->cap_uses * 2 : 2;
         graph_use *u = arena_grow(g->model->arena, v->uses, v->n_uses * sizeof *u,
                                   cap * sizeof *u);
         if (!u) return TILEOPT_NOMEM;

@@ -118,7 +118,13 @@ static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) 
     return rc;
 }
 
+typedef struct pack_job {
+    const ProtobufCMessage *msg;
+    uint64_t *written;
+} pack_job;
+
 static int pack_to_fd(int fd, void *user, errbuf *err) {
+    const pack_job *pack = user;
     file_sink *s = malloc(sizeof *s);
     if (!s) return err_set(err, TILEOPT_NOMEM, "out of memory");
     s->base.append = sink_append;
@@ -126,10 +132,11 @@ static int pack_to_fd(int fd, void *user, errbuf *err) {
     s->error = 0;
     s->written = 0;
     s->used = 0;
-    protobuf_c_message_pack_to_buffer(user, &s->base);
+    protobuf_c_message_pack_to_buffer(pack->msg, &s->base);
     sink_flush(s);
     int rc = s->error ? err_set(err, TILEOPT_IO, "write failed: %s", strerror(s->error))
                       : TILEOPT_OK;
+    *pack->written = s->written;
     free(s);
     return rc;
 }
@@ -379,7 +386,10 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
             rc = err_set(err, TILEOPT_LIMIT,
                          "the model stays over 2 GB with its initializers as external data");
     }
-    if (!rc) rc = write_atomic(path, pack_to_fd, m->pb, err);
+    uint64_t written = 0;
+    pack_job job = {&m->pb->base, &written};
+    if (!rc) rc = write_atomic(path, pack_to_fd, &job, err);
+    if (!rc) m->saved_bytes = written;
     restore(&b);
     return rc;
 }

@@ -77,8 +77,9 @@ tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
 tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
                                   const char *output_path) {
     if (!ctx->report) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
-    /* The file's size once written, or what packing would write. */
-    uint64_t bytes = graph_model_packed_size(output->g);
+    /* The bytes the last save wrote, or what packing would write. */
+    uint64_t bytes = output->g->saved_bytes ? output->g->saved_bytes
+                                            : graph_model_packed_size(output->g);
     cJSON_DeleteItemFromObject(ctx->report, "output");
     cJSON_AddItemToObject(ctx->report, "output", summary(output->g, output_path, bytes));
     return TILEOPT_OK;
