@@ -76,7 +76,6 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **   "fold-max-growth"  factor, default 0 = off (fold)
 **   "fold-scope"       "tile" (default) or "all" (fold)
 **   "fuse-split"       "0" (default) or "1" (fuse)
-**   "infer-shapes"     "0" (default) or "1": write inferred shapes to value_info
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
 **   "max-eval-bytes"   bytes all live evaluator tensors may take, default 16 GiB
 **   "max-depth"        subgraph nesting depth, default 64
@@ -121,6 +120,11 @@ TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *m
 TILEOPT_API tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx,
                                                      tileopt_model *model, void **out,
                                                      size_t *size);
+
+/* Infer element types and shapes of every value (static and symbolic dims) and
+** write them into value_info. A conflict with a type the model declares is an
+** error naming both. */
+TILEOPT_API tileopt_status tileopt_model_infer_shapes(tileopt_ctx *ctx, tileopt_model *model);
 
 /* A JSON summary (ir_version, opsets, counts, every Tile with its form, shapes
 ** and repeats where known), as a new string freed with tileopt_free(). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "passes/ctx.h"
+#include "passes/infer.h"
 
 static const char *const status_text[] = {
     [TILEOPT_OK] = "ok",
@@ -72,7 +73,6 @@ static const opt_def options[] = {
     OPT("fold-max-growth", OPT_FACTOR, fold_max_growth),
     OPT("fold-scope", OPT_SCOPE, fold_scope_all),
     OPT("fuse-split", OPT_BOOL, fuse_split),
-    OPT("infer-shapes", OPT_BOOL, infer_shapes),
     OPT("max-tensor-bytes", OPT_U64, eval_lim.max_tensor_bytes),
     OPT("max-eval-bytes", OPT_U64, eval_lim.max_total_bytes),
     OPT("max-depth", OPT_U32, graph_lim.max_depth),
@@ -80,7 +80,7 @@ static const opt_def options[] = {
     OPT("seed", OPT_U64, seed),
 };
 #undef OPT
-_Static_assert(sizeof options / sizeof options[0] == 11, "option table and docs agree");
+_Static_assert(sizeof options / sizeof options[0] == 10, "option table and docs agree");
 
 static bool parse_u64(const char *s, uint64_t *out) {
     if (!s || !*s || *s == '-') return false;
@@ -186,6 +186,11 @@ tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const 
 tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx, tileopt_model *model, void **out,
                                          size_t *size) {
     if (graph_model_save_buffer(model->g, out, size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_model_infer_shapes(tileopt_ctx *ctx, tileopt_model *model) {
+    if (infer_write_value_info(model->g, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }
 

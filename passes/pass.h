@@ -19,7 +19,6 @@ typedef struct pass_options {
     double fold_max_growth;  /* fold: 0 = off */
     bool fold_scope_all;     /* fold: --fold-scope all */
     bool fuse_split;         /* fuse: rule 4 */
-    bool infer_shapes;       /* write inferred shapes to value_info */
     uint64_t seed;           /* verify inputs */
     graph_limits graph_lim;
     eval_limits eval_lim;

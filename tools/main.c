@@ -64,7 +64,6 @@ static const struct {
     {"--fold-max-growth", "fold-max-growth", true},
     {"--fold-scope", "fold-scope", true},
     {"--fuse-split", "fuse-split", false},
-    {"--infer-shapes", "infer-shapes", false},
     {"--max-tensor-bytes", "max-tensor-bytes", true},
     {"--max-eval-bytes", "max-eval-bytes", true},
     {"--max-depth", "max-depth", true},
@@ -74,7 +73,7 @@ static const struct {
 
 typedef struct opt_args {
     const char *in, *out, *passes, *report;
-    bool verify, quiet;
+    bool verify, quiet, infer_shapes;
 } opt_args;
 
 static void known_passes(char *buf, size_t cap) {
@@ -176,6 +175,10 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
             goto report;
         }
     }
+    if (a->infer_shapes && tileopt_model_infer_shapes(ctx, model) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "infer shapes: %s", tileopt_ctx_errmsg(ctx));
+        goto report;
+    }
     if (a->verify && tileopt_model_verify(ctx, before, model) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "verify: %s", tileopt_ctx_errmsg(ctx));
         goto report;
@@ -210,6 +213,8 @@ static int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
         } else if (strcmp(s, "--report") == 0) {
             if (!has_next) return tool_error(EXIT_USAGE, "--report needs a path or -");
             a.report = argv[++i];
+        } else if (strcmp(s, "--infer-shapes") == 0) {
+            a.infer_shapes = true;
         } else if (strcmp(s, "--verify") == 0) {
             a.verify = true;
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
