@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "passes/ctx.h"
+#include "passes/infer.h"
 
 typedef struct counts {
     uint64_t nodes, tiles, inits, init_bytes;
@@ -259,6 +260,10 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     graph_model *m = model->g;
     counts c = {0, 0, 0, 0};
     count_graph(m->pb->graph, &c);
+    /* Shapes the model does not declare come from inference; a model inference
+    ** cannot follow still gets inspected with what is declared. */
+    errbuf ignored;
+    infer_shapes(m, &ctx->opt, &ignored);
     cJSON *o = cJSON_CreateObject();
     if (!o) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     cJSON_AddStringToObject(o, "path", m->path ? m->path : "");
