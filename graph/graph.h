@@ -28,6 +28,9 @@ typedef struct graph_limits {
     uint32_t max_depth;      /* subgraph and protobuf message nesting */
     uint32_t max_rank;
     uint64_t max_tensor_bytes;
+    /* A model whose serialized size passes this is saved with its big
+    ** initializers as external data (protobuf's own limit is 2 GB). */
+    uint64_t max_inline_bytes;
 } graph_limits;
 void graph_limits_default(graph_limits *lim);
 

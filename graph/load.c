@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,6 +19,7 @@ void graph_limits_default(graph_limits *lim) {
     lim->max_depth = 64;
     lim->max_rank = 64;
     lim->max_tensor_bytes = (uint64_t)4 << 30;
+    lim->max_inline_bytes = INT32_MAX;
 }
 
 /* ------------------------------------------------------------ wire checks */

@@ -17,8 +17,6 @@
 
 #include "graph/graph.h"
 
-/* Protobuf's own 2 GB message limit: past it, big tensors go to external data. */
-#define EXTERNAL_OVER ((size_t)INT32_MAX)
 /* Tensors smaller than this stay inline even when a model goes external. */
 #define EXTERNAL_MIN_BYTES 1024
 
@@ -380,11 +378,13 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     free(copy);
     if (rc) return rc;
     big_save b = {m, NULL, 0, NULL};
-    if (graph_model_packed_size(m) > EXTERNAL_OVER) {
+    uint64_t limit = m->limits.max_inline_bytes;
+    if (graph_model_packed_size(m) > limit) {
         rc = externalize(m, path, &b, err);
-        if (!rc && graph_model_packed_size(m) > EXTERNAL_OVER)
+        if (!rc && graph_model_packed_size(m) > limit)
             rc = err_set(err, TILEOPT_LIMIT,
-                         "the model stays over 2 GB with its initializers as external data");
+                         "the model stays over %" PRIu64 " bytes with its initializers as external data",
+                         limit);
     }
     uint64_t written = 0;
     pack_job job = {&m->pb->base, &written};
@@ -398,7 +398,7 @@ int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *er
     *out = NULL;
     *size = 0;
     size_t n = graph_model_packed_size(m);
-    if (n > EXTERNAL_OVER)
+    if (n > INT32_MAX)
         return err_set(err, TILEOPT_LIMIT,
                        "the model is over 2 GB and needs external data: save it to a path");
     uint8_t *buf = malloc(n ? n : 1);

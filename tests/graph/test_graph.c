@@ -207,6 +207,44 @@ static void save_path_should_fail_cleanly_in_a_missing_folder(void **state) {
     graph_model_free(m);
 }
 
+/* Past max_inline_bytes the big initializers move to "<output>.data"; the
+** model reloads with equal values and the in-memory model is left as it was. */
+static void save_should_externalize_a_model_over_the_inline_limit(void **state) {
+    (void)state;
+    graph_model *m = load_sample("tile_add.onnx");
+    graph *g = m->main;
+    errbuf err = {0};
+    static float w[4096];
+    for (size_t i = 0; i < 4096; i++) w[i] = (float)i;
+    const int64_t dims[] = {4096};
+    const char *name;
+    assert_int_equal(graph_add_initializer(g, "w", DT_FLOAT, dims, 1, w, sizeof w, &name, &err),
+                     TILEOPT_OK);
+    m->limits.max_inline_bytes = 4096;
+    char dir[] = "/tmp/tileopt_graph_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], data[256];
+    snprintf(path, sizeof path, "%s/out.onnx", dir);
+    snprintf(data, sizeof data, "%s/out.onnx.data", dir);
+    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+    assert_true(graph_initializer(g, name)->has_raw_data); /* restored in memory */
+    assert_int_equal(access(data, R_OK), 0);
+    graph_model *back = NULL;
+    assert_int_equal(graph_model_load_path(path, NULL, &back, &err), TILEOPT_OK);
+    const Onnx__TensorProto *t = graph_initializer(back->main, name);
+    assert_true(graph_tensor_is_external(t));
+    graph_tensor_data d;
+    assert_int_equal(graph_tensor_read(back, t, &d, &err), TILEOPT_OK);
+    assert_true(d.owned);
+    assert_memory_equal(d.data, w, sizeof w);
+    free(d.data);
+    graph_model_free(back);
+    graph_model_free(m);
+    unlink(path);
+    unlink(data);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -218,6 +256,7 @@ int main(void) {
         cmocka_unit_test(load_should_reject_garbage_with_a_message),
         cmocka_unit_test(load_should_refuse_deep_nesting),
         cmocka_unit_test(save_path_should_fail_cleanly_in_a_missing_folder),
+        cmocka_unit_test(save_should_externalize_a_model_over_the_inline_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
