@@ -7,7 +7,11 @@
  *   node ort_time.js SPEC.json
  *
  * SPEC: {"models": [{"label", "path"}...], "inputs": {"name": [dims]...},
- *        "threads": N (0 = ORT default), "warmup": K, "rounds": R}
+ *        "threads": N (0 = ORT default), "warmup": K, "rounds": R,
+ *        "prealloc": true|false}
+ * prealloc: outputs go into tensors allocated once (ORT's pre-allocated fetches),
+ * so the time is the graph's work, not node's copy of every output into a fresh
+ * JS buffer (a fixed cost that hides the difference between two graphs).
  * Every model must take the same inputs (by name). stdout: one JSON object
  * {"label": {"median_ms", "min_ms"}...}.
  */
@@ -70,15 +74,27 @@ async function main() {
         const s = await ort.InferenceSession.create(m.path, opts);
         const f = {};
         for (const n of s.inputNames) f[n] = feeds[n];
-        sessions.push({ label: m.label, s, f, times: [] });
+        sessions.push({ label: m.label, s, f, times: [], fetches: undefined });
     }
+    if (spec.prealloc) {
+        for (const x of sessions) {
+            const r = await x.s.run(x.f);
+            x.fetches = {};
+            for (const n of x.s.outputNames) {
+                const t = r[n];
+                x.fetches[n] = new ort.Tensor(t.type, new t.data.constructor(t.data.length),
+                                              t.dims);
+            }
+        }
+    }
+    const run = (x) => (x.fetches ? x.s.run(x.f, x.fetches) : x.s.run(x.f));
     for (let k = 0; k < (spec.warmup || 3); k++) {
-        for (const x of sessions) await x.s.run(x.f);
+        for (const x of sessions) await run(x);
     }
     for (let k = 0; k < (spec.rounds || 20); k++) {
         for (const x of sessions) {
             const t0 = process.hrtime.bigint();
-            await x.s.run(x.f);
+            await run(x);
             x.times.push(Number(process.hrtime.bigint() - t0) / 1e6);
         }
     }

@@ -132,7 +132,7 @@ static bool fz_shape_of(graph *g, const char *name, fz_shape *s) {
     if (!graph_type_numel(&v->type, &n)) return false;
     s->rank = v->type.rank;
     s->elem = v->type.elem;
-    memcpy(s->d, v->type.dims, (size_t)s->rank * sizeof *s->d);
+    if (s->rank) memcpy(s->d, v->type.dims, (size_t)s->rank * sizeof *s->d);
     return true;
 }
 
@@ -179,7 +179,7 @@ static int fz_const_i64(pass_ctx *pc, graph *g, const char *name, int64_t *out,
         const Onnx__AttributeProto *a = graph_attr(c, "value_ints");
         if (a) {
             if (a->n_ints > cap) return TILEOPT_OK;
-            memcpy(out, a->ints, a->n_ints * sizeof *out);
+            if (a->n_ints) memcpy(out, a->ints, a->n_ints * sizeof *out);
             *n = a->n_ints;
             *found = true;
             return TILEOPT_OK;
@@ -192,7 +192,7 @@ static int fz_const_i64(pass_ctx *pc, graph *g, const char *name, int64_t *out,
     int rc = graph_tensor_read(g->model, tp, &td, pc->err);
     if (rc) return err_prefix(pc->err, "fuse: constant '%s': ", name);
     if (td.elem == DT_INT64 && td.rank <= 1 && td.numel <= cap) {
-        memcpy(out, td.data, (size_t)td.numel * sizeof *out);
+        if (td.numel) memcpy(out, td.data, (size_t)td.numel * sizeof *out);
         *n = (size_t)td.numel;
         *found = true;
     }
