@@ -528,6 +528,9 @@ static int run_frame(eval_scope *f, tensor *const *inputs, size_t n_inputs, tens
         size_t idx = (size_t)(v - g->values);
         release(f, &f->vals[idx]);
         f->vals[idx] = tensor_ref(inputs[k]);
+        if (!f->vals[idx]) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        rc = account(f, f->vals[idx], v->name, err);
+        if (rc) return rc;
         k++;
     }
     if (k != n_inputs)

@@ -277,6 +277,7 @@ KERNEL(k_constant) {
     const char *an = found->name;
     Onnx__TensorProto tp;
     onnx__tensor_proto__init(&tp);
+    tp.has_data_type = 1;
     int64_t dim;
     ProtobufCBinaryData one;
     if (!strcmp(an, "value")) {

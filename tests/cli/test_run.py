@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""`tileopt run`: positional inputs, -o, --test-dir (match and mismatch), bad
+files and bad arguments; and `optimize --verify` recording its verdict."""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+import harness as h  # noqa: E402
+
+
+def tile_model(path, opset=13):
+    g = helper.make_graph(
+        [helper.make_node("Tile", ["x", "r"], ["y"], name="tile")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 9])],
+        [numpy_helper.from_array(np.array([2, 3], np.int64), "r")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(m, path)
+
+
+def save_pb(arr, path, name=""):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(arr, name).SerializeToString())
+
+
+def load_pb(path):
+    t = TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+Y = np.tile(X, (2, 3))
+
+
+def run_should_take_positional_inputs_and_print_outputs():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        save_pb(X, f"{d}/x.pb", "x")
+        cp = h.expect_ok(h.tileopt("run", f"{d}/m.onnx", f"{d}/x.pb"))
+        assert "y: FLOAT [4,9]" in cp.stdout, cp.stdout
+
+
+def run_should_write_outputs_with_o():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        save_pb(X, f"{d}/x.pb", "x")
+        h.expect_ok(h.tileopt("run", f"{d}/m.onnx", f"{d}/x.pb", "-o", f"{d}/out"))
+        got = load_pb(f"{d}/out/output_0.pb")
+        assert got.dtype == np.float32 and np.array_equal(got, Y), got
+        assert sorted(os.listdir(f"{d}/out")) == ["output_0.pb"], os.listdir(f"{d}/out")
+
+
+def run_should_pass_a_matching_test_dir():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        os.mkdir(f"{d}/t")
+        save_pb(X, f"{d}/t/input_0.pb", "x")
+        save_pb(Y * (1 + 1e-5), f"{d}/t/output_0.pb", "y")  # within rtol 1e-3
+        cp = h.expect_ok(h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t"))
+        assert "match" in cp.stdout, cp.stdout
+
+
+def run_should_exit_1_on_mismatch_naming_output_and_index():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        os.mkdir(f"{d}/t")
+        save_pb(X, f"{d}/t/input_0.pb", "x")
+        bad = Y.copy()
+        bad[1, 4] += 0.5
+        save_pb(bad, f"{d}/t/output_0.pb", "y")
+        cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t", "-o", f"{d}/out")
+        assert cp.returncode == 1, (cp.returncode, cp.stderr)
+        assert cp.stderr.startswith("tileopt: error: "), cp.stderr
+        assert "output 0 'y'" in cp.stderr and "index 13" in cp.stderr, cp.stderr
+        assert "expected 4.5, got 4" in cp.stderr, cp.stderr
+        assert not os.path.exists(f"{d}/out/output_0.pb"), "a failed run wrote outputs"
+
+
+def run_should_exit_1_on_shape_or_type_mismatch():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        os.mkdir(f"{d}/t")
+        save_pb(X, f"{d}/t/input_0.pb", "x")
+        save_pb(Y.astype(np.float64), f"{d}/t/output_0.pb", "y")
+        cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t")
+        assert cp.returncode == 1 and "expected DOUBLE [4,9], got FLOAT [4,9]" in cp.stderr, \
+            cp.stderr
+
+
+def run_should_order_test_dir_inputs_numerically():
+    # 11 inputs concatenated: input_10.pb must bind last, not third.
+    n = 11
+    with h.tempdir() as d:
+        names = [f"x{i}" for i in range(n)]
+        g = helper.make_graph(
+            [helper.make_node("Concat", names, ["y"], axis=0)], "g",
+            [helper.make_tensor_value_info(s, TensorProto.INT64, [1]) for s in names],
+            [helper.make_tensor_value_info("y", TensorProto.INT64, [n])])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                  f"{d}/m.onnx")
+        os.mkdir(f"{d}/t")
+        for i in range(n):
+            save_pb(np.array([i], np.int64), f"{d}/t/input_{i}.pb", names[i])
+        save_pb(np.arange(n, dtype=np.int64), f"{d}/t/output_0.pb", "y")
+        h.expect_ok(h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t"))
+
+
+def run_should_exit_1_on_missing_or_bad_files():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        save_pb(X, f"{d}/x.pb", "x")
+        with open(f"{d}/junk.pb", "wb") as f:
+            f.write(b"\xff\xff\xff\xff not a tensor")
+        cases = [
+            ("run", f"{d}/missing.onnx", f"{d}/x.pb"),
+            ("run", f"{d}/m.onnx", f"{d}/missing.pb"),
+            ("run", f"{d}/m.onnx", f"{d}/junk.pb"),
+            ("run", f"{d}/m.onnx", "--test-dir", f"{d}/nope"),
+            ("run", f"{d}/m.onnx"),                       # too few inputs
+            ("run", f"{d}/m.onnx", f"{d}/x.pb", f"{d}/x.pb"),  # too many
+        ]
+        for args in cases:
+            cp = h.tileopt(*args)
+            assert cp.returncode == 1, (args, cp.returncode, cp.stderr)
+            assert cp.stderr.startswith("tileopt: error: "), (args, cp.stderr)
+        os.mkdir(f"{d}/empty")
+        cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/empty")
+        assert cp.returncode == 1 and "output_" in cp.stderr, cp.stderr
+
+
+def run_should_name_an_unsupported_op():
+    with h.tempdir() as d:
+        g = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3]),
+             helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 1, 1, 1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                  f"{d}/m.onnx")
+        save_pb(np.zeros((1, 1, 3, 3), np.float32), f"{d}/x.pb", "x")
+        save_pb(np.zeros((1, 1, 1, 1), np.float32), f"{d}/w.pb", "w")
+        cp = h.tileopt("run", f"{d}/m.onnx", f"{d}/x.pb", f"{d}/w.pb")
+        assert cp.returncode == 1 and "Conv" in cp.stderr and "conv1" in cp.stderr, cp.stderr
+
+
+def run_should_exit_2_on_bad_arguments():
+    with h.tempdir() as d:
+        tile_model(f"{d}/m.onnx")
+        save_pb(X, f"{d}/x.pb", "x")
+        cases = [
+            ("run",),
+            ("run", f"{d}/m.onnx", "--bogus"),
+            ("run", f"{d}/m.onnx", "--test-dir"),
+            ("run", f"{d}/m.onnx", f"{d}/x.pb", "-o"),
+            ("run", f"{d}/m.onnx", f"{d}/x.pb", "--test-dir", d),
+        ]
+        for args in cases:
+            cp = h.tileopt(*args)
+            assert cp.returncode == 2, (args, cp.returncode, cp.stderr)
+            assert "tileopt: error: " in cp.stderr, (args, cp.stderr)
+
+
+def _verify(model_path, d):
+    cp = h.tileopt("optimize", model_path, "-o", f"{d}/out.onnx", "--verify", "--report",
+                   f"{d}/r.json", "--quiet")
+    with open(f"{d}/r.json") as f:
+        return cp, json.load(f)["verify"]
+
+
+def verify_should_record_a_match_with_inputs_and_diffs():
+    with h.tempdir() as d:
+        g = helper.make_graph(
+            [helper.make_node("Tile", ["x", "r"], ["y"], name="tile")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([2, 3], np.int64), "r")])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                  f"{d}/m.onnx")
+        cp, v = _verify(f"{d}/m.onnx", d)
+        assert cp.returncode == 0, cp.stderr
+        assert v["verdict"] == "match", v
+        assert v["inputs"][0]["shape"] == [2, 3] and v["inputs"][0]["symbolic"] == {"N": 2}, v
+        assert v["outputs"][0]["name"] == "y" and v["outputs"][0]["match"] is True, v
+        assert v["outputs"][0]["max_abs_diff"] == 0, v
+
+
+def verify_should_skip_models_with_ops_the_evaluator_lacks():
+    with h.tempdir() as d:
+        g = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                  f"{d}/m.onnx")
+        cp, v = _verify(f"{d}/m.onnx", d)
+        assert cp.returncode == 0, cp.stderr
+        assert v["verdict"] == "skipped" and v["ops"] == ["Conv"], v
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
