@@ -219,6 +219,35 @@ def fuse_should_rewrite_each_consumer_and_then_drop_the_tile():
     assert len(fused(actions, 3)) == 1
 
 
+def fuse_should_rewrite_allowed_consumers_while_another_keeps_the_tile():
+    # Add reads the bias directly (rule 1) although Transpose still needs the Tile;
+    # the Sigmoid is not sunk, since that would materialize the Tile twice.
+    nodes = [helper.make_node("Tile", ["b", "reps"], ["t"], name="tile"),
+             helper.make_node("Add", ["x", "t"], ["y"], name="add"),
+             helper.make_node("Sigmoid", ["t"], ["s"], name="sig"),
+             helper.make_node("Transpose", ["t"], ["z"], name="tr", perm=[1, 0])]
+    m = make(nodes, [vi("b", F, [1, 4]), vi("x", F, [3, 4])],
+             [vi("y", F, [3, 4]), vi("s", F, [3, 4]), vi("z", F, [4, 3])],
+             [i64("reps", [3, 1])])
+    out, actions = optimize(m)
+    assert list(producer(out, "y").input) == ["x", "b"]
+    assert producer(out, "s").op_type == "Sigmoid"
+    assert list(producer(out, "s").input) == ["t"]
+    assert producer(out, "t").op_type == "Tile"
+    assert len(fused(actions, 1)) == 1 and not fused(actions, 2)
+    reasons = " ".join(s["reason"] for s in skipped(actions))
+    assert "tr" in reasons, reasons
+
+
+def fuse_should_skip_legacy_tile1_and_ask_for_upgrade():
+    src = os.path.join(h.MODELS, "legacy_tile1.onnx")
+    # ONNX Runtime has no Tile-1 kernel: the evaluator is the reference here.
+    out, actions = optimize(onnx.load(src), ort=False)
+    assert ops(out) == ops(onnx.load(src))
+    (s,) = skipped(actions)
+    assert "upgrade" in s["reason"], s
+
+
 def fuse_should_skip_when_the_input_shape_is_unknown():
     nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
              helper.make_node("Relu", ["t"], ["y"], name="relu")]
