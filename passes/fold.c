@@ -1,0 +1,717 @@
+/*
+** fold: constant-fold Tile and the small shape subgraphs that feed it.
+**
+** Per graph, in four linear sweeps over one topological order (the order is the
+** worklist: a node is looked at once, after everything it reads):
+**   A. which values may become constant (initializers, Constant outputs, what
+**      constant inputs produce, Shape/Size of known shapes; a Shape with some
+**      unknown dims is "partial": Gather/Slice may still pick static dims of it);
+**   B. the scope: every candidate node, or (--fold-scope tile) the Tile nodes and
+**      the candidates that reach a Tile's inputs through candidate chains;
+**   C. evaluate the scope with the evaluator, under the size policy, and apply
+**      the Tile rewrites that need no values (repeats all 1, Tile of Tile,
+**      repeats made an initializer);
+**   D. materialize the folded values that something still reads as initializers
+**      and remove the folded nodes.
+** Subgraphs go next (they see the outer scope's new initializers), and one
+** graph_commit at the end sweeps dead nodes, unused initializers and stale
+** value_info everywhere.
+*/
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/infer.h"
+#include "passes/passes.h"
+
+/* Outputs up to this size never count as growth (--fold-max-growth): a Shape
+** replaces no constant bytes at all, yet folding it is what makes graphs static. */
+#define FOLD_GROWTH_FLOOR 4096
+
+enum { VS_NONE = 0, VS_CONST = 1, VS_PARTIAL = 2 };
+
+/* Ops whose value differs from run to run: never folded. */
+static const char *const never_fold[] = {
+    "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+    "Multinomial", "Bernoulli",
+};
+#define NEVER_FOLD_COUNT 6
+_Static_assert(sizeof never_fold / sizeof never_fold[0] == NEVER_FOLD_COUNT,
+               "never_fold count");
+
+typedef struct fold_graph {
+    pass_ctx *pc;
+    graph *g;
+    int64_t opset;
+    uint32_t nv, nn;         /* values and nodes when the sweep started */
+    tensor **val;            /* per value: its constant (or partial shape) */
+    uint8_t *partial;        /* per value: val holds a shape with -1 for unknown dims */
+    uint8_t *vstate;         /* per value: phase A's verdict */
+    uint8_t *maybe;          /* per node: may fold */
+    uint8_t *scope;          /* per node: in the fold scope */
+    uint8_t *folded;         /* per node */
+    int32_t *order;
+    uint32_t count;
+} fold_graph;
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Index of a value; the per-value tables grow with the graph's values (the
+** rewrites add initializers that later nodes read). -1: none, or out of memory. */
+static int32_t vindex(fold_graph *f, const char *name) {
+    graph_value *v = graph_find(f->g, name);
+    if (!v) return -1;
+    uint32_t i = (uint32_t)(v - f->g->values);
+    if (i >= f->nv) {
+        uint32_t nv = f->g->n_values;
+        tensor **val = realloc(f->val, nv * sizeof *val);
+        if (val) f->val = val;
+        uint8_t *partial = val ? realloc(f->partial, nv) : NULL;
+        if (partial) f->partial = partial;
+        uint8_t *vstate = partial ? realloc(f->vstate, nv) : NULL;
+        if (!vstate) return -1;
+        f->vstate = vstate;
+        memset(f->val + f->nv, 0, (nv - f->nv) * sizeof *val);
+        memset(f->partial + f->nv, 0, nv - f->nv);
+        memset(f->vstate + f->nv, 0, nv - f->nv);
+        f->nv = nv;
+    }
+    return (int32_t)i;
+}
+
+/* The entry defining v (outer references followed), and its graph. */
+static graph_value *home(graph *g, graph_value *v, graph **hg) {
+    *hg = g;
+    while (v->outer >= 0 && v->outer_graph && (uint32_t)v->outer < v->outer_graph->n_values) {
+        *hg = v->outer_graph;
+        v = &v->outer_graph->values[v->outer];
+    }
+    return v;
+}
+
+static bool is_default_domain(const Onnx__NodeProto *n) {
+    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+static bool never_folds(const char *op) {
+    for (size_t i = 0; i < NEVER_FOLD_COUNT; i++)
+        if (strcmp(op, never_fold[i]) == 0) return true;
+    return false;
+}
+
+/* A constant value defined outside this node list: an initializer that is not
+** also a graph input (those can be overridden at run time), or the output of a
+** Constant node in an enclosing scope. */
+static bool const_source(graph *hg, const graph_value *hv) {
+    if (hv->initializer >= 0) return hv->input < 0 || hg->parent != NULL;
+    if (hv->producer >= 0 && !graph_node_removed(hg, hv->producer))
+        return graph_node_is(graph_node(hg, hv->producer), "Constant");
+    return false;
+}
+
+/* The constant behind name, or NULL. *partial tells a partial shape. */
+static int get_const(fold_graph *f, const char *name, tensor **out, bool *partial) {
+    *out = NULL;
+    *partial = false;
+    int32_t i = vindex(f, name);
+    if (i < 0) return TILEOPT_OK;
+    if (f->val[i]) {
+        *out = f->val[i];
+        *partial = f->partial[i];
+        return TILEOPT_OK;
+    }
+    graph *hg;
+    graph_value *hv = home(f->g, &f->g->values[i], &hg);
+    if (!const_source(hg, hv)) return TILEOPT_OK;
+    /* Constant nodes of this graph fold as nodes (so the scope decides). */
+    if (hg == f->g && hv->initializer < 0) return TILEOPT_OK;
+    tensor *t = NULL;
+    errbuf e = {0};
+    int rc;
+    if (hv->initializer >= 0) {
+        rc = tensor_from_proto(hg->model, hg->pb->initializer[hv->initializer],
+                               &f->pc->opt->eval_lim, &t, &e);
+    } else {
+        tensor *outs[1] = {NULL};
+        const Onnx__NodeProto *cn = graph_node(hg, hv->producer);
+        if (cn->n_output != 1) return TILEOPT_OK;
+        rc = eval_node(hg, hv->producer, NULL, 0, outs, 1, &f->pc->opt->eval_lim, NULL, &e);
+        t = outs[0];
+    }
+    if (rc) {
+        /* an unreadable constant is the loader's or evaluator's business: not folded */
+        tensor_free(t);
+        return TILEOPT_OK;
+    }
+    f->val[i] = t;
+    *out = t;
+    return TILEOPT_OK;
+}
+
+static uint8_t input_state(fold_graph *f, const char *name) {
+    if (!name) return VS_CONST; /* absent optional input */
+    int32_t i = vindex(f, name);
+    if (i < 0) return VS_NONE;
+    if (f->vstate[i]) return f->vstate[i];
+    graph *hg;
+    graph_value *hv = home(f->g, &f->g->values[i], &hg);
+    if (hg != f->g && const_source(hg, hv)) return VS_CONST;
+    return VS_NONE;
+}
+
+static const graph_type *type_of(fold_graph *f, const char *name) {
+    graph_value *v = name ? graph_find(f->g, name) : NULL;
+    if (!v) return NULL;
+    graph *hg;
+    return &home(f->g, v, &hg)->type;
+}
+
+/* Shape's [start, end) window (opset 15 attributes), clamped. */
+static void shape_window(const Onnx__NodeProto *n, int32_t rank, int64_t *s, int64_t *e) {
+    int64_t r = rank;
+    int64_t start = graph_attr_int(n, "start", 0), end = graph_attr_int(n, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : (start > r ? r : start);
+    end = end < 0 ? 0 : (end > r ? r : end);
+    *s = start;
+    *e = end > start ? end : start;
+}
+
+/* ---------------------------------------------------------------- phase A */
+
+/* May input i of n be a partial shape (entries -1 where a dim is unknown)? Only
+** where the op moves entries without computing with them. */
+static bool partial_ok(const Onnx__NodeProto *n, size_t i) {
+    if (graph_node_is(n, "Concat")) return true;
+    if (i != 0) return false;
+    return graph_node_is(n, "Gather") || graph_node_is(n, "Slice") ||
+           graph_node_is(n, "Unsqueeze") || graph_node_is(n, "Squeeze") ||
+           graph_node_is(n, "Identity");
+}
+
+static void phase_candidates(fold_graph *f) {
+    graph *g = f->g;
+    for (uint32_t i = 0; i < f->nv; i++) {
+        graph_value *v = &g->values[i];
+        if (v->outer < 0 && v->initializer >= 0 && const_source(g, v)) f->vstate[i] = VS_CONST;
+    }
+    for (uint32_t k = 0; k < f->count; k++) {
+        int32_t idx = f->order[k];
+        const Onnx__NodeProto *n = graph_node(g, idx);
+        if (!n->op_type || !is_default_domain(n) || n->n_output == 0) continue;
+        if (graph_node_subgraphs(g, idx) || never_folds(n->op_type)) continue;
+        uint8_t out = VS_NONE;
+        if (graph_node_is(n, "Constant")) {
+            out = VS_CONST;
+        } else if (graph_node_is(n, "Shape") || graph_node_is(n, "Size")) {
+            const graph_type *t = type_of(f, graph_node_input(n, 0));
+            if (t && t->rank >= 0) {
+                bool shape = graph_node_is(n, "Shape");
+                bool all = true;
+                int64_t s = 0, e = t->rank;
+                if (shape) shape_window(n, t->rank, &s, &e);
+                for (int64_t d = s; d < e; d++)
+                    if (!t->dims || t->dims[d] < 0) all = false;
+                if (all) out = VS_CONST;
+                else if (shape) out = VS_PARTIAL;
+            }
+        } else if (n->n_input > 0 && eval_supports(n->op_type, f->opset)) {
+            /* A partial shape passes through ops that only move entries; Gather
+            ** and Slice may pick static entries only (optimistic: phase C knows). */
+            bool pick = graph_node_is(n, "Gather") || graph_node_is(n, "Slice");
+            bool any_partial = false;
+            out = VS_CONST;
+            for (size_t i = 0; i < n->n_input && out; i++) {
+                uint8_t s = input_state(f, graph_node_input(n, i));
+                if (s == VS_PARTIAL && partial_ok(n, i)) any_partial = true;
+                else if (s != VS_CONST) out = VS_NONE;
+            }
+            if (out && any_partial && !pick) out = VS_PARTIAL;
+        }
+        if (out == VS_NONE) continue;
+        f->maybe[idx] = 1;
+        for (size_t o = 0; o < n->n_output; o++) {
+            int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+            if (vi >= 0) f->vstate[vi] = out;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- phase B */
+
+static int phase_scope(fold_graph *f) {
+    graph *g = f->g;
+    if (f->pc->opt->fold_scope_all) {
+        memcpy(f->scope, f->maybe, f->nn);
+        return TILEOPT_OK;
+    }
+    int32_t *stack = malloc((f->nn ? f->nn : 1) * sizeof *stack);
+    if (!stack) return err_set(f->pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    uint32_t top = 0;
+    for (uint32_t k = 0; k < f->count; k++) {
+        int32_t idx = f->order[k];
+        if (graph_node_is(graph_node(g, idx), "Tile")) {
+            f->scope[idx] = 1;
+            stack[top++] = idx;
+        }
+    }
+    /* Each node is pushed once (when its scope flag is set): linear. */
+    while (top) {
+        const Onnx__NodeProto *n = graph_node(g, stack[--top]);
+        for (size_t i = 0; i < n->n_input; i++) {
+            const char *name = graph_node_input(n, i);
+            graph_value *v = name ? graph_find(g, name) : NULL;
+            if (!v || v->outer >= 0 || v->producer < 0) continue;
+            int32_t p = v->producer;
+            if ((uint32_t)p >= f->nn || !f->maybe[p] || f->scope[p]) continue;
+            f->scope[p] = 1;
+            stack[top++] = p;
+        }
+    }
+    free(stack);
+    return TILEOPT_OK;
+}
+
+/* ---------------------------------------------------------------- phase C */
+
+static void add_shape(cJSON *a, const char *key, const tensor *t) {
+    cJSON_AddItemToObject(a, key, pass_json_ints(t->dims, (size_t)t->rank));
+}
+
+/* Shape from the inferred type: unknown dims come out as -1 (partial). */
+static int shape_value(fold_graph *f, const Onnx__NodeProto *n, tensor **out, bool *partial) {
+    const graph_type *t = type_of(f, graph_node_input(n, 0));
+    *out = NULL;
+    if (!t || t->rank < 0) return TILEOPT_OK;
+    int64_t s, e;
+    shape_window(n, t->rank, &s, &e);
+    int64_t len = e - s;
+    int rc = tensor_new(DT_INT64, &len, 1, &f->pc->opt->eval_lim, out, f->pc->err);
+    if (rc) return rc;
+    *partial = false;
+    int64_t *d = (int64_t *)(void *)(*out)->data;
+    for (int64_t i = 0; i < len; i++) {
+        d[i] = t->dims ? t->dims[s + i] : -1;
+        if (d[i] < 0) {
+            d[i] = -1;
+            *partial = true;
+        }
+    }
+    return TILEOPT_OK;
+}
+
+static int size_value(fold_graph *f, const Onnx__NodeProto *n, tensor **out) {
+    const graph_type *t = type_of(f, graph_node_input(n, 0));
+    uint64_t numel;
+    *out = NULL;
+    if (!t || !graph_type_numel(t, &numel) || numel > INT64_MAX) return TILEOPT_OK;
+    int rc = tensor_new(DT_INT64, NULL, 0, &f->pc->opt->eval_lim, out, f->pc->err);
+    if (rc) return rc;
+    int64_t v = (int64_t)numel;
+    memcpy((*out)->data, &v, sizeof v);
+    return TILEOPT_OK;
+}
+
+/* Does a partial shape value still hold unknown (-1) entries? */
+static bool still_partial(const tensor *t) {
+    int64_t v[TENSOR_MAX_RANK];
+    size_t cnt;
+    if (!tensor_to_i64(t, v, TENSOR_MAX_RANK, &cnt)) return true;
+    for (size_t i = 0; i < cnt; i++)
+        if (v[i] < 0) return true;
+    return false;
+}
+
+/* Bytes of a value's inferred type, or 0 when not static. */
+static uint64_t predicted_bytes(fold_graph *f, const char *name) {
+    const graph_type *t = type_of(f, name);
+    uint64_t numel;
+    const dtype_info *di = t ? dtype_get(t->elem) : NULL;
+    if (!di || !graph_type_numel(t, &numel)) return 0;
+    if (numel > UINT64_MAX / di->size) return UINT64_MAX;
+    return numel * di->size;
+}
+
+static void free_outs(tensor **outs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        tensor_free(outs[i]);
+        outs[i] = NULL;
+    }
+}
+
+/* Fold node idx if it can be; 1 when folded, 0 when not, <0... never: errors
+** that are not the node's fault (out of memory) come back as a status. */
+static int try_fold(fold_graph *f, int32_t idx, bool *done) {
+    pass_ctx *pc = f->pc;
+    graph *g = f->g;
+    const Onnx__NodeProto *n = graph_node(g, idx);
+    const pass_options *opt = pc->opt;
+    *done = false;
+    size_t n_in = n->n_input, n_out = n->n_output;
+    tensor **in = calloc(n_in + n_out + 1, sizeof *in);
+    if (!in) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    tensor **outs = in + n_in;
+    uint64_t in_bytes = 0;
+    bool in_partial = false;
+    int rc = TILEOPT_OK;
+    const char *rule = graph_node_is(n, "Constant") ? "Constant node -> initializer"
+                                                    : "constant inputs";
+    for (size_t i = 0; i < n_in; i++) {
+        const char *name = graph_node_input(n, i);
+        if (!name) continue;
+        bool part;
+        rc = get_const(f, name, &in[i], &part);
+        if (rc) goto out;
+        if (!in[i]) {
+            /* Shape and Size read only the inferred type of their input */
+            if (graph_node_is(n, "Shape") || graph_node_is(n, "Size")) continue;
+            goto out; /* not constant (a failed upstream fold said why) */
+        }
+        if (part) {
+            if (!partial_ok(n, i)) goto out; /* arithmetic on unknown dims */
+            in_partial = true;
+        }
+        in_bytes += tensor_nbytes(in[i]);
+    }
+    bool out_partial = false;
+    if (graph_node_is(n, "Shape")) {
+        rc = shape_value(f, n, &outs[0], &out_partial);
+        rule = "static shape";
+    } else if (graph_node_is(n, "Size")) {
+        rc = size_value(f, n, &outs[0]);
+        rule = "static shape";
+    } else {
+        if (in_partial) rule = "static dims of a shape";
+        /* refuse before evaluating when the inferred output size says so */
+        for (size_t o = 0; o < n_out; o++) {
+            uint64_t b = n->output[o][0] ? predicted_bytes(f, n->output[o]) : 0;
+            if (b > opt->fold_limit) {
+                cJSON *a = pass_skip(pc, g, idx,
+                                     "output '%s' would take %" PRIu64
+                                     " bytes, over --fold-limit %" PRIu64,
+                                     n->output[o], b, opt->fold_limit);
+                if (a) {
+                    cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+                    cJSON_AddNumberToObject(a, "bytes_after", (double)b);
+                    cJSON_AddStringToObject(a, "rule", "fold-limit");
+                }
+                goto out;
+            }
+        }
+        errbuf e = {0};
+        if (eval_node(g, idx, in, n_in, outs, n_out, &opt->eval_lim, NULL, &e) != TILEOPT_OK) {
+            if (e.code == TILEOPT_NOMEM) {
+                rc = err_set(pc->err, TILEOPT_NOMEM, "%s", e.msg);
+                goto out;
+            }
+            pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
+            goto out;
+        }
+    }
+    if (rc) goto out;
+    uint64_t out_bytes = 0;
+    for (size_t o = 0; o < n_out; o++) {
+        if (!outs[o]) goto out; /* Shape/Size of an unknown type */
+        uint64_t b = tensor_nbytes(outs[o]);
+        if (b > opt->fold_limit) {
+            cJSON *a = pass_skip(pc, g, idx,
+                                 "output '%s' takes %" PRIu64 " bytes, over --fold-limit %" PRIu64,
+                                 n->output[o], b, opt->fold_limit);
+            if (a) {
+                cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+                cJSON_AddNumberToObject(a, "bytes_after", (double)b);
+                cJSON_AddStringToObject(a, "rule", "fold-limit");
+            }
+            goto out;
+        }
+        out_bytes += b;
+    }
+    if (opt->fold_max_growth > 0 && out_bytes > FOLD_GROWTH_FLOOR &&
+        (double)out_bytes > opt->fold_max_growth * (double)in_bytes) {
+        cJSON *a = pass_skip(pc, g, idx,
+                             "output takes %" PRIu64 " bytes, more than %g times the %" PRIu64
+                             " bytes of constant inputs (--fold-max-growth)",
+                             out_bytes, opt->fold_max_growth, in_bytes);
+        if (a) {
+            cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+            cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
+            cJSON_AddStringToObject(a, "rule", "fold-max-growth");
+        }
+        goto out;
+    }
+    if (in_partial && !out_partial)
+        for (size_t o = 0; o < n_out; o++)
+            if (still_partial(outs[o])) out_partial = true;
+    for (size_t o = 0; o < n_out; o++) {
+        int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+        if (vi < 0) continue;
+        f->val[vi] = outs[o];
+        f->partial[vi] = out_partial;
+        outs[o] = NULL;
+    }
+    if (out_partial) goto out; /* kept for Gather/Slice consumers; the node stays */
+    f->folded[idx] = 1;
+    *done = true;
+    cJSON *a = pass_action(pc, g, idx, "folded");
+    if (a) {
+        cJSON_AddStringToObject(a, "rule", rule);
+        cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+        cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
+        int32_t v0 = n->output[0][0] ? vindex(f, n->output[0]) : -1;
+        if (v0 >= 0 && f->val[v0]) add_shape(a, "output_shape", f->val[v0]);
+    }
+out:
+    free_outs(outs, n_out);
+    free(in);
+    return rc;
+}
+
+/* Repeats of a Tile-6/13 node as int64, when constant. */
+static bool tile_repeats(fold_graph *f, const Onnx__NodeProto *n, int64_t *rep, size_t *cnt) {
+    const char *name = graph_node_input(n, 1);
+    tensor *t;
+    bool part;
+    if (!name || get_const(f, name, &t, &part) || !t || part) return false;
+    return t->elem == DT_INT64 && tensor_to_i64(t, rep, TENSOR_MAX_RANK, cnt);
+}
+
+static int add_int64_initializer(fold_graph *f, const char *hint, const int64_t *v, size_t n,
+                                 const char **name) {
+    int64_t dims[1] = {(int64_t)n};
+    return graph_add_initializer(f->g, hint, DT_INT64, dims, 1, v, n * sizeof *v, name,
+                                 f->pc->err);
+}
+
+/* Rewrites of a Tile that need no values but its repeats. */
+static int tile_rewrite(fold_graph *f, int32_t idx) {
+    graph *g = f->g;
+    pass_ctx *pc = f->pc;
+    Onnx__NodeProto *n = graph_node(g, idx);
+    if (n->n_input != 2 || n->n_output != 1 || !graph_node_input(n, 0)) return TILEOPT_OK;
+    int64_t rep[TENSOR_MAX_RANK];
+    size_t nr;
+    if (!tile_repeats(f, n, rep, &nr)) {
+        pass_skip(pc, g, idx, "repeats are not constant");
+        return TILEOPT_OK;
+    }
+    const char *x = graph_node_input(n, 0);
+    const char *y = n->output[0];
+    bool ones = true;
+    for (size_t i = 0; i < nr; i++)
+        if (rep[i] != 1) ones = false;
+    const graph_type *xt = type_of(f, x);
+    if (ones && (!xt || xt->rank < 0 || (size_t)xt->rank == nr)) {
+        /* Tile with all repeats 1 is the identity (a wrong repeats length would
+        ** be an error at run time: keep those). */
+        cJSON *a = pass_action(pc, g, idx, "eliminated");
+        if (a) {
+            cJSON_AddStringToObject(a, "rule", "repeats all 1");
+            cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
+        }
+        const char *xs = graph_strdup(g, x), *ys = graph_strdup(g, y);
+        if (!xs || !ys) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+        int rc = graph_replace_uses(g, ys, xs);
+        if (rc) return err_set(pc->err, rc, "fold: rewiring the uses of '%s'", ys);
+        graph_remove_node(g, idx);
+        if (graph_value_is_output(g, ys)) {
+            /* graph outputs keep their names */
+            if (!graph_add_node(g, "Identity", NULL, &xs, 1, &ys, 1, NULL))
+                return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+        }
+        return TILEOPT_OK;
+    }
+    /* Tile(Tile(x, a), b) -> Tile(x, a*b) when nobody else reads the inner Tile. */
+    graph_value *xv = graph_find(g, x);
+    int32_t p = xv && xv->outer < 0 ? xv->producer : -1;
+    if (p >= 0 && (uint32_t)p < f->nn && !f->folded[p] && !graph_node_removed(g, p) &&
+        xv->n_uses == 1 && xv->output < 0) {
+        Onnx__NodeProto *inner = graph_node(g, p);
+        int64_t ra[TENSOR_MAX_RANK];
+        size_t na;
+        if (graph_node_is(inner, "Tile") && inner->n_input == 2 && graph_node_input(inner, 0) &&
+            tile_repeats(f, inner, ra, &na) && na == nr) {
+            int64_t prod[TENSOR_MAX_RANK];
+            bool ok = true;
+            for (size_t i = 0; i < nr; i++)
+                if (ra[i] < 0 || rep[i] < 0 || __builtin_mul_overflow(ra[i], rep[i], &prod[i]))
+                    ok = false;
+            if (!ok) {
+                pass_skip(pc, g, idx, "Tile of Tile: repeats are negative or overflow");
+                return TILEOPT_OK;
+            }
+            const char *rname;
+            int rc = add_int64_initializer(f, "repeats", prod, nr, &rname);
+            if (rc) return rc;
+            const char *inner_x = graph_strdup(g, graph_node_input(inner, 0));
+            if (!inner_x) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+            cJSON *a = pass_action(pc, g, idx, "rewritten");
+            if (a) {
+                cJSON_AddStringToObject(a, "rule", "Tile(Tile(x,a),b) -> Tile(x,a*b)");
+                cJSON_AddStringToObject(a, "inner", graph_node_id(g, p));
+                cJSON_AddItemToObject(a, "repeats", pass_json_ints(prod, nr));
+            }
+            graph_remove_node(g, p);
+            if (graph_node_set_input(g, idx, 0, inner_x) || graph_node_set_input(g, idx, 1, rname))
+                return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+            return TILEOPT_OK;
+        }
+    }
+    /* Constant repeats that are not an initializer become one. Repeats computed
+    ** by nodes folded here are materialized by phase D already. */
+    const char *rn = graph_node_input(n, 1);
+    if (graph_initializer(g, rn)) return TILEOPT_OK;
+    graph_value *rv = graph_find(g, rn);
+    if (rv && rv->outer < 0 && rv->producer >= 0 && (uint32_t)rv->producer < f->nn &&
+        f->folded[rv->producer])
+        return TILEOPT_OK;
+    const char *rname;
+    int rc = add_int64_initializer(f, "repeats", rep, nr, &rname);
+    if (rc) return rc;
+    cJSON *a = pass_action(pc, g, idx, "rewritten");
+    if (a) {
+        cJSON_AddStringToObject(a, "rule", "constant repeats -> initializer");
+        cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
+    }
+    if (graph_node_set_input(g, idx, 1, rname))
+        return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    return TILEOPT_OK;
+}
+
+static int phase_fold(fold_graph *f) {
+    graph *g = f->g;
+    for (uint32_t k = 0; k < f->count; k++) {
+        int32_t idx = f->order[k];
+        if (graph_node_removed(g, idx)) continue;
+        bool done = false;
+        if (f->scope[idx] && f->maybe[idx]) {
+            int rc = try_fold(f, idx, &done);
+            if (rc) return rc;
+        }
+        const Onnx__NodeProto *n = graph_node(g, idx);
+        if (!done && f->scope[idx] && graph_node_is(n, "Tile") && f->opset >= 6) {
+            int rc = tile_rewrite(f, idx);
+            if (rc) return rc;
+        }
+        if ((k & 4095) == 0) pass_progress(f->pc, "fold", k, f->count);
+    }
+    return TILEOPT_OK;
+}
+
+/* ---------------------------------------------------------------- phase D */
+
+static bool value_needed(fold_graph *f, const graph_value *v) {
+    if (v->output >= 0) return true;
+    for (uint32_t u = 0; u < v->n_uses; u++) {
+        int32_t c = v->uses[u].node;
+        if (c < 0) continue;
+        if ((uint32_t)c >= f->nn || !f->folded[c]) return true;
+    }
+    return false;
+}
+
+static int materialize(fold_graph *f, int32_t idx) {
+    graph *g = f->g;
+    errbuf *err = f->pc->err;
+    Onnx__NodeProto *n = graph_node(g, idx);
+    const char *outputs_kept[TENSOR_MAX_RANK];
+    const char *inits_kept[TENSOR_MAX_RANK];
+    size_t kept = 0;
+    for (size_t o = 0; o < n->n_output; o++) {
+        if (!n->output[o][0]) continue;
+        int32_t vi = vindex(f, n->output[o]);
+        if (vi < 0 || !f->val[vi]) continue;
+        if (!value_needed(f, &g->values[vi])) continue;
+        tensor *c;
+        int rc = tensor_contiguous(f->val[vi], &f->pc->opt->eval_lim, &c, err);
+        if (rc) return rc;
+        const char *name;
+        rc = graph_add_initializer(g, n->output[o], c->elem, c->dims, (size_t)c->rank, c->data,
+                                   (size_t)tensor_nbytes(c), &name, err);
+        tensor_free(c);
+        if (rc) return rc;
+        const char *old = graph_strdup(g, n->output[o]);
+        if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
+        rc = graph_replace_uses(g, old, name);
+        if (rc) return err_set(err, rc, "fold: rewiring the uses of '%s'", old);
+        if (graph_value_is_output(g, old)) {
+            if (kept == TENSOR_MAX_RANK)
+                return err_set(err, TILEOPT_UNSUPPORTED, "node %s: too many outputs",
+                               graph_node_id(g, idx));
+            outputs_kept[kept] = old;
+            inits_kept[kept++] = name;
+        }
+    }
+    graph_remove_node(g, idx);
+    /* graph outputs keep their names: Identity from the new initializer */
+    for (size_t k = 0; k < kept; k++)
+        if (!graph_add_node(g, "Identity", NULL, &inits_kept[k], 1, &outputs_kept[k], 1, NULL))
+            return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
+    return TILEOPT_OK;
+}
+
+static int phase_materialize(fold_graph *f) {
+    for (uint32_t k = 0; k < f->count; k++) {
+        int32_t idx = f->order[k];
+        if (!f->folded[idx] || graph_node_removed(f->g, idx)) continue;
+        int rc = materialize(f, idx);
+        if (rc) return rc;
+    }
+    return TILEOPT_OK;
+}
+
+/* ----------------------------------------------------------------- driver */
+
+static int fold_one(pass_ctx *pc, graph *g) {
+    fold_graph f = {.pc = pc, .g = g, .opset = graph_opset(pc->model, "")};
+    f.nv = g->n_values;
+    f.nn = graph_n_nodes(g);
+    size_t nv = f.nv ? f.nv : 1, nn = f.nn ? f.nn : 1;
+    f.val = calloc(nv, sizeof *f.val);
+    f.partial = calloc(nv, 1);
+    f.vstate = calloc(nv, 1);
+    f.maybe = calloc(nn, 1);
+    f.scope = calloc(nn, 1);
+    f.folded = calloc(nn, 1);
+    f.order = malloc(nn * sizeof *f.order);
+    int rc = TILEOPT_OK;
+    if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded || !f.order)
+        rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    if (!rc) rc = graph_toposort(g, f.order, &f.count, pc->err);
+    if (!rc) {
+        phase_candidates(&f);
+        rc = phase_scope(&f);
+    }
+    if (!rc) rc = phase_fold(&f);
+    if (!rc) rc = phase_materialize(&f);
+    for (uint32_t i = 0; f.val && i < f.nv; i++) tensor_free(f.val[i]);
+    free(f.val);
+    free(f.partial);
+    free(f.vstate);
+    free(f.maybe);
+    free(f.scope);
+    free(f.folded);
+    free(f.order);
+    return rc;
+}
+
+/* This graph first, so its subgraphs see the initializers it made. */
+static int fold_tree(pass_ctx *pc, graph *g) {
+    int rc = fold_one(pc, g);
+    for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
+        if (graph_node_removed(g, (int32_t)i)) continue;
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); !rc && s; s = s->next_sibling)
+            rc = fold_tree(pc, s);
+    }
+    return rc;
+}
+
+int pass_fold(pass_ctx *pc) {
+    graph_model *m = pc->model;
+    int rc = infer_shapes(m, pc->opt, pc->err);
+    if (rc) return rc;
+    rc = fold_tree(pc, m->main);
+    if (rc) return rc;
+    return graph_commit(m->main, pc->err);
+}

@@ -1,0 +1,313 @@
+#!/usr/bin/python3
+"""Model-level tests of the fold pass (issue 5), one or more per rule.
+
+Each case builds a small model, runs `tileopt optimize --passes fold`, checks the
+output with onnx.checker (full check), validates the report against the schema,
+and evaluates the original and the folded model on the same seeded inputs in
+ONNX Runtime and in tileopt's evaluator: all four must agree.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
+import harness as h  # noqa: E402
+from validate_report import report_errors  # noqa: E402
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def i64(name, v):
+    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+
+
+def f32(name, v):
+    return numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+
+
+def const_node(out, arr, name=None):
+    return helper.make_node("Constant", [], [out], name=name or out,
+                            value=numpy_helper.from_array(np.asarray(arr), out))
+
+
+def make(nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "fold_test", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def fold(m, *extra, evaluate=True, feeds=None):
+    """Fold m; check, validate, compare. Returns (folded model, actions)."""
+    with h.tempdir() as d:
+        src, dst, rep = (os.path.join(d, n) for n in ("src.onnx", "dst.onnx", "r.json"))
+        if isinstance(m, str):
+            src = m
+        else:
+            onnx.save(m, src)
+        h.check(src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "fold",
+                              "--report", rep, *extra))
+        h.check(dst)
+        with open(rep) as f:
+            report = json.load(f)
+        errs = report_errors(report)
+        assert not errs, f"report invalid: {errs}"
+        if evaluate:
+            feeds = feeds or h.random_feeds(src, seed=5)
+            want = h.run_ort(src, feeds)
+            h.assert_close(h.run_ort(dst, feeds), want, what="ORT, folded vs original")
+            h.assert_close(h.run_tileopt(src, feeds), want, what="evaluator, original")
+            h.assert_close(h.run_tileopt(dst, feeds), want, what="evaluator, folded")
+        out = onnx.load(dst)
+        actions = [a for p in report["passes"] for a in p["actions"]]
+        return out, actions
+
+
+def ops(m):
+    return [n.op_type for n in m.graph.node]
+
+
+def of(actions, action, op=None):
+    return [a for a in actions if a["action"] == action and (op is None or a["op"] == op)]
+
+
+SHAPE_CHAIN = {"Shape", "Gather", "Unsqueeze", "Concat", "Cast", "Slice", "Squeeze"}
+
+
+# ------------------------------------------------------------ sample models
+
+def fold_should_fold_the_shape_chain_of_shape_repeats_model():
+    m, acts = fold(os.path.join(h.MODELS, "shape_repeats.onnx"))
+    assert not SHAPE_CHAIN & set(ops(m)), ops(m)
+    # Tile of the run-time input x stays, its repeats now an initializer
+    assert ops(m) == ["Tile"], ops(m)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    assert list(inits[m.graph.node[0].input[1]]) == [2, 1, 1]
+    folded = of(acts, "folded")
+    assert {a["op"] for a in folded} == {"Shape", "Gather", "Unsqueeze", "Concat"}, folded
+    assert all("bytes_after" in a and "bytes_before" in a for a in folded)
+
+
+def fold_should_fold_away_the_tile_of_const_tile_model():
+    m, acts = fold(os.path.join(h.MODELS, "const_tile.onnx"))
+    assert "Tile" not in ops(m) and "Constant" not in ops(m), ops(m)
+    tile = of(acts, "folded", "Tile")
+    assert len(tile) == 1 and tile[0]["bytes_after"] > 0, acts
+
+
+# ------------------------------------------------------------ size policy
+
+def big_tile_model():
+    # 4x4 float tiled 1024x1024 times: a 64 MiB [4096, 4096] constant
+    nodes = [helper.make_node("Tile", ["c", "reps"], ["t"], name="big"),
+             helper.make_node("ReduceSum", ["t"], ["s"], keepdims=0),
+             helper.make_node("Add", ["x", "s"], ["y"])]
+    return make(nodes, [vi("x", F, [1])], [vi("y", F, [1])],
+                [f32("c", np.arange(16).reshape(4, 4) % 3), i64("reps", [1024, 1024])])
+
+
+def fold_should_leave_a_64mb_tile_unfolded_by_default():
+    m, acts = fold(big_tile_model())
+    assert "Tile" in ops(m)
+    skip = of(acts, "skipped", "Tile")
+    assert skip and skip[0]["rule"] == "fold-limit", acts
+    assert skip[0]["bytes_after"] == 4096 * 4096 * 4, skip
+    assert "--fold-limit" in skip[0]["reason"], skip
+
+
+def fold_should_fold_a_64mb_tile_with_a_higher_limit():
+    m, acts = fold(big_tile_model(), "--fold-limit", "100000000")
+    assert "Tile" not in ops(m), ops(m)
+    folded = of(acts, "folded", "Tile")
+    assert folded and folded[0]["bytes_after"] == 4096 * 4096 * 4, acts
+
+
+def growth_model():
+    nodes = [helper.make_node("Tile", ["c", "reps"], ["t"], name="grow"),
+             helper.make_node("Add", ["x", "t"], ["y"])]
+    return make(nodes, [vi("x", F, [64, 64])], [vi("y", F, [64, 64])],
+                [f32("c", np.ones((4, 4))), i64("reps", [16, 16])])
+
+
+def fold_should_refuse_growth_over_fold_max_growth():
+    m, acts = fold(growth_model(), "--fold-max-growth", "10")
+    assert "Tile" in ops(m)
+    skip = of(acts, "skipped", "Tile")
+    assert skip and skip[0]["rule"] == "fold-max-growth", acts
+    assert skip[0]["bytes_after"] == 64 * 64 * 4, skip
+
+
+def fold_should_fold_growth_within_fold_max_growth():
+    m, _ = fold(growth_model(), "--fold-max-growth", "1000")
+    assert "Tile" not in ops(m)
+
+
+# ------------------------------------------------------------ rewrites without values
+
+def fold_should_remove_a_tile_with_all_repeats_one():
+    nodes = [helper.make_node("Tile", ["x", "ones"], ["t"], name="noop"),
+             helper.make_node("Relu", ["t"], ["y"])]
+    m, acts = fold(make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                        [i64("ones", [1, 1])]))
+    assert ops(m) == ["Relu"] and m.graph.node[0].input[0] == "x", ops(m)
+    assert of(acts, "eliminated", "Tile"), acts
+
+
+def fold_should_keep_the_output_name_when_removing_a_tile_graph_output():
+    nodes = [helper.make_node("Tile", ["x", "ones"], ["y"], name="noop")]
+    m, acts = fold(make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3])],
+                        [i64("ones", [1, 1])]))
+    assert ops(m) == ["Identity"] and m.graph.output[0].name == "y", ops(m)
+
+
+def fold_should_merge_a_tile_of_a_tile():
+    nodes = [helper.make_node("Tile", ["x", "a"], ["t1"], name="inner"),
+             helper.make_node("Tile", ["t1", "b"], ["y"], name="outer")]
+    m, acts = fold(make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [4, 9])],
+                        [i64("a", [2, 1]), i64("b", [1, 3])]))
+    assert ops(m) == ["Tile"], ops(m)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    assert m.graph.node[0].input[0] == "x"
+    assert list(inits[m.graph.node[0].input[1]]) == [2, 3]
+    rw = of(acts, "rewritten", "Tile")
+    assert rw and rw[0]["repeats"] == [2, 3], acts
+
+
+def fold_should_not_merge_when_the_inner_tile_has_another_consumer():
+    nodes = [helper.make_node("Tile", ["x", "a"], ["t1"], name="inner"),
+             helper.make_node("Tile", ["t1", "b"], ["y"], name="outer"),
+             helper.make_node("Relu", ["t1"], ["z"])]
+    m, _ = fold(make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [4, 9]), vi("z", F, [4, 3])],
+                     [i64("a", [2, 1]), i64("b", [1, 3])]))
+    assert ops(m).count("Tile") == 2, ops(m)
+
+
+def fold_should_make_constant_node_repeats_an_initializer():
+    nodes = [const_node("reps", np.array([3, 1], dtype=np.int64)),
+             helper.make_node("Tile", ["x", "reps"], ["y"], name="tile")]
+    m, acts = fold(make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [6, 3])]))
+    assert ops(m) == ["Tile"], ops(m)
+    inits = {t.name for t in m.graph.initializer}
+    assert m.graph.node[0].input[1] in inits
+
+
+def fold_should_report_tiles_with_run_time_repeats():
+    nodes = [helper.make_node("Tile", ["x", "r"], ["y"], name="dyn")]
+    m, acts = fold(make(nodes, [vi("x", F, [2, 3]), vi("r", I64, [2])], [vi("y", F, ["a", "b"])]),
+                   evaluate=False)
+    skip = of(acts, "skipped", "Tile")
+    assert skip and "not constant" in skip[0]["reason"], acts
+
+
+# ------------------------------------------------------------ shapes
+
+def symbolic_model(index):
+    # x is [N, 3, 4]: dims 1 and 2 are static, dim 0 is not
+    nodes = [helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+             helper.make_node("Gather", ["shp", "idx"], ["d"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["d", "axes"], ["d1"], name="unsq"),
+             helper.make_node("Concat", ["ones", "d1", "one"], ["reps"], name="cat", axis=0),
+             helper.make_node("Tile", ["x", "reps"], ["y"], name="tile")]
+    return make(nodes, [vi("x", F, ["N", 3, 4])], [vi("y", F, ["N", "M", 4])],
+                [i64("idx", index), i64("axes", [0]), i64("ones", [1]), i64("one", [1])])
+
+
+def fold_should_fold_gather_of_static_dims_of_a_symbolic_shape():
+    m, acts = fold(symbolic_model(2))
+    assert ops(m) == ["Tile"], ops(m)
+    folded = of(acts, "folded", "Gather")
+    assert folded and folded[0]["rule"] == "static dims of a shape", acts
+
+
+def fold_should_not_fold_gather_of_a_symbolic_dim():
+    m, acts = fold(symbolic_model(0))
+    assert "Shape" in ops(m) and "Gather" in ops(m), ops(m)
+
+
+def fold_should_fold_slice_of_static_dims_of_a_symbolic_shape():
+    nodes = [helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+             helper.make_node("Slice", ["shp", "st", "en"], ["tail"], name="slice"),
+             helper.make_node("Concat", ["one", "tail"], ["reps"], name="cat", axis=0),
+             helper.make_node("Tile", ["x", "reps"], ["y"], name="tile")]
+    m, acts = fold(make(nodes, [vi("x", F, ["N", 2, 3])], [vi("y", F, ["N", 4, 9])],
+                        [i64("st", [1]), i64("en", [3]), i64("one", [1])]))
+    assert ops(m) == ["Tile"], ops(m)
+
+
+# ------------------------------------------------------------ scope
+
+def scope_model():
+    # a constant subexpression that does not feed a Tile, and one that does
+    nodes = [helper.make_node("Add", ["c1", "c2"], ["k"], name="unrelated"),
+             helper.make_node("Mul", ["x", "k"], ["y"]),
+             helper.make_node("Add", ["r1", "r2"], ["reps"], name="reps_add"),
+             helper.make_node("Tile", ["x", "reps"], ["z"], name="tile")]
+    return make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3]), vi("z", F, [4, 3])],
+                [f32("c1", [1.5]), f32("c2", [2.0]), i64("r1", [1, 0]), i64("r2", [1, 1])])
+
+
+def fold_scope_tile_should_fold_only_the_tile_subgraph():
+    m, _ = fold(scope_model())
+    assert ops(m) == ["Add", "Mul", "Tile"], ops(m)
+
+
+def fold_scope_all_should_fold_every_constant_node():
+    m, _ = fold(scope_model(), "--fold-scope", "all")
+    assert ops(m) == ["Mul", "Tile"], ops(m)
+
+
+def fold_should_keep_graph_output_names_of_folded_values():
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Relu", ["x"], ["y"])]
+    m, _ = fold(make(nodes, [vi("x", F, [2, 3])], [vi("s", I64, [2]), vi("y", F, [2, 3])]),
+                "--fold-scope", "all")
+    assert [o.name for o in m.graph.output] == ["s", "y"]
+    assert "Shape" not in ops(m), ops(m)
+
+
+def fold_should_not_fold_random_ops():
+    nodes = [helper.make_node("RandomUniform", [], ["r"], shape=[2, 3], seed=1.0),
+             helper.make_node("Add", ["x", "r"], ["y"])]
+    m, _ = fold(make(nodes, [vi("x", F, [2, 3])], [vi("y", F, [2, 3])]), "--fold-scope", "all",
+                evaluate=False)
+    assert "RandomUniform" in ops(m), ops(m)
+
+
+# ------------------------------------------------------------ subgraphs
+
+def fold_should_fold_inside_if_bodies_reading_outer_constants():
+    body_nodes = [helper.make_node("Shape", ["x"], ["bs"], name="b_shape"),
+                  helper.make_node("Gather", ["bs", "outer_idx"], ["bd"], name="b_gather"),
+                  helper.make_node("Unsqueeze", ["bd", "outer_axes"], ["bd1"], name="b_unsq"),
+                  helper.make_node("Concat", ["bd1", "outer_one"], ["breps"], name="b_cat",
+                                   axis=0),
+                  helper.make_node("Tile", ["x", "breps"], ["then_out"], name="b_tile")]
+    then_g = helper.make_graph(body_nodes, "then", [], [vi("then_out", F, None)])
+    else_g = helper.make_graph([helper.make_node("Tile", ["x", "outer_reps"], ["else_out"],
+                                                 name="e_tile")],
+                               "else", [], [vi("else_out", F, None)])
+    nodes = [const_node("outer_reps", np.array([2, 1], dtype=np.int64), name="k_reps"),
+             helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g,
+                              else_branch=else_g)]
+    m = make(nodes, [vi("cond", TensorProto.BOOL, []), vi("x", F, [2, 3])],
+             [vi("y", F, [4, 3])],
+             [i64("outer_idx", 0), i64("outer_axes", [0]), i64("outer_one", [1])])
+    for c in (True, False):
+        feeds = {"cond": np.array(c), "x": np.arange(6, dtype=np.float32).reshape(2, 3)}
+        out, acts = fold(m, feeds=feeds)
+    then_ops = [n.op_type for n in out.graph.node[-1].attribute[0].g.node]
+    else_ops = [n.op_type for n in out.graph.node[-1].attribute[1].g.node]
+    assert then_ops == ["Tile"] and else_ops == ["Tile"], (then_ops, else_ops)
+    assert any(a.get("graph") for a in of(acts, "folded")), acts
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
