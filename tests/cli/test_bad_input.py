@@ -183,6 +183,12 @@ def bad_input_should_reject_an_unknown_data_type():
     bad_model_case("unknown data type", m, r"w_bad|99")
 
 
+def bad_input_should_reject_an_unknown_element_type_of_a_graph_input():
+    m = model([helper.make_node("Relu", ["x_bad"], ["y"], name="relu")],
+              [vi("x_bad", elem=99)], [vi("y")])
+    bad_model_case("unknown input element type", m, r"x_bad|99")
+
+
 def _external_model(location):
     w = TensorProto(name="w_ext", data_type=F, dims=[2, 3])
     w.data_location = TensorProto.EXTERNAL

@@ -132,6 +132,50 @@ def external_should_give_the_same_outputs_after_the_default_passes():
         h.assert_close(h.run_ort(dst, feeds), h.run_ort(src, feeds))
 
 
+def _bad_extent_model(folder, offset, length):
+    """x + w with w's 24 bytes claimed at offset/length in a 12-byte short.bin."""
+    w = onnx.TensorProto(name="w_short", data_type=onnx.TensorProto.FLOAT, dims=[2, 3])
+    w.data_location = onnx.TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="short.bin")
+    if offset is not None:
+        w.external_data.add(key="offset", value=str(offset))
+    w.external_data.add(key="length", value=str(length))
+    vi = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2, 3])
+          for n in ("x", "y")]
+    g = helper.make_graph([helper.make_node("Add", ["x", "w_short"], ["y"], name="add")],
+                          "short", [vi[0]], [vi[1]], initializer=[w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with open(os.path.join(folder, "short.bin"), "wb") as f:
+        f.write(bytes(12))
+    path = os.path.join(folder, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+def external_should_refuse_to_copy_data_that_is_not_in_the_file():
+    # Copying external data beside the output needs its bytes: a length or offset
+    # past the end of the file is an error, not a silently broken output model.
+    for offset, length in ((None, 24), (1000, 8), (8, 8)):
+        with h.tempdir() as d:
+            src_dir = os.path.join(d, "src")
+            out_dir = os.path.join(d, "out")
+            os.makedirs(src_dir)
+            os.makedirs(out_dir)
+            src = _bad_extent_model(src_dir, offset, length)
+            cp = h.tileopt("optimize", src, "-o", os.path.join(out_dir, "o.onnx"),
+                           "--passes", "none")
+            lines = cp.stderr.splitlines()
+            if (cp.returncode != 1 or len(lines) != 1
+                    or not lines[0].startswith("tileopt: error: ")
+                    or "w_short" not in lines[0] and "short.bin" not in lines[0]
+                    or os.listdir(out_dir)):
+                raise AssertionError(
+                    f"offset {offset} length {length} in a 12-byte file: exit "
+                    f"{cp.returncode}, stderr {cp.stderr!r}, output folder "
+                    f"{os.listdir(out_dir)}")
+
+
 def external_should_keep_the_input_when_output_is_the_input_path():
     # Writing over the input itself: the data file the model points to must still
     # hold the right bytes afterwards (atomic rename, data read before replace).
