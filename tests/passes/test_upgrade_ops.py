@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""Upgrade pass adapters on small legacy models, one schema change each.
+
+Each model is migrated to opset 13 (unless a test says otherwise); the result must
+pass onnx.checker (full check) and ONNX Runtime must give numpy's answer for the
+legacy semantics. Also: subgraphs, the one-error-for-every-blocked-node rule, and
+a model already past the target.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
+import harness as h  # noqa: E402
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(7)
+
+
+def vi(name, shape, el=F):
+    return helper.make_tensor_value_info(name, el, shape)
+
+
+def model(nodes, inputs, outputs, opset, inits=(), ir=3):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    if ir < 4:  # initializers had to be graph inputs too
+        have = {i.name for i in m.graph.input}
+        for t in inits:
+            if t.name not in have:
+                m.graph.input.append(vi(t.name, list(t.dims), t.data_type))
+    return m
+
+
+def migrate(m, feeds, want, target=13, tag="", rtol=1e-3, atol=1e-6):
+    """Migrate m; checker; ORT outputs == want. Returns the report and the model."""
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade",
+                              "--target-opset", target, "--report", dst + ".json"))
+        h.check(dst)
+        out = onnx.load(dst)
+        assert [o.version for o in out.opset_import if o.domain in ("", "ai.onnx")] == \
+            [target], f"{tag}: opset {out.opset_import}"
+        h.assert_close(h.run_ort(dst, feeds), want, rtol=rtol, atol=atol,
+                       what=f"{tag} output")
+        with open(dst + ".json") as f:
+            rep = json.load(f)
+        return rep, out
+
+
+def actions(rep, kind="upgraded"):
+    return [a for p in rep["passes"] for a in p["actions"] if a["action"] == kind]
+
+
+def upgrade_should_turn_legacy_broadcast_at_axis_into_numpy_broadcast():
+    a = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    b = RNG.standard_normal((3, 4)).astype(np.float32)
+    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+                   ("Div", np.divide)):
+        for src in ("init", "input", "unknown"):
+            nodes, inits, inputs = [], [], [vi("a", [2, 3, 4, 5])]
+            bname = "b"
+            if src == "init":
+                inits.append(numpy_helper.from_array(b, "b"))
+            else:
+                inputs.append(vi("b", [3, 4]))
+            if src == "unknown":  # a value without a declared shape
+                nodes.append(helper.make_node("Identity", ["b"], ["b_any"]))
+                bname = "b_any"
+            nodes.append(helper.make_node(op, ["a", bname], ["y"], broadcast=1, axis=1,
+                                          name="bc"))
+            m = model(nodes, inputs, [vi("y", [2, 3, 4, 5])], 6, inits)
+            feeds = {"a": a} if src == "init" else {"a": a, "b": b}
+            migrate(m, feeds, [fn(a, b[None, :, :, None])], tag=f"{op}/{src}")
+
+
+def upgrade_should_migrate_legacy_broadcast_of_comparisons_and_logic():
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    b = RNG.standard_normal((3,)).astype(np.float32)
+    for op, fn in (("Greater", np.greater), ("Less", np.less)):
+        m = model([helper.make_node(op, ["a", "b"], ["y"], broadcast=1, axis=1)],
+                  [vi("a", [2, 3, 4]), vi("b", [3])], [vi("y", [2, 3, 4], TensorProto.BOOL)],
+                  6)
+        migrate(m, {"a": a, "b": b}, [fn(a, b[None, :, None])], tag=op)
+    p, q = RNG.integers(0, 2, (2, 3, 4)).astype(bool), RNG.integers(0, 2, (3,)).astype(bool)
+    for op, fn in (("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor)):
+        m = model([helper.make_node(op, ["a", "b"], ["y"], broadcast=1, axis=1)],
+                  [vi("a", [2, 3, 4], TensorProto.BOOL), vi("b", [3], TensorProto.BOOL)],
+                  [vi("y", [2, 3, 4], TensorProto.BOOL)], 6)
+        migrate(m, {"a": p, "b": q}, [fn(p, q[None, :, None])], tag=op)
+    i, j = RNG.integers(0, 3, (2, 3, 4)), RNG.integers(0, 3, (3,))
+    m = model([helper.make_node("Equal", ["a", "b"], ["y"], broadcast=1, axis=-2)],
+              [vi("a", [2, 3, 4], TensorProto.INT64), vi("b", [3], TensorProto.INT64)],
+              [vi("y", [2, 3, 4], TensorProto.BOOL)], 6)
+    migrate(m, {"a": i, "b": j}, [np.equal(i, j[None, :, None])], tag="Equal axis -2")
+    x = np.abs(RNG.standard_normal((2, 3))).astype(np.float32)
+    e = RNG.standard_normal((2,)).astype(np.float32)
+    m = model([helper.make_node("Pow", ["x", "e"], ["y"], broadcast=1, axis=0)],
+              [vi("x", [2, 3]), vi("e", [2])], [vi("y", [2, 3])], 6)
+    migrate(m, {"x": x, "e": e}, [np.power(x, e[:, None])], tag="Pow")
+
+
+def upgrade_should_drop_consumed_inputs_is_test_and_spatial():
+    x = RNG.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    s, b, mean = (RNG.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = np.abs(RNG.standard_normal(3)).astype(np.float32) + 0.5
+    inits = [numpy_helper.from_array(v, n) for v, n in
+             ((s, "s"), (b, "b"), (mean, "m"), (var, "v"))]
+    for opset, attrs in ((1, dict(consumed_inputs=[0, 0, 0, 1, 1], is_test=1, spatial=1)),
+                         (6, dict(is_test=1, spatial=1, epsilon=1e-3)),
+                         (8, dict(spatial=1))):
+        nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn"],
+                                  **attrs),
+                 helper.make_node("Relu", ["bn"], ["y"],
+                                  **({"consumed_inputs": [0]} if opset < 6 else {}))]
+        m = model(nodes, [vi("x", [2, 3, 4, 4])], [vi("y", [2, 3, 4, 4])], opset, inits)
+        eps = attrs.get("epsilon", 1e-5)
+        ref = (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + eps) * \
+            s[:, None, None] + b[:, None, None]
+        rep, out = migrate(m, {"x": x}, [np.maximum(ref, 0)], tag=f"bn opset {opset}")
+        for n in out.graph.node:
+            assert not {a.name for a in n.attribute} & {"consumed_inputs", "is_test",
+                                                        "spatial"}, n
+
+
+def upgrade_should_rewrite_softmax_family_on_a_middle_axis():
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+
+    def softmax2d(v, axis):
+        flat = v.reshape(int(np.prod(v.shape[:axis])), -1)
+        e = np.exp(flat - flat.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)).reshape(v.shape)
+
+    def hardmax2d(v, axis):
+        flat = v.reshape(int(np.prod(v.shape[:axis])), -1)
+        o = np.zeros_like(flat)
+        o[np.arange(flat.shape[0]), flat.argmax(axis=1)] = 1
+        return o.reshape(v.shape)
+
+    cases = (("Softmax", 1, softmax2d), ("LogSoftmax", 1,
+                                          lambda v, a: np.log(softmax2d(v, a))),
+             ("Hardmax", 1, hardmax2d), ("Softmax", 0, softmax2d),
+             ("Softmax", -1, softmax2d), ("LogSoftmax", 2,
+                                           lambda v, a: np.log(softmax2d(v, a))))
+    for op, axis, fn in cases:
+        for known in (True, False):
+            nodes = [helper.make_node(op, ["x" if known else "x_any"], ["y"], axis=axis,
+                                      name="sm")]
+            if not known:
+                nodes.insert(0, helper.make_node("Identity", ["x"], ["x_any"]))
+            m = model(nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], 11, ir=6)
+            rep, out = migrate(m, {"x": x}, [fn(x, axis % 3)], tag=f"{op} axis {axis}")
+            assert [o.name for o in out.graph.output] == ["y"]
+
+
+def upgrade_should_move_attributes_to_inputs():
+    x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    # Slice-1 -> Slice-10
+    m = model([helper.make_node("Slice", ["x"], ["y"], starts=[1, 0], ends=[3, -1],
+                                axes=[0, 2])], [vi("x", [3, 4, 5])], [vi("y", [2, 4, 4])], 1)
+    migrate(m, {"x": x}, [x[1:3, :, 0:-1]], tag="Slice-1")
+    # TopK-1 -> TopK-10
+    m = model([helper.make_node("TopK", ["x"], ["v", "i"], k=2)], [vi("x", [3, 4, 5])],
+              [vi("v", [3, 4, 2]), vi("i", [3, 4, 2], TensorProto.INT64)], 1)
+    idx = np.argsort(-x, axis=-1, kind="stable")[..., :2]
+    migrate(m, {"x": x}, [np.take_along_axis(x, idx, -1), idx], tag="TopK-1")
+    # Reshape-1 -> Reshape-5
+    m = model([helper.make_node("Reshape", ["x"], ["y"], shape=[5, -1])],
+              [vi("x", [3, 4, 5])], [vi("y", [5, 12])], 1)
+    migrate(m, {"x": x}, [x.reshape(5, -1)], tag="Reshape-1")
+    # Squeeze/Unsqueeze/ReduceSum-11 -> 13
+    m = model([helper.make_node("Unsqueeze", ["x"], ["u"], axes=[0, -1]),
+               helper.make_node("ReduceSum", ["u"], ["r"], axes=[2], keepdims=1),
+               helper.make_node("Squeeze", ["r"], ["y"], axes=[0, 2])],
+              [vi("x", [3, 4, 5])], [vi("y", [3, 5, 1])], 11, ir=6)
+    migrate(m, {"x": x}, [x.sum(axis=1)[:, :, None]], tag="axes")
+    # Split-1 with a split input, Split-11 with a split attribute
+    inits = [numpy_helper.from_array(np.array([1, 2], dtype=np.int64), "sp")]
+    m = model([helper.make_node("Split", ["x", "sp"], ["a", "b"], axis=0)],
+              [vi("x", [3, 4, 5])], [vi("a", [1, 4, 5]), vi("b", [2, 4, 5])], 1, inits)
+    migrate(m, {"x": x}, [x[:1], x[1:]], tag="Split-1")
+    m = model([helper.make_node("Split", ["x"], ["a", "b"], axis=2, split=[3, 2])],
+              [vi("x", [3, 4, 5])], [vi("a", [3, 4, 3]), vi("b", [3, 4, 2])], 11, ir=6)
+    migrate(m, {"x": x}, [x[:, :, :3], x[:, :, 3:]], tag="Split-11")
+    # Clip-6 (float and double), Pad-2 and Pad-1, Dropout-10, Concat-3, Cast-1
+    m = model([helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.25)],
+              [vi("x", [3, 4, 5])], [vi("y", [3, 4, 5])], 6)
+    migrate(m, {"x": x}, [np.clip(x, -0.5, 0.25)], tag="Clip-6")
+    xd = x.astype(np.float64)
+    m = model([helper.make_node("Clip", ["x"], ["y"], max=0.25)],
+              [vi("x", [3, 4, 5], TensorProto.DOUBLE)], [vi("y", [3, 4, 5], TensorProto.DOUBLE)],
+              6)
+    migrate(m, {"x": xd}, [np.minimum(xd, 0.25)], tag="Clip-6 double")
+    for opset, attr in ((2, "pads"), (1, "paddings")):
+        m = model([helper.make_node("Pad", ["x"], ["y"], value=1.5,
+                                    **{attr: [0, 1, 0, 0, 2, 1]})],
+                  [vi("x", [3, 4, 5])], [vi("y", [3, 7, 6])], opset)
+        migrate(m, {"x": x}, [np.pad(x, ((0, 0), (1, 2), (0, 1)), constant_values=1.5)],
+                tag=f"Pad-{opset}")
+    m = model([helper.make_node("Dropout", ["x"], ["y"], ratio=0.3)], [vi("x", [3, 4, 5])],
+              [vi("y", [3, 4, 5])], 10, ir=5)
+    migrate(m, {"x": x}, [x], tag="Dropout-10")
+    m = model([helper.make_node("Concat", ["x", "x"], ["y"])], [vi("x", [3, 4, 5])],
+              [vi("y", [3, 8, 5])], 3)
+    migrate(m, {"x": x}, [np.concatenate([x, x], axis=1)], tag="Concat-3")
+    m = model([helper.make_node("Cast", ["x"], ["y"], to="INT32")], [vi("x", [3, 4, 5])],
+              [vi("y", [3, 4, 5], TensorProto.INT32)], 1)
+    migrate(m, {"x": x * 10}, [(x * 10).astype(np.int32)], tag="Cast-1")
+
+
+def upgrade_should_turn_upsample_into_resize():
+    x = RNG.standard_normal((1, 2, 2, 3)).astype(np.float32)
+    near = x.repeat(2, axis=2).repeat(3, axis=3)
+
+    def linear(v, sh, sw):
+        n, c, hh, ww = v.shape
+        oh, ow = int(hh * sh), int(ww * sw)
+        out = np.zeros((n, c, oh, ow), np.float32)
+        for i in range(oh):
+            for j in range(ow):
+                y, xx = i / sh, j / sw
+                y0, x0 = int(np.floor(y)), int(np.floor(xx))
+                y1, x1 = min(y0 + 1, hh - 1), min(x0 + 1, ww - 1)
+                dy, dx = y - y0, xx - x0
+                out[:, :, i, j] = (v[:, :, y0, x0] * (1 - dy) * (1 - dx) +
+                                   v[:, :, y1, x0] * dy * (1 - dx) +
+                                   v[:, :, y0, x1] * (1 - dy) * dx +
+                                   v[:, :, y1, x1] * dy * dx)
+        return out
+
+    out_shape = [1, 2, 4, 9]
+    m = model([helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 1.0, 2.0, 3.0])],
+              [vi("x", [1, 2, 2, 3])], [vi("y", out_shape)], 7)
+    migrate(m, {"x": x}, [near], tag="Upsample-7 nearest")
+    m = model([helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 1.0, 2.0, 3.0],
+                                mode="linear")],
+              [vi("x", [1, 2, 2, 3])], [vi("y", out_shape)], 7)
+    migrate(m, {"x": x}, [linear(x, 2, 3)], tag="Upsample-7 linear")
+    m = model([helper.make_node("Upsample", ["x"], ["y"], height_scale=2.0, width_scale=3.0,
+                                mode="bilinear")],
+              [vi("x", [1, 2, 2, 3])], [vi("y", out_shape)], 1)
+    migrate(m, {"x": x}, [linear(x, 2, 3)], tag="Upsample-1 bilinear")
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "sc")]
+    m = model([helper.make_node("Upsample", ["x", "sc"], ["y"])],
+              [vi("x", [1, 2, 2, 3])], [vi("y", out_shape)], 9, inits, ir=4)
+    rep, out = migrate(m, {"x": x}, [near], tag="Upsample-9")
+    assert [n.op_type for n in out.graph.node] == ["Resize"], out.graph.node
+    for tgt in (10, 11):
+        migrate(m, {"x": x}, [near], target=tgt, tag=f"Upsample-9 to {tgt}")
+
+
+def upgrade_should_migrate_scatter_and_prelu():
+    data = np.zeros((3, 3), np.float32)
+    ind = np.array([[1, 0, 2], [0, 2, 1]], np.int64)
+    upd = np.array([[1, 1.1, 1.2], [2, 2.1, 2.2]], np.float32)
+    m = model([helper.make_node("Scatter", ["d", "i", "u"], ["y"], axis=0)],
+              [vi("d", [3, 3]), vi("i", [2, 3], TensorProto.INT64), vi("u", [2, 3])],
+              [vi("y", [3, 3])], 9, ir=4)
+    want = data.copy()
+    for r in range(2):
+        for c in range(3):
+            want[ind[r, c], c] = upd[r, c]
+    migrate(m, {"d": data, "i": ind, "u": upd}, [want], tag="Scatter-9")
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    slope = np.array([0.1, 0.2, 0.3], np.float32)
+    m = model([helper.make_node("PRelu", ["x", "s"], ["y"])], [vi("x", [2, 3, 4, 5])],
+              [vi("y", [2, 3, 4, 5])], 6, [numpy_helper.from_array(slope, "s")])
+    migrate(m, {"x": x}, [np.where(x > 0, x, x * slope[None, :, None, None])], tag="PRelu")
+
+
+def upgrade_should_migrate_subgraphs():
+    """Tile-1 inside both branches of an If reading the outer x."""
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+
+    def branch(name, tiles, axis):
+        t = numpy_helper.from_array(np.array([tiles], np.float32), "t")
+        a = numpy_helper.from_array(np.array([axis], np.float32), "a")
+        nodes = [helper.make_node("Constant", [], ["tc"], value=t),
+                 helper.make_node("Constant", [], ["ac"], value=a),
+                 helper.make_node("Tile", ["x", "tc", "ac"], [name + "_y"], name=name)]
+        return helper.make_graph(nodes, name, [], [vi(name + "_y", [None, None])])
+
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=branch("then", 2, 0),
+                              else_branch=branch("else", 3, -1), name="if")]
+    m = model(nodes, [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [None, None])],
+              5)
+    rep, _ = migrate(m, {"c": np.array(True), "x": x}, [np.tile(x, (2, 1))], tag="If then")
+    migrate(m, {"c": np.array(False), "x": x}, [np.tile(x, (1, 3))], tag="If else")
+    tiles = [a for a in actions(rep) if a["op"] == "Tile"]
+    assert sorted(a["node"] for a in tiles) == ["else", "then"], tiles
+    assert all(a.get("graph") == "if" for a in tiles), tiles
+
+
+def upgrade_should_fail_once_listing_every_blocked_node():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "i"], ["s2"]), helper.make_node("Identity", ["s2"], ["o"])],
+        "body", [vi("s", [2]), vi("i", [2])], [vi("s2", [2]), vi("o", [2])])
+    nodes = [helper.make_node("Scan", ["", "init", "xs"], ["fin", "ys"], body=body,
+                              num_scan_inputs=1, name=f"scan{k}") for k in (1,)]
+    nodes.append(helper.make_node("Scan", ["", "init", "xs"], ["fin2", "ys2"], body=body,
+                                  num_scan_inputs=1))
+    nodes.append(helper.make_node("Tile", ["init", "t", "a"], ["tt"], name="tile_ok"))
+    m = model(nodes, [vi("init", [1, 2]), vi("xs", [1, 3, 2]), vi("t", [1]), vi("a", [1])],
+              [vi("fin", [1, 2]), vi("ys", [1, 3, 2]), vi("fin2", [1, 2]), vi("ys2", [1, 3, 2]),
+               vi("tt", [None, None])], 8)
+    with h.tempdir() as d:
+        src, dst, rp = (os.path.join(d, n) for n in ("s.onnx", "d.onnx", "r.json"))
+        onnx.save(m, src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade", "--report", rp)
+        assert cp.returncode == 1, cp
+        assert not os.path.exists(dst), "output written"
+        err = [ln for ln in cp.stderr.splitlines() if "error" in ln]
+        assert len(err) == 1, cp.stderr
+        for needle in ("scan1", "#1", "Scan 8->9", "2 nodes"):
+            assert needle in err[0], f"{needle!r} not in {err[0]!r}"
+        assert "tile_ok" not in err[0], err[0]
+        with open(rp) as f:
+            rep = json.load(f)
+        skipped = actions(rep, "skipped")
+        assert sorted(a["node"] for a in skipped) == ["#1", "scan1"], skipped
+        assert all(a["from"] == 8 and a["to"] == 9 for a in skipped), skipped
+        assert not actions(rep), "upgraded actions despite the failure"
+
+
+def upgrade_should_leave_a_model_past_the_target_alone():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], 15,
+              ir=8)
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "s.onnx"), os.path.join(d, "d.onnx")
+        onnx.save(m, src)
+        cp = h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade",
+                                   "--report", dst + ".json"))
+        assert onnx.load(dst).opset_import[0].version == 15, cp
+        with open(dst + ".json") as f:
+            rep = json.load(f)
+        assert any("above the target" in w for w in rep["warnings"]), rep["warnings"]
+
+
+def upgrade_should_reject_a_target_outside_6_to_17():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], 5)
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "s.onnx"), os.path.join(d, "d.onnx")
+        onnx.save(m, src)
+        for bad in (5, 18):
+            cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade",
+                           "--target-opset", bad)
+            assert cp.returncode != 0 and "opset" in cp.stderr, cp.stderr
+            assert not os.path.exists(dst)
+
+
+if __name__ == "__main__":
+    ok, why = h.ort_available()
+    if not ok:
+        print(f"ONNX Runtime unavailable: {why}")
+        sys.exit(1)
+    sys.exit(h.run_tests(globals()))
