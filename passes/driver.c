@@ -9,6 +9,7 @@
 /* Default order: migrate first so later passes see current op semantics, fold
 ** before fuse so fuse sees constant repeats. */
 const pass_def pass_registry[] = {
+    {"upgrade", pass_upgrade, "migrate default-domain nodes to the target opset (Tile-1 included)"},
     {"fold", pass_fold, "constant-fold Tile and the shape subgraphs that feed it"},
     {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it"},
     {NULL, NULL, NULL},

@@ -7,6 +7,15 @@
 /* fuse: Tile into the elementwise ops that follow it (passes/fuse.c). */
 int pass_fuse(pass_ctx *pc);
 
+/* upgrade: migrate default-domain nodes to opt->target_opset (passes/upgrade.c). */
+int pass_upgrade(pass_ctx *pc);
+/* The IR version a model importing this ai.onnx opset needs at least. */
+int64_t upgrade_ir_for_opset(int64_t opset);
+/* The adapter table, for tests: row i's op, schema versions and whether it has
+** an adapter function (rows without one are known changes nobody migrates). */
+size_t upgrade_adapter_count(void);
+void upgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to, bool *has_fn);
+
 /* fold: constant-fold Tile and the shape subgraphs feeding it (passes/fold.c). */
 int pass_fold(pass_ctx *pc);
 
