@@ -214,7 +214,9 @@ def fuse_should_rewrite_each_consumer_and_then_drop_the_tile():
     out, actions = optimize(m)
     assert not any(n.op_type == "Tile" and "b" in n.input for n in out.graph.node)
     assert producer(out, "y").op_type == "Add"
-    assert producer(out, "z").op_type == "Tile" and producer(out, "w").op_type == "Tile"
+    # the sunk Tiles repeat size-1 axes only: rule 5 makes them Expand
+    assert producer(out, "z").op_type == "Expand"
+    assert producer(out, "w").op_type == "Expand"
     assert len(fused(actions, 1)) == 1 and len(fused(actions, 2)) == 1
     assert len(fused(actions, 3)) == 1
 
@@ -233,10 +235,11 @@ def fuse_should_rewrite_allowed_consumers_while_another_keeps_the_tile():
     assert list(producer(out, "y").input) == ["x", "b"]
     assert producer(out, "s").op_type == "Sigmoid"
     assert list(producer(out, "s").input) == ["t"]
-    assert producer(out, "t").op_type == "Tile"
+    # the Tile that stays is over size-1 axes only: rule 5 makes it an Expand
+    assert producer(out, "t").op_type == "Expand"
     assert len(fused(actions, 1)) == 1 and not fused(actions, 2)
-    reasons = " ".join(s["reason"] for s in skipped(actions))
-    assert "tr" in reasons, reasons
+    (a,) = [a for a in actions if a.get("rule") == 5]
+    assert "tr" in a["kept_because"], a
 
 
 def fuse_should_skip_legacy_tile1_and_ask_for_upgrade():
@@ -366,6 +369,31 @@ def fuse_should_split_when_the_tile_is_the_second_operand():
     assert "Tile" not in ops(out)
     div = [n for n in out.graph.node if n.op_type == "Div"][0]
     assert producer(out, div.input[1]).input[0] == "x", "x must stay the divisor"
+
+
+# ---------------------------------------------------------------- rule 5
+
+def _tile_feeding_transpose(opset):
+    nodes = [helper.make_node("Tile", ["b", "reps"], ["t"], name="tile"),
+             helper.make_node("Transpose", ["t"], ["z"], name="tr", perm=[2, 1, 0])]
+    return make(nodes, [vi("b", F, [1, 4, 1])], [vi("z", F, [3, 4, 2])],
+                [i64("reps", [2, 1, 3])], opset=opset)
+
+
+def fuse_should_turn_a_remaining_broadcast_tile_into_expand():
+    out, actions = optimize(_tile_feeding_transpose(13))
+    assert ops(out) == ["Expand", "Transpose"], ops(out)
+    (a,) = [a for a in actions if a.get("rule") == 5]
+    assert a["action"] == "rewritten" and a["node"] == "tile"
+    assert a["view"]["shape"] == [2, 1, 1, 4, 3, 1]
+    assert a["view"]["strides"] == [0, 16, 0, 4, 0, 4]
+    shape = [t for t in out.graph.initializer if t.name == out.graph.node[0].input[1]]
+    assert list(numpy_helper.to_array(shape[0])) == [2, 4, 3]
+
+
+def fuse_should_keep_tile_before_opset_8_where_expand_does_not_exist():
+    out, _ = optimize(_tile_feeding_transpose(7))
+    assert ops(out) == ["Tile", "Transpose"], ops(out)
 
 
 # ---------------------------------------------------------------- subgraphs
