@@ -8,8 +8,11 @@ tests/meson.build):
     import harness as h
 
     cp = h.tileopt("optimize", src, "-o", dst, "--passes", "fold")  # CompletedProcess
+                                           # (raises on a sanitizer report)
     h.expect_ok(cp)                        # raise with stderr unless exit 0
     h.check(dst)                           # onnx.checker full_check, raises on failure
+                                           # (never rewrites dst, unlike onnx 1.12's
+                                           # check_model(path, full_check=True))
     feeds = h.random_feeds(src, seed=1)    # {input name: np.ndarray}
     h.assert_close(h.run_ort(dst, feeds), h.run_ort(src, feeds))
     h.assert_close(h.run_tileopt(dst, feeds), h.run_ort(src, feeds))
@@ -29,6 +32,7 @@ process exit code.
 """
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,13 +68,24 @@ def tileopt_path():
     return p
 
 
+SANITIZER_REPORT = re.compile(
+    r"runtime error:|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|"
+    r"MemorySanitizer|ThreadSanitizer")
+
+
 def tileopt(*args, input=None, timeout=600):
     """Run `tileopt ARGS...`; returns the CompletedProcess (text stdout/stderr).
 
     Never raises on a non-zero exit: check cp.returncode yourself or use expect_ok.
+    Does raise AssertionError when the run printed a sanitizer report (a UBSan
+    `runtime error:` does not change the exit code, so it would pass unseen).
     """
-    return subprocess.run([tileopt_path(), *[str(a) for a in args]], input=input,
-                          capture_output=True, text=True, timeout=timeout)
+    cp = subprocess.run([tileopt_path(), *[str(a) for a in args]], input=input,
+                        capture_output=True, text=True, timeout=timeout)
+    if SANITIZER_REPORT.search(cp.stderr):
+        raise AssertionError(f"{' '.join(cp.args)}: sanitizer report (exit "
+                             f"{cp.returncode}):\n{cp.stderr[-4000:]}")
+    return cp
 
 
 def expect_ok(cp):

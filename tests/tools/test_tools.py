@@ -168,6 +168,30 @@ def tools_random_feeds_should_be_deterministic_and_typed():
             raise AssertionError(f"{k}: dtype {a[k].dtype}, expected {dt}")
 
 
+def tools_tileopt_should_raise_on_a_sanitizer_report():
+    # UBSan keeps the exit code at 0, so the wrapper must read stderr.
+    with h.tempdir() as d:
+        fake = os.path.join(d, "tileopt")
+        with open(fake, "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\necho 'graph/x.c:10:5: runtime error: signed integer "
+                    "overflow' >&2\nexit 0\n")
+        os.chmod(fake, 0o755)
+        saved = os.environ.get("TILEOPT")
+        os.environ["TILEOPT"] = fake
+        try:
+            h.tileopt("inspect", "m.onnx")
+        except AssertionError as e:
+            if "runtime error" not in str(e):
+                raise
+        else:
+            raise AssertionError("a UBSan report on stderr went unnoticed")
+        finally:
+            if saved is None:
+                del os.environ["TILEOPT"]
+            else:
+                os.environ["TILEOPT"] = saved
+
+
 def tools_make_models_should_be_deterministic():
     with h.tempdir() as d:
         for f in os.listdir(h.MODELS):
