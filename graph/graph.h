@@ -23,6 +23,10 @@
 typedef struct graph graph;
 typedef struct graph_model graph_model;
 
+/* Progress of a long save, in bytes (same shape as tileopt_progress_fn). */
+typedef void (*graph_progress_fn)(void *user, const char *what, uint64_t done,
+                                  uint64_t total);
+
 /* Limits the loader enforces (resource limits of the hardening issue). */
 typedef struct graph_limits {
     uint32_t max_depth;      /* subgraph and protobuf message nesting */
@@ -113,6 +117,8 @@ struct graph_model {
     graph_limits limits;
     uint64_t file_bytes;     /* size of the serialized input */
     uint64_t saved_bytes;    /* size the last graph_model_save_path wrote, 0 = none */
+    graph_progress_fn progress; /* NULL: none */
+    void *progress_user;
     /* the input file, mapped, when loaded from a path */
     void *map;
     size_t map_size;
@@ -123,6 +129,7 @@ struct graph_model {
 };
 
 /* --------------------------------------------------------- load and save */
+
 
 int graph_model_load_path(const char *path, const graph_limits *lim, graph_model **out,
                           errbuf *err);

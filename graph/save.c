@@ -17,6 +17,8 @@
 
 #include "graph/graph.h"
 
+/* Saves report progress about every this many bytes. */
+#define PROGRESS_STEP ((uint64_t)64 << 20)
 /* Tensors smaller than this stay inline even when a model goes external. */
 #define EXTERNAL_MIN_BYTES 1024
 
@@ -24,7 +26,8 @@ typedef struct file_sink {
     ProtobufCBuffer base;
     int fd;
     int error;               /* errno of the first failed write */
-    uint64_t written;
+    uint64_t written, total, next_report;
+    const graph_model *model;
     size_t used;
     uint8_t buf[1 << 20];
 } file_sink;
@@ -40,6 +43,10 @@ static void write_all(file_sink *s, const uint8_t *p, size_t n) {
         p += w;
         n -= (size_t)w;
         s->written += (uint64_t)w;
+    }
+    if (s->model->progress && s->written >= s->next_report) {
+        s->model->progress(s->model->progress_user, "saving", s->written, s->total);
+        s->next_report = s->written + PROGRESS_STEP;
     }
 }
 
@@ -117,7 +124,8 @@ static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) 
 }
 
 typedef struct pack_job {
-    const ProtobufCMessage *msg;
+    const graph_model *model;
+    uint64_t total;
     uint64_t *written;
 } pack_job;
 
@@ -130,8 +138,13 @@ static int pack_to_fd(int fd, void *user, errbuf *err) {
     s->error = 0;
     s->written = 0;
     s->used = 0;
-    protobuf_c_message_pack_to_buffer(pack->msg, &s->base);
+    s->model = pack->model;
+    s->total = pack->total;
+    s->next_report = PROGRESS_STEP;
+    protobuf_c_message_pack_to_buffer(&pack->model->pb->base, &s->base);
     sink_flush(s);
+    if (s->model->progress && s->written >= PROGRESS_STEP)
+        s->model->progress(s->model->progress_user, "saving", s->total, s->total);
     int rc = s->error ? err_set(err, TILEOPT_IO, "write failed: %s", strerror(s->error))
                       : TILEOPT_OK;
     *pack->written = s->written;
@@ -379,15 +392,17 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     if (rc) return rc;
     big_save b = {m, NULL, 0, NULL};
     uint64_t limit = m->limits.max_inline_bytes;
-    if (graph_model_packed_size(m) > limit) {
+    uint64_t total = graph_model_packed_size(m);
+    if (total > limit) {
         rc = externalize(m, path, &b, err);
-        if (!rc && graph_model_packed_size(m) > limit)
+        total = graph_model_packed_size(m);
+        if (!rc && total > limit)
             rc = err_set(err, TILEOPT_LIMIT,
                          "the model stays over %" PRIu64 " bytes with its initializers as external data",
                          limit);
     }
     uint64_t written = 0;
-    pack_job job = {&m->pb->base, &written};
+    pack_job job = {m, total, &written};
     if (!rc) rc = write_atomic(path, pack_to_fd, &job, err);
     if (!rc) m->saved_bytes = written;
     restore(&b);

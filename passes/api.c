@@ -179,7 +179,11 @@ void tileopt_model_free(tileopt_model *model) {
 }
 
 tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const char *path) {
-    if (graph_model_save_path(model->g, path, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    model->g->progress = ctx->progress;
+    model->g->progress_user = ctx->progress_user;
+    int rc = graph_model_save_path(model->g, path, &ctx->err);
+    model->g->progress = NULL;
+    if (rc) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }
 
