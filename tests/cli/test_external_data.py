@@ -176,6 +176,36 @@ def external_should_refuse_to_copy_data_that_is_not_in_the_file():
                     f"{os.listdir(out_dir)}")
 
 
+def external_should_not_clobber_another_models_data_in_the_output_folder():
+    # Batch jobs write many models into one folder. Two inputs whose data files
+    # share a name (w.bin) must not overwrite each other's data there: after both
+    # runs, each output still holds its own tensors.
+    with h.tempdir() as d:
+        srcs = []
+        for k, seed in (("a", 1), ("b", 2)):
+            folder = os.path.join(d, k)
+            os.makedirs(folder)
+            src = external_model(folder)
+            m = onnx.load(src)
+            for t in m.graph.initializer:
+                if t.name == "scale":
+                    w = np.random.default_rng(seed + 100).standard_normal(
+                        (2, 16, 8, 8)).astype(np.float32)
+                    t.CopyFrom(numpy_helper.from_array(w, "scale"))
+            onnx.save_model(m, src, save_as_external_data=True,
+                            all_tensors_to_one_file=True, location="w.bin",
+                            size_threshold=0)
+            srcs.append(src)
+        out_dir = os.path.join(d, "out")
+        os.makedirs(out_dir)
+        outs = [os.path.join(out_dir, f"{k}.onnx") for k in ("a", "b")]
+        for src, dst in zip(srcs, outs):
+            h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "none",
+                                  "--quiet"))
+        for src, dst in zip(srcs, outs):
+            assert_same_tensors(dst, src)
+
+
 def external_should_keep_the_input_when_output_is_the_input_path():
     # Writing over the input itself: the data file the model points to must still
     # hold the right bytes afterwards (atomic rename, data read before replace).
