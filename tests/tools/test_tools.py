@@ -206,6 +206,17 @@ def tools_make_models_should_be_deterministic():
             if f.endswith(".onnx") and open(os.path.join(d, f), "rb").read() != data:
                 raise AssertionError(f"{f}: regenerated model differs from the "
                                      "committed one (run models/make_models.py)")
+        names = sorted(f for f in before if f.endswith(".onnx"))
+        want = ["bias_tile.onnx", "const_tile.onnx", "legacy_tile1.onnx",
+                "shape_repeats.onnx", "tile_add.onnx"]
+        if names != want:
+            raise AssertionError(f"models/ holds {names}, expected {want}")
+        for f in names:
+            m = onnx.load(os.path.join(d, f))
+            if len(m.doc_string) < 40:
+                raise AssertionError(f"{f}: doc_string does not say what it shows")
+            if sum(n.op_type == "Tile" for n in m.graph.node) != 1:
+                raise AssertionError(f"{f}: expected exactly one Tile")
 
 
 if __name__ == "__main__":
