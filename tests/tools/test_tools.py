@@ -209,9 +209,9 @@ def tools_make_models_should_be_deterministic():
         names = sorted(f for f in before if f.endswith(".onnx"))
         want = ["bias_tile.onnx", "const_tile.onnx", "legacy_tile1.onnx",
                 "shape_repeats.onnx", "tile_add.onnx"]
-        if names != want:
-            raise AssertionError(f"models/ holds {names}, expected {want}")
-        for f in names:
+        if not set(want) <= set(names):
+            raise AssertionError(f"models/ lacks {sorted(set(want) - set(names))}")
+        for f in want:
             m = onnx.load(os.path.join(d, f))
             if len(m.doc_string) < 40:
                 raise AssertionError(f"{f}: doc_string does not say what it shows")
