@@ -26,7 +26,7 @@ deps_build() {
 deps_test() {
     deps_build
     _apt_install libcmocka-dev python3-onnx python3-numpy python3-jsonschema \
-        libonnx-testdata nodejs npm
+        libonnx-testdata nodejs npm clang libclang-rt-14-dev
     # ONNX Runtime: its CPU library ships in the npm package; the install script
     # only fetches GPU parts (and fails offline), hence --ignore-scripts.
     local cache="$1/.cache"

@@ -209,7 +209,9 @@ static void set_plain_layout(tensor *t, size_t esz) {
     for (int32_t i = t->rank - 1; i >= 0; i--) {
         t->vdims[i] = t->dims[i];
         t->vstrides[i] = st;
-        st *= t->dims[i] > 0 ? t->dims[i] : 1;
+        /* An empty tensor may have other dims whose product overflows (check_shape
+        ** only bounds the element count); its strides are never used then. */
+        if (!eval_mul_i64(st, t->dims[i] > 0 ? t->dims[i] : 1, &st)) st = 0;
     }
 }
 

@@ -310,7 +310,7 @@ int graph_replace_uses(graph *g, const char *from, const char *to) {
     uint32_t n = v->n_uses;
     graph_use *uses = malloc((n ? n : 1) * sizeof *uses);
     if (!uses) return TILEOPT_NOMEM;
-    memcpy(uses, v->uses, n * sizeof *uses);
+    if (n) memcpy(uses, v->uses, n * sizeof *uses); /* uses is NULL when n == 0 (UBSan) */
     int rc = TILEOPT_OK;
     for (uint32_t k = 0; !rc && k < n; k++) {
         graph_use u = uses[k];
