@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "passes/infer.h"
 #include "passes/opset_table.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
@@ -89,6 +90,10 @@ typedef struct adapter {
 static int nomem(up *u) { return err_set(u->err, TILEOPT_NOMEM, "upgrade: out of memory"); }
 
 /* ------------------------------------------------------- graph helpers */
+
+static bool default_domain(const Onnx__NodeProto *n) {
+    return !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
+}
 
 static graph_value *value_of(graph *g, const char *name) {
     return name && *name ? graph_resolve(g, name) : NULL;
@@ -221,6 +226,66 @@ static int const_ints(up *u, graph *g, int32_t node, const char *name, const cha
         out[i] = (int64_t)dv[i];
     }
     *count = n;
+    *found = true;
+    return 0;
+}
+
+/*
+** The value of name computed by the evaluator from constants: a chain of nodes the
+** evaluator implements whose inputs all come down to initializers or Constant
+** nodes (at most `depth` nodes deep). NULL when it is not such a value or the
+** evaluation fails (then the run-time form takes over). The caller frees it.
+*/
+static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
+    if (!name || !*name || depth <= 0) return NULL;
+    const Onnx__AttributeProto *sa;
+    const Onnx__TensorProto *t = const_tensor(u, g, name, &sa);
+    errbuf e;
+    err_clear(&e);
+    const eval_limits *lim = &u->pc->opt->eval_lim;
+    if (t) {
+        tensor *out = NULL;
+        return tensor_from_proto(u->m, t, lim, &out, &e) ? NULL : out;
+    }
+    int32_t pi;
+    Onnx__NodeProto *p = graph_producer(g, name, &pi);
+    if (!p || p->n_output != 1 || p->n_input > 8 || graph_node_subgraphs(g, pi) ||
+        !default_domain(p) || !eval_supports(p->op_type, u->src))
+        return NULL;
+    tensor *in[8] = {NULL};
+    bool ok = true;
+    for (size_t i = 0; i < p->n_input && ok; i++) {
+        const char *nm = graph_node_input(p, i);
+        if (nm && !(in[i] = eval_const(u, g, nm, depth - 1))) ok = false;
+    }
+    tensor *out = NULL;
+    if (ok && eval_node(g, pi, in, p->n_input, &out, 1, lim, NULL, &e)) out = NULL;
+    for (size_t i = 0; i < p->n_input; i++)
+        if (in[i]) tensor_free(in[i]);
+    return out;
+}
+
+/* One whole number from an evaluated 0-D or 1-element tensor (ints, float, double). */
+static int tensor_whole(up *u, graph *g, int32_t node, tensor *t, const char *what,
+                        int64_t *out, bool *found) {
+    *found = false;
+    if (tensor_numel(t) != 1) return 0;
+    size_t cnt;
+    if (tensor_to_i64(t, out, 1, &cnt) && cnt == 1) {
+        *found = true;
+        return 0;
+    }
+    double v;
+    if (t->elem == DT_FLOAT)
+        v = *(const float *)t->data;
+    else if (t->elem == DT_DOUBLE)
+        v = *(const double *)t->data;
+    else
+        return 0;
+    if (!(v == floor(v)) || fabs(v) >= 9.2e18)
+        return err_set(u->err, TILEOPT_INVALID, "node %s: %s %g is not a whole number",
+                       graph_node_id(g, node), what, v);
+    *out = (int64_t)v;
     *found = true;
     return 0;
 }
@@ -820,6 +885,17 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
     int rc = const_ints(u, g, *node, tn, "Tile tiles", tv, 2, &tc, &el, &tf);
     if (!rc) rc = const_ints(u, g, *node, an, "Tile axis", av, 2, &ac, &el, &af);
     if (rc) return rc;
+    /* Not a plain constant: maybe a small constant computation the evaluator can do. */
+    for (int k = 0; k < 2 && !rc; k++) {
+        bool *f = k ? &af : &tf;
+        if (*f) continue;
+        tensor *t = eval_const(u, g, k ? an : tn, 8);
+        if (!t) continue;
+        rc = tensor_whole(u, g, *node, t, k ? "Tile axis" : "Tile tiles", k ? av : tv, f);
+        if (*f) *(k ? &ac : &tc) = 1;
+        tensor_free(t);
+    }
+    if (rc) return rc;
     if ((tf && tc != 1) || (af && ac != 1))
         return err_set(u->err, TILEOPT_INVALID,
                        "node %s: Tile tiles and axis must hold one value each", id);
@@ -1060,10 +1136,6 @@ static void block(up *u, graph *g, int32_t node, const char *op, int64_t from, i
     }
 }
 
-static bool default_domain(const Onnx__NodeProto *n) {
-    return !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
-}
-
 /* Walk node i of g from the source opset to the target, one schema step at a
 ** time; in planning mode only record what would block. */
 static int upgrade_node(up *u, graph *g, int32_t i) {
@@ -1177,6 +1249,15 @@ int pass_upgrade(pass_ctx *pc) {
         pass_warn(pc, "upgrade: source IR version %lld is below what opset %lld needs (%lld); "
                   "the source fails the checker, migrated anyway", (long long)ir_in,
                   (long long)u.src, (long long)upgrade_ir_for_opset(u.src));
+
+    /* Ranks of intermediate values let more Tile-1 nodes get constant repeats and
+    ** more legacy broadcasts a plain Unsqueeze. Inference knows the legacy forms;
+    ** when it gives up, values stay unknown and the run-time forms take over. */
+    errbuf ie;
+    err_clear(&ie);
+    if (infer_shapes(u.m, pc->opt, &ie))
+        pass_warn(pc, "upgrade: shape inference stopped (%s); ranks it did not reach are "
+                  "treated as unknown", ie.msg);
 
     u.plan = true;
     int rc = upgrade_graph(&u, u.m->main);

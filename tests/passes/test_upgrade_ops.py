@@ -65,21 +65,30 @@ def upgrade_should_turn_legacy_broadcast_at_axis_into_numpy_broadcast():
     b = RNG.standard_normal((3, 4)).astype(np.float32)
     for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
                    ("Div", np.divide)):
-        for src in ("init", "input", "unknown"):
+        for src in ("init", "input", "undeclared", "dynamic"):
             nodes, inits, inputs = [], [], [vi("a", [2, 3, 4, 5])]
             bname = "b"
             if src == "init":
                 inits.append(numpy_helper.from_array(b, "b"))
             else:
                 inputs.append(vi("b", [3, 4]))
-            if src == "unknown":  # a value without a declared shape
+            if src == "undeclared":  # no declared shape: inference finds the rank
                 nodes.append(helper.make_node("Identity", ["b"], ["b_any"]))
+                bname = "b_any"
+            if src == "dynamic":  # a rank known only at run time
+                inputs.append(vi("s", ["k"], TensorProto.INT64))
+                nodes.append(helper.make_node("Reshape", ["b", "s"], ["b_any"]))
                 bname = "b_any"
             nodes.append(helper.make_node(op, ["a", bname], ["y"], broadcast=1, axis=1,
                                           name="bc"))
             m = model(nodes, inputs, [vi("y", [2, 3, 4, 5])], 6, inits)
             feeds = {"a": a} if src == "init" else {"a": a, "b": b}
-            migrate(m, feeds, [fn(a, b[None, :, :, None])], tag=f"{op}/{src}")
+            if src == "dynamic":
+                feeds["s"] = np.array([3, 4], np.int64)
+            rep, _ = migrate(m, feeds, [fn(a, b[None, :, :, None])], tag=f"{op}/{src}")
+            want = "runtime" if src == "dynamic" else 1
+            got = [x.get("unsqueezed") for x in actions(rep) if x["op"] == op]
+            assert got == [want], f"{op}/{src}: unsqueezed {got}"
 
 
 def upgrade_should_migrate_legacy_broadcast_of_comparisons_and_logic():
@@ -154,10 +163,16 @@ def upgrade_should_rewrite_softmax_family_on_a_middle_axis():
         for known in (True, False):
             nodes = [helper.make_node(op, ["x" if known else "x_any"], ["y"], axis=axis,
                                       name="sm")]
-            if not known:
-                nodes.insert(0, helper.make_node("Identity", ["x"], ["x_any"]))
-            m = model(nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], 11, ir=6)
-            rep, out = migrate(m, {"x": x}, [fn(x, axis % 3)], tag=f"{op} axis {axis}")
+            inputs = [vi("x", [2, 3, 4])]
+            feeds = {"x": x}
+            if not known:  # rank known only at run time
+                nodes.insert(0, helper.make_node("Reshape", ["x", "s"], ["x_any"]))
+                inputs.append(vi("s", ["k"], TensorProto.INT64))
+                feeds["s"] = np.array([2, 3, 4], np.int64)
+            m = model(nodes, inputs, [vi("y", [2, 3, 4])], 11, ir=6)
+            rep, out = migrate(m, feeds, [fn(x, axis % 3)], tag=f"{op} axis {axis}")
+            rewritten = [a for a in actions(rep) if a.get("rewrite")]
+            assert bool(rewritten) == (not known or axis % 3 != 2), f"{op} {axis} {known}"
             assert [o.name for o in out.graph.output] == ["y"]
 
 

@@ -153,6 +153,33 @@ def upgrade_should_handle_zero_tiles():
         run_variant(d, 5, 3, "input", "float", True, True, tiles=0)
 
 
+def upgrade_should_use_tiles_the_evaluator_can_compute():
+    """tiles = Add(Constant, Constant), axis = Identity(Constant): constant repeats."""
+    c = lambda n, v: helper.make_node("Constant", [], [n], value=numpy_helper.from_array(
+        np.array([v], np.float32), n + "_v"))
+    nodes = [c("c1", 1.0), c("c2", 2.0), c("a0", -1.0),
+             helper.make_node("Add", ["c1", "c2"], ["t"]),
+             helper.make_node("Identity", ["a0"], ["a"]),
+             helper.make_node("Tile", ["x", "t", "a"], ["y"], name="tile1")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                     [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 5)])
+    m.ir_version = 3
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "s.onnx"), os.path.join(d, "d.onnx")
+        onnx.save(m, src)
+        h.expect_ok(migrate(src, dst, "--report", dst + ".json"))
+        h.check(dst)
+        with open(dst + ".json") as f:
+            acts = [a for p in json.load(f)["passes"] for a in p["actions"]
+                    if a["op"] == "Tile"]
+        assert acts and acts[0]["repeats"] == [1, 3], acts
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        h.assert_close(h.run_ort(dst, {"x": x}), [np.tile(x, (1, 3))])
+        h.assert_close(h.run_tileopt(dst, {"x": x}), [np.tile(x, (1, 3))])
+
+
 def _expect_fail(d, model, *needles):
     src = os.path.join(d, "bad.onnx")
     dst = os.path.join(d, "bad_out.onnx")
