@@ -420,5 +420,63 @@ def fuse_should_rewrite_inside_if_branches():
         assert all("graph" in a for a in fused(actions, 2))
 
 
+# ---------------------------------------------------------------- random
+
+def _random_model(rng):
+    """A Tile followed by a random elementwise chain; operands of every kind the
+    rules distinguish (invariant, broadcast, full-size, second Tile), sometimes a
+    second reader of an intermediate and a graph output in the middle."""
+    rank = int(rng.integers(1, 4))
+    d = [int(v) for v in rng.integers(1, 4, size=rank)]
+    r = [int(v) for v in rng.integers(1, 4, size=rank)]
+    t = [a * b for a, b in zip(d, r)]
+    inputs, inits, nodes, outputs = [vi("x", F, d)], [i64("reps", r)], [], []
+    nodes.append(helper.make_node("Tile", ["x", "reps"], ["v0"], name="tile"))
+    cur, k = "v0", 0
+    for step in range(int(rng.integers(1, 5))):
+        k += 1
+        out = f"v{k}"
+        kind = rng.choice(["unary", "invariant", "full", "bias", "tile2"])
+        op = str(rng.choice(["Add", "Sub", "Mul", "Max", "Div"]))
+        swap = bool(rng.integers(0, 2))
+        if kind == "unary":
+            nodes.append(helper.make_node(str(rng.choice(["Relu", "Neg", "Abs", "Sigmoid",
+                                                          "Tanh"])), [cur], [out]))
+        else:
+            name = f"o{k}"
+            if kind == "invariant":
+                shp = [1 if ri > 1 else di for di, ri in zip(d, r)][int(rng.integers(0, rank)):]
+                inits.append(const(name, rng.uniform(1, 2, size=shp).astype(np.float32)))
+            elif kind == "full":
+                inputs.append(vi(name, F, t))
+            elif kind == "bias":
+                shp = [1 if bool(rng.integers(0, 2)) else ti for ti in t]
+                inputs.append(vi(name, F, shp))
+            else:
+                inputs.append(vi(name + "_x", F, d))
+                nodes.append(helper.make_node("Tile", [name + "_x", "reps"], [name]))
+            if op == "Div":
+                op = "Mul"  # no division by values near 0 from random inputs
+            ins = [name, cur] if swap else [cur, name]
+            nodes.append(helper.make_node(op, ins, [out]))
+        if rng.integers(0, 4) == 0:
+            outputs.append(vi(cur, F, None))
+        cur = out
+    outputs.append(vi(cur, F, None))
+    return make(nodes, inputs, outputs, inits)
+
+
+def fuse_should_match_ort_on_random_tile_chains():
+    rng = np.random.default_rng(20261122)
+    for i in range(12):
+        m = _random_model(rng)
+        for extra in ([], ["--fuse-split"]):
+            try:
+                optimize(m, *extra)
+            except AssertionError as e:
+                raise AssertionError(f"random model {i} {extra}: {e}\n"
+                                     f"{onnx.helper.printable_graph(m.graph)}") from e
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
