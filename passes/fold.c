@@ -11,8 +11,9 @@
 **   C. evaluate the scope with the evaluator, under the size policy, and apply
 **      the Tile rewrites that need no values (repeats all 1, Tile of Tile,
 **      repeats made an initializer);
-**   D. materialize the folded values that something still reads as initializers
-**      and remove the folded nodes.
+**   D. (during C) when the last reader of a folded value has been looked at,
+**      make it an initializer if something still reads it, and drop it; the
+**      folded nodes go at the end.
 ** Subgraphs go next (they see the outer scope's new initializers), and one
 ** graph_commit at the end sweeps dead nodes, unused initializers and stale
 ** value_info everywhere.
@@ -51,6 +52,10 @@ typedef struct fold_graph {
     uint8_t *maybe;          /* per node: may fold */
     uint8_t *scope;          /* per node: in the fold scope */
     uint8_t *folded;         /* per node */
+    uint32_t nv0;            /* values when the sweep started (the tables below) */
+    int32_t *remaining;      /* per value: input slots still to be looked at */
+    uint8_t *needed;         /* per value: a reader did not fold, or a subgraph reads it */
+    uint8_t *fold_out;       /* per value: output of a folded node */
     int32_t *order;
     uint32_t count;
 } fold_graph;
@@ -449,6 +454,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (vi < 0) continue;
         f->val[vi] = outs[o];
         f->partial[vi] = out_partial;
+        f->fold_out[vi] = !out_partial;
         outs[o] = NULL;
     }
     if (out_partial) goto out; /* kept for Gather/Slice consumers; the node stays */
@@ -579,85 +585,103 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     return TILEOPT_OK;
 }
 
+/*
+** Values are released when their last reader has been looked at (uses counted
+** at the start): a folded value that some reader did not fold, a graph output,
+** or a value a subgraph reads becomes an initializer then; the rest is dropped.
+** That keeps memory to the live frontier instead of every folded value.
+*/
+static int materialize(fold_graph *f, int32_t vi) {
+    graph *g = f->g;
+    errbuf *err = f->pc->err;
+    const char *old = graph_strdup(g, g->values[vi].name);
+    if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
+    tensor *c;
+    int rc = tensor_contiguous(f->val[vi], &f->pc->opt->eval_lim, &c, err);
+    if (rc) return rc;
+    const char *name;
+    rc = graph_add_initializer(g, old, c->elem, c->dims, (size_t)c->rank, c->data,
+                               (size_t)tensor_nbytes(c), &name, err);
+    tensor_free(c);
+    if (rc) return rc;
+    rc = graph_replace_uses(g, old, name);
+    if (rc) return err_set(err, rc, "fold: rewiring the uses of '%s'", old);
+    /* graph outputs keep their names: Identity from the new initializer (it
+    ** takes over as producer; the folded node goes at the end of the sweep) */
+    if (graph_value_is_output(g, old) &&
+        !graph_add_node(g, "Identity", NULL, &name, 1, &old, 1, NULL))
+        return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
+    return TILEOPT_OK;
+}
+
+static int release(fold_graph *f, int32_t vi) {
+    int rc = TILEOPT_OK;
+    if (f->val[vi] && f->fold_out[vi] && !f->partial[vi] &&
+        (f->needed[vi] || f->g->values[vi].output >= 0))
+        rc = materialize(f, vi);
+    tensor_free(f->val[vi]);
+    f->val[vi] = NULL;
+    return rc;
+}
+
 static int phase_fold(fold_graph *f) {
     graph *g = f->g;
+    int32_t *ins = NULL;
+    size_t cap = 0;
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];
         if (graph_node_removed(g, idx)) continue;
-        bool done = false;
-        if (f->scope[idx] && f->maybe[idx]) {
-            int rc = try_fold(f, idx, &done);
-            if (rc) return rc;
-        }
         const Onnx__NodeProto *n = graph_node(g, idx);
-        if (!done && f->scope[idx] && graph_node_is(n, "Tile") && f->opset >= 6) {
-            int rc = tile_rewrite(f, idx);
-            if (rc) return rc;
+        /* the readers' bookkeeping uses the inputs as they were before rewrites */
+        if (n->n_input > cap) {
+            cap = n->n_input * 2;
+            int32_t *grown = realloc(ins, cap * sizeof *ins);
+            if (!grown) {
+                free(ins);
+                return err_set(f->pc->err, TILEOPT_NOMEM, "fold: out of memory");
+            }
+            ins = grown;
+        }
+        size_t n_in = n->n_input;
+        for (size_t i = 0; i < n_in; i++) {
+            const char *name = graph_node_input(n, i);
+            int32_t vi = name ? vindex(f, name) : -1;
+            ins[i] = vi >= 0 && (uint32_t)vi < f->nv0 ? vi : -1;
+        }
+        bool done = false;
+        int rc = TILEOPT_OK;
+        if (f->scope[idx] && f->maybe[idx]) rc = try_fold(f, idx, &done);
+        if (!rc && !done && f->scope[idx] && graph_node_is(n, "Tile") && f->opset >= 6)
+            rc = tile_rewrite(f, idx);
+        for (size_t i = 0; !rc && i < n_in; i++) {
+            int32_t vi = ins[i];
+            if (vi < 0) continue;
+            if (!done) f->needed[vi] = 1;
+            if (f->remaining[vi] > 0 && --f->remaining[vi] == 0) rc = release(f, vi);
+        }
+        /* folded outputs nobody reads through an input slot: settle them now */
+        for (size_t o = 0; !rc && done && o < n->n_output; o++) {
+            int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+            if (vi >= 0 && (uint32_t)vi < f->nv0 && f->remaining[vi] == 0) rc = release(f, vi);
+        }
+        if (rc) {
+            free(ins);
+            return rc;
         }
         if ((k & 4095) == 0) pass_progress(f->pc, "fold", k, f->count);
     }
-    return TILEOPT_OK;
-}
-
-/* ---------------------------------------------------------------- phase D */
-
-static bool value_needed(fold_graph *f, const graph_value *v) {
-    if (v->output >= 0) return true;
-    for (uint32_t u = 0; u < v->n_uses; u++) {
-        int32_t c = v->uses[u].node;
-        if (c < 0) continue;
-        if ((uint32_t)c >= f->nn || !f->folded[c]) return true;
-    }
-    return false;
-}
-
-static int materialize(fold_graph *f, int32_t idx) {
-    graph *g = f->g;
-    errbuf *err = f->pc->err;
-    Onnx__NodeProto *n = graph_node(g, idx);
-    const char *outputs_kept[TENSOR_MAX_RANK];
-    const char *inits_kept[TENSOR_MAX_RANK];
-    size_t kept = 0;
-    for (size_t o = 0; o < n->n_output; o++) {
-        if (!n->output[o][0]) continue;
-        int32_t vi = vindex(f, n->output[o]);
-        if (vi < 0 || !f->val[vi]) continue;
-        if (!value_needed(f, &g->values[vi])) continue;
-        tensor *c;
-        int rc = tensor_contiguous(f->val[vi], &f->pc->opt->eval_lim, &c, err);
-        if (rc) return rc;
-        const char *name;
-        rc = graph_add_initializer(g, n->output[o], c->elem, c->dims, (size_t)c->rank, c->data,
-                                   (size_t)tensor_nbytes(c), &name, err);
-        tensor_free(c);
-        if (rc) return rc;
-        const char *old = graph_strdup(g, n->output[o]);
-        if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
-        rc = graph_replace_uses(g, old, name);
-        if (rc) return err_set(err, rc, "fold: rewiring the uses of '%s'", old);
-        if (graph_value_is_output(g, old)) {
-            if (kept == TENSOR_MAX_RANK)
-                return err_set(err, TILEOPT_UNSUPPORTED, "node %s: too many outputs",
-                               graph_node_id(g, idx));
-            outputs_kept[kept] = old;
-            inits_kept[kept++] = name;
-        }
-    }
-    graph_remove_node(g, idx);
-    /* graph outputs keep their names: Identity from the new initializer */
-    for (size_t k = 0; k < kept; k++)
-        if (!graph_add_node(g, "Identity", NULL, &inits_kept[k], 1, &outputs_kept[k], 1, NULL))
-            return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
-    return TILEOPT_OK;
-}
-
-static int phase_materialize(fold_graph *f) {
-    for (uint32_t k = 0; k < f->count; k++) {
-        int32_t idx = f->order[k];
-        if (!f->folded[idx] || graph_node_removed(f->g, idx)) continue;
-        int rc = materialize(f, idx);
+    free(ins);
+    /* readers that were never looked at (none expected) count as not folded */
+    for (uint32_t vi = 0; vi < f->nv0; vi++) {
+        if (!f->val[vi]) continue;
+        if (f->remaining[vi] > 0) f->needed[vi] = 1;
+        int rc = release(f, vi);
         if (rc) return rc;
     }
+    /* Last folded first: a shared constant's most recent readers go first, which
+    ** keeps removal cheap for an index that looks up uses from the back. */
+    for (uint32_t k = f->count; k-- > 0;)
+        if (f->folded[f->order[k]]) graph_remove_node(g, f->order[k]);
     return TILEOPT_OK;
 }
 
@@ -675,16 +699,27 @@ static int fold_one(pass_ctx *pc, graph *g) {
     f.scope = calloc(nn, 1);
     f.folded = calloc(nn, 1);
     f.order = malloc(nn * sizeof *f.order);
+    f.nv0 = f.nv;
+    f.remaining = calloc(nv, sizeof *f.remaining);
+    f.needed = calloc(nv, 1);
+    f.fold_out = calloc(nv, 1);
     int rc = TILEOPT_OK;
-    if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded || !f.order)
+    if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded || !f.order ||
+        !f.remaining || !f.needed || !f.fold_out)
         rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    for (uint32_t i = 0; !rc && i < f.nv0; i++) {
+        const graph_value *v = &g->values[i];
+        for (uint32_t u = 0; u < v->n_uses; u++) {
+            if (v->uses[u].input >= 0) f.remaining[i]++;
+            else f.needed[i] = 1; /* read inside a subgraph */
+        }
+    }
     if (!rc) rc = graph_toposort(g, f.order, &f.count, pc->err);
     if (!rc) {
         phase_candidates(&f);
         rc = phase_scope(&f);
     }
     if (!rc) rc = phase_fold(&f);
-    if (!rc) rc = phase_materialize(&f);
     for (uint32_t i = 0; f.val && i < f.nv; i++) tensor_free(f.val[i]);
     free(f.val);
     free(f.partial);
@@ -693,6 +728,9 @@ static int fold_one(pass_ctx *pc, graph *g) {
     free(f.scope);
     free(f.folded);
     free(f.order);
+    free(f.remaining);
+    free(f.needed);
+    free(f.fold_out);
     return rc;
 }
 

@@ -50,8 +50,6 @@ typedef struct irun {
     int64_t opset;
     bool strict;             /* conflicts with declared types are errors */
     errbuf *err;
-    int32_t *order;          /* toposort scratch */
-    uint32_t cap_order;
     ity *outs;               /* per-node output scratch */
     ival **outv;
     size_t cap_outs;
@@ -2056,34 +2054,36 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
 
 static int infer_graph(irun *r, graph *g, iscope *parent) {
     iscope sc = {.g = g, .parent = parent};
-    sc.iv = arena_calloc(r->tmp, g->n_values ? g->n_values : 1, sizeof *sc.iv);
-    sc.tried = arena_calloc(r->tmp, g->n_values ? g->n_values : 1, 1);
-    if (!sc.iv || !sc.tried) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
+    uint32_t nn = graph_n_nodes(g);
+    /* per-value tables are big on big graphs: malloc, not the scratch arena */
+    sc.iv = calloc(g->n_values ? g->n_values : 1, sizeof *sc.iv);
+    sc.tried = calloc(g->n_values ? g->n_values : 1, 1);
+    int32_t *order = malloc((nn ? nn : 1) * sizeof *order);
+    int rc = TILEOPT_OK;
+    if (!sc.iv || !sc.tried || !order)
+        rc = err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
     ity t;
     /* graph inputs and initializers: what the model says */
-    for (size_t i = 0; i < g->pb->n_input; i++) {
+    for (size_t i = 0; !rc && i < g->pb->n_input; i++) {
         graph_value *v = graph_find(g, g->pb->input[i]->name);
         if (!v || v->outer >= 0) continue;
         type_from_proto(g->pb->input[i]->type, &t);
-        int rc = ity_store(r->m, &t, &v->type, r->err);
-        if (rc) return rc;
+        rc = ity_store(r->m, &t, &v->type, r->err);
     }
-    for (size_t i = 0; i < g->pb->n_initializer; i++) {
+    for (size_t i = 0; !rc && i < g->pb->n_initializer; i++) {
         const Onnx__TensorProto *tp = g->pb->initializer[i];
         graph_value *v = tp->name ? graph_find(g, tp->name) : NULL;
         if (!v || v->outer >= 0) continue;
         type_from_tensor(r, tp, &t);
-        int rc = ity_store(r->m, &t, &v->type, r->err);
-        if (rc) return rc;
+        rc = ity_store(r->m, &t, &v->type, r->err);
     }
-    uint32_t nn = graph_n_nodes(g);
-    int32_t *order = malloc((nn ? nn : 1) * sizeof *order);
-    if (!order) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
     uint32_t count = 0;
-    int rc = graph_toposort(g, order, &count, r->err);
+    if (!rc) rc = graph_toposort(g, order, &count, r->err);
     for (uint32_t k = 0; rc == TILEOPT_OK && k < count; k++)
         rc = infer_node(r, &sc, g, order[k]);
     free(order);
+    free(sc.iv);
+    free(sc.tried);
     return rc;
 }
 
