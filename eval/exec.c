@@ -137,8 +137,8 @@ static void frame_close(eval_scope *f) {
 ** it). Initializers are converted on first use. Outer-scope names follow the
 ** index's links to the enclosing frames.
 */
-static int frame_get(eval_scope *f, const char *name, tensor **out, errbuf *err) {
-    graph_value *v = graph_find(f->g, name);
+static int frame_get_value(eval_scope *f, graph_value *v, const char *name, tensor **out,
+                           errbuf *err) {
     while (f) {
         if (v && graph_value_defined(v)) {
             size_t idx = (size_t)(v - f->g->values);
@@ -175,8 +175,132 @@ static int frame_get(eval_scope *f, const char *name, tensor **out, errbuf *err)
     return err_set(err, TILEOPT_INVALID, "value '%s' is not available in this scope", name);
 }
 
-static int run_frame(eval_scope *f, tensor *const *inputs, size_t n_inputs, tensor **outs,
-                     size_t n_outs, errbuf *err);
+
+/*
+** How to run one graph: the topological order, and per position the values
+** whose last use it is (a list through next[]). Built once per run of a graph,
+** and once per Loop for all its iterations.
+*/
+typedef struct exec_plan {
+    int32_t *order;
+    uint32_t count;
+    int32_t *head;           /* per position: first value to free, -1 none */
+    int32_t *next;           /* per value: the next one freed at the same position */
+    size_t max_io;           /* most inputs or outputs of one node */
+    /* index entries of each node's inputs and outputs (NULL: absent), looked up
+    ** once: names can be long and a Loop body runs many times */
+    graph_value **vals;
+    size_t *first;           /* per position: offset of its inputs, then outputs */
+    graph_value **gin, **gout; /* the graph's inputs and outputs */
+    const kernel_def **kern; /* per position, NULL for If/Loop and unsupported ops */
+} exec_plan;
+
+static void plan_free(exec_plan *p) {
+    free(p->order);
+    free(p->head);
+    free(p->next);
+    free(p->vals);
+    free(p->first);
+    free(p->gin);
+    free(p->gout);
+    free(p->kern);
+    memset(p, 0, sizeof *p);
+}
+
+static int plan_build(graph *g, exec_plan *p, errbuf *err) {
+    memset(p, 0, sizeof *p);
+    uint32_t nn = graph_n_nodes(g);
+    int32_t *pos = malloc((nn ? nn : 1) * sizeof *pos);
+    p->order = malloc((nn ? nn : 1) * sizeof *p->order);
+    p->head = malloc((nn ? nn : 1) * sizeof *p->head);
+    p->next = malloc((g->n_values ? g->n_values : 1) * sizeof *p->next);
+    int rc = TILEOPT_OK;
+    if (!pos || !p->order || !p->head || !p->next) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    rc = graph_toposort(g, p->order, &p->count, err);
+    if (rc) goto done;
+    for (uint32_t i = 0; i < nn; i++) pos[i] = -1;
+    p->max_io = 1;
+    for (uint32_t k = 0; k < p->count; k++) {
+        pos[p->order[k]] = (int32_t)k;
+        p->head[k] = -1;
+        const Onnx__NodeProto *n = graph_node(g, p->order[k]);
+        if (n->n_input > p->max_io) p->max_io = n->n_input;
+        if (n->n_output > p->max_io) p->max_io = n->n_output;
+    }
+    size_t total = 0;
+    p->first = malloc(((size_t)p->count + 1) * sizeof *p->first);
+    if (!p->first) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t k = 0; k < p->count; k++) {
+        const Onnx__NodeProto *n = graph_node(g, p->order[k]);
+        p->first[k] = total;
+        total += n->n_input + n->n_output;
+    }
+    p->first[p->count] = total;
+    p->vals = malloc((total ? total : 1) * sizeof *p->vals);
+    if (!p->vals) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t k = 0; k < p->count; k++) {
+        const Onnx__NodeProto *n = graph_node(g, p->order[k]);
+        graph_value **v = p->vals + p->first[k];
+        for (size_t i = 0; i < n->n_input; i++) {
+            const char *name = graph_node_input(n, i);
+            v[i] = name ? graph_find(g, name) : NULL;
+        }
+        for (size_t o = 0; o < n->n_output; o++) {
+            const char *on = n->output[o];
+            v[n->n_input + o] = on && on[0] ? graph_find(g, on) : NULL;
+        }
+    }
+    p->kern = malloc((p->count ? p->count : 1) * sizeof *p->kern);
+    if (!p->kern) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    int64_t opset = graph_opset(g->model, "");
+    for (uint32_t k = 0; k < p->count; k++) {
+        const Onnx__NodeProto *n = graph_node(g, p->order[k]);
+        p->kern[k] = default_domain(n) ? find_kernel(n->op_type, opset) : NULL;
+    }
+    p->gin = malloc((g->pb->n_input ? g->pb->n_input : 1) * sizeof *p->gin);
+    p->gout = malloc((g->pb->n_output ? g->pb->n_output : 1) * sizeof *p->gout);
+    if (!p->gin || !p->gout) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < g->pb->n_input; i++) p->gin[i] = graph_find(g, g->pb->input[i]->name);
+    for (size_t i = 0; i < g->pb->n_output; i++)
+        p->gout[i] = graph_find(g, g->pb->output[i]->name);
+    for (uint32_t vi = 0; vi < g->n_values; vi++) {
+        const graph_value *v = &g->values[vi];
+        p->next[vi] = -1;
+        if (v->output >= 0 || !graph_value_defined(v)) continue;
+        int32_t last = v->producer >= 0 ? pos[v->producer] : -1;
+        for (uint32_t u = 0; u < v->n_uses; u++) {
+            int32_t at = v->uses[u].node >= 0 && (uint32_t)v->uses[u].node < nn
+                             ? pos[v->uses[u].node]
+                             : -1;
+            if (at > last) last = at;
+        }
+        if (last < 0) continue;
+        p->next[vi] = p->head[last];
+        p->head[last] = (int32_t)vi;
+    }
+done:
+    free(pos);
+    if (rc) plan_free(p);
+    return rc;
+}
+
+static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs,
+                     size_t n_inputs, tensor **outs, size_t n_outs, errbuf *err);
 
 /* ------------------------------------------------------------ If, Loop */
 
@@ -202,13 +326,13 @@ static int read_bool(tensor *t, const char *what, const eval_limits *lim, bool *
 }
 
 /* Runs subgraph sg in a frame below parent (a temporary root when NULL). */
-static int run_sub(graph *sg, eval_scope *parent, const eval_limits *lim,
-                   tensor *const *in, size_t n_in, tensor **outs, size_t n_outs,
-                   errbuf *err) {
+static int run_sub(graph *sg, const exec_plan *plan, eval_scope *parent,
+                   const eval_limits *lim, tensor *const *in, size_t n_in, tensor **outs,
+                   size_t n_outs, errbuf *err) {
     uint64_t own_live = 0;
     eval_scope f;
     int rc = frame_open(&f, sg, parent, lim, parent ? parent->live : &own_live, err);
-    if (!rc) rc = run_frame(&f, in, n_in, outs, n_outs, err);
+    if (!rc) rc = run_frame(&f, plan, in, n_in, outs, n_outs, err);
     frame_close(&f);
     return rc;
 }
@@ -225,7 +349,7 @@ static int exec_if(graph *g, int32_t node, tensor *const *in, size_t n_in, tenso
     if (sg->pb->n_output != n_out)
         return err_set(err, TILEOPT_INVALID, "%s has %zu outputs, the node %zu", attr,
                        sg->pb->n_output, n_out);
-    rc = run_sub(sg, scope, lim, NULL, 0, out, n_out, err);
+    rc = run_sub(sg, NULL, scope, lim, NULL, 0, out, n_out, err);
     return rc ? err_prefix(err, "%s: ", attr) : TILEOPT_OK;
 }
 
@@ -236,11 +360,92 @@ static int new_scalar(int32_t elem, const void *v, size_t size, const eval_limit
     return rc;
 }
 
-/* Scan outputs of a Loop: the per-iteration values stacked on a new axis 0. */
-static int stack(graph *body, size_t out_index, tensor **items, int64_t n,
-                 const eval_limits *lim, tensor **out, errbuf *err) {
+/*
+** A scan output of a Loop: the per-iteration values stacked on a new axis 0.
+** Values are appended to one growing buffer as they come, so a long loop holds
+** its data and not a tensor per iteration; strings keep their tensors (the
+** bytes live in them).
+*/
+typedef struct scan_acc {
+    int32_t elem, rank;
     int64_t dims[TENSOR_MAX_RANK];
-    int32_t rank = 1, elem;
+    uint8_t *bytes;
+    size_t len, cap;
+    tensor **items;          /* strings only */
+    size_t n_items, cap_items;
+} scan_acc;
+
+static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_scope *scope,
+                    const eval_limits *lim, errbuf *err) {
+    if (iter == 0) {
+        s->elem = t->elem;
+        s->rank = t->rank;
+        memcpy(s->dims, t->dims, (size_t)t->rank * sizeof *t->dims);
+        if (t->rank + 1 > TENSOR_MAX_RANK)
+            return err_set(err, TILEOPT_LIMIT, "scan output rank exceeds %d", TENSOR_MAX_RANK);
+    } else if (t->elem != s->elem || t->rank != s->rank ||
+               memcmp(t->dims, s->dims, (size_t)s->rank * sizeof *s->dims) != 0) {
+        return err_set(err, TILEOPT_INVALID,
+                       "scan output %zu changes type or shape at iteration %" PRId64, index,
+                       iter);
+    }
+    if (t->elem == DT_STRING) {
+        if (s->n_items == s->cap_items) {
+            size_t cap = s->cap_items ? s->cap_items * 2 : 16;
+            tensor **it = realloc(s->items, cap * sizeof *it);
+            if (!it) return err_set(err, TILEOPT_NOMEM, "out of memory");
+            s->items = it;
+            s->cap_items = cap;
+        }
+        s->items[s->n_items] = tensor_ref(t);
+        if (!s->items[s->n_items]) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        s->n_items++;
+        return TILEOPT_OK;
+    }
+    tensor *c = NULL;
+    int rc = tensor_contiguous(t, lim, &c, err);
+    if (rc) return rc;
+    size_t nb = (size_t)tensor_nbytes(c);
+    if (s->len + nb > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + nb) {
+            if (cap > SIZE_MAX / 2) {
+                tensor_free(c);
+                return err_set(err, TILEOPT_LIMIT, "scan output too large");
+            }
+            cap *= 2;
+        }
+        uint8_t *b = realloc(s->bytes, cap);
+        if (!b) {
+            tensor_free(c);
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        }
+        s->bytes = b;
+        s->cap = cap;
+    }
+    if (nb) memcpy(s->bytes + s->len, c->data, nb);
+    s->len += nb;
+    tensor_free(c);
+    if (!scope) return TILEOPT_OK;
+    *scope->live += nb;
+    if (lim->max_total_bytes && *scope->live > lim->max_total_bytes)
+        return err_set(err, TILEOPT_LIMIT,
+                       "Loop scan outputs take %zu bytes, over the limit %" PRIu64, s->len,
+                       lim->max_total_bytes);
+    return TILEOPT_OK;
+}
+
+static void scan_free(scan_acc *s, eval_scope *scope) {
+    if (scope) *scope->live = *scope->live >= s->len ? *scope->live - s->len : 0;
+    for (size_t i = 0; i < s->n_items; i++) tensor_free(s->items[i]);
+    free(s->items);
+    free(s->bytes);
+}
+
+static int scan_stack(scan_acc *s, graph *body, size_t out_index, int64_t n,
+                      const eval_limits *lim, tensor **out, errbuf *err) {
+    int64_t dims[TENSOR_MAX_RANK];
+    int32_t rank = 1, elem = s->elem;
     dims[0] = n;
     if (n == 0) {
         /* No iteration ran: the type, and the shape where static, come from the
@@ -253,30 +458,24 @@ static int stack(graph *body, size_t out_index, tensor **items, int64_t n,
         }
         return tensor_new(elem, dims, rank, lim, out, err);
     }
-    const tensor *t0 = items[0];
-    if (t0->rank + 1 > TENSOR_MAX_RANK)
-        return err_set(err, TILEOPT_LIMIT, "scan output rank exceeds %d", TENSOR_MAX_RANK);
-    elem = t0->elem;
-    for (int32_t i = 0; i < t0->rank; i++) dims[1 + i] = t0->dims[i];
-    rank += t0->rank;
-    for (int64_t k = 1; k < n; k++) {
-        const tensor *t = items[k];
-        if (t->elem != elem || t->rank != t0->rank ||
-            memcmp(t->dims, t0->dims, (size_t)t0->rank * sizeof *t->dims) != 0)
-            return err_set(err, TILEOPT_INVALID,
-                           "scan output %zu changes type or shape at iteration %" PRId64,
-                           out_index, k);
-    }
+    for (int32_t i = 0; i < s->rank; i++) dims[1 + i] = s->dims[i];
+    rank += s->rank;
     tensor *o = NULL;
-    int rc = tensor_new(elem, dims, rank, lim, &o, err);
+    int rc = tensor_alloc(elem, dims, rank, lim, &o, err);
     if (rc) return rc;
-    size_t blk = (size_t)tensor_nbytes(t0);
-    for (int64_t k = 0; k < n && !rc; k++) {
-        tensor *c = NULL;
-        rc = tensor_contiguous(items[k], lim, &c, err);
-        if (!rc && blk) memcpy(o->data + (size_t)k * blk, c->data, blk);
-        if (!rc && !tensor_keep(o, c)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-        tensor_free(c);
+    if (elem != DT_STRING) {
+        if (s->len) memcpy(o->data, s->bytes, s->len);
+    } else {
+        size_t blk = 0;
+        for (int64_t k = 0; k < n && !rc; k++) {
+            tensor *c = NULL;
+            rc = tensor_contiguous(s->items[k], lim, &c, err);
+            if (rc) break;
+            blk = (size_t)tensor_nbytes(c);
+            if (blk) memcpy(o->data + (size_t)k * blk, c->data, blk);
+            if (!tensor_keep(o, c)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+            tensor_free(c);
+        }
     }
     if (rc) {
         tensor_free(o);
@@ -285,6 +484,11 @@ static int stack(graph *body, size_t out_index, tensor **items, int64_t n,
     *out = o;
     return TILEOPT_OK;
 }
+
+/* Loops past this many iterations stop with TILEOPT_LIMIT: a trip count computed
+** from bad data (a division by zero saturated to INT64_MAX, say) must not hang
+** the evaluator. */
+#define EVAL_MAX_LOOP_ITERATIONS ((int64_t)1 << 20)
 
 static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, tensor **out,
                      size_t n_out, const eval_limits *lim, eval_scope *scope, errbuf *err) {
@@ -327,20 +531,28 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
     tensor **carried = calloc(nc ? nc : 1, sizeof *carried);
     tensor **bin = calloc(nb_in, sizeof *bin);
     tensor **bout = calloc(nb_out, sizeof *bout);
-    tensor ***scans = calloc(ns ? ns : 1, sizeof *scans);
-    int64_t n_iter = 0, cap = 0;
+    scan_acc *scans = calloc(ns ? ns : 1, sizeof *scans);
+    int64_t n_iter = 0;
+    exec_plan plan = {0};
     if (!carried || !bin || !bout || !scans) {
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
         goto done;
     }
+    rc = plan_build(body, &plan, err);
+    if (rc) goto done;
     for (size_t i = 0; i < nc; i++) carried[i] = tensor_ref(in[2 + i]);
     for (int64_t it = 0; it < trips && cond; it++) {
+        if (it >= EVAL_MAX_LOOP_ITERATIONS) {
+            rc = err_set(err, TILEOPT_LIMIT, "more than %" PRId64 " iterations",
+                         EVAL_MAX_LOOP_ITERATIONS);
+            goto done;
+        }
         rc = new_scalar(DT_INT64, &it, sizeof it, lim, &bin[0], err);
         uint8_t cb = 1;
         if (!rc) rc = new_scalar(DT_BOOL, &cb, 1, lim, &bin[1], err);
         if (rc) goto done;
         for (size_t i = 0; i < nc; i++) bin[2 + i] = carried[i];
-        rc = run_sub(body, scope, lim, bin, nb_in, bout, nb_out, err);
+        rc = run_sub(body, &plan, scope, lim, bin, nb_in, bout, nb_out, err);
         tensor_free(bin[0]);
         tensor_free(bin[1]);
         bin[0] = bin[1] = NULL;
@@ -349,58 +561,33 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
             goto done;
         }
         rc = read_bool(bout[0], "body output cond", lim, &cond, err);
-        tensor_free(bout[0]);
-        bout[0] = NULL;
         for (size_t i = 0; i < nc; i++) {
             tensor_free(carried[i]);
             carried[i] = bout[1 + i];
             bout[1 + i] = NULL;
         }
-        if (ns && n_iter == cap) {
-            int64_t ncap = cap ? cap * 2 : 8;
-            for (size_t k = 0; k < ns; k++) {
-                tensor **s = realloc(scans[k], (size_t)ncap * sizeof *s);
-                if (!s) {
-                    rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-                    break;
-                }
-                scans[k] = s;
-            }
-            cap = ncap;
-        }
-        for (size_t k = 0; k < ns; k++) {
-            if (!rc) scans[k][n_iter] = bout[1 + nc + k];
-            else tensor_free(bout[1 + nc + k]);
-            bout[1 + nc + k] = NULL;
+        for (size_t k = 0; k < ns && !rc; k++)
+            rc = scan_add(&scans[k], n_iter, 1 + nc + k, bout[1 + nc + k], scope, lim, err);
+        for (size_t i = 0; i < nb_out; i++) {
+            tensor_free(bout[i]);
+            bout[i] = NULL;
         }
         if (rc) goto done;
         n_iter++;
-        /* scan items stay alive until the end: count them */
-        for (size_t k = 0; k < ns && !rc; k++)
-            if (scope) rc = account(scope, scans[k][n_iter - 1], "Loop scan output", err);
-        if (rc) goto done;
     }
     for (size_t k = 0; k < ns && !rc; k++)
-        rc = stack(body, 1 + nc + k, scans[k], n_iter, lim, &out[nc + k], err);
+        rc = scan_stack(&scans[k], body, 1 + nc + k, n_iter, lim, &out[nc + k], err);
     if (rc) goto done;
     for (size_t i = 0; i < nc; i++) {
         out[i] = carried[i];
         carried[i] = NULL;
     }
 done:
+    plan_free(&plan);
     if (carried)
         for (size_t i = 0; i < nc; i++) tensor_free(carried[i]);
     if (scans)
-        for (size_t k = 0; k < ns; k++) {
-            for (int64_t i = 0; i < n_iter; i++) {
-                if (scope) {
-                    uint64_t b = storage_bytes(scans[k][i]);
-                    *scope->live = *scope->live >= b ? *scope->live - b : 0;
-                }
-                tensor_free(scans[k][i]);
-            }
-            free(scans[k]);
-        }
+        for (size_t k = 0; k < ns; k++) scan_free(&scans[k], scope);
     free(scans);
     free(carried);
     free(bin);
@@ -417,9 +604,10 @@ done:
 
 /* ------------------------------------------------------------ one node */
 
-static int node_run(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
-                    tensor **outputs, size_t n_outputs, const eval_limits *lim,
-                    eval_scope *scope, errbuf *err) {
+/* k: the node's kernel when the caller looked it up already, else NULL. */
+static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *inputs,
+                    size_t n_inputs, tensor **outputs, size_t n_outputs,
+                    const eval_limits *lim, eval_scope *scope, errbuf *err) {
     const Onnx__NodeProto *n = graph_node(g, node);
     for (size_t i = 0; i < n_outputs; i++) outputs[i] = NULL;
     if (!default_domain(n))
@@ -431,7 +619,7 @@ static int node_run(graph *g, int32_t node, tensor *const *inputs, size_t n_inpu
         return exec_if(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
     if (strcmp(op, "Loop") == 0)
         return exec_loop(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
-    const kernel_def *k = find_kernel(op, opset);
+    if (!k) k = find_kernel(op, opset);
     if (!k)
         return err_set(err, TILEOPT_UNSUPPORTED,
                        "op %s (opset %" PRId64 ") is not supported by the evaluator", op,
@@ -479,11 +667,11 @@ int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
         rc = frame_open(&f, g, NULL, lim, &live, err);
         if (!rc) {
             f.depth = g->depth;
-            rc = node_run(g, node, inputs, n_inputs, outputs, n_outputs, lim, &f, err);
+            rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, lim, &f, err);
         }
         frame_close(&f);
     } else {
-        rc = node_run(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
+        rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
     }
     if (rc)
         return err_prefix(err, "node %s (%s): ", graph_node_id(g, node),
@@ -508,101 +696,87 @@ static int check_input(const graph_value *v, const tensor *t, errbuf *err) {
 ** in order), run nodes in topological order freeing each value after its last
 ** use, and hand out new references to the graph outputs.
 */
-static int run_frame(eval_scope *f, tensor *const *inputs, size_t n_inputs, tensor **outs,
-                     size_t n_outs, errbuf *err) {
+static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs,
+                     size_t n_inputs, tensor **outs, size_t n_outs, errbuf *err) {
     graph *g = f->g;
     Onnx__GraphProto *pb = g->pb;
     int rc = TILEOPT_OK;
     size_t k = 0;
+    tensor **nin = NULL, **nout = NULL;
+    exec_plan own = {0};
+    if (!plan) {
+        rc = plan_build(g, &own, err);
+        if (rc) return rc;
+        plan = &own;
+    }
     for (size_t i = 0; i < pb->n_input; i++) {
-        graph_value *v = graph_find(g, pb->input[i]->name);
-        if (!v) return err_set(err, TILEOPT_INVALID, "graph input %zu is not indexed", i);
+        graph_value *v = plan->gin[i];
+        if (!v) {
+            rc = err_set(err, TILEOPT_INVALID, "graph input %zu is not indexed", i);
+            goto done;
+        }
         if (v->initializer >= 0) continue;
         if (k >= n_inputs) {
             k++;
             continue;
         }
-        if (!inputs[k]) return err_set(err, TILEOPT_INVALID, "input '%s' is missing", v->name);
+        if (!inputs[k]) {
+            rc = err_set(err, TILEOPT_INVALID, "input '%s' is missing", v->name);
+            goto done;
+        }
         rc = check_input(v, inputs[k], err);
-        if (rc) return rc;
+        if (rc) goto done;
         size_t idx = (size_t)(v - g->values);
         release(f, &f->vals[idx]);
         f->vals[idx] = tensor_ref(inputs[k]);
-        if (!f->vals[idx]) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        if (!f->vals[idx]) {
+            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+            goto done;
+        }
         rc = account(f, f->vals[idx], v->name, err);
-        if (rc) return rc;
+        if (rc) goto done;
         k++;
     }
-    if (k != n_inputs)
-        return err_set(err, TILEOPT_INVALID, "the graph takes %zu inputs, got %zu", k, n_inputs);
-    if (pb->n_output != n_outs)
-        return err_set(err, TILEOPT_INVALID, "the graph has %zu outputs, %zu expected",
-                       pb->n_output, n_outs);
-
-    uint32_t nn = graph_n_nodes(g), count = 0;
-    int32_t *order = malloc((nn ? nn : 1) * sizeof *order);
-    int32_t *pos = malloc((nn ? nn : 1) * sizeof *pos);
-    /* values to free after each position: a list per position */
-    int32_t *head = malloc((nn ? nn : 1) * sizeof *head);
-    int32_t *next = malloc((g->n_values ? g->n_values : 1) * sizeof *next);
-    tensor **nin = NULL, **nout = NULL;
-    if (!order || !pos || !head || !next) {
-        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (k != n_inputs) {
+        rc = err_set(err, TILEOPT_INVALID, "the graph takes %zu inputs, got %zu", k, n_inputs);
         goto done;
     }
-    rc = graph_toposort(g, order, &count, err);
-    if (rc) goto done;
-    for (uint32_t i = 0; i < nn; i++) pos[i] = -1;
-    for (uint32_t p = 0; p < count; p++) {
-        pos[order[p]] = (int32_t)p;
-        head[p] = -1;
+    if (pb->n_output != n_outs) {
+        rc = err_set(err, TILEOPT_INVALID, "the graph has %zu outputs, %zu expected",
+                     pb->n_output, n_outs);
+        goto done;
     }
-    size_t max_io = 1;
-    for (uint32_t p = 0; p < count; p++) {
-        const Onnx__NodeProto *n = graph_node(g, order[p]);
-        if (n->n_input > max_io) max_io = n->n_input;
-        if (n->n_output > max_io) max_io = n->n_output;
-    }
-    for (uint32_t vi = 0; vi < g->n_values; vi++) {
-        const graph_value *v = &g->values[vi];
-        next[vi] = -1;
-        if (v->output >= 0 || !graph_value_defined(v)) continue;
-        int32_t last = v->producer >= 0 ? pos[v->producer] : -1;
-        for (uint32_t u = 0; u < v->n_uses; u++) {
-            int32_t p = v->uses[u].node >= 0 && (uint32_t)v->uses[u].node < nn
-                            ? pos[v->uses[u].node]
-                            : -1;
-            if (p > last) last = p;
-        }
-        if (last < 0) continue;
-        next[vi] = head[last];
-        head[last] = (int32_t)vi;
-    }
-    nin = calloc(max_io, sizeof *nin);
-    nout = calloc(max_io, sizeof *nout);
+    nin = calloc(plan->max_io, sizeof *nin);
+    nout = calloc(plan->max_io, sizeof *nout);
     if (!nin || !nout) {
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
         goto done;
     }
-    for (uint32_t p = 0; p < count; p++) {
-        int32_t ni = order[p];
+    for (uint32_t p = 0; p < plan->count; p++) {
+        int32_t ni = plan->order[p];
         const Onnx__NodeProto *n = graph_node(g, ni);
+        graph_value **pv = plan->vals + plan->first[p];
         for (size_t i = 0; i < n->n_input; i++) {
             const char *name = graph_node_input(n, i);
             nin[i] = NULL;
             if (!name) continue;
-            rc = frame_get(f, name, &nin[i], err);
+            rc = frame_get_value(f, pv[i], name, &nin[i], err);
             if (rc) {
                 err_prefix(err, "node %s (%s): ", graph_node_id(g, ni),
                            n->op_type ? n->op_type : "?");
                 goto done;
             }
         }
-        rc = eval_node(g, ni, nin, n->n_input, nout, n->n_output, f->lim, f, err);
-        if (rc) goto done;
+        rc = node_run(g, ni, plan->kern[p], nin, n->n_input, nout, n->n_output, f->lim, f,
+                      err);
+        if (rc) {
+            err_prefix(err, "node %s (%s): ", graph_node_id(g, ni),
+                       n->op_type ? n->op_type : "?");
+            goto done;
+        }
         for (size_t o = 0; o < n->n_output; o++) {
             const char *on = n->output[o];
-            graph_value *v = on && on[0] ? graph_find(g, on) : NULL;
+            graph_value *v = pv[n->n_input + o];
             if (!v) {
                 tensor_free(nout[o]);
                 nout[o] = NULL;
@@ -619,11 +793,11 @@ static int run_frame(eval_scope *f, tensor *const *inputs, size_t n_inputs, tens
                        n->op_type ? n->op_type : "?");
             goto done;
         }
-        for (int32_t vi = head[p]; vi >= 0; vi = next[vi]) release(f, &f->vals[vi]);
+        for (int32_t vi = plan->head[p]; vi >= 0; vi = plan->next[vi]) release(f, &f->vals[vi]);
     }
     for (size_t o = 0; o < n_outs; o++) {
         tensor *t = NULL;
-        rc = frame_get(f, pb->output[o]->name, &t, err);
+        rc = frame_get_value(f, plan->gout[o], pb->output[o]->name, &t, err);
         if (rc) {
             err_prefix(err, "graph output %zu: ", o);
             for (size_t j = 0; j < o; j++) {
@@ -635,10 +809,7 @@ static int run_frame(eval_scope *f, tensor *const *inputs, size_t n_inputs, tens
         outs[o] = tensor_ref(t);
     }
 done:
-    free(order);
-    free(pos);
-    free(head);
-    free(next);
+    plan_free(&own);
     free(nin);
     free(nout);
     return rc;
@@ -660,7 +831,7 @@ int eval_graph(graph_model *m, tensor *const *inputs, size_t n_inputs, tensor **
     uint64_t live = 0;
     eval_scope f;
     int rc = frame_open(&f, m->main, NULL, lim, &live, err);
-    if (!rc) rc = run_frame(&f, inputs, n_inputs, outs, no, err);
+    if (!rc) rc = run_frame(&f, NULL, inputs, n_inputs, outs, no, err);
     frame_close(&f);
     /* Outputs leave contiguous: callers compare and serialize them. */
     for (size_t i = 0; i < no && !rc; i++) {

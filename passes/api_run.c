@@ -284,7 +284,8 @@ static void fill_random(tensor *t, uint64_t *s) {
 /* A random string tensor: values drawn from a fixed set, held in static storage. */
 static int random_strings(graph_model *m, const int64_t *dims, int32_t rank, uint64_t *s,
                           const eval_limits *lim, tensor **out, errbuf *err) {
-    static const char *const words[] = {"", "a", "tile", "onnx", "repeat"};
+    /* numbers, so a Cast from string has something to parse */
+    static const char *const words[] = {"0", "1", "-2.5", "0.125", "3"};
     uint64_t n = 1;
     for (int32_t i = 0; i < rank; i++) n *= (uint64_t)dims[i];
     if (n > lim->max_tensor_bytes / sizeof(ProtobufCBinaryData))
@@ -443,14 +444,14 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
         verdict = "mismatch";
         snprintf(why, sizeof why, "the output model fails where the input model runs: %s",
                  e.msg);
-        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "verify: %s", why);
+        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "%s", why);
         goto done;
     }
     if (vr.n_before != vr.n_after) {
         verdict = "mismatch";
         snprintf(why, sizeof why, "the input model has %zu outputs, the output model %zu",
                  vr.n_before, vr.n_after);
-        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "verify: %s", why);
+        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "%s", why);
         goto done;
     }
     cJSON *outs = cJSON_AddArrayToObject(rep, "outputs");
@@ -490,7 +491,7 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
         if (strcmp(verdict, "mismatch") != 0) {
             verdict = "mismatch";
             snprintf(why, sizeof why, "%s", msg);
-            rc = err_set(&ctx->err, TILEOPT_MISMATCH, "verify: %s", msg);
+            rc = err_set(&ctx->err, TILEOPT_MISMATCH, "%s", msg);
         }
     }
 done:
