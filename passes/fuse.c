@@ -935,6 +935,11 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
         pc->changed = true;
     }
     if (!is_out && !fz_live_uses(g, t.out)) {
+        if (!n_plans) {
+            /* nothing read it to begin with */
+            cJSON *a = pass_action(pc, g, ti, "eliminated");
+            if (a) cJSON_AddStringToObject(a, "rule_name", "Tile nobody reads");
+        }
         graph_remove_node(g, ti);
         pc->changed = true;
         rc = fz_set_why(st, ti, NULL);
