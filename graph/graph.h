@@ -266,10 +266,22 @@ typedef struct graph_tensor_data {
 } graph_tensor_data;
 int graph_tensor_read(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
                       errbuf *err);
+/* Dims, data length and external file size agree, without reading any data
+** (the loader checks every tensor with it; issue 7). */
+int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err);
 /* A new TensorProto in the model's arena, raw_data (or string_data) filled. */
 Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t elem,
                                     const int64_t *dims, size_t rank, const void *data,
                                     size_t nbytes);
+/* Where an external tensor's bytes are: checked against the file (it exists, is
+** long enough, the length matches the shape). path is malloc'd: free it. */
+typedef struct graph_extent {
+    char *path;
+    uint64_t offset, length;
+} graph_extent;
+int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
+                          graph_extent *out, errbuf *err);
+int graph_extent_read(const graph_extent *e, void *dst, errbuf *err);
 /* Is the TensorProto's data outside the model file? */
 bool graph_tensor_is_external(const Onnx__TensorProto *t);
 

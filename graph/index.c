@@ -138,6 +138,8 @@ static int type_from_proto(graph *g, const Onnx__TypeProto *tp, graph_type *t,
                            errbuf *err) {
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) return TILEOPT_OK;
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type && tt->elem_type != 0 && !dtype_valid(tt->elem_type))
+        return err_set(err, TILEOPT_INVALID, "unknown element type %d", (int)tt->elem_type);
     if (tt->has_elem_type) t->elem = tt->elem_type;
     if (!tt->shape) return TILEOPT_OK;
     const graph_limits *lim = &g->model->limits;
@@ -233,7 +235,7 @@ static int index_definitions(graph *g, errbuf *err) {
         v->input = (int32_t)i;
         if (v->initializer < 0) {
             int rc = type_from_proto(g, pb->input[i]->type, &v->type, err);
-            if (rc) return rc;
+            if (rc) return err_prefix(err, "graph input '%s': ", v->name);
         }
     }
     for (size_t i = 0; i < pb->n_node; i++) {
@@ -261,7 +263,7 @@ static int index_definitions(graph *g, errbuf *err) {
         v->value_info = (int32_t)i;
         if (v->type.rank < 0 && !v->type.elem) {
             int rc = type_from_proto(g, pb->value_info[i]->type, &v->type, err);
-            if (rc) return rc;
+            if (rc) return err_prefix(err, "value_info '%s': ", v->name);
         }
     }
     for (size_t i = 0; i < pb->n_output; i++) {
@@ -270,7 +272,7 @@ static int index_definitions(graph *g, errbuf *err) {
         if (v->output < 0) v->output = (int32_t)i;
         if (v->type.rank < 0 && !v->type.elem) {
             int rc = type_from_proto(g, pb->output[i]->type, &v->type, err);
-            if (rc) return rc;
+            if (rc) return err_prefix(err, "graph output '%s': ", v->name);
         }
     }
     return TILEOPT_OK;

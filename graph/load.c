@@ -87,7 +87,8 @@ static const char *ext_location(const Onnx__TensorProto *t) {
 
 /* CVE-2022-25882: an external-data location must stay inside the model's folder. */
 static int check_external(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
-    if (!graph_tensor_is_external(t)) return TILEOPT_OK;
+    /* Every tensor's dims and data length too (graph_tensor_check, issue 7). */
+    if (!graph_tensor_is_external(t)) return graph_tensor_check(m, t, err);
     const char *name = t->name ? t->name : "";
     const char *loc = ext_location(t);
     if (!loc || !loc[0])
@@ -110,7 +111,7 @@ static int check_external(graph_model *m, const Onnx__TensorProto *t, errbuf *er
                        "tensor '%s': external data '%s' but the model was loaded from memory "
                        "without a folder",
                        name, loc);
-    return TILEOPT_OK;
+    return graph_tensor_check(m, t, err);
 }
 
 static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf *err);

@@ -1,8 +1,9 @@
 /*
 ** Saving: pack straight into a temporary file beside the target (no second copy of
 ** big tensors in memory), fsync, rename. External data is kept by reference when
-** the output sits in the source folder, copied beside the output otherwise. A model
-** past 2 GB moves its big initializers into "<output>.data".
+** the output sits in the source folder; otherwise its bytes, and those of big
+** initializers when the model passes the inline limit (2 GB), go to
+** "<output>.data" beside the output.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -154,177 +155,139 @@ static int pack_to_fd(int fd, void *user, errbuf *err) {
 
 /* ------------------------------------------------------- external data */
 
-typedef struct copy_job {
-    const char *src;
-} copy_job;
-
-static int copy_to_fd(int fd, void *user, errbuf *err) {
-    const copy_job *job = user;
-    int in = open(job->src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return err_set(err, TILEOPT_IO, "cannot read external data '%s': %s", job->src,
-                       strerror(errno));
-    static const size_t chunk = 1 << 20;
-    uint8_t *buf = malloc(chunk);
-    int rc = buf ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
-    for (ssize_t r; !rc && (r = read(in, buf, chunk)) != 0;) {
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            rc = err_set(err, TILEOPT_IO, "cannot read '%s': %s", job->src, strerror(errno));
-            break;
-        }
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(fd, buf + off, (size_t)(r - off));
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                rc = err_set(err, TILEOPT_IO, "write failed: %s", strerror(errno));
-                break;
-            }
-            off += w;
-        }
-    }
-    free(buf);
-    close(in);
-    return rc;
-}
-
-static const char *ext_location(const Onnx__TensorProto *t) {
-    for (size_t i = 0; i < t->n_external_data; i++)
-        if (t->external_data[i]->key && strcmp(t->external_data[i]->key, "location") == 0)
-            return t->external_data[i]->value;
-    return NULL;
-}
-
-typedef struct ext_list {
-    const char **locs;
-    size_t n, cap;
-} ext_list;
-
-static int ext_collect(ext_list *l, const Onnx__TensorProto *t) {
-    if (!graph_tensor_is_external(t)) return TILEOPT_OK;
-    const char *loc = ext_location(t);
-    if (!loc) return TILEOPT_OK;
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->locs[i], loc) == 0) return TILEOPT_OK;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        const char **p = realloc(l->locs, cap * sizeof *p);
-        if (!p) return TILEOPT_NOMEM;
-        l->locs = p;
-        l->cap = cap;
-    }
-    l->locs[l->n++] = loc;
-    return TILEOPT_OK;
-}
-
-static int ext_collect_graph(ext_list *l, const Onnx__GraphProto *g) {
-    int rc = TILEOPT_OK;
-    for (size_t i = 0; !rc && i < g->n_initializer; i++) rc = ext_collect(l, g->initializer[i]);
-    for (size_t i = 0; !rc && i < g->n_sparse_initializer; i++) {
-        const Onnx__SparseTensorProto *s = g->sparse_initializer[i];
-        if (s->values) rc = ext_collect(l, s->values);
-        if (!rc && s->indices) rc = ext_collect(l, s->indices);
-    }
-    for (size_t i = 0; !rc && i < g->n_node; i++) {
-        const Onnx__NodeProto *n = g->node[i];
-        for (size_t a = 0; !rc && a < n->n_attribute; a++) {
-            const Onnx__AttributeProto *at = n->attribute[a];
-            if (at->t) rc = ext_collect(l, at->t);
-            for (size_t k = 0; !rc && k < at->n_tensors; k++) rc = ext_collect(l, at->tensors[k]);
-            if (!rc && at->g) rc = ext_collect_graph(l, at->g);
-            for (size_t k = 0; !rc && k < at->n_graphs; k++)
-                rc = ext_collect_graph(l, at->graphs[k]);
-        }
-    }
-    return rc;
-}
-
-static bool same_dir(const char *a, const char *b) {
-    char ra[PATH_MAX], rb[PATH_MAX];
-    if (!realpath(a, ra) || !realpath(b, rb)) return false;
-    return strcmp(ra, rb) == 0;
-}
-
-static int mkdirs_for(const char *path) {
-    char *p = strdup(path);
-    if (!p) return -1;
-    for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    free(p);
-    return 0;
-}
-
-/* Copy every external-data file the model references into out_dir. */
-static int copy_external(graph_model *m, const char *out_dir, errbuf *err) {
-    ext_list l = {0};
-    int rc = ext_collect_graph(&l, m->pb->graph);
-    if (rc) {
-        free(l.locs);
-        return err_set(err, TILEOPT_NOMEM, "out of memory");
-    }
-    if (l.n && !m->base_dir) {
-        free(l.locs);
-        return err_set(err, TILEOPT_INVALID, "the model references external data but has no folder");
-    }
-    if (l.n && same_dir(m->base_dir, out_dir)) l.n = 0;
-    for (size_t i = 0; !rc && i < l.n; i++) {
-        size_t n1 = strlen(m->base_dir) + strlen(l.locs[i]) + 2;
-        size_t n2 = strlen(out_dir) + strlen(l.locs[i]) + 2;
-        char *src = malloc(n1), *dst = malloc(n2);
-        if (!src || !dst) {
-            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-        } else {
-            snprintf(src, n1, "%s/%s", m->base_dir, l.locs[i]);
-            snprintf(dst, n2, "%s/%s", out_dir, l.locs[i]);
-            copy_job job = {src};
-            if (mkdirs_for(dst) != 0)
-                rc = err_set(err, TILEOPT_IO, "cannot create the folder for '%s': %s", dst,
-                             strerror(errno));
-            else
-                rc = write_atomic(dst, copy_to_fd, &job, err);
-        }
-        free(src);
-        free(dst);
-    }
-    free(l.locs);
-    return rc;
-}
-
-/* ------------------------------------------------- models past 2 GB */
-
+/*
+** Relocation: for one save, the tensors whose bytes go to "<output>.data": external
+** tensors when the output leaves the source folder (their files are read, never
+** copied whole, so two models' "weights.bin" cannot clobber each other), and big
+** inline tensors when the model would pass the inline limit. The in-memory model
+** is restored after packing.
+*/
 typedef struct moved {
     Onnx__TensorProto *t;
     Onnx__TensorProto saved;
+    graph_extent src;        /* path NULL: the bytes are t's raw_data */
 } moved;
 
-typedef struct big_save {
+typedef struct relocation {
     graph_model *m;
     moved *list;
-    size_t n;
-    const char *data_path;
-} big_save;
+    size_t n, cap;
+    char *data_path;
+    const char *data_name;   /* basename of data_path, the new location */
+    bool move_external, move_inline;
+} relocation;
 
-static int write_tensor_data(int fd, void *user, errbuf *err) {
-    big_save *b = user;
-    for (size_t i = 0; i < b->n; i++) {
-        const ProtobufCBinaryData *d = &b->list[i].saved.raw_data;
-        for (size_t off = 0; off < d->len;) {
-            ssize_t w = write(fd, d->data + off, d->len - off);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                return err_set(err, TILEOPT_IO, "cannot write '%s': %s", b->data_path,
-                               strerror(errno));
-            }
-            off += (size_t)w;
-        }
+static int reloc_push(relocation *r, Onnx__TensorProto *t, errbuf *err) {
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        moved *p = realloc(r->list, cap * sizeof *p);
+        if (!p) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        r->list = p;
+        r->cap = cap;
+    }
+    moved *mv = &r->list[r->n];
+    memset(mv, 0, sizeof *mv);
+    mv->t = t;
+    mv->saved = *t;
+    if (graph_tensor_is_external(t)) {
+        int rc = graph_external_extent(r->m, t, &mv->src, err);
+        if (rc) return rc;
+    }
+    r->n++;
+    return TILEOPT_OK;
+}
+
+static int reloc_tensor(relocation *r, Onnx__TensorProto *t, errbuf *err) {
+    if (graph_tensor_is_external(t)) return r->move_external ? reloc_push(r, t, err) : TILEOPT_OK;
+    if (r->move_inline && t->has_raw_data && t->raw_data.len >= EXTERNAL_MIN_BYTES)
+        return reloc_push(r, t, err);
+    return TILEOPT_OK;
+}
+
+static int reloc_graph(relocation *r, Onnx__GraphProto *g, errbuf *err);
+
+static int reloc_node(relocation *r, Onnx__NodeProto *n, errbuf *err) {
+    int rc = TILEOPT_OK;
+    for (size_t a = 0; !rc && a < n->n_attribute; a++) {
+        Onnx__AttributeProto *at = n->attribute[a];
+        if (at->t) rc = reloc_tensor(r, at->t, err);
+        for (size_t k = 0; !rc && k < at->n_tensors; k++) rc = reloc_tensor(r, at->tensors[k], err);
+        if (!rc && at->g) rc = reloc_graph(r, at->g, err);
+        for (size_t k = 0; !rc && k < at->n_graphs; k++) rc = reloc_graph(r, at->graphs[k], err);
+    }
+    return rc;
+}
+
+static int reloc_graph(relocation *r, Onnx__GraphProto *g, errbuf *err) {
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < g->n_initializer; i++) rc = reloc_tensor(r, g->initializer[i], err);
+    for (size_t i = 0; !rc && i < g->n_sparse_initializer; i++) {
+        Onnx__SparseTensorProto *sp = g->sparse_initializer[i];
+        if (sp->values) rc = reloc_tensor(r, sp->values, err);
+        if (!rc && sp->indices) rc = reloc_tensor(r, sp->indices, err);
+    }
+    for (size_t i = 0; !rc && i < g->n_node; i++) rc = reloc_node(r, g->node[i], err);
+    return rc;
+}
+
+static int reloc_model(relocation *r, errbuf *err) {
+    Onnx__ModelProto *pb = r->m->pb;
+    int rc = reloc_graph(r, pb->graph, err);
+    for (size_t i = 0; !rc && i < pb->n_training_info; i++) {
+        if (pb->training_info[i]->initialization)
+            rc = reloc_graph(r, pb->training_info[i]->initialization, err);
+        if (!rc && pb->training_info[i]->algorithm)
+            rc = reloc_graph(r, pb->training_info[i]->algorithm, err);
+    }
+    for (size_t i = 0; !rc && i < pb->n_functions; i++)
+        for (size_t k = 0; !rc && k < pb->functions[i]->n_node; k++)
+            rc = reloc_node(r, pb->functions[i]->node[k], err);
+    return rc;
+}
+
+static int write_all_fd(int fd, const uint8_t *p, size_t n, const char *path, errbuf *err) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
+        p += w;
+        n -= (size_t)w;
     }
     return TILEOPT_OK;
+}
+
+static int write_data_file(int fd, void *user, errbuf *err) {
+    relocation *r = user;
+    uint8_t *buf = NULL;
+    size_t buf_cap = 0;
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < r->n; i++) {
+        const moved *mv = &r->list[i];
+        if (!mv->src.path) {
+            rc = write_all_fd(fd, mv->saved.raw_data.data, mv->saved.raw_data.len, r->data_path, err);
+            continue;
+        }
+        /* External source: stream the extent through a bounded buffer. */
+        const size_t chunk = (size_t)16 << 20;
+        for (uint64_t done = 0; !rc && done < mv->src.length;) {
+            size_t n = mv->src.length - done < chunk ? (size_t)(mv->src.length - done) : chunk;
+            if (n > buf_cap) {
+                uint8_t *nb = realloc(buf, n);
+                if (!nb) {
+                    rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+                    break;
+                }
+                buf = nb;
+                buf_cap = n;
+            }
+            graph_extent part = {mv->src.path, mv->src.offset + done, n};
+            rc = graph_extent_read(&part, buf, err);
+            if (!rc) rc = write_all_fd(fd, buf, n, r->data_path, err);
+            done += n;
+        }
+    }
+    free(buf);
+    return rc;
 }
 
 static Onnx__StringStringEntryProto *entry(arena *a, const char *k, const char *v) {
@@ -336,37 +299,22 @@ static Onnx__StringStringEntryProto *entry(arena *a, const char *k, const char *
     return e->key && e->value ? e : NULL;
 }
 
-/* Point the big initializers at "<output>.data", write it, and return the list so
-** the caller can restore the in-memory model after packing. */
-static int externalize(graph_model *m, const char *path, big_save *b, errbuf *err) {
-    const Onnx__GraphProto *g = m->pb->graph;
-    b->list = calloc(g->n_initializer ? g->n_initializer : 1, sizeof *b->list);
-    if (!b->list) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    size_t dlen = strlen(path) + 6;
-    char *data_path = malloc(dlen);
-    if (!data_path) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    snprintf(data_path, dlen, "%s.data", path);
-    b->data_path = data_path;
-    const char *base = strrchr(data_path, '/');
-    base = base ? base + 1 : data_path;
+/* Point every moved tensor at its extent of the data file. */
+static int reloc_apply(relocation *r, errbuf *err) {
+    arena *a = r->m->arena;
     uint64_t offset = 0;
-    for (size_t i = 0; i < g->n_initializer; i++) {
-        Onnx__TensorProto *t = g->initializer[i];
-        if (graph_tensor_is_external(t) || !t->has_raw_data ||
-            t->raw_data.len < EXTERNAL_MIN_BYTES)
-            continue;
-        moved *mv = &b->list[b->n++];
-        mv->t = t;
-        mv->saved = *t;
-        char off[32], len[32];
+    for (size_t i = 0; i < r->n; i++) {
+        moved *mv = &r->list[i];
+        Onnx__TensorProto *t = mv->t;
+        uint64_t len = mv->src.path ? mv->src.length : mv->saved.raw_data.len;
+        char off[32], lens[32];
         snprintf(off, sizeof off, "%" PRIu64, offset);
-        snprintf(len, sizeof len, "%zu", t->raw_data.len);
-        Onnx__StringStringEntryProto **ed = arena_alloc(m->arena, 3 * sizeof *ed);
-        if (!ed || !(ed[0] = entry(m->arena, "location", base)) ||
-            !(ed[1] = entry(m->arena, "offset", off)) ||
-            !(ed[2] = entry(m->arena, "length", len)))
+        snprintf(lens, sizeof lens, "%" PRIu64, len);
+        Onnx__StringStringEntryProto **ed = arena_alloc(a, 3 * sizeof *ed);
+        if (!ed || !(ed[0] = entry(a, "location", r->data_name)) ||
+            !(ed[1] = entry(a, "offset", off)) || !(ed[2] = entry(a, "length", lens)))
             return err_set(err, TILEOPT_NOMEM, "out of memory");
-        offset += t->raw_data.len;
+        offset += len;
         t->has_raw_data = 0;
         t->raw_data.len = 0;
         t->raw_data.data = NULL;
@@ -375,26 +323,46 @@ static int externalize(graph_model *m, const char *path, big_save *b, errbuf *er
         t->has_data_location = 1;
         t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     }
-    return write_atomic(data_path, write_tensor_data, b, err);
+    return TILEOPT_OK;
 }
 
-static void restore(big_save *b) {
-    for (size_t i = 0; i < b->n; i++) *b->list[i].t = b->list[i].saved;
-    free(b->list);
-    free((char *)b->data_path);
+static void reloc_restore(relocation *r) {
+    for (size_t i = 0; i < r->n; i++) {
+        *r->list[i].t = r->list[i].saved;
+        free(r->list[i].src.path);
+    }
+    free(r->list);
+    free(r->data_path);
+}
+
+static bool same_dir(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (!realpath(a, ra) || !realpath(b, rb)) return false;
+    return strcmp(ra, rb) == 0;
 }
 
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
+    relocation r = {m, NULL, 0, 0, NULL, NULL, false, false};
     char *copy = strdup(path);
-    if (!copy) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    int rc = copy_external(m, dirname(copy), err);
+    size_t dlen = strlen(path) + 6;
+    r.data_path = malloc(dlen);
+    if (!copy || !r.data_path) {
+        free(copy);
+        free(r.data_path);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    snprintf(r.data_path, dlen, "%s.data", path);
+    const char *slash = strrchr(r.data_path, '/');
+    r.data_name = slash ? slash + 1 : r.data_path;
+    r.move_external = m->base_dir && !same_dir(m->base_dir, dirname(copy));
     free(copy);
-    if (rc) return rc;
-    big_save b = {m, NULL, 0, NULL};
     uint64_t limit = m->limits.max_inline_bytes;
     uint64_t total = graph_model_packed_size(m);
-    if (total > limit) {
-        rc = externalize(m, path, &b, err);
+    r.move_inline = total > limit;
+    int rc = r.move_external || r.move_inline ? reloc_model(&r, err) : TILEOPT_OK;
+    if (!rc && r.n) {
+        rc = reloc_apply(&r, err);
+        if (!rc) rc = write_atomic(r.data_path, write_data_file, &r, err);
         total = graph_model_packed_size(m);
         if (!rc && total > limit)
             rc = err_set(err, TILEOPT_LIMIT,
@@ -405,7 +373,7 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     pack_job job = {m, total, &written};
     if (!rc) rc = write_atomic(path, pack_to_fd, &job, err);
     if (!rc) m->saved_bytes = written;
-    restore(&b);
+    reloc_restore(&r);
     return rc;
 }
 

@@ -32,53 +32,97 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
-static int read_external(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
-                         errbuf *err) {
+/* Bytes of a tensor's values, or false when the shape's size overflows. */
+static bool shape_bytes(const Onnx__TensorProto *t, const dtype_info *d, uint64_t *out) {
+    uint64_t n = d->size;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0 || (t->dims[i] && n > UINT64_MAX / (uint64_t)t->dims[i]))
+            return false;
+        n *= (uint64_t)t->dims[i];
+    }
+    *out = n;
+    return true;
+}
+
+int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
+                          graph_extent *out, errbuf *err) {
     const char *name = t->name ? t->name : "";
     const char *loc = ext_field(t, "location");
-    uint64_t offset = 0, length = out->nbytes;
-    if (ext_field(t, "offset") && !parse_u64(ext_field(t, "offset"), &offset))
-        return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data offset", name);
-    if (ext_field(t, "length") && !parse_u64(ext_field(t, "length"), &length))
-        return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data length", name);
-    if (!loc || !m->base_dir)
-        return err_set(err, TILEOPT_INVALID, "tensor '%s': external data has no location", name);
-    if (out->elem == DT_STRING)
+    const dtype_info *d = dtype_get(t->has_data_type ? t->data_type : 0);
+    memset(out, 0, sizeof *out);
+    if (!d) return err_set(err, TILEOPT_INVALID, "tensor '%s': unknown data type", name);
+    if (d->kind == KIND_STRING)
         return err_set(err, TILEOPT_INVALID, "tensor '%s': strings cannot be external data", name);
-    if (length != out->nbytes)
+    uint64_t nbytes;
+    if (!shape_bytes(t, d, &nbytes))
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': negative dims or a size that overflows",
+                       name);
+    out->length = nbytes;
+    if (ext_field(t, "offset") && !parse_u64(ext_field(t, "offset"), &out->offset))
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data offset", name);
+    if (ext_field(t, "length") && !parse_u64(ext_field(t, "length"), &out->length))
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data length", name);
+    if (!loc || !loc[0] || !m->base_dir)
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': external data has no location", name);
+    if (out->length != nbytes)
         return err_set(err, TILEOPT_INVALID,
-                       "tensor '%s': external data length %" PRIu64 " does not match its shape (%zu bytes)",
-                       name, length, out->nbytes);
+                       "tensor '%s': external data length %" PRIu64 " does not match its shape (%" PRIu64 " bytes)",
+                       name, out->length, nbytes);
     size_t n = strlen(m->base_dir) + strlen(loc) + 2;
-    char *path = malloc(n);
-    if (!path) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    snprintf(path, n, "%s/%s", m->base_dir, loc);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    out->path = malloc(n);
+    if (!out->path) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    snprintf(out->path, n, "%s/%s", m->base_dir, loc);
     struct stat st;
     int rc = TILEOPT_OK;
-    if (fd < 0) {
-        rc = err_set(err, TILEOPT_IO, "tensor '%s': cannot open external data '%s': %s", name,
-                     path, strerror(errno));
-    } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-               offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset) {
+    if (stat(out->path, &st) != 0)
+        rc = err_set(err, TILEOPT_IO, "tensor '%s': external data '%s' is missing: %s", name,
+                     out->path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = err_set(err, TILEOPT_INVALID, "tensor '%s': external data '%s' is not a file", name,
+                     out->path);
+    else if (out->offset > (uint64_t)st.st_size || out->length > (uint64_t)st.st_size - out->offset)
         rc = err_set(err, TILEOPT_INVALID,
-                     "tensor '%s': external data '%s' is shorter than offset %" PRIu64 " + length %" PRIu64,
-                     name, path, offset, length);
-    } else {
-        out->data = malloc(length ? length : 1);
-        out->owned = true;
-        if (!out->data) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-        for (uint64_t got = 0; !rc && got < length;) {
-            ssize_t r = pread(fd, (uint8_t *)out->data + got, length - got, (off_t)(offset + got));
-            if (r <= 0) {
-                if (r < 0 && errno == EINTR) continue;
-                rc = err_set(err, TILEOPT_IO, "tensor '%s': reading '%s' failed", name, path);
-            }
-            got += r > 0 ? (uint64_t)r : 0;
-        }
+                     "tensor '%s': external data '%s' (%lld bytes) is shorter than offset %" PRIu64 " + length %" PRIu64,
+                     name, out->path, (long long)st.st_size, out->offset, out->length);
+    if (rc) {
+        free(out->path);
+        out->path = NULL;
     }
-    if (fd >= 0) close(fd);
-    free(path);
+    return rc;
+}
+
+int graph_extent_read(const graph_extent *e, void *dst, errbuf *err) {
+    int fd = open(e->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(err, TILEOPT_IO, "cannot open external data '%s': %s", e->path,
+                       strerror(errno));
+    int rc = TILEOPT_OK;
+    for (uint64_t got = 0; !rc && got < e->length;) {
+        ssize_t r = pread(fd, (uint8_t *)dst + got, e->length - got, (off_t)(e->offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            rc = err_set(err, TILEOPT_IO, "reading external data '%s' failed (file shrank?)",
+                         e->path);
+        else
+            got += (uint64_t)r;
+    }
+    close(fd);
+    return rc;
+}
+
+static int read_external(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
+                         errbuf *err) {
+    graph_extent e;
+    int rc = graph_external_extent(m, t, &e, err);
+    if (rc) return rc;
+    out->data = malloc(e.length ? e.length : 1);
+    out->owned = true;
+    if (out->data)
+        rc = graph_extent_read(&e, out->data, err);
+    else
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (rc) err_prefix(err, "tensor '%s': ", t->name ? t->name : "");
+    free(e.path);
     return rc;
 }
 
@@ -126,6 +170,81 @@ static size_t field_count(const dtype_info *d, const Onnx__TensorProto *t) {
     case FIELD_NONE: break;
     }
     return 0;
+}
+
+/*
+** Issue 7 (hardening): the loader runs this on every TensorProto, so a model
+** that claims more data than it holds (a 100-GB initializer with no bytes, dims
+** whose size overflows, a short or missing external file) fails at load, before
+** anything is allocated, instead of round-tripping or failing deep in a pass.
+** It reads no tensor bytes: external files are only stat'ed.
+*/
+int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
+    const char *name = t->name ? t->name : "";
+    const dtype_info *d = dtype_get(t->has_data_type ? t->data_type : 0);
+    if (!d) return TILEOPT_OK; /* refused where the value is indexed or read */
+    if (t->n_dims > m->limits.max_rank)
+        return err_set(err, TILEOPT_LIMIT, "tensor '%s': rank %zu is over the limit %" PRIu32,
+                       name, t->n_dims, m->limits.max_rank);
+    uint64_t numel = 1, nbytes;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0)
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': negative dim %" PRId64 " at axis %zu",
+                           name, t->dims[i], i);
+        if (__builtin_mul_overflow(numel, (uint64_t)t->dims[i], &numel))
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': dims overflow (the element count passes 2^64 at axis %zu)",
+                           name, i);
+    }
+    if (__builtin_mul_overflow(numel, (uint64_t)d->size, &nbytes) || nbytes > SIZE_MAX / 2)
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': dims overflow (%" PRIu64 " elements of %s)", name, numel,
+                       d->name);
+    if (graph_tensor_is_external(t)) {
+        const char *loc = ext_field(t, "location");
+        uint64_t offset = 0, length = nbytes;
+        if (ext_field(t, "offset") && !parse_u64(ext_field(t, "offset"), &offset))
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data offset", name);
+        if (ext_field(t, "length") && !parse_u64(ext_field(t, "length"), &length))
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data length", name);
+        if (d->field == FIELD_STRING || !loc || !m->base_dir)
+            return TILEOPT_OK; /* refused with their reasons by read_external */
+        if (length != nbytes)
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': external data length %" PRIu64 " does not match its dims (%" PRIu64 " bytes)",
+                           name, length, nbytes);
+        size_t n = strlen(m->base_dir) + strlen(loc) + 2;
+        char *path = malloc(n);
+        if (!path) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        snprintf(path, n, "%s/%s", m->base_dir, loc);
+        struct stat st;
+        int rc = TILEOPT_OK;
+        if (stat(path, &st) != 0)
+            rc = err_set(err, TILEOPT_IO, "tensor '%s': external data file '%s': %s", name, loc,
+                         strerror(errno));
+        else if (!S_ISREG(st.st_mode))
+            rc = err_set(err, TILEOPT_INVALID, "tensor '%s': external data '%s' is not a file",
+                         name, loc);
+        else if (offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset)
+            rc = err_set(err, TILEOPT_INVALID,
+                         "tensor '%s': external data file '%s' has %lld bytes, shorter than offset %" PRIu64 " + length %" PRIu64,
+                         name, loc, (long long)st.st_size, offset, length);
+        free(path);
+        return rc;
+    }
+    if (t->has_raw_data) {
+        if (d->field != FIELD_STRING && t->raw_data.len != nbytes)
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': raw_data has %zu bytes but its dims need %" PRIu64, name,
+                           t->raw_data.len, nbytes);
+        return TILEOPT_OK;
+    }
+    size_t have = field_count(d, t);
+    if (have != numel * d->field_per_elem)
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': holds %zu values but its dims need %" PRIu64, name, have,
+                       numel * d->field_per_elem);
+    return TILEOPT_OK;
 }
 
 int graph_tensor_read(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
