@@ -190,8 +190,8 @@ static inline void b_init(Onnx__GraphProto *g, Onnx__TensorProto *t) {
     g->initializer[g->n_initializer++] = t;
 }
 
-/* Serialize a model around g at the given opset and load it. */
-static inline int b_load(Onnx__GraphProto *g, int64_t opset, graph_model **out, errbuf *err) {
+/* Serialize a model around g at the given opset (bytes from the pool). */
+static inline uint8_t *b_pack(Onnx__GraphProto *g, int64_t opset, size_t *len) {
     Onnx__ModelProto m;
     onnx__model_proto__init(&m);
     m.has_ir_version = 1;
@@ -205,9 +205,16 @@ static inline int b_load(Onnx__GraphProto *g, int64_t opset, graph_model **out, 
     m.n_opset_import = 1;
     m.opset_import = &osp;
     m.graph = g;
-    size_t len = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = b_alloc(len);
+    *len = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = b_alloc(*len);
     onnx__model_proto__pack(&m, buf);
+    return buf;
+}
+
+/* Serialize a model around g at the given opset and load it. */
+static inline int b_load(Onnx__GraphProto *g, int64_t opset, graph_model **out, errbuf *err) {
+    size_t len;
+    uint8_t *buf = b_pack(g, opset, &len);
     graph_limits lim;
     graph_limits_default(&lim);
     return graph_model_load_buffer(buf, len, NULL, &lim, out, err);

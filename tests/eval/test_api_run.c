@@ -1,0 +1,218 @@
+/* Public API around the evaluator (passes/api_run.c): tensors, tileopt_model_run,
+** tileopt_tile with OpenVINO promotion, tileopt_model_verify. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "builder.h"
+#include "passes/ctx.h"
+#include "tileopt.h"
+
+/* A public tensor from values, through the serialized form. */
+static tileopt_tensor *api_tensor(tileopt_ctx *ctx, int32_t elem, int rank,
+                                  const int64_t *dims, const void *data, size_t nbytes) {
+    Onnx__TensorProto *p = b_tensor("t", elem, rank, dims, data, nbytes);
+    size_t len = onnx__tensor_proto__get_packed_size(p);
+    uint8_t *buf = b_alloc(len);
+    onnx__tensor_proto__pack(p, buf);
+    tileopt_tensor *t = NULL;
+    assert_int_equal(tileopt_tensor_load_buffer(ctx, buf, len, &t), TILEOPT_OK);
+    return t;
+}
+
+static void check_tile(tileopt_ctx *ctx, const int64_t *xd, int xr, const int64_t *rep,
+                       size_t nr, const int64_t *want, size_t wr) {
+    uint64_t n = 1;
+    for (int i = 0; i < xr; i++) n *= (uint64_t)xd[i];
+    int32_t *v = b_alloc(n * sizeof *v);
+    for (uint64_t i = 0; i < n; i++) v[i] = (int32_t)i;
+    tileopt_tensor *x = api_tensor(ctx, DT_INT32, xr, xd, v, n * sizeof *v), *y = NULL;
+    assert_int_equal(tileopt_tile(ctx, x, rep, nr, &y), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_rank(y), wr);
+    assert_memory_equal(tileopt_tensor_dims(y), want, wr * sizeof *want);
+    /* the last element of the output is the last element of the input */
+    const int32_t *yv = (const int32_t *)(const void *)y->t->data;
+    assert_int_equal(yv[tensor_numel(y->t) - 1], (int32_t)(n - 1));
+    /* the first row of the innermost axis repeats the input's first row */
+    int64_t inner = xd[xr - 1];
+    for (int64_t i = 0; i < want[wr - 1]; i++) assert_int_equal(yv[i], (int32_t)(i % inner));
+    tileopt_tensor_free(x);
+    tileopt_tensor_free(y);
+}
+
+static void api_should_tile_with_openvino_promotion(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    /* OpenVINO Tile-1 specification examples */
+    int64_t d1[3] = {2, 3, 4}, r1[3] = {1, 2, 3}, w1[3] = {2, 6, 12};
+    check_tile(ctx, d1, 3, r1, 3, w1, 3);
+    int64_t r2[4] = {5, 1, 2, 3}, w2[4] = {5, 2, 6, 12};
+    check_tile(ctx, d1, 3, r2, 4, w2, 4);
+    int64_t d3[4] = {5, 2, 3, 4}, r3[3] = {1, 2, 3}, w3[4] = {5, 2, 6, 12};
+    check_tile(ctx, d3, 4, r3, 3, w3, 4);
+    /* negative repeats are still errors */
+    int32_t v[2] = {1, 2};
+    int64_t dd[1] = {2}, neg[1] = {-1};
+    tileopt_tensor *x = api_tensor(ctx, DT_INT32, 1, dd, v, sizeof v), *y = NULL;
+    assert_int_not_equal(tileopt_tile(ctx, x, neg, 1, &y), TILEOPT_OK);
+    assert_null(y);
+    assert_true(strlen(tileopt_ctx_errmsg(ctx)) > 0);
+    tileopt_tensor_free(x);
+    tileopt_ctx_free(ctx);
+    b_free_all();
+}
+
+static void api_should_save_and_load_tensor_files(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    double v[3] = {1.5, -2, 3};
+    int64_t d[1] = {3};
+    tileopt_tensor *t = api_tensor(ctx, DT_DOUBLE, 1, d, v, sizeof v), *u = NULL;
+    char path[] = "/tmp/tileopt_api_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(tileopt_tensor_save(ctx, t, path), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_load(ctx, path, &u), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_dtype(u), DT_DOUBLE);
+    assert_string_equal(tileopt_tensor_name(u), "t");
+    assert_memory_equal(u->t->data, v, sizeof v);
+    unlink(path);
+    tileopt_tensor_free(u);
+    u = NULL;
+    assert_int_equal(tileopt_tensor_load(ctx, path, &u), TILEOPT_IO);
+    assert_null(u);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), path));
+    /* data length not matching the shape */
+    Onnx__TensorProto *p = b_tensor("bad", DT_FLOAT, 1, d, v, 8);
+    size_t len = onnx__tensor_proto__get_packed_size(p);
+    uint8_t *buf = b_alloc(len);
+    onnx__tensor_proto__pack(p, buf);
+    assert_int_equal(tileopt_tensor_load_buffer(ctx, buf, len, &u), TILEOPT_INVALID);
+    assert_null(u);
+    tileopt_tensor_free(t);
+    tileopt_ctx_free(ctx);
+    b_free_all();
+}
+
+/* y = op(x) over x FLOAT [N, 2] (N symbolic) */
+static tileopt_model *unary_model(tileopt_ctx *ctx, const char *op) {
+    Onnx__GraphProto *g = b_graph_new("g");
+    int64_t d[2] = {-1, 2};
+    b_input(g, b_value("x", DT_FLOAT, 2, d));
+    Onnx__NodeProto *n = b_add(g, b_node(op, "x", "y"));
+    if (strcmp(op, "Transpose") == 0) {
+        int64_t perm[2] = {0, 1};
+        b_attr_ints(n, "perm", perm, 2);
+    }
+    b_output(g, b_value("y", DT_FLOAT, -1, NULL));
+    size_t len;
+    uint8_t *buf = b_pack(g, 13, &len);
+    tileopt_model *m = NULL;
+    assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
+    return m;
+}
+
+static const cJSON *verify_json(tileopt_ctx *ctx) {
+    const cJSON *r = tileopt_report_json(ctx);
+    assert_non_null(r);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
+    assert_non_null(v);
+    return v;
+}
+
+static void api_should_verify_match_mismatch_and_skip(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    tileopt_model *before = unary_model(ctx, "Transpose"); /* identity permutation */
+    tileopt_model *same = unary_model(ctx, "Identity");
+    tileopt_model *other = unary_model(ctx, "Neg");
+    tileopt_model *lacking = unary_model(ctx, "Softmax");
+    assert_int_equal(tileopt_report_begin(ctx, before, "before.onnx"), TILEOPT_OK);
+
+    assert_int_equal(tileopt_model_verify(ctx, before, same), TILEOPT_OK);
+    const cJSON *v = verify_json(ctx);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "verdict")), "match");
+    const cJSON *in0 = cJSON_GetArrayItem(cJSON_GetObjectItem(v, "inputs"), 0);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(in0, "shape"), 0)->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(in0, "symbolic"), "N")->valueint, 2);
+
+    assert_int_equal(tileopt_model_verify(ctx, before, other), TILEOPT_MISMATCH);
+    v = verify_json(ctx);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "verdict")), "mismatch");
+    const cJSON *o0 = cJSON_GetArrayItem(cJSON_GetObjectItem(v, "outputs"), 0);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o0, "match")));
+    assert_true(cJSON_GetObjectItem(o0, "max_abs_diff")->valuedouble > 0);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "'y'"));
+
+    assert_int_equal(tileopt_model_verify(ctx, before, lacking), TILEOPT_OK);
+    v = verify_json(ctx);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "verdict")), "skipped");
+    const cJSON *ops = cJSON_GetObjectItem(v, "ops");
+    assert_int_equal(cJSON_GetArraySize(ops), 1);
+    assert_string_equal(cJSON_GetArrayItem(ops, 0)->valuestring, "Softmax");
+
+    /* the same seed gives the same inputs: the recorded diff repeats */
+    assert_int_equal(tileopt_model_verify(ctx, before, other), TILEOPT_MISMATCH);
+    double d1 = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(verify_json(ctx),
+                                                                           "outputs"), 0),
+                                    "max_abs_diff")->valuedouble;
+    assert_int_equal(tileopt_model_verify(ctx, before, other), TILEOPT_MISMATCH);
+    double d2 = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(verify_json(ctx),
+                                                                           "outputs"), 0),
+                                    "max_abs_diff")->valuedouble;
+    assert_true(d1 == d2);
+    tileopt_model_free(before);
+    tileopt_model_free(same);
+    tileopt_model_free(other);
+    tileopt_model_free(lacking);
+    tileopt_ctx_free(ctx);
+    b_free_all();
+}
+
+static void api_should_keep_run_outputs_after_the_model_is_freed(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    Onnx__GraphProto *g = b_graph_new("g");
+    int64_t d[1] = {3};
+    float w[3] = {1, 2, 3};
+    b_init(g, b_tensor("w", DT_FLOAT, 1, d, w, sizeof w));
+    b_add(g, b_node("Identity", "w", "y"));
+    b_output(g, b_value("y", DT_FLOAT, 1, d));
+    size_t len;
+    uint8_t *buf = b_pack(g, 13, &len);
+    tileopt_model *m = NULL;
+    assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
+    tileopt_tensor **outs = NULL;
+    size_t no = 0;
+    assert_int_equal(tileopt_model_run(ctx, m, NULL, 0, &outs, &no), TILEOPT_OK);
+    tileopt_model_free(m);
+    b_free_all();
+    assert_int_equal(no, 1);
+    assert_string_equal(tileopt_tensor_name(outs[0]), "y");
+    assert_memory_equal(outs[0]->t->data, w, sizeof w);
+    tileopt_tensor_free(outs[0]);
+    tileopt_free(outs);
+    tileopt_ctx_free(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(api_should_tile_with_openvino_promotion),
+        cmocka_unit_test(api_should_save_and_load_tensor_files),
+        cmocka_unit_test(api_should_verify_match_mismatch_and_skip),
+        cmocka_unit_test(api_should_keep_run_outputs_after_the_model_is_freed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
