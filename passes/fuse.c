@@ -608,7 +608,7 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
         }
         snprintf(p->why, sizeof p->why, "consumer %s (%s): operand '%s' is full-size; "
                  "reading x through the view needs the repeat axes split out (rule 4, "
-                 "--fuse-split), which is slower in ONNX Runtime", cid, c->op_type,
+                 "--fuse-split; off by default: ONNX Runtime can run that form slower)", cid, c->op_type,
                  other);
         return TILEOPT_OK;
     }
