@@ -51,6 +51,12 @@ static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
     while (p < end) {
         uint64_t key, len;
         if (!read_varint(&p, end, &key)) break; /* protobuf-c reports the details */
+        /* protobuf-c accepts field number 0 when its key is over-long (80 00) but
+        ** rejects the 1-byte key it writes back, so such a model would save into
+        ** bytes that do not load (found by fuzz_load; issue 7). */
+        if (key >> 3 == 0)
+            return err_set(err, TILEOPT_PARSE,
+                           "not a valid ONNX model: the protobuf has a field number 0");
         uint32_t wire = (uint32_t)(key & 7);
         if (wire == 0) {
             if (!read_varint(&p, end, &len)) break;

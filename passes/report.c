@@ -240,7 +240,11 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
         graph_type ot = *it;
         if (known && it->rank == (int32_t)nr) {
             for (size_t k = 0; k < nr; k++) {
-                dims[k] = it->dims[k] >= 0 ? it->dims[k] * reps[k] : -1;
+                /* Hostile repeats (negative, or overflowing the product) give an
+                ** unknown dim rather than signed overflow (issue 7). */
+                int64_t od;
+                dims[k] = it->dims[k] >= 0 && reps[k] >= 0 &&
+                          !__builtin_mul_overflow(it->dims[k], reps[k], &od) ? od : -1;
                 syms[k] = it->dims[k] < 0 && reps[k] == 1 && it->syms ? it->syms[k] : NULL;
             }
             ot.dims = dims;
