@@ -201,35 +201,9 @@ int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err) 
                        "tensor '%s': dims overflow (%" PRIu64 " elements of %s)", name, numel,
                        d->name);
     if (graph_tensor_is_external(t)) {
-        const char *loc = ext_field(t, "location");
-        uint64_t offset = 0, length = nbytes;
-        if (ext_field(t, "offset") && !parse_u64(ext_field(t, "offset"), &offset))
-            return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data offset", name);
-        if (ext_field(t, "length") && !parse_u64(ext_field(t, "length"), &length))
-            return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data length", name);
-        if (d->field == FIELD_STRING || !loc || !m->base_dir)
-            return TILEOPT_OK; /* refused with their reasons by read_external */
-        if (length != nbytes)
-            return err_set(err, TILEOPT_INVALID,
-                           "tensor '%s': external data length %" PRIu64 " does not match its dims (%" PRIu64 " bytes)",
-                           name, length, nbytes);
-        size_t n = strlen(m->base_dir) + strlen(loc) + 2;
-        char *path = malloc(n);
-        if (!path) return err_set(err, TILEOPT_NOMEM, "out of memory");
-        snprintf(path, n, "%s/%s", m->base_dir, loc);
-        struct stat st;
-        int rc = TILEOPT_OK;
-        if (stat(path, &st) != 0)
-            rc = err_set(err, TILEOPT_IO, "tensor '%s': external data file '%s': %s", name, loc,
-                         strerror(errno));
-        else if (!S_ISREG(st.st_mode))
-            rc = err_set(err, TILEOPT_INVALID, "tensor '%s': external data '%s' is not a file",
-                         name, loc);
-        else if (offset > (uint64_t)st.st_size || length > (uint64_t)st.st_size - offset)
-            rc = err_set(err, TILEOPT_INVALID,
-                         "tensor '%s': external data file '%s' has %lld bytes, shorter than offset %" PRIu64 " + length %" PRIu64,
-                         name, loc, (long long)st.st_size, offset, length);
-        free(path);
+        graph_extent e;
+        int rc = graph_external_extent(m, t, &e, err);
+        free(e.path);
         return rc;
     }
     if (t->has_raw_data) {
