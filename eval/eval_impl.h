@@ -58,6 +58,10 @@ bool tensor_tile_axes(const tensor *t, tile_axis *ax);
 /* Materialize axes ax[0..n) of elements of size esz from src into contiguous dst. */
 void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
                  int n);
+/* The same with the instruction set chosen (tests run every variant). */
+enum { TILE_ISA_BEST, TILE_ISA_BASE };
+void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz,
+                     const tile_axis *ax, int n);
 
 /*
 ** The strided loop driver: out (contiguous, shape dims[0..rank)) and inputs

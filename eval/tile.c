@@ -2,17 +2,26 @@
 ** The materializing Tile kernel. Data only moves, so it dispatches on element
 ** size alone and serves every element type (strings are graph_bytes).
 **
-** Speed comes from never computing an index per element: after merging axes, the
-** innermost block of the input is copied once, and every repetition is a copy of
-** output that is already written. Repetitions of a small block first double it
-** up to a few KB (so the source stays in L1), then copy that pattern across the
-** rest. Outputs bigger than the last-level cache are written with non-temporal
-** stores, which skip the read-for-ownership of each destination line.
+** No index is computed per element. Axes are merged first ((1,r1)(d2,r2) and
+** (d1,r1)(d2,1) are each one tiled axis), then the output is written block by
+** block, innermost first, each repetition a copy of what is already written:
+** - a block of at most 16 bytes (one element broadcast, a short row) is stored
+**   from a pattern held in vector registers;
+** - a small block is doubled up to a few KB, then that L1-resident pattern is
+**   copied over the rest;
+** - a big block is copied chunk by chunk when it has few copies (the source
+**   chunk stays in L1), whole otherwise;
+** - a big block that is mostly repetition of a small input is written again
+**   from the input for each copy, so the output is only written, never read.
+** Outputs bigger than the last-level cache use non-temporal stores, which skip
+** the read-for-ownership of each destination line.
 */
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -20,46 +29,15 @@
 
 /* Below this a block is doubled; above it copied as is. */
 #define PATTERN_BYTES 2048
-
-typedef uint8_t v16 __attribute__((vector_size(16), aligned(1), may_alias));
-
-/* A copy loop gcc cannot turn back into a memcpy call: glibc's memcpy takes its
-** rep-movsb path for KB-sized copies, which is slower here than plain vector
-** moves from an L1-resident source. */
-static inline void copy_block(uint8_t *restrict d, const uint8_t *restrict s, size_t n) {
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        v16 a = *(const v16 *)(s + i), b = *(const v16 *)(s + i + 16);
-        v16 c = *(const v16 *)(s + i + 32), e = *(const v16 *)(s + i + 48);
-        *(v16 *)(d + i) = a;
-        *(v16 *)(d + i + 16) = b;
-        *(v16 *)(d + i + 32) = c;
-        *(v16 *)(d + i + 48) = e;
-    }
-    if (i < n) memcpy(d + i, s + i, n - i);
-}
-
-static void copy_stream(uint8_t *restrict d, const uint8_t *restrict s, size_t n) {
-#if defined(__SSE2__)
-    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-    if (head > n) head = n;
-    memcpy(d, s, head);
-    size_t i = head;
-    for (; i + 64 <= n; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
-        __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
-        _mm_stream_si128((__m128i *)(void *)(d + i), a);
-        _mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
-        _mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
-        _mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
-    }
-    if (i < n) memcpy(d + i, s + i, n - i);
-#else
-    copy_block(d, s, n);
-#endif
-}
+/* Big blocks with at most this many copies are copied chunk by chunk. */
+#define CHUNK_BYTES 8192
+#define FEW_COPIES 8
+/* Blocks of at most this many bytes are stored from a pattern in registers. */
+#define SMALL_BLOCK 16
+/* Above this, a block that is mostly repetition of a much smaller input is
+** written from the input again for every copy instead of copied back out of
+** the output: the input stays in L1/L2 and the output is only written. */
+#define REGEN_BYTES ((size_t)256 << 10)
 
 typedef struct engine {
     size_t esz;
@@ -67,86 +45,50 @@ typedef struct engine {
     bool stream;
     tile_axis ax[TENSOR_MAX_RANK];
     size_t blk[TENSOR_MAX_RANK + 1]; /* output bytes of axes i..n-1 */
+    size_t in[TENSOR_MAX_RANK + 1];  /* input bytes under one copy of those axes */
 } engine;
 
-/* dst[0..b) is written; repeat it until dst[0..total) is. */
-static void replicate(const engine *e, uint8_t *dst, size_t b, size_t total) {
-    size_t p = b;
-    while (p < total && p < PATTERN_BYTES) {
-        size_t n = total - p < p ? total - p : p;
-        memcpy(dst + p, dst, n);
-        p += n;
-    }
-    if (p >= total) return;
-    /* p is a whole number of blocks: copy that pattern over the rest */
-    if (e->stream && total - p >= ((size_t)1 << 16)) {
-        for (size_t o = p; o < total; o += p) copy_stream(dst + o, dst, total - o < p ? total - o : p);
-    } else {
-        for (size_t o = p; o < total; o += p) copy_block(dst + o, dst, total - o < p ? total - o : p);
-    }
-}
+/*
+** The engine is compiled twice: for the baseline (SSE2, 16-byte vectors) and,
+** on x86-64, for AVX2 (32-byte vectors), picked at run time. Stores from
+** registers into cache-resident output run at half speed with 16-byte
+** vectors, and the kernels are store-bound.
+*/
+#define ENGINE(name) name##_base
+#define VBYTES 16
+#include "eval/tile_engine.h"
+#undef ENGINE
+#undef VBYTES
 
-/* r copies of one element: typed stores that gcc turns into vector broadcasts. */
-static bool fill_elem(uint8_t *dst, const uint8_t *src, size_t esz, size_t r) {
-    switch (esz) {
-    case 1: memset(dst, *src, r); return true;
-#define FILL(T)                                                                        \
-    {                                                                                  \
-        T v;                                                                           \
-        memcpy(&v, src, sizeof v);                                                     \
-        T *o = (T *)(void *)dst;                                                       \
-        for (size_t i = 0; i < r; i++) o[i] = v;                                       \
-        return true;                                                                   \
-    }
-    case 2: FILL(uint16_t)
-    case 4: FILL(uint32_t)
-    case 8: FILL(uint64_t)
-#undef FILL
-    default: return false;
-    }
-}
-
-/* d elements at byte stride s into contiguous dst. */
-static void gather(uint8_t *dst, const uint8_t *src, size_t esz, int64_t d, int64_t s) {
-    if (s == (int64_t)esz) {
-        memcpy(dst, src, (size_t)d * esz);
-        return;
-    }
-    switch (esz) {
-#define GATHER(T)                                                                      \
-    for (int64_t i = 0; i < d; i++) memcpy(dst + (size_t)i * sizeof(T), src + i * s, sizeof(T)); \
-    return;
-    case 1: GATHER(uint8_t)
-    case 2: GATHER(uint16_t)
-    case 4: GATHER(uint32_t)
-    case 8: GATHER(uint64_t)
-#undef GATHER
-    default:
-        for (int64_t i = 0; i < d; i++) memcpy(dst + (size_t)i * esz, src + i * s, esz);
-    }
-}
-
-static void fill(const engine *e, int i, uint8_t *dst, const uint8_t *src) {
-    const tile_axis *a = &e->ax[i];
-    if (i == e->n - 1) {
-        if (a->d == 1 && fill_elem(dst, src, e->esz, (size_t)a->r)) return;
-        gather(dst, src, e->esz, a->d, a->s);
-    } else {
-        for (int64_t k = 0; k < a->d; k++) fill(e, i + 1, dst + (size_t)k * e->blk[i + 1], src + k * a->s);
-    }
-    replicate(e, dst, (size_t)a->d * e->blk[i + 1], e->blk[i]);
-}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAVE_AVX2_ENGINE 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define ENGINE(name) name##_avx2
+#define VBYTES 32
+#include "eval/tile_engine.h"
+#undef ENGINE
+#undef VBYTES
+#pragma GCC pop_options
+#endif
 
 static size_t stream_threshold(void) {
     long l3 = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
     l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
-    /* Streaming pays once the output cannot stay in the last-level cache. */
-    return l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
+    /* Streaming pays once the output cannot stay in the last-level cache. VMs
+    ** may report the host's whole L3 (hundreds of MB), hence the cap. */
+    size_t cap = (size_t)32 << 20;
+    return l3 > 0 && (size_t)l3 < cap ? (size_t)l3 : cap;
 }
 
 void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax, int n) {
+    tile_engine_isa(TILE_ISA_BEST, dst, src, esz, ax, n);
+}
+
+void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
+                     int n) {
     engine e;
     e.esz = esz;
     e.n = 0;
@@ -175,13 +117,19 @@ void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *
         return;
     }
     e.blk[e.n] = esz;
-    for (int i = e.n - 1; i >= 0; i--)
+    e.in[e.n] = esz;
+    for (int i = e.n - 1; i >= 0; i--) {
         e.blk[i] = e.blk[i + 1] * (size_t)e.ax[i].d * (size_t)e.ax[i].r;
+        e.in[i] = e.in[i + 1] * (size_t)e.ax[i].d;
+    }
     e.stream = e.blk[0] > stream_threshold();
-    fill(&e, 0, dst, src);
-#if defined(__SSE2__)
-    if (e.stream) _mm_sfence();
+#ifdef HAVE_AVX2_ENGINE
+    if (isa != TILE_ISA_BASE && __builtin_cpu_supports("avx2")) {
+        run_avx2(&e, dst, src);
+        return;
+    }
 #endif
+    run_base(&e, dst, src);
 }
 
 /* ---------------------------------------------------------------- kernels */

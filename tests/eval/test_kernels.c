@@ -97,6 +97,13 @@ static void check_tile_case(int32_t elem, const int64_t *dims, int rank, const i
     ref_tile(x->data, dims, rank, rep, esz, want);
     for (int i = 0; i < rank; i++) assert_int_equal(y->dims[i], dims[i] * rep[i]);
     assert_memory_equal(y->data, want, n * esz);
+    /* the baseline (non-AVX2) engine too */
+    tile_axis ax[TENSOR_MAX_RANK];
+    for (int i = 0; i < rank; i++) ax[i] = (tile_axis){dims[i], 0, rep[i]};
+    for (int i = rank - 1, st = (int)esz; i >= 0; st *= (int)dims[i], i--) ax[i].s = st;
+    memset(y->data, 0, n * esz);
+    tile_engine_isa(TILE_ISA_BASE, y->data, x->data, esz, ax, rank);
+    assert_memory_equal(y->data, want, n * esz);
     /* the same through the view */
     tensor *v;
     assert_int_equal(view_tile(x, rep, (size_t)rank, NULL, &v, &err), TILEOPT_OK);
@@ -122,6 +129,18 @@ static void tile_should_match_reference_on_small_shapes(void **state) {
         check_tile_case(elems[e], (int64_t[]){2, 1, 3, 1}, 4, (int64_t[]){2, 3, 1, 2});
         check_tile_case(elems[e], (int64_t[]){5, 7}, 2, (int64_t[]){60, 70});
     }
+}
+
+/* The paths for big blocks: chunked copies (few), whole copies (many), blocks
+** written again from a small input, and non-temporal stores past 32 MB. */
+static void tile_should_match_reference_on_big_blocks(void **state) {
+    (void)state;
+    check_tile_case(DT_FLOAT, (int64_t[]){300000}, 1, (int64_t[]){3});
+    check_tile_case(DT_FLOAT, (int64_t[]){5000}, 1, (int64_t[]){20});
+    check_tile_case(DT_FLOAT, (int64_t[]){1, 64, 1, 1}, 4, (int64_t[]){3, 1, 40, 40});
+    check_tile_case(DT_FLOAT, (int64_t[]){1, 600, 1, 1}, 4, (int64_t[]){4, 1, 60, 60});
+    check_tile_case(DT_INT8, (int64_t[]){7, 3}, 2, (int64_t[]){1, 1700000});
+    check_tile_case(DT_UINT16, (int64_t[]){3, 1000, 3}, 3, (int64_t[]){2, 3, 3000});
 }
 
 static void tile_should_give_empty_output_for_zero_repeats_and_dims(void **state) {
@@ -515,6 +534,7 @@ static void tensor_should_round_trip_through_encode_and_decode(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tile_should_match_reference_on_small_shapes),
+        cmocka_unit_test(tile_should_match_reference_on_big_blocks),
         cmocka_unit_test(tile_should_give_empty_output_for_zero_repeats_and_dims),
         cmocka_unit_test(tile_should_copy_a_scalar),
         cmocka_unit_test(tile_should_reject_negative_repeats),

@@ -1,0 +1,187 @@
+/*
+** Tile kernel benchmark: for each case, the write ceiling over the output size
+** (memset and non-temporal memset, the faster), and kernel_tile; then
+** Add(Tile(x[64,256], [16,4]), y[1024,1024]) read through the Tile view against
+** materialize-then-add, with the memcpy bandwidth bound of the bytes it moves.
+** Times are the best of N runs, each operation in its own loop (steady state:
+** buffers warm, as a model run that reuses its memory sees them, and as numpy
+** is timed by bench_tile.py). Output: one JSON object per line, which
+** bench/bench_tile.py joins with numpy's times.
+**
+**   bench_tile [ROUNDS]
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "eval/eval_impl.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void die(const char *what, const errbuf *err) {
+    fprintf(stderr, "bench_tile: %s: %s\n", what, err ? err->msg : "");
+    exit(1);
+}
+
+static uint8_t *big_buffer(size_t n) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) die("mmap", NULL);
+    madvise(p, n, MADV_HUGEPAGE);
+    memset(p, 1, n); /* fault it in: the ceiling is the write speed, not page faults */
+    return p;
+}
+
+static void nt_memset(uint8_t *p, int v, size_t n) {
+#if defined(__SSE2__)
+    size_t i = 0;
+    __m128i x = _mm_set1_epi8((char)v);
+    for (; i < n && ((uintptr_t)(p + i) & 15); i++) p[i] = (uint8_t)v;
+    for (; i + 64 <= n; i += 64) {
+        _mm_stream_si128((__m128i *)(void *)(p + i), x);
+        _mm_stream_si128((__m128i *)(void *)(p + i + 16), x);
+        _mm_stream_si128((__m128i *)(void *)(p + i + 32), x);
+        _mm_stream_si128((__m128i *)(void *)(p + i + 48), x);
+    }
+    for (; i < n; i++) p[i] = (uint8_t)v;
+    _mm_sfence();
+#else
+    memset(p, v, n);
+#endif
+}
+
+/* Keeps the compiler from dropping writes nobody reads. */
+static volatile uint8_t sink;
+
+static tensor *random_tensor(int32_t elem, const int64_t *dims, int32_t rank, unsigned seed) {
+    tensor *t;
+    errbuf err;
+    if (tensor_new(elem, dims, rank, NULL, &t, &err)) die("tensor_new", &err);
+    size_t n = (size_t)tensor_nbytes(t);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        t->data[i] = (uint8_t)(seed >> 16);
+    }
+    if (elem == DT_FLOAT) { /* small finite floats for the Add case */
+        float *f = (float *)(void *)t->data;
+        for (size_t i = 0; i < n / 4; i++) f[i] = (float)(t->data[i * 4] % 64) / 8.0f;
+    }
+    return t;
+}
+
+typedef struct tcase {
+    const char *name;
+    int32_t elem;
+    int32_t rank;
+    int64_t dims[6], reps[6];
+} tcase;
+
+static const tcase cases[] = {
+    {"f32 [1024] x [4096]", DT_FLOAT, 1, {1024}, {4096}},
+    {"f32 [1024,1024] x [4,1]", DT_FLOAT, 2, {1024, 1024}, {4, 1}},
+    {"f32 [1024,1024] x [1,4]", DT_FLOAT, 2, {1024, 1024}, {1, 4}},
+    {"f32 [64,64,3] x [16,16,1]", DT_FLOAT, 3, {64, 64, 3}, {16, 16, 1}},
+    {"f32 [1,512,1,1] x [32,1,56,56]", DT_FLOAT, 4, {1, 512, 1, 1}, {32, 1, 56, 56}},
+    {"i8 [4096,3] x [1,1024]", DT_INT8, 2, {4096, 3}, {1, 1024}},
+};
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 30;
+    if (rounds < 1) rounds = 1;
+    errbuf err;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const tcase *tc = &cases[c];
+        tensor *x = random_tensor(tc->elem, tc->dims, tc->rank, 7u + (unsigned)c);
+        tensor *y;
+        if (kernel_tile(x, tc->reps, (size_t)tc->rank, NULL, &y, &err)) die(tc->name, &err);
+        size_t bytes = (size_t)tensor_nbytes(y);
+        tensor_free(y);
+        uint8_t *buf = big_buffer(bytes);
+        /* Each in its own loop, as numpy's np.tile is timed: steady state, the
+        ** output buffer reused (and so warm) from one run to the next. */
+        double best_set = 1e30, best_nt = 1e30, best_ours = 1e30;
+        for (int r = 0; r < rounds; r++) {
+            double t0 = now_ms();
+            memset(buf, r, bytes);
+            double t1 = now_ms();
+            if (t1 - t0 < best_set) best_set = t1 - t0;
+        }
+        for (int r = 0; r < rounds; r++) {
+            double t0 = now_ms();
+            nt_memset(buf, r + 1, bytes);
+            double t1 = now_ms();
+            if (t1 - t0 < best_nt) best_nt = t1 - t0;
+        }
+        for (int r = 0; r < rounds; r++) {
+            double t0 = now_ms();
+            if (kernel_tile(x, tc->reps, (size_t)tc->rank, NULL, &y, &err)) die(tc->name, &err);
+            double t1 = now_ms();
+            sink = y->data[bytes - 1];
+            tensor_free(y);
+            if (t1 - t0 < best_ours) best_ours = t1 - t0;
+        }
+        munmap(buf, bytes);
+        printf("{\"case\": \"%s\", \"bytes\": %zu, \"memset_ms\": %.4f, \"nt_memset_ms\": %.4f, "
+               "\"ours_ms\": %.4f}\n",
+               tc->name, bytes, best_set, best_nt, best_ours);
+        fflush(stdout);
+        tensor_free(x);
+    }
+
+    /* Add(Tile(x, [16,4]), y) through the view vs materialized */
+    kernel_fn add = NULL;
+    for (size_t i = 0; i < kernel_table_elementwise_count; i++)
+        if (!strcmp(kernel_table_elementwise[i].op, "Add")) add = kernel_table_elementwise[i].fn;
+    if (!add) die("no Add kernel", NULL);
+    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
+    node.op_type = (char *)"Add";
+    node.name = (char *)"bench";
+    const int64_t xd[2] = {64, 256}, yd[2] = {1024, 1024}, rep[2] = {16, 4};
+    tensor *x = random_tensor(DT_FLOAT, xd, 2, 11), *yy = random_tensor(DT_FLOAT, yd, 2, 13);
+    size_t ybytes = (size_t)tensor_nbytes(yy);
+    uint8_t *dst = big_buffer(ybytes);
+    double best_view = 1e30, best_mat = 1e30, best_cpy = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        tensor *v, *m, *o1, *o2;
+        double t0 = now_ms();
+        if (view_tile(x, rep, 2, NULL, &v, &err)) die("view_tile", &err);
+        tensor *in1[2] = {v, yy};
+        if (add(&node, 13, in1, 2, &o1, 1, NULL, &err)) die("Add view", &err);
+        double t1 = now_ms();
+        if (kernel_tile(x, rep, 2, NULL, &m, &err)) die("kernel_tile", &err);
+        tensor *in2[2] = {m, yy};
+        if (add(&node, 13, in2, 2, &o2, 1, NULL, &err)) die("Add", &err);
+        double t2 = now_ms();
+        memcpy(dst, yy->data, ybytes);
+        double t3 = now_ms();
+        if (memcmp(o1->data, o2->data, ybytes)) die("view and materialized Add differ", NULL);
+        tensor_free(v);
+        tensor_free(m);
+        tensor_free(o1);
+        tensor_free(o2);
+        if (t1 - t0 < best_view) best_view = t1 - t0;
+        if (t2 - t1 < best_mat) best_mat = t2 - t1;
+        if (t3 - t2 < best_cpy) best_cpy = t3 - t2;
+    }
+    sink = dst[ybytes - 1];
+    munmap(dst, ybytes);
+    /* bytes the view Add moves: x and y read, the output written */
+    double moved = (double)tensor_nbytes(x) + 2.0 * (double)ybytes;
+    double bw = 2.0 * (double)ybytes / best_cpy; /* bytes per ms, read + written */
+    printf("{\"case\": \"Add(Tile(x[64,256],[16,4]), y[1024,1024])\", \"view_ms\": %.4f, "
+           "\"materialize_ms\": %.4f, \"memcpy_ms\": %.4f, \"bound_ms\": %.4f}\n",
+           best_view, best_mat, best_cpy, moved / bw);
+    tensor_free(x);
+    tensor_free(yy);
+    tbuf_cache_drop();
+    return 0;
+}
