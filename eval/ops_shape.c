@@ -1035,17 +1035,123 @@ KERNEL(k_transpose) {
     return TILEOPT_OK;
 }
 
-/* ------------------------------------------------------ ReduceSum, ReduceProd */
+/* --------------------------------------------------------------- Reduce* */
 
-typedef enum { RED_SUM, RED_PROD } red_kind;
+/*
+** ReduceSum and ReduceProd belong to shape subgraphs; ReduceMax, ReduceMin and
+** ReduceMean come with them because the same loop serves all five. Floats
+** accumulate in double, signed integers in int64 and unsigned in uint64
+** (wrapping like the fixed-width types do); the result is stored back in the
+** input's type.
+*/
+typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_MEAN } red_kind;
+
+typedef union red_acc {
+    double d;
+    int64_t i;
+    uint64_t u;
+} red_acc;
+
+typedef enum { ACC_F, ACC_I, ACC_U } acc_class;
+
+static bool red_class(int32_t e, acc_class *c) {
+    const dtype_info *d = dtype_get(e);
+    if (!d) return false;
+    if (e == DT_FLOAT || e == DT_DOUBLE || e == DT_FLOAT16 || e == DT_BFLOAT16) *c = ACC_F;
+    else if (d->kind == KIND_SINT) *c = ACC_I;
+    else if (d->kind == KIND_UINT) *c = ACC_U;
+    else return false;
+    return true;
+}
+
+static red_acc red_load(int32_t e, const uint8_t *p) {
+    red_acc a;
+    switch (e) {
+    case DT_FLOAT: { float f; memcpy(&f, p, 4); a.d = f; break; }
+    case DT_DOUBLE: memcpy(&a.d, p, 8); break;
+    case DT_FLOAT16: { uint16_t h; memcpy(&h, p, 2); a.d = eval_f16_to_f32(h); break; }
+    case DT_BFLOAT16: { uint16_t h; memcpy(&h, p, 2); a.d = eval_bf16_to_f32(h); break; }
+    case DT_INT8: { int8_t x; memcpy(&x, p, 1); a.i = x; break; }
+    case DT_INT16: { int16_t x; memcpy(&x, p, 2); a.i = x; break; }
+    case DT_INT32: { int32_t x; memcpy(&x, p, 4); a.i = x; break; }
+    case DT_INT64: memcpy(&a.i, p, 8); break;
+    case DT_UINT8: a.u = *p; break;
+    case DT_UINT16: { uint16_t x; memcpy(&x, p, 2); a.u = x; break; }
+    case DT_UINT32: { uint32_t x; memcpy(&x, p, 4); a.u = x; break; }
+    default: memcpy(&a.u, p, 8); break;
+    }
+    return a;
+}
+
+static void red_store(int32_t e, uint8_t *p, red_acc a) {
+    switch (e) {
+    case DT_FLOAT: { float f = (float)a.d; memcpy(p, &f, 4); break; }
+    case DT_DOUBLE: memcpy(p, &a.d, 8); break;
+    case DT_FLOAT16: { uint16_t h = eval_f32_to_f16((float)a.d); memcpy(p, &h, 2); break; }
+    case DT_BFLOAT16: { uint16_t h = eval_f32_to_bf16((float)a.d); memcpy(p, &h, 2); break; }
+    case DT_INT8: case DT_UINT8: *p = (uint8_t)a.u; break;
+    case DT_INT16: case DT_UINT16: { uint16_t x = (uint16_t)a.u; memcpy(p, &x, 2); break; }
+    case DT_INT32: case DT_UINT32: { uint32_t x = (uint32_t)a.u; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &a.u, 8); break;
+    }
+}
+
+/* The identity of the reduction (max and min of nothing: -inf / +inf, or the
+** type's extreme for integers). */
+static red_acc red_init(red_kind k, acc_class c, int32_t e) {
+    red_acc a;
+    a.u = 0;
+    unsigned bits = 8u * dtype_get(e)->size;
+    switch (k) {
+    case RED_PROD:
+        if (c == ACC_F) a.d = 1.0;
+        else a.u = 1;
+        break;
+    case RED_MAX:
+        if (c == ACC_F) a.d = -INFINITY;
+        else if (c == ACC_I) a.i = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+        else a.u = 0;
+        break;
+    case RED_MIN:
+        if (c == ACC_F) a.d = INFINITY;
+        else if (c == ACC_I) a.i = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+        else a.u = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+        break;
+    default:
+        if (c == ACC_F) a.d = 0.0;
+        break;
+    }
+    return a;
+}
+
+static red_acc red_step(red_kind k, acc_class c, red_acc a, red_acc v) {
+    switch (c) {
+    case ACC_F:
+        if (k == RED_SUM || k == RED_MEAN) a.d += v.d;
+        else if (k == RED_PROD) a.d *= v.d;
+        else if (isnan(v.d) || isnan(a.d)) a.d = NAN;
+        else if (k == RED_MAX ? v.d > a.d : v.d < a.d) a.d = v.d;
+        break;
+    case ACC_I:
+        if (k == RED_SUM || k == RED_MEAN) a.u += v.u;
+        else if (k == RED_PROD) a.u *= v.u;
+        else if (k == RED_MAX ? v.i > a.i : v.i < a.i) a.i = v.i;
+        break;
+    case ACC_U:
+        if (k == RED_SUM || k == RED_MEAN) a.u += v.u;
+        else if (k == RED_PROD) a.u *= v.u;
+        else if (k == RED_MAX ? v.u > a.u : v.u < a.u) a.u = v.u;
+        break;
+    }
+    return a;
+}
 
 static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
                      bool keepdims, bool noop_empty, const eval_limits *lim, tensor **out,
                      errbuf *err) {
     int32_t r = x->rank, e = x->elem;
-    const dtype_info *d = dtype_get(e);
-    if (!d || !(d->kind == KIND_SINT || d->kind == KIND_UINT || e == DT_FLOAT ||
-                e == DT_DOUBLE) || d->size < 4)
+    acc_class cls;
+    if (!red_class(e, &cls))
         return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(e));
     if (na == 0 && noop_empty) {
         *out = tensor_ref(x);
@@ -1062,8 +1168,10 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
         for (int32_t i = 0; i < r; i++) red[i] = true;
     int64_t od[TENSOR_MAX_RANK], kd[TENSOR_MAX_RANK];
     int32_t orank = 0;
+    uint64_t group = 1; /* input elements per output element */
     for (int32_t i = 0; i < r; i++) {
         kd[i] = red[i] ? 1 : x->dims[i];
+        if (red[i]) group *= (uint64_t)x->dims[i];
         if (!red[i] || keepdims) od[orank++] = kd[i];
     }
     tensor *o = NULL, *c = NULL;
@@ -1074,46 +1182,22 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
         return rc;
     }
     uint64_t onel = tensor_numel(o), nel = tensor_numel(c);
-    bool fl = e == DT_FLOAT || e == DT_DOUBLE;
-    double *accd = fl ? malloc((onel ? onel : 1) * sizeof *accd) : NULL;
-    uint64_t *acci = fl ? NULL : malloc((onel ? onel : 1) * sizeof *acci);
-    if (!accd && !acci) {
+    size_t es = esize(e);
+    red_acc *acc = malloc((onel ? onel : 1) * sizeof *acc);
+    if (!acc) {
         tensor_free(o);
         tensor_free(c);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
-    for (uint64_t i = 0; i < onel; i++) {
-        if (fl) accd[i] = kind == RED_SUM ? 0.0 : 1.0;
-        else acci[i] = kind == RED_SUM ? 0 : 1;
-    }
+    red_acc init = red_init(kind, cls, e);
+    for (uint64_t i = 0; i < onel; i++) acc[i] = init;
     /* output element strides per input axis (0 on reduced axes) */
     int64_t ks[TENSOR_MAX_RANK], os[TENSOR_MAX_RANK], idx[TENSOR_MAX_RANK] = {0};
     row_major(kd, r, ks);
     for (int32_t i = 0; i < r; i++) os[i] = red[i] ? 0 : ks[i];
     uint64_t oi = 0;
     for (uint64_t i = 0; i < nel; i++) {
-        const uint8_t *p = c->data + i * d->size;
-        if (fl) {
-            double v;
-            if (e == DT_FLOAT) {
-                float f;
-                memcpy(&f, p, 4);
-                v = f;
-            } else {
-                memcpy(&v, p, 8);
-            }
-            accd[oi] = kind == RED_SUM ? accd[oi] + v : accd[oi] * v;
-        } else {
-            int64_t v = 0;
-            uint64_t u;
-            if (e == DT_UINT64) memcpy(&u, p, 8);
-            else {
-                int_at(c, i, &v);
-                u = (uint64_t)v;
-            }
-            /* unsigned arithmetic wraps like the fixed-width types do */
-            acci[oi] = kind == RED_SUM ? acci[oi] + u : acci[oi] * u;
-        }
+        acc[oi] = red_step(kind, cls, acc[oi], red_load(e, c->data + i * es));
         for (int32_t ax = r - 1; ax >= 0; ax--) {
             oi += (uint64_t)os[ax];
             if (++idx[ax] < x->dims[ax]) break;
@@ -1122,16 +1206,16 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
         }
     }
     for (uint64_t i = 0; i < onel; i++) {
-        uint8_t *q = o->data + i * d->size;
-        switch (e) {
-        case DT_FLOAT: { float f = (float)accd[i]; memcpy(q, &f, 4); break; }
-        case DT_DOUBLE: memcpy(q, &accd[i], 8); break;
-        case DT_INT32: case DT_UINT32: { uint32_t v = (uint32_t)acci[i]; memcpy(q, &v, 4); break; }
-        default: memcpy(q, &acci[i], 8); break;
+        red_acc a = acc[i];
+        if (kind == RED_MEAN) {
+            /* the mean of nothing is NaN for floats, 0 for integers */
+            if (cls == ACC_F) a.d = group ? a.d / (double)group : NAN;
+            else if (cls == ACC_I) a.i = group ? (int64_t)a.u / (int64_t)group : 0;
+            else a.u = group ? a.u / group : 0;
         }
+        red_store(e, o->data + i * es, a);
     }
-    free(accd);
-    free(acci);
+    free(acc);
     tensor_free(c);
     *out = o;
     return TILEOPT_OK;
@@ -1168,22 +1252,22 @@ static int reduce_input(red_kind kind, const Onnx__NodeProto *n, tensor *const *
                      graph_attr_int(n, "noop_with_empty_axes", 0) != 0, lim, &out[0], err);
 }
 
-KERNEL(k_reduce_sum_1) {
-    UNUSED(opset);
-    return reduce_attr(RED_SUM, n, in, n_in, out, n_out, lim, err);
-}
-KERNEL(k_reduce_sum_13) {
-    UNUSED(opset);
-    return reduce_input(RED_SUM, n, in, n_in, out, n_out, lim, err);
-}
-KERNEL(k_reduce_prod_1) {
-    UNUSED(opset);
-    return reduce_attr(RED_PROD, n, in, n_in, out, n_out, lim, err);
-}
-KERNEL(k_reduce_prod_18) {
-    UNUSED(opset);
-    return reduce_input(RED_PROD, n, in, n_in, out, n_out, lim, err);
-}
+/* axes as an attribute (before ReduceSum-13 and the others' opset 18), then as
+** an input */
+#define REDUCE_KERNELS(name, kind)                                                     \
+    KERNEL(k_##name##_attr) {                                                          \
+        UNUSED(opset);                                                                 \
+        return reduce_attr(kind, n, in, n_in, out, n_out, lim, err);                   \
+    }                                                                                  \
+    KERNEL(k_##name##_input) {                                                         \
+        UNUSED(opset);                                                                 \
+        return reduce_input(kind, n, in, n_in, out, n_out, lim, err);                  \
+    }
+REDUCE_KERNELS(reduce_sum, RED_SUM)
+REDUCE_KERNELS(reduce_prod, RED_PROD)
+REDUCE_KERNELS(reduce_max, RED_MAX)
+REDUCE_KERNELS(reduce_min, RED_MIN)
+REDUCE_KERNELS(reduce_mean, RED_MEAN)
 
 /* ------------------------------------------------------------------ table */
 
@@ -1206,12 +1290,18 @@ const kernel_def kernel_table_shape[] = {
     {"Range", 11, k_range},
     {"Expand", 8, k_expand},
     {"Transpose", 1, k_transpose},
-    {"ReduceSum", 1, k_reduce_sum_1},
-    {"ReduceSum", 13, k_reduce_sum_13},
-    {"ReduceProd", 1, k_reduce_prod_1},
-    {"ReduceProd", 18, k_reduce_prod_18},
+    {"ReduceSum", 1, k_reduce_sum_attr},
+    {"ReduceSum", 13, k_reduce_sum_input},
+    {"ReduceProd", 1, k_reduce_prod_attr},
+    {"ReduceProd", 18, k_reduce_prod_input},
+    {"ReduceMax", 1, k_reduce_max_attr},
+    {"ReduceMax", 18, k_reduce_max_input},
+    {"ReduceMin", 1, k_reduce_min_attr},
+    {"ReduceMin", 18, k_reduce_min_input},
+    {"ReduceMean", 1, k_reduce_mean_attr},
+    {"ReduceMean", 18, k_reduce_mean_input},
 };
-#define SHAPE_KERNELS 22
+#define SHAPE_KERNELS 28
 _Static_assert(sizeof kernel_table_shape / sizeof kernel_table_shape[0] == SHAPE_KERNELS,
                "kernel_table_shape count");
 const size_t kernel_table_shape_count = SHAPE_KERNELS;

@@ -1,5 +1,6 @@
 /* Unit tests of the shape-subgraph kernels (eval/ops_shape.c), run through
 ** single-node models so the dispatch by op and opset is exercised too. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -295,6 +296,43 @@ static void ops_shape_should_reduce_by_opset_form(void **state) {
     b_free_all();
 }
 
+static void ops_shape_should_reduce_max_min_mean_over_ints_and_nan(void **state) {
+    (void)state;
+    int64_t xd[2] = {2, 3};
+    int8_t xi[6] = {-128, 5, 7, -3, 2, 1};
+    tensor *in[1] = {b_make(DT_INT8, 2, xd, xi)};
+    tensor *y = NULL;
+    errbuf err = {0};
+    int64_t ax[1] = {1};
+    Onnx__NodeProto *n = b_node("ReduceMax", "x0", "y");
+    b_attr_ints(n, "axes", ax, 1);
+    assert_int_equal(run_node(n, 13, in, 1, &y, &err), 0);
+    int8_t wmax[2] = {7, 2};
+    assert_memory_equal(y->data, wmax, 2);
+    tensor_free(y);
+    n = b_node("ReduceMin", "x0", "y");
+    b_attr_int(n, "keepdims", 0);
+    assert_int_equal(run_node(n, 13, in, 1, &y, &err), 0);
+    assert_int_equal(y->rank, 0);
+    assert_int_equal(((int8_t *)(void *)y->data)[0], -128);
+    tensor_free(y);
+    n = b_node("ReduceMean", "x0", "y");
+    b_attr_ints(n, "axes", ax, 1);
+    assert_int_equal(run_node(n, 13, in, 1, &y, &err), 0);
+    int8_t wmean[2] = {-38, 0}; /* (-116)/3 and 0/3, truncated */
+    assert_memory_equal(y->data, wmean, 2);
+    tensor_free(y);
+    tensor_free(in[0]);
+    float xf[3] = {1.0f, NAN, 3.0f};
+    int64_t fd[1] = {3};
+    in[0] = b_make(DT_FLOAT, 1, fd, xf);
+    assert_int_equal(run_node(b_node("ReduceMax", "x0", "y"), 13, in, 1, &y, &err), 0);
+    assert_true(isnan(f32(y)[0]));
+    tensor_free(y);
+    tensor_free(in[0]);
+    b_free_all();
+}
+
 static void ops_shape_should_reject_missing_input(void **state) {
     (void)state;
     int64_t xd[1] = {2};
@@ -359,6 +397,7 @@ int main(void) {
         cmocka_unit_test(ops_shape_should_take_shape_start_end_and_size),
         cmocka_unit_test(ops_shape_should_make_range_expand_and_constant_of_shape),
         cmocka_unit_test(ops_shape_should_reduce_by_opset_form),
+        cmocka_unit_test(ops_shape_should_reduce_max_min_mean_over_ints_and_nan),
         cmocka_unit_test(ops_shape_should_reject_missing_input),
         cmocka_unit_test(ops_shape_should_build_constants_from_every_attribute_form),
     };
