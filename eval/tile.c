@@ -60,16 +60,24 @@ typedef struct engine {
 #undef ENGINE
 #undef VBYTES
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_AVX2_ENGINE 1
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 #define ENGINE(name) name##_avx2
 #define VBYTES 32
 #include "eval/tile_engine.h"
 #undef ENGINE
 #undef VBYTES
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif
 
 static size_t stream_threshold(void) {
@@ -123,6 +131,7 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
         e.in[i] = e.in[i + 1] * (size_t)e.ax[i].d;
     }
     e.stream = e.blk[0] > stream_threshold();
+    (void)isa;
 #ifdef HAVE_AVX2_ENGINE
     if (isa != TILE_ISA_BASE && __builtin_cpu_supports("avx2")) {
         run_avx2(&e, dst, src);
