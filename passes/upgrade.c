@@ -291,10 +291,15 @@ static int tensor_whole(up *u, graph *g, int32_t node, tensor *t, const char *wh
 }
 
 /* A name for a new node or value derived from the node being migrated. */
+static const char *node_hint(graph *g, int32_t node) {
+    const Onnx__NodeProto *n = graph_node(g, node);
+    return n->name && *n->name ? n->name : n->op_type ? n->op_type : "node";
+}
+
 static const char *fresh(up *u, graph *g, int32_t node, const char *what) {
     char hint[256];
-    snprintf(hint, sizeof hint, "%s_%s", graph_node_id(g, node), what);
-    const char *s = graph_unique_name(g, hint[0] == '#' ? hint + 1 : hint);
+    snprintf(hint, sizeof hint, "%s_%s", node_hint(g, node), what);
+    const char *s = graph_unique_name(g, hint);
     if (!s) nomem(u);
     return s;
 }
@@ -319,9 +324,8 @@ static int emit_const(up *u, graph *g, int32_t node, const char *what, int32_t e
                       const char **out) {
     if (u->ir_out >= 4 || g->parent == NULL) {
         char hint[256];
-        snprintf(hint, sizeof hint, "%s_%s", graph_node_id(g, node), what);
-        return graph_add_initializer(g, hint[0] == '#' ? hint + 1 : hint, elem, dims, rank,
-                                     data, nbytes, out, u->err);
+        snprintf(hint, sizeof hint, "%s_%s", node_hint(g, node), what);
+        return graph_add_initializer(g, hint, elem, dims, rank, data, nbytes, out, u->err);
     }
     Onnx__TensorProto *t = graph_tensor_new(u->m, NULL, elem, dims, rank, data, nbytes);
     if (!t) return nomem(u);
@@ -351,6 +355,22 @@ static int emit_scalar(up *u, graph *g, int32_t node, const char *what, int32_t 
     return graph_node_set_attr_int(g, c, "to", elem) ? nomem(u) : 0;
 }
 
+/* Squeeze or Unsqueeze of x over axes, in the target opset's form (axes became an
+** input at 13). */
+static int emit_axes_op(up *u, graph *g, int32_t node, const char *op, const char *x,
+                        const int64_t *axes, size_t n, const char **out) {
+    Onnx__NodeProto *p;
+    int rc;
+    if (u->tgt >= 13) {
+        const char *ax;
+        if ((rc = emit_i64(u, g, node, "axes", axes, n, false, &ax))) return rc;
+        const char *ins[2] = {x, ax};
+        return emit(u, g, node, op, ins, 2, out, &p);
+    }
+    if ((rc = emit(u, g, node, op, &x, 1, out, &p))) return rc;
+    return graph_node_set_attr_ints(g, p, "axes", axes, n) ? nomem(u) : 0;
+}
+
 /* The element type of a node's data input for the constants an adapter adds:
 ** the legacy ops concerned only take float types, so float is the guess when the
 ** model does not say (with a warning). */
@@ -364,11 +384,12 @@ static int32_t data_elem(up *u, graph *g, int32_t node, const char *name) {
 
 /*
 ** Replace node *node by a node of op with these inputs, keeping its name, outputs
-** (the first n_out; 0 = all), attributes and doc string. The old node is removed
-** (deferred) and *node becomes the new one's index.
+** (the first n_out; 0 = all; outs, when given, renames them), attributes and doc
+** string. The old node is removed (deferred) and *node becomes the new one's index.
 */
-static int replace_node(up *u, graph *g, int32_t *node, const char *op,
-                        const char *const *ins, size_t n_in, size_t n_out) {
+static int replace_node_as(up *u, graph *g, int32_t *node, const char *op,
+                           const char *const *ins, size_t n_in, size_t n_out,
+                           const char *const *outs_new) {
     Onnx__NodeProto *old = graph_node(g, *node);
     const char *name = old->name;
     size_t n_attr = old->n_attribute;
@@ -376,7 +397,7 @@ static int replace_node(up *u, graph *g, int32_t *node, const char *op,
     char *doc = old->doc_string;
     char *domain = old->domain;
     if (n_out == 0 || n_out > old->n_output) n_out = old->n_output;
-    const char *const *outs = (const char *const *)old->output;
+    const char *const *outs = outs_new ? outs_new : (const char *const *)old->output;
     graph_remove_node(g, *node);
     int32_t idx;
     Onnx__NodeProto *n = graph_add_node(g, op, name, ins, n_in, outs, n_out, &idx);
@@ -388,6 +409,11 @@ static int replace_node(up *u, graph *g, int32_t *node, const char *op,
     if (domain && *domain) n->domain = domain;
     *node = idx;
     return 0;
+}
+
+static int replace_node(up *u, graph *g, int32_t *node, const char *op,
+                        const char *const *ins, size_t n_in, size_t n_out) {
+    return replace_node_as(u, g, node, op, ins, n_in, n_out, NULL);
 }
 
 /* The node's inputs as an array with room for extra slots. */
@@ -488,18 +514,8 @@ static int align_at_axis(up *u, graph *g, int32_t *node, size_t slot, const char
                            graph_node_id(g, *node));
         int64_t axes[64];
         for (int64_t i = 0; i < trailing; i++) axes[i] = rb + i;
-        Onnx__NodeProto *un;
-        if (u->tgt >= 13) {
-            const char *ax;
-            if ((rc = emit_i64(u, g, *node, "axes", axes, (size_t)trailing, false, &ax)))
-                return rc;
-            const char *ins[2] = {b, ax};
-            if ((rc = emit(u, g, *node, "Unsqueeze", ins, 2, &nb, &un))) return rc;
-        } else {
-            if ((rc = emit(u, g, *node, "Unsqueeze", &b, 1, &nb, &un))) return rc;
-            if (graph_node_set_attr_ints(g, un, "axes", axes, (size_t)trailing))
-                return nomem(u);
-        }
+        if ((rc = emit_axes_op(u, g, *node, "Unsqueeze", b, axes, (size_t)trailing, &nb)))
+            return rc;
         if (act) cJSON_AddNumberToObject(act, "unsqueezed", (double)trailing);
     } else {
         if (u->tgt < 9)
@@ -969,6 +985,73 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
     return replace_node(u, g, node, "Tile", ins, 2, 0);
 }
 
+/*
+** Scan-8 carried a batch axis on every state and scan input and output; Scan-9
+** dropped it. With a batch of one (the common export) that is Squeeze(0) on the
+** way in and Unsqueeze(0) on the way out; scan axes move from 1 to 0 with it.
+*/
+static int a_scan_8_9(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *id = graph_node_id(g, *node);
+    if (graph_node_input(n, 0))
+        return err_set(u->err, TILEOPT_UNSUPPORTED,
+                       "node %s: Scan-8 with sequence_lens has no opset-9 form", id);
+    if (n->n_input < 2 || n->n_input > 64 || n->n_output > 64)
+        return err_set(u->err, TILEOPT_INVALID, "node %s: Scan-8 with %zu inputs", id,
+                       n->n_input);
+    int64_t batch = -1;
+    for (size_t i = 1; i < n->n_input && batch < 0; i++) {
+        graph_value *v = value_of(g, n->input[i]);
+        if (v && v->type.rank >= 1 && v->type.dims[0] >= 0) batch = v->type.dims[0];
+    }
+    if (batch != 1)
+        return err_set(u->err, TILEOPT_UNSUPPORTED,
+                       "node %s: Scan-8 with batch size %s has no opset-9 form here (only "
+                       "a batch of 1)", id, batch < 0 ? "unknown" : "above 1");
+    /* The body was migrated already; sweep it now, since the node that holds it is
+    ** about to be replaced and graph_commit only walks the live nodes' bodies. */
+    for (graph *s = graph_node_subgraphs(g, *node); s; s = s->next_sibling) {
+        int rc = graph_commit(s, u->err);
+        if (rc) return rc;
+    }
+    const char *ins[64], *outs[64];
+    const int64_t zero = 0;
+    int rc;
+    for (size_t i = 1; i < n->n_input; i++)
+        if ((rc = emit_axes_op(u, g, *node, "Squeeze", n->input[i], &zero, 1, &ins[i - 1])))
+            return rc;
+    for (size_t k = 0; k < n->n_output; k++)
+        if (!(outs[k] = fresh(u, g, *node, "scan9"))) return TILEOPT_NOMEM;
+    Onnx__AttributeProto *dir = graph_attr(n, "directions");
+    int64_t dirs[64];
+    size_t nd = dir ? (dir->n_ints < 64 ? dir->n_ints : 64) : 0;
+    for (size_t k = 0; k < nd; k++) dirs[k] = dir->ints[k];
+    graph_node_del_attr(n, "directions");
+    const char *const *old_outs = (const char *const *)n->output;
+    size_t n_out = n->n_output;
+    if ((rc = replace_node_as(u, g, node, "Scan", ins, n->n_input - 1, 0, outs))) return rc;
+    Onnx__NodeProto *s9 = graph_node(g, *node);
+    if (nd && graph_node_set_attr_ints(g, s9, "scan_input_directions", dirs, nd))
+        return nomem(u);
+    /* The new node writes fresh names; Unsqueeze(0) gives back the old ones. */
+    for (size_t k = 0; k < n_out; k++) {
+        const char *orig = old_outs[k];
+        if (!orig || !*orig) continue;
+        const char *ax;
+        if (u->tgt >= 13) {
+            if ((rc = emit_i64(u, g, *node, "axes", &zero, 1, false, &ax))) return rc;
+        }
+        const char *ui[2] = {outs[k], u->tgt >= 13 ? ax : NULL};
+        const char *nm = fresh(u, g, *node, "Unsqueeze");
+        Onnx__NodeProto *un = nm ? graph_add_node(g, "Unsqueeze", nm, ui, u->tgt >= 13 ? 2 : 1,
+                                                  &orig, 1, NULL) : NULL;
+        if (!un) return nomem(u);
+        if (u->tgt < 13 && graph_node_set_attr_ints(g, un, "axes", &zero, 1)) return nomem(u);
+    }
+    if (act) cJSON_AddNumberToObject(act, "batch", 1);
+    return 0;
+}
+
 /* RNN, GRU, LSTM before 7: output_sequence only said whether Y was wanted, which
 ** an absent optional output says now. */
 static int a_rnn_7(up *u, graph *g, int32_t *node, cJSON *act) {
@@ -1060,9 +1143,7 @@ static const adapter adapters[] = {
     {"Reshape", 1, 5, a_reshape_4_5, NULL},
     {"Resize", 10, 11, a_resize_10_11, NULL},
     {"RoiAlign", 10, 16, a_roialign_10_16, NULL},
-    /* Scan-8 had a batch axis on every input and output: no opset-9 equivalent
-    ** short of wrapping the body in a Loop over the batch. */
-    {"Scan", 8, 9, NULL, NULL},
+    {"Scan", 8, 9, a_scan_8_9, NULL},
     {"Scatter", 9, 11, a_scatter_9_11, "ScatterElements"},
     {"Selu", 1, 6, a_consumed_inputs, NULL},
     {"Sigmoid", 1, 6, a_consumed_inputs, NULL},

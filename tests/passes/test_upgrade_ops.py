@@ -314,18 +314,39 @@ def upgrade_should_migrate_subgraphs():
     assert all(a.get("graph") == "if" for a in tiles), tiles
 
 
-def upgrade_should_fail_once_listing_every_blocked_node():
+def _scan8(batch, name="scan"):
     body = helper.make_graph(
         [helper.make_node("Add", ["s", "i"], ["s2"]), helper.make_node("Identity", ["s2"], ["o"])],
         "body", [vi("s", [2]), vi("i", [2])], [vi("s2", [2]), vi("o", [2])])
-    nodes = [helper.make_node("Scan", ["", "init", "xs"], ["fin", "ys"], body=body,
-                              num_scan_inputs=1, name=f"scan{k}") for k in (1,)]
-    nodes.append(helper.make_node("Scan", ["", "init", "xs"], ["fin2", "ys2"], body=body,
-                                  num_scan_inputs=1))
-    nodes.append(helper.make_node("Tile", ["init", "t", "a"], ["tt"], name="tile_ok"))
-    m = model(nodes, [vi("init", [1, 2]), vi("xs", [1, 3, 2]), vi("t", [1]), vi("a", [1])],
-              [vi("fin", [1, 2]), vi("ys", [1, 3, 2]), vi("fin2", [1, 2]), vi("ys2", [1, 3, 2]),
-               vi("tt", [None, None])], 8)
+    node = helper.make_node("Scan", ["", "init", "xs"], ["fin", "ys"], body=body,
+                            num_scan_inputs=1, directions=[1], name=name)
+    return model([node], [vi("init", [batch, 2]), vi("xs", [batch, 3, 2])],
+                 [vi("fin", [batch, 2]), vi("ys", [batch, 3, 2])], 8)
+
+
+def upgrade_should_drop_the_batch_axis_of_scan8_with_a_batch_of_one():
+    init = RNG.standard_normal((1, 2)).astype(np.float32)
+    xs = RNG.standard_normal((1, 3, 2)).astype(np.float32)
+    ys = init[:, None, :] + np.cumsum(xs[:, ::-1, :], axis=1)  # directions=[1]: reversed
+    for tgt in (9, 13):
+        migrate(_scan8(1), {"init": init, "xs": xs}, [ys[:, -1, :], ys], target=tgt,
+                tag=f"Scan-8 to {tgt}")
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "s.onnx"), os.path.join(d, "d.onnx")
+        onnx.save(_scan8(2), src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade")
+        assert cp.returncode == 1 and "scan" in cp.stderr and "batch" in cp.stderr, cp.stderr
+        assert not os.path.exists(dst)
+
+
+def upgrade_should_fail_once_listing_every_blocked_node():
+    """Nodes no step can migrate (an op unknown to ai.onnx, an op the source opset does
+    not have yet) fail the pass with one error naming all of them."""
+    nodes = [helper.make_node("FancyOp", ["x"], ["a"], name="fancy"),
+             helper.make_node("Range", ["s", "s", "s"], ["r"]),
+             helper.make_node("Tile", ["x", "t", "t"], ["tt"], name="tile_ok")]
+    m = model(nodes, [vi("x", [2]), vi("s", []), vi("t", [1])],
+              [vi("a", [2]), vi("r", [None]), vi("tt", [None])], 5)
     with h.tempdir() as d:
         src, dst, rp = (os.path.join(d, n) for n in ("s.onnx", "d.onnx", "r.json"))
         onnx.save(m, src)
@@ -334,14 +355,15 @@ def upgrade_should_fail_once_listing_every_blocked_node():
         assert not os.path.exists(dst), "output written"
         err = [ln for ln in cp.stderr.splitlines() if "error" in ln]
         assert len(err) == 1, cp.stderr
-        for needle in ("scan1", "#1", "Scan 8->9", "2 nodes"):
+        for needle in ("fancy", "FancyOp", "#1", "Range", "2 nodes"):
             assert needle in err[0], f"{needle!r} not in {err[0]!r}"
         assert "tile_ok" not in err[0], err[0]
         with open(rp) as f:
             rep = json.load(f)
         skipped = actions(rep, "skipped")
-        assert sorted(a["node"] for a in skipped) == ["#1", "scan1"], skipped
-        assert all(a["from"] == 8 and a["to"] == 9 for a in skipped), skipped
+        assert sorted(a["node"] for a in skipped) == ["#1", "fancy"], skipped
+        assert all(a["from"] == 5 and a["to"] == 13 for a in skipped), skipped
+        assert all(a["reason"] for a in skipped), skipped
         assert not actions(rep), "upgraded actions despite the failure"
 
 
