@@ -280,6 +280,22 @@ static int index_definitions(graph *g, errbuf *err) {
 
 static int index_graph(graph_model *m, graph *g, errbuf *err);
 
+/* Issue 7: an If branch must give as many outputs as the node has, or every pass
+** and the evaluator would wire the node's outputs to the wrong values (ONNX's
+** checker refuses such a model too). */
+static int check_if_branch(graph *g, int32_t node, const Onnx__AttributeProto *at,
+                           errbuf *err) {
+    const Onnx__NodeProto *n = graph_node(g, node);
+    if (!at->g || !graph_node_is(n, "If") ||
+        (strcmp(safe(at->name), "then_branch") && strcmp(safe(at->name), "else_branch")))
+        return TILEOPT_OK;
+    if (at->g->n_output != n->n_output)
+        return err_set(err, TILEOPT_INVALID, "node %s (If): %s has %zu outputs but the node has %zu%s",
+                       graph_node_id(g, node), safe(at->name), at->g->n_output, n->n_output,
+                       graph_where(g));
+    return TILEOPT_OK;
+}
+
 static int index_uses_and_subgraphs(graph *g, errbuf *err) {
     Onnx__GraphProto *pb = g->pb;
     for (size_t i = 0; i < pb->n_node; i++) {
@@ -315,6 +331,8 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
                 if (rc) return err_prefix(err, "node %s attribute '%s': ",
                                           graph_node_id(g, (int32_t)i), safe(at->name));
             }
+            int rc = check_if_branch(g, (int32_t)i, at, err);
+            if (rc) return rc;
         }
     }
     for (size_t i = 0; i < pb->n_output; i++) {
