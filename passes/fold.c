@@ -107,9 +107,16 @@ static bool never_folds(const char *op) {
 
 /* A constant value defined outside this node list: an initializer that is not
 ** also a graph input (those can be overridden at run time), or the output of a
-** Constant node in an enclosing scope. */
+** Constant node (folded as a node in its own graph, read directly from inner
+** scopes). */
 static bool const_source(graph *hg, const graph_value *hv) {
-    if (hv->initializer >= 0) return hv->input < 0 || hg->parent != NULL;
+    if (hv->initializer >= 0) {
+        /* Before IR 4 every initializer had to be listed as an input too, so
+        ** the listing says nothing about overriding it. */
+        const Onnx__ModelProto *mp = hg->model->pb;
+        bool legacy = mp->has_ir_version && mp->ir_version < 4;
+        return hv->input < 0 || hg->parent != NULL || legacy;
+    }
     if (hv->producer >= 0 && !graph_node_removed(hg, hv->producer))
         return graph_node_is(graph_node(hg, hv->producer), "Constant");
     return false;
@@ -246,6 +253,25 @@ static void phase_candidates(fold_graph *f) {
 
 /* ---------------------------------------------------------------- phase B */
 
+static bool has_tile(graph *g) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        if (graph_node_removed(g, (int32_t)i)) continue;
+        if (graph_node_is(graph_node(g, (int32_t)i), "Tile")) return true;
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
+            if (has_tile(s)) return true;
+    }
+    return false;
+}
+
+static void scope_reach(fold_graph *f, const char *name, int32_t *stack, uint32_t *top) {
+    graph_value *v = name ? graph_find(f->g, name) : NULL;
+    if (!v || v->outer >= 0 || v->producer < 0) return;
+    int32_t p = v->producer;
+    if ((uint32_t)p >= f->nn || !f->maybe[p] || f->scope[p]) return;
+    f->scope[p] = 1;
+    stack[(*top)++] = p;
+}
+
 static int phase_scope(fold_graph *f) {
     graph *g = f->g;
     if (f->pc->opt->fold_scope_all) {
@@ -257,23 +283,25 @@ static int phase_scope(fold_graph *f) {
     uint32_t top = 0;
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];
-        if (graph_node_is(graph_node(g, idx), "Tile")) {
+        bool root = graph_node_is(graph_node(g, idx), "Tile");
+        /* a node whose subgraphs hold a Tile: what they read from here counts */
+        for (graph *s = graph_node_subgraphs(g, idx); s && !root; s = s->next_sibling)
+            root = has_tile(s);
+        if (root) {
             f->scope[idx] = 1;
             stack[top++] = idx;
         }
     }
     /* Each node is pushed once (when its scope flag is set): linear. */
     while (top) {
-        const Onnx__NodeProto *n = graph_node(g, stack[--top]);
-        for (size_t i = 0; i < n->n_input; i++) {
-            const char *name = graph_node_input(n, i);
-            graph_value *v = name ? graph_find(g, name) : NULL;
-            if (!v || v->outer >= 0 || v->producer < 0) continue;
-            int32_t p = v->producer;
-            if ((uint32_t)p >= f->nn || !f->maybe[p] || f->scope[p]) continue;
-            f->scope[p] = 1;
-            stack[top++] = p;
-        }
+        int32_t idx = stack[--top];
+        const Onnx__NodeProto *n = graph_node(g, idx);
+        for (size_t i = 0; i < n->n_input; i++)
+            scope_reach(f, graph_node_input(n, i), stack, &top);
+        for (graph *s = graph_node_subgraphs(g, idx); s; s = s->next_sibling)
+            for (uint32_t i = 0; i < s->n_values; i++)
+                if (s->values[i].outer >= 0 && s->values[i].outer_graph == g)
+                    scope_reach(f, g->values[s->values[i].outer].name, stack, &top);
     }
     free(stack);
     return TILEOPT_OK;
