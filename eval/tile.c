@@ -46,6 +46,10 @@ typedef struct engine {
     tile_axis ax[TENSOR_MAX_RANK];
     size_t blk[TENSOR_MAX_RANK + 1]; /* output bytes of axes i..n-1 */
     size_t in[TENSOR_MAX_RANK + 1];  /* input bytes under one copy of those axes */
+    /* For an innermost block of b <= SMALL_BLOCK bytes: the AVX2 engine's byte
+    ** shuffle that spreads it over lcm(b, 32) bytes, (32j + t) mod b. */
+    size_t small_p;
+    _Alignas(32) uint8_t shuf[32 * SMALL_BLOCK];
 } engine;
 
 /*
@@ -131,6 +135,13 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
         e.in[i] = e.in[i + 1] * (size_t)e.ax[i].d;
     }
     e.stream = e.blk[0] > stream_threshold();
+    e.small_p = 0;
+    size_t b = (size_t)e.ax[e.n - 1].d * esz;
+    if (b <= SMALL_BLOCK) {
+        e.small_p = 32;
+        while (e.small_p % b) e.small_p += 32;
+        for (size_t i = 0; i < e.small_p; i++) e.shuf[i] = (uint8_t)(i % b);
+    }
     (void)isa;
 #ifdef HAVE_AVX2_ENGINE
     if (isa != TILE_ISA_BASE && __builtin_cpu_supports("avx2")) {

@@ -110,10 +110,20 @@ static void ENGINE(replicate)(const engine *e, uint8_t *dst, size_t b, size_t to
 static void ENGINE(fill_small)(const engine *e, uint8_t *dst, const uint8_t *blk, size_t b,
                                size_t total) {
     _Alignas(VBYTES) uint8_t pat[VBYTES * SMALL_BLOCK];
+#if VBYTES == 32
+    /* one shuffle per pattern vector, with indices computed once per call */
+    (void)b;
+    size_t p = e->small_p;
+    __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk));
+    for (size_t k = 0; k < p; k += 32)
+        _mm256_store_si256((__m256i *)(void *)(pat + k),
+                           _mm256_shuffle_epi8(v, _mm256_load_si256((const __m256i *)(const void *)(e->shuf + k))));
+#else
     size_t p = VBYTES;
     while (p % b) p += VBYTES;
     memcpy(pat, blk, b);
     for (size_t q = b; q < p; q *= 2) memcpy(pat + q, pat, q <= p - q ? q : p - q);
+#endif
     size_t off = 0;
 #if defined(__SSE2__)
     if (e->stream && !((uintptr_t)dst & (VBYTES - 1))) {
@@ -175,12 +185,12 @@ static void ENGINE(fill)(const engine *e, int i, uint8_t *dst, const uint8_t *sr
     size_t b = (size_t)a->d * e->blk[i + 1], r = (size_t)a->r;
     if (i == e->n - 1) {
         if (b <= SMALL_BLOCK && r > 1) {
-            uint8_t blk[SMALL_BLOCK];
+            uint8_t blk[SMALL_BLOCK] = {0};
             ENGINE(gather)(blk, src, e->esz, a->d, a->s);
             ENGINE(fill_small)(e, dst, blk, b, e->blk[i]);
             return;
         }
-        if (b > CHUNK_BYTES && a->s == (int64_t)e->esz) {
+        if (b >= PATTERN_BYTES && a->s == (int64_t)e->esz) { /* every copy from the input */
             ENGINE(scatter)(e, dst, src, b, r);
             return;
         }
