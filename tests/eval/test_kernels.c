@@ -531,6 +531,105 @@ static void tensor_should_round_trip_through_encode_and_decode(void **state) {
     tensor_free(x);
 }
 
+
+static tensor *make_strings(const char *const *w, int64_t n) {
+    tensor *t = make(DT_STRING, &n, 1);
+    graph_bytes *s = (graph_bytes *)(void *)t->data;
+    for (int64_t i = 0; i < n; i++) {
+        size_t len = strlen(w[i]);
+        uint8_t *p = tbuf_bytes(t->buf, len + 1);
+        memcpy(p, w[i], len + 1);
+        s[i].data = p;
+        s[i].len = len;
+    }
+    return t;
+}
+
+static void where_should_pick_strings_and_keep_them_alive(void **state) {
+    (void)state;
+    errbuf err;
+    const char *a[] = {"x", "yy"}, *b[] = {"p", "qq"};
+    tensor *ta = make_strings(a, 2), *tb = make_strings(b, 2), *c = make(DT_BOOL, (int64_t[]){2, 1}, 2), *r;
+    c->data[0] = 1;
+    c->data[1] = 0;
+    Onnx__NodeProto n = node_of("Where");
+    tensor *in[3] = {c, ta, tb};
+    assert_int_equal(run_op("Where", 16, &n, in, 3, &r, &err), TILEOPT_OK);
+    tensor_free(ta);
+    tensor_free(tb);
+    assert_int_equal(r->dims[0], 2);
+    assert_int_equal(r->dims[1], 2);
+    const graph_bytes *s = (const graph_bytes *)(const void *)r->data;
+    const char *want[] = {"x", "yy", "p", "qq"};
+    for (int i = 0; i < 4; i++) assert_memory_equal(s[i].data, want[i], s[i].len);
+    tensor_free(r);
+    /* a numeric condition is a mix-up */
+    tensor *f = make_f32((int64_t[]){2}, 1, 0);
+    tensor *bad[3] = {f, f, f};
+    assert_int_equal(run_op("Where", 16, &n, bad, 3, &r, &err), TILEOPT_INVALID);
+    tensor_free(f);
+    tensor_free(c);
+}
+
+static void cast_should_convert_strings_both_ways(void **state) {
+    (void)state;
+    errbuf err;
+    const char *w[] = {"1.5", "-2", "inf"};
+    tensor *s = make_strings(w, 3), *f, *back;
+    Onnx__AttributeProto to = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = {&to};
+    to.name = (char *)"to";
+    to.has_i = 1;
+    to.i = DT_FLOAT;
+    Onnx__NodeProto n = node_of("Cast");
+    n.n_attribute = 1;
+    n.attribute = attrs;
+    assert_int_equal(run_op("Cast", 13, &n, &s, 1, &f, &err), TILEOPT_OK);
+    const float *p = (const float *)(const void *)f->data;
+    assert_true(p[0] == 1.5f && p[1] == -2.0f && p[2] > 1e38f);
+    to.i = DT_STRING;
+    assert_int_equal(run_op("Cast", 13, &n, &f, 1, &back, &err), TILEOPT_OK);
+    const graph_bytes *b = (const graph_bytes *)(const void *)back->data;
+    assert_int_equal(b[0].len, 3);
+    assert_memory_equal(b[0].data, "1.5", 3);
+    assert_memory_equal(b[2].data, "INF", 3);
+    tensor_free(back);
+    tensor_free(f);
+    /* not a number */
+    const char *bad[] = {"abc"};
+    tensor *sb = make_strings(bad, 1);
+    to.i = DT_FLOAT;
+    assert_int_equal(run_op("Cast", 13, &n, &sb, 1, &f, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "abc"));
+    tensor_free(sb);
+    tensor_free(s);
+}
+
+static void broadcast_should_follow_legacy_axis_rule(void **state) {
+    (void)state;
+    errbuf err;
+    /* opset 6, broadcast=1, axis=0: B [2] matches A's axis 0 of [2,3] */
+    tensor *a = make_f32((int64_t[]){2, 3}, 2, 0), *b = make_f32((int64_t[]){2}, 1, 10), *r;
+    Onnx__AttributeProto bc = ONNX__ATTRIBUTE_PROTO__INIT, ax = ONNX__ATTRIBUTE_PROTO__INIT;
+    bc.name = (char *)"broadcast";
+    bc.has_i = 1;
+    bc.i = 1;
+    ax.name = (char *)"axis";
+    ax.has_i = 1;
+    ax.i = 0;
+    Onnx__AttributeProto *attrs[2] = {&bc, &ax};
+    Onnx__NodeProto n = node_of("Add");
+    n.n_attribute = 2;
+    n.attribute = attrs;
+    tensor *in[2] = {a, b};
+    assert_int_equal(run_op("Add", 6, &n, in, 2, &r, &err), TILEOPT_OK);
+    const float *p = (const float *)(const void *)r->data;
+    const float want[] = {10, 11, 12, 14, 15, 16};
+    assert_memory_equal(p, want, sizeof want);
+    tensor_free(r);
+    tensor_free(a);
+    tensor_free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tile_should_match_reference_on_small_shapes),
@@ -555,6 +654,9 @@ int main(void) {
         cmocka_unit_test(cast_should_round_trip_half_types),
         cmocka_unit_test(tile_node_should_read_float_tiles_and_reject_fractions),
         cmocka_unit_test(tensor_should_round_trip_through_encode_and_decode),
+        cmocka_unit_test(where_should_pick_strings_and_keep_them_alive),
+        cmocka_unit_test(cast_should_convert_strings_both_ways),
+        cmocka_unit_test(broadcast_should_follow_legacy_axis_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
