@@ -142,7 +142,7 @@ static int attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, s
     if (a->n_ints > cap)
         return err_set(err, TILEOPT_INVALID, "attribute %s has %zu values, at most %zu",
                        name, a->n_ints, cap);
-    memcpy(out, a->ints, a->n_ints * sizeof *out);
+    if (a->n_ints) memcpy(out, a->ints, a->n_ints * sizeof *out);
     *count = a->n_ints;
     return TILEOPT_OK;
 }
@@ -813,7 +813,9 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
         int64_t off = 0;
         for (int32_t i = 0; i < r; i++) {
             off += st[i] * rs[i] * (int64_t)es;
-            bs[i] = step[i] * rs[i] * (int64_t)es;
+            /* with two or more elements |step| < dim, so the product fits; a
+            ** single element never moves along the axis */
+            bs[i] = len[i] > 1 ? step[i] * rs[i] * (int64_t)es : 0;
         }
         copy_strided(o->data, c->data + off, es, r, len, bs);
         rc = keep(o, c, err);
