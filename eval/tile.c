@@ -30,7 +30,7 @@
 /* Below this a block is doubled; above it copied as is. */
 #define PATTERN_BYTES 2048
 /* Big blocks with at most this many copies are copied chunk by chunk. */
-#define CHUNK_BYTES 8192
+#define CHUNK_BYTES 4096
 #define FEW_COPIES 8
 /* Blocks of at most this many bytes are stored from a pattern in registers. */
 #define SMALL_BLOCK 16

@@ -137,7 +137,7 @@ static void ENGINE(fill_small)(const engine *e, uint8_t *dst, const uint8_t *blk
                                  _mm_load_si128((const __m128i *)(const void *)(pat + k)));
 #endif
             }
-        memcpy(dst + off, pat, total - off);
+        if (off < total) memcpy(dst + off, pat, total - off);
         return;
     }
 #else
@@ -157,7 +157,7 @@ static void ENGINE(fill_small)(const engine *e, uint8_t *dst, const uint8_t *blk
         for (; off + p <= total; off += p)
             for (size_t k = 0; k < p; k += VBYTES) VSTORE(dst + off + k, VLOAD(pat + k));
     }
-    memcpy(dst + off, pat, total - off);
+    if (off < total) memcpy(dst + off, pat, total - off);
 }
 
 /* d elements at byte stride s into contiguous dst. */
