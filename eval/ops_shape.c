@@ -1040,13 +1040,26 @@ KERNEL(k_transpose) {
 /* --------------------------------------------------------------- Reduce* */
 
 /*
-** ReduceSum and ReduceProd belong to shape subgraphs; ReduceMax, ReduceMin and
-** ReduceMean come with them because the same loop serves all five. Floats
+** ReduceSum and ReduceProd belong to shape subgraphs; the other Reduce ops come
+** with them because the same loop serves them all. Floats
 ** accumulate in double, signed integers in int64 and unsigned in uint64
 ** (wrapping like the fixed-width types do); the result is stored back in the
 ** input's type.
 */
-typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_MEAN } red_kind;
+typedef enum {
+    RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_MEAN,
+    /* sums of a transformed value, some with a final transform */
+    RED_L1, RED_L2, RED_SUMSQ, RED_LOGSUM, RED_LOGSUMEXP
+} red_kind;
+
+/* Kinds whose result needs floating point even for integer inputs. */
+static bool red_float_math(red_kind k) {
+    return k == RED_L2 || k == RED_LOGSUM || k == RED_LOGSUMEXP;
+}
+
+static bool red_is_sum(red_kind k) {
+    return k != RED_PROD && k != RED_MAX && k != RED_MIN;
+}
 
 typedef union red_acc {
     double d;
@@ -1129,22 +1142,58 @@ static red_acc red_init(red_kind k, acc_class c, int32_t e) {
 static red_acc red_step(red_kind k, acc_class c, red_acc a, red_acc v) {
     switch (c) {
     case ACC_F:
-        if (k == RED_SUM || k == RED_MEAN) a.d += v.d;
+        if (red_is_sum(k)) a.d += v.d;
         else if (k == RED_PROD) a.d *= v.d;
         else if (isnan(v.d) || isnan(a.d)) a.d = NAN;
         else if (k == RED_MAX ? v.d > a.d : v.d < a.d) a.d = v.d;
         break;
     case ACC_I:
-        if (k == RED_SUM || k == RED_MEAN) a.u += v.u;
+        if (red_is_sum(k)) a.u += v.u;
         else if (k == RED_PROD) a.u *= v.u;
         else if (k == RED_MAX ? v.i > a.i : v.i < a.i) a.i = v.i;
         break;
     case ACC_U:
-        if (k == RED_SUM || k == RED_MEAN) a.u += v.u;
+        if (red_is_sum(k)) a.u += v.u;
         else if (k == RED_PROD) a.u *= v.u;
         else if (k == RED_MAX ? v.u > a.u : v.u < a.u) a.u = v.u;
         break;
     }
+    return a;
+}
+
+/* The per-element transform of L1, L2, SumSquare and LogSumExp. */
+static red_acc red_pre(red_kind k, acc_class c, red_acc v) {
+    switch (k) {
+    case RED_L1:
+        if (c == ACC_F) v.d = fabs(v.d);
+        else if (c == ACC_I && v.i < 0) v.u = (uint64_t)0 - v.u;
+        break;
+    case RED_L2: case RED_SUMSQ:
+        if (c == ACC_F) v.d *= v.d;
+        else v.u *= v.u;
+        break;
+    case RED_LOGSUMEXP:
+        v.d = exp(v.d);
+        break;
+    default:
+        break;
+    }
+    return v;
+}
+
+/* The final transform, and back from double for integer outputs. */
+static red_acc red_post(red_kind k, acc_class work, acc_class out, red_acc a) {
+    if (work != ACC_F) return a;
+    if (k == RED_L2) a.d = sqrt(a.d);
+    else if (k == RED_LOGSUM || k == RED_LOGSUMEXP) a.d = log(a.d);
+    if (out == ACC_F) return a;
+    double d = isnan(a.d) ? 0.0 : trunc(a.d);
+    if (out == ACC_I)
+        a.i = d >= 9.2233720368547758e18    ? INT64_MAX
+              : d <= -9.2233720368547758e18 ? INT64_MIN
+                                            : (int64_t)d;
+    else
+        a.u = d >= 1.8446744073709552e19 ? UINT64_MAX : d <= 0 ? 0 : (uint64_t)d;
     return a;
 }
 
@@ -1191,7 +1240,8 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
         tensor_free(c);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
-    red_acc init = red_init(kind, cls, e);
+    acc_class work = red_float_math(kind) ? ACC_F : cls;
+    red_acc init = red_init(kind, work, e);
     for (uint64_t i = 0; i < onel; i++) acc[i] = init;
     /* output element strides per input axis (0 on reduced axes) */
     int64_t ks[TENSOR_MAX_RANK], os[TENSOR_MAX_RANK], idx[TENSOR_MAX_RANK] = {0};
@@ -1199,7 +1249,9 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
     for (int32_t i = 0; i < r; i++) os[i] = red[i] ? 0 : ks[i];
     uint64_t oi = 0;
     for (uint64_t i = 0; i < nel; i++) {
-        acc[oi] = red_step(kind, cls, acc[oi], red_load(e, c->data + i * es));
+        red_acc v = red_load(e, c->data + i * es);
+        if (work == ACC_F && cls != ACC_F) v.d = cls == ACC_I ? (double)v.i : (double)v.u;
+        acc[oi] = red_step(kind, work, acc[oi], red_pre(kind, work, v));
         for (int32_t ax = r - 1; ax >= 0; ax--) {
             oi += (uint64_t)os[ax];
             if (++idx[ax] < x->dims[ax]) break;
@@ -1215,7 +1267,7 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
             else if (cls == ACC_I) a.i = group ? (int64_t)a.u / (int64_t)group : 0;
             else a.u = group ? a.u / group : 0;
         }
-        red_store(e, o->data + i * es, a);
+        red_store(e, o->data + i * es, red_post(kind, work, cls, a));
     }
     free(acc);
     tensor_free(c);
@@ -1270,6 +1322,11 @@ REDUCE_KERNELS(reduce_prod, RED_PROD)
 REDUCE_KERNELS(reduce_max, RED_MAX)
 REDUCE_KERNELS(reduce_min, RED_MIN)
 REDUCE_KERNELS(reduce_mean, RED_MEAN)
+REDUCE_KERNELS(reduce_l1, RED_L1)
+REDUCE_KERNELS(reduce_l2, RED_L2)
+REDUCE_KERNELS(reduce_sum_square, RED_SUMSQ)
+REDUCE_KERNELS(reduce_log_sum, RED_LOGSUM)
+REDUCE_KERNELS(reduce_log_sum_exp, RED_LOGSUMEXP)
 
 /* ------------------------------------------------------------------ table */
 
@@ -1302,8 +1359,18 @@ const kernel_def kernel_table_shape[] = {
     {"ReduceMin", 18, k_reduce_min_input},
     {"ReduceMean", 1, k_reduce_mean_attr},
     {"ReduceMean", 18, k_reduce_mean_input},
+    {"ReduceL1", 1, k_reduce_l1_attr},
+    {"ReduceL1", 18, k_reduce_l1_input},
+    {"ReduceL2", 1, k_reduce_l2_attr},
+    {"ReduceL2", 18, k_reduce_l2_input},
+    {"ReduceSumSquare", 1, k_reduce_sum_square_attr},
+    {"ReduceSumSquare", 18, k_reduce_sum_square_input},
+    {"ReduceLogSum", 1, k_reduce_log_sum_attr},
+    {"ReduceLogSum", 18, k_reduce_log_sum_input},
+    {"ReduceLogSumExp", 1, k_reduce_log_sum_exp_attr},
+    {"ReduceLogSumExp", 18, k_reduce_log_sum_exp_input},
 };
-#define SHAPE_KERNELS 28
+#define SHAPE_KERNELS 38
 _Static_assert(sizeof kernel_table_shape / sizeof kernel_table_shape[0] == SHAPE_KERNELS,
                "kernel_table_shape count");
 const size_t kernel_table_shape_count = SHAPE_KERNELS;

@@ -18,7 +18,7 @@ TILEOPT = os.environ["TILEOPT"]
 VALUES = [0, 1, 2, 3, -1, -2, 7, 2**31, 2**40, -2**63, 2**63 - 1]
 OPS = ["Reshape", "Slice", "Gather", "Concat", "Unsqueeze", "Squeeze", "Expand", "Transpose",
        "Range", "ConstantOfShape", "Shape", "Flatten", "ReduceSum", "ReduceProd", "ReduceMax",
-       "ReduceMean", "Size"]
+       "ReduceMean", "ReduceL2", "ReduceLogSumExp", "Size"]
 
 
 def ints(rng, n=None):
@@ -54,7 +54,7 @@ def case(rng, d):
     elif op in ("Unsqueeze", "Squeeze", "ReduceSum"):
         init("a", ints(rng))
         ins = ["x", "a"]
-    elif op in ("ReduceMax", "ReduceMean", "ReduceProd"):
+    elif op in ("ReduceMax", "ReduceMean", "ReduceProd", "ReduceL2", "ReduceLogSumExp"):
         attrs["axes"] = ints(rng)
     elif op == "Transpose":
         attrs["perm"] = ints(rng, x.ndim)

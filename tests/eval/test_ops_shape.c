@@ -296,7 +296,7 @@ static void ops_shape_should_reduce_by_opset_form(void **state) {
     b_free_all();
 }
 
-static void ops_shape_should_reduce_max_min_mean_over_ints_and_nan(void **state) {
+static void ops_shape_should_reduce_every_kind_over_ints_floats_and_nan(void **state) {
     (void)state;
     int64_t xd[2] = {2, 3};
     int8_t xi[6] = {-128, 5, 7, -3, 2, 1};
@@ -328,6 +328,23 @@ static void ops_shape_should_reduce_max_min_mean_over_ints_and_nan(void **state)
     in[0] = b_make(DT_FLOAT, 1, fd, xf);
     assert_int_equal(run_node(b_node("ReduceMax", "x0", "y"), 13, in, 1, &y, &err), 0);
     assert_true(isnan(f32(y)[0]));
+    tensor_free(y);
+    tensor_free(in[0]);
+    /* L2 of integers goes through floating point: sqrt(3^2 + 4^2) */
+    int32_t xi2[2] = {3, -4};
+    int64_t d2[1] = {2};
+    in[0] = b_make(DT_INT32, 1, d2, xi2);
+    assert_int_equal(run_node(b_node("ReduceL2", "x0", "y"), 13, in, 1, &y, &err), 0);
+    assert_int_equal(((int32_t *)(void *)y->data)[0], 5);
+    tensor_free(y);
+    assert_int_equal(run_node(b_node("ReduceL1", "x0", "y"), 13, in, 1, &y, &err), 0);
+    assert_int_equal(((int32_t *)(void *)y->data)[0], 7);
+    tensor_free(y);
+    tensor_free(in[0]);
+    float xf2[2] = {0.0f, 0.0f};
+    in[0] = b_make(DT_FLOAT, 1, d2, xf2);
+    assert_int_equal(run_node(b_node("ReduceLogSumExp", "x0", "y"), 13, in, 1, &y, &err), 0);
+    assert_true(fabsf(f32(y)[0] - logf(2.0f)) < 1e-6f);
     tensor_free(y);
     tensor_free(in[0]);
     b_free_all();
@@ -397,7 +414,7 @@ int main(void) {
         cmocka_unit_test(ops_shape_should_take_shape_start_end_and_size),
         cmocka_unit_test(ops_shape_should_make_range_expand_and_constant_of_shape),
         cmocka_unit_test(ops_shape_should_reduce_by_opset_form),
-        cmocka_unit_test(ops_shape_should_reduce_max_min_mean_over_ints_and_nan),
+        cmocka_unit_test(ops_shape_should_reduce_every_kind_over_ints_floats_and_nan),
         cmocka_unit_test(ops_shape_should_reject_missing_input),
         cmocka_unit_test(ops_shape_should_build_constants_from_every_attribute_form),
     };
