@@ -170,8 +170,15 @@ static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, siz
         switch (d.elem) {
         case DT_INT64: out[i] = ((const int64_t *)d.data)[i]; break;
         case DT_INT32: out[i] = ((const int32_t *)d.data)[i]; break;
-        case DT_FLOAT: out[i] = (int64_t)((const float *)d.data)[i]; break;
-        case DT_DOUBLE: out[i] = (int64_t)((const double *)d.data)[i]; break;
+        case DT_FLOAT:
+        case DT_DOUBLE: {
+            /* Tile-1 tiles/axis may be floats; converting NaN or a value past int64
+            ** is undefined behaviour, so such repeats are just unknown (issue 7). */
+            double v = d.elem == DT_FLOAT ? ((const float *)d.data)[i] : ((const double *)d.data)[i];
+            if (v >= -9.2e18 && v <= 9.2e18) out[i] = (int64_t)v;
+            else ok = false;
+            break;
+        }
         default: ok = false;
         }
     }
