@@ -47,11 +47,11 @@ static inline void fuzz_failed(tileopt_ctx *ctx, tileopt_status st, const char *
                tileopt_status_str(st));
 }
 
-static char fuzz_dir_[64];
+static char fuzz_dir_[512];
 
 static void fuzz_scratch_remove(void) {
     static const char *const names[] = {"sub/data.bin", "sub", "short.bin", "data.bin"};
-    char path[128];
+    char path[600];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", fuzz_dir_, names[i]);
         remove(path);
@@ -64,10 +64,14 @@ static void fuzz_scratch_remove(void) {
 static inline const char *fuzz_scratch_dir(void) {
     char *dir = fuzz_dir_;
     if (dir[0]) return dir;
-    snprintf(fuzz_dir_, sizeof fuzz_dir_, "/tmp/tileopt_fuzz_XXXXXX");
+    /* Under run_fuzz.py's own temporary folder, which goes even when a crash
+    ** skips the atexit handler. */
+    const char *parent = getenv("TILEOPT_FUZZ_TMP");
+    snprintf(fuzz_dir_, sizeof fuzz_dir_, "%s/tileopt_fuzz_XXXXXX",
+             parent && parent[0] && strlen(parent) < 400 ? parent : "/tmp");
     FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     atexit(fuzz_scratch_remove);
-    char path[128];
+    char path[600];
     unsigned char bytes[256];
     for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (unsigned char)(i * 37u + 11u);
     static const struct { const char *name; size_t len; } files[] = {

@@ -110,22 +110,22 @@ def main():
         return 2
     binary, name, seconds = args[0], args[1], int(args[2])
     env = dict(os.environ)
+    tmp = tempfile.mkdtemp(prefix=f"tileopt_fuzz_{name}_")
+    env["TILEOPT_FUZZ_TMP"] = tmp  # fuzz_common.h's scratch folder goes with it
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
     env.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
 
-    regress = regress_files(name)
-    if regress:
-        cp = subprocess.run([binary, *regress], env=env, capture_output=True, text=True)
-        if cp.returncode != 0:
-            print(cp.stderr[-6000:])
-            print(f"{name}: a regression input crashes again")
-            return 1
-        print(f"{name}: {len(regress)} regression inputs pass")
-    if regress_only:
-        return 0
-
-    tmp = tempfile.mkdtemp(prefix=f"tileopt_fuzz_{name}_")
     try:
+        regress = regress_files(name)
+        if regress:
+            cp = subprocess.run([binary, *regress], env=env, capture_output=True, text=True)
+            if cp.returncode != 0:
+                print(cp.stderr[-6000:])
+                print(f"{name}: a regression input crashes again")
+                return 1
+            print(f"{name}: {len(regress)} regression inputs pass")
+        if regress_only:
+            return 0
         base = work or tmp
         corpus = os.path.join(base, "corpus", name)
         seeds = os.path.join(tmp, "seeds")
