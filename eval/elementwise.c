@@ -128,6 +128,7 @@ uint16_t eval_f32_to_bf16(float f) {
 typedef struct ew_param {
     double alpha;
     uint8_t lo[8], hi[8]; /* Clip bounds in the element type */
+    int saturate;         /* Cast to 8-bit floats: clamp out-of-range values */
 } ew_param;
 
 /* --------------------------------------------------- integer helpers */
@@ -287,6 +288,67 @@ WHERE_FN(where_16, u128)
 
 /* ----------------------------------------------------------------- Cast */
 
+/*
+** The 8-bit floats of opset 19: (exponent bits, mantissa bits, bias), whether
+** the top exponent is inf/NaN as in IEEE (E5M2), and whether 0x80 is the only
+** NaN with no negative zero (the FNUZ types). E4M3FN's NaN is S.1111.111.
+*/
+typedef struct f8_fmt {
+    int mbits, bias;
+    bool ieee, fnuz;
+    uint8_t max_code; /* largest finite magnitude */
+} f8_fmt;
+static const f8_fmt f8_e4m3fn = {3, 7, false, false, 0x7e};
+static const f8_fmt f8_e4m3fnuz = {3, 8, false, true, 0x7f};
+static const f8_fmt f8_e5m2 = {2, 15, true, false, 0x7b};
+static const f8_fmt f8_e5m2fnuz = {2, 16, false, true, 0x7f};
+
+static float f8_decode(uint8_t v, const f8_fmt *f) {
+    if (f->fnuz && v == 0x80) return NAN;
+    bool neg = v & 0x80;
+    int mant = v & ((1 << f->mbits) - 1), ecode = (v & 0x7f) >> f->mbits;
+    int emax = 0x7f >> f->mbits;
+    float r;
+    if (f->ieee && ecode == emax)
+        r = mant ? NAN : INFINITY;
+    else if (!f->ieee && !f->fnuz && (v & 0x7f) == 0x7f)
+        r = NAN;
+    else if (ecode == 0)
+        r = ldexpf((float)mant, 1 - f->bias - f->mbits);
+    else
+        r = ldexpf((float)(mant | (1 << f->mbits)), ecode - f->bias - f->mbits);
+    return neg ? -r : r;
+}
+
+/* Round to nearest even; out of range: the largest finite value when
+** saturating, else inf (E5M2) or NaN. */
+static uint8_t f8_encode(float x, const f8_fmt *f, int saturate) {
+    uint8_t nan = f->fnuz ? 0x80 : 0x7f;
+    if (x != x) return nan;
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    float a = fabsf(x);
+    uint32_t code;
+    if (isinf(a)) {
+        code = 0x100; /* overflow below */
+    } else if (a == 0) {
+        code = 0;
+    } else {
+        int ex;
+        frexpf(a, &ex);
+        int e = ex - 1; /* a in [2^e, 2^(e+1)) */
+        if (e < 1 - f->bias) e = 1 - f->bias; /* subnormal: fixed quantum */
+        float n = rintf(ldexpf(a, f->mbits - e));
+        /* encodings are contiguous: the mantissa carry moves into the exponent */
+        code = ((uint32_t)(e + f->bias - 1) << f->mbits) + (uint32_t)n;
+    }
+    if (code > f->max_code) {
+        if (saturate) return (uint8_t)(sign | f->max_code);
+        return f->ieee ? (uint8_t)(sign | 0x7c) : nan;
+    }
+    if (code == 0 && f->fnuz) return 0;
+    return (uint8_t)(sign | code);
+}
+
 static inline int64_t sat_s(double v, double lo, double hi) {
     if (v != v) return 0;
     if (v <= lo) return (int64_t)lo;
@@ -314,6 +376,19 @@ static inline uint64_t sat_u(double v, double hi) {
 #define LD_u32(v) (v)
 #define LD_u64(v) (v)
 #define LD_b8(v) ((v) != 0)
+#define LD_e4m3fn(v) f8_decode(v, &f8_e4m3fn)
+#define LD_e4m3fnuz(v) f8_decode(v, &f8_e4m3fnuz)
+#define LD_e5m2(v) f8_decode(v, &f8_e5m2)
+#define LD_e5m2fnuz(v) f8_decode(v, &f8_e5m2fnuz)
+#define SAT (prm ? ((const ew_param *)prm)->saturate : 1)
+#define ST_e4m3fn_F(e) f8_encode((float)(e), &f8_e4m3fn, SAT)
+#define ST_e4m3fn_I(e) f8_encode((float)(e), &f8_e4m3fn, SAT)
+#define ST_e4m3fnuz_F(e) f8_encode((float)(e), &f8_e4m3fnuz, SAT)
+#define ST_e4m3fnuz_I(e) f8_encode((float)(e), &f8_e4m3fnuz, SAT)
+#define ST_e5m2_F(e) f8_encode((float)(e), &f8_e5m2, SAT)
+#define ST_e5m2_I(e) f8_encode((float)(e), &f8_e5m2, SAT)
+#define ST_e5m2fnuz_F(e) f8_encode((float)(e), &f8_e5m2fnuz, SAT)
+#define ST_e5m2fnuz_I(e) f8_encode((float)(e), &f8_e5m2fnuz, SAT)
 /* stores from a floating (F) or integer (I) value */
 #define ST_f32_F(e) ((float)(e))
 #define ST_f32_I(e) ((float)(e))
@@ -349,7 +424,9 @@ static inline uint64_t sat_u(double v, double hi) {
     X(int8_t, i8, DT_INT8, I) X(int16_t, i16, DT_INT16, I) X(int32_t, i32, DT_INT32, I) \
     X(int64_t, i64, DT_INT64, I) X(uint8_t, u8, DT_UINT8, I)                           \
     X(uint16_t, u16, DT_UINT16, I) X(uint32_t, u32, DT_UINT32, I)                      \
-    X(uint64_t, u64, DT_UINT64, I) X(uint8_t, b8, DT_BOOL, I)
+    X(uint64_t, u64, DT_UINT64, I) X(uint8_t, b8, DT_BOOL, I)                          \
+    X(uint8_t, e4m3fn, DT_FLOAT8E4M3FN, F) X(uint8_t, e4m3fnuz, DT_FLOAT8E4M3FNUZ, F)   \
+    X(uint8_t, e5m2, DT_FLOAT8E5M2, F) X(uint8_t, e5m2fnuz, DT_FLOAT8E5M2FNUZ, F)
 #define CAST_DST(X, ...)                                                               \
     X(float, f32, DT_FLOAT, __VA_ARGS__) X(double, f64, DT_DOUBLE, __VA_ARGS__)        \
     X(uint16_t, f16, DT_FLOAT16, __VA_ARGS__) X(uint16_t, bf16, DT_BFLOAT16, __VA_ARGS__) \
@@ -357,7 +434,11 @@ static inline uint64_t sat_u(double v, double hi) {
     X(int32_t, i32, DT_INT32, __VA_ARGS__) X(int64_t, i64, DT_INT64, __VA_ARGS__)      \
     X(uint8_t, u8, DT_UINT8, __VA_ARGS__) X(uint16_t, u16, DT_UINT16, __VA_ARGS__)     \
     X(uint32_t, u32, DT_UINT32, __VA_ARGS__) X(uint64_t, u64, DT_UINT64, __VA_ARGS__)  \
-    X(uint8_t, b8, DT_BOOL, __VA_ARGS__)
+    X(uint8_t, b8, DT_BOOL, __VA_ARGS__)                                               \
+    X(uint8_t, e4m3fn, DT_FLOAT8E4M3FN, __VA_ARGS__)                                   \
+    X(uint8_t, e4m3fnuz, DT_FLOAT8E4M3FNUZ, __VA_ARGS__)                               \
+    X(uint8_t, e5m2, DT_FLOAT8E5M2, __VA_ARGS__)                                       \
+    X(uint8_t, e5m2fnuz, DT_FLOAT8E5M2FNUZ, __VA_ARGS__)
 
 #define CAST_CELL(DCT, dtag, DDT, SCT, stag, SDT, K)                                  \
     UN_FN(cast_##stag##_##dtag, SCT, DCT, ST_##dtag##_##K(LD_##stag(x)))
@@ -619,8 +700,8 @@ static int cast_to_string(tensor *x, tensor *t, errbuf *err) {
     return rc;
 }
 
-static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **out,
-                       errbuf *err) {
+static int cast_tensor_sat(tensor *x, int32_t to, int saturate, const eval_limits *lim,
+                           tensor **out, errbuf *err) {
     *out = NULL;
     if (!dtype_valid(to))
         return err_set(err, TILEOPT_INVALID, "Cast: unknown target type %d", to);
@@ -638,18 +719,24 @@ static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **o
     tensor *t;
     int rc = tensor_alloc(to, x->dims, x->rank, lim, &t, err);
     if (rc) return rc;
+    ew_param p = {.saturate = saturate};
     if (from_str)
         rc = cast_from_string(x, t, err);
     else if (to_str)
         rc = cast_to_string(x, t, err);
     else
-        rc = ew_run(t, &x, 1, fn, NULL, lim, err);
+        rc = ew_run(t, &x, 1, fn, &p, lim, err);
     if (rc) {
         tensor_free(t);
         return rc;
     }
     *out = t;
     return TILEOPT_OK;
+}
+
+static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **out,
+                       errbuf *err) {
+    return cast_tensor_sat(x, to, 1, lim, out, err);
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -909,7 +996,7 @@ static int k_cast(KERNEL_ARGS) {
     } else {
         to = (int32_t)graph_attr_int(n, "to", -1);
     }
-    rc = cast_tensor(in[0], to, lim, &out[0], err);
+    rc = cast_tensor_sat(in[0], to, (int)graph_attr_int(n, "saturate", 1), lim, &out[0], err);
     return rc ? (int)err_prefix(err, "node %s: ", node_name(n)) : rc;
 }
 

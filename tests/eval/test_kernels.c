@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -630,6 +631,69 @@ static void broadcast_should_follow_legacy_axis_rule(void **state) {
     tensor_free(b);
 }
 
+static tensor *cast_to(tensor *x, int32_t to, int saturate) {
+    errbuf err;
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, s = ONNX__ATTRIBUTE_PROTO__INIT;
+    Onnx__AttributeProto *attrs[2] = {&a, &s};
+    a.name = (char *)"to";
+    a.has_i = 1;
+    a.i = to;
+    s.name = (char *)"saturate";
+    s.has_i = 1;
+    s.i = saturate;
+    Onnx__NodeProto n = node_of("Cast");
+    n.n_attribute = 2;
+    n.attribute = attrs;
+    tensor *r;
+    assert_int_equal(run_op("Cast", 19, &n, &x, 1, &r, &err), TILEOPT_OK);
+    return r;
+}
+
+static void cast_should_round_trip_every_float8_code(void **state) {
+    (void)state;
+    const int32_t types[] = {DT_FLOAT8E4M3FN, DT_FLOAT8E4M3FNUZ, DT_FLOAT8E5M2,
+                             DT_FLOAT8E5M2FNUZ};
+    for (int k = 0; k < 4; k++) {
+        tensor *codes = make(types[k], (int64_t[]){256}, 1);
+        for (int i = 0; i < 256; i++) codes->data[i] = (uint8_t)i;
+        tensor *f = cast_to(codes, DT_FLOAT, 1), *back = cast_to(f, types[k], 1);
+        const float *v = (const float *)(const void *)f->data;
+        for (int i = 0; i < 256; i++) {
+            if (v[i] != v[i]) continue; /* NaN codes need not come back alike */
+            if (isinf(v[i])) continue;  /* saturated to the max */
+            assert_int_equal(back->data[i], i);
+        }
+        tensor_free(back);
+        tensor_free(f);
+        tensor_free(codes);
+    }
+    /* known values, rounding and the out-of-range rules */
+    tensor *x = make(DT_FLOAT, (int64_t[]){6}, 1);
+    float *p = (float *)(void *)x->data;
+    p[0] = 1.0f;
+    p[1] = 448.0f;
+    p[2] = 1000.0f;
+    p[3] = -0.0f;
+    p[4] = 1.0625f; /* halfway between 1 and 1.125: even is 1 */
+    p[5] = 0.001953125f; /* 2^-9, E4M3FN's smallest subnormal */
+    tensor *a = cast_to(x, DT_FLOAT8E4M3FN, 1), *b = cast_to(x, DT_FLOAT8E4M3FN, 0);
+    tensor *c = cast_to(x, DT_FLOAT8E5M2, 0), *d = cast_to(x, DT_FLOAT8E4M3FNUZ, 1);
+    assert_int_equal(a->data[0], 0x38);
+    assert_int_equal(a->data[1], 0x7e);
+    assert_int_equal(a->data[2], 0x7e); /* saturated */
+    assert_int_equal(b->data[2], 0x7f); /* NaN */
+    assert_int_equal(c->data[2], 0x64); /* 1024 = 2^10 in E5M2: (10 + 15) << 2 */
+    assert_int_equal(a->data[3], 0x80);
+    assert_int_equal(d->data[3], 0x00); /* no negative zero */
+    assert_int_equal(a->data[4], 0x38);
+    assert_int_equal(a->data[5], 0x01);
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(c);
+    tensor_free(d);
+    tensor_free(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tile_should_match_reference_on_small_shapes),
@@ -657,6 +721,7 @@ int main(void) {
         cmocka_unit_test(where_should_pick_strings_and_keep_them_alive),
         cmocka_unit_test(cast_should_convert_strings_both_ways),
         cmocka_unit_test(broadcast_should_follow_legacy_axis_rule),
+        cmocka_unit_test(cast_should_round_trip_every_float8_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
