@@ -13,7 +13,10 @@
  * so the time is the graph's work, not node's copy of every output into a fresh
  * JS buffer (a fixed cost that hides the difference between two graphs).
  * Every model must take the same inputs (by name). stdout: one JSON object
- * {"label": {"median_ms", "min_ms"}...}.
+ * {"label": {"median_ms", "min_ms", "cpu_median_ms"}...}. cpu_* is the process's
+ * user+system CPU time per run: on a loaded machine it stays close to the work
+ * done while wall time absorbs the waits for a core (with ORT's own thread pool
+ * it also counts spinning threads, so it means most with 1 intra-op thread).
  */
 'use strict';
 
@@ -74,7 +77,7 @@ async function main() {
         const s = await ort.InferenceSession.create(m.path, opts);
         const f = {};
         for (const n of s.inputNames) f[n] = feeds[n];
-        sessions.push({ label: m.label, s, f, times: [], fetches: undefined });
+        sessions.push({ label: m.label, s, f, times: [], cpu: [], fetches: undefined });
     }
     if (spec.prealloc) {
         for (const x of sessions) {
@@ -93,14 +96,18 @@ async function main() {
     }
     for (let k = 0; k < (spec.rounds || 20); k++) {
         for (const x of sessions) {
+            const c0 = process.cpuUsage();
             const t0 = process.hrtime.bigint();
             await run(x);
             x.times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+            const c = process.cpuUsage(c0);
+            x.cpu.push((c.user + c.system) / 1e3);
         }
     }
     const out = {};
     for (const x of sessions) {
-        out[x.label] = { median_ms: median(x.times), min_ms: Math.min(...x.times) };
+        out[x.label] = { median_ms: median(x.times), min_ms: Math.min(...x.times),
+                         cpu_median_ms: median(x.cpu) };
     }
     process.stdout.write(JSON.stringify(out) + '\n');
 }
