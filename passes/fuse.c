@@ -989,7 +989,12 @@ static int fz_graph(pass_ctx *pc, graph *g) {
         if (!graph_node_removed(g, (int32_t)i) && graph_node_is(graph_node(g, (int32_t)i), "Tile"))
             rc = fz_push(&st, (int32_t)i);
     /* LIFO: a Tile a rewrite creates is handled next, sinking it down the chain. */
-    while (!rc && st.n_work) rc = fz_tile_step(&st, st.work[--st.n_work]);
+    uint64_t steps = 0;
+    while (!rc && st.n_work) {
+        rc = fz_tile_step(&st, st.work[--st.n_work]);
+        /* the worklist grows while it drains: total is done + still queued */
+        if (++steps % 4096 == 0) pass_progress(pc, "fuse", steps, steps + st.n_work);
+    }
     uint32_t n1 = graph_n_nodes(g);
     for (uint32_t i = 0; !rc && i < n1; i++) {
         if (graph_node_removed(g, (int32_t)i) || !graph_node_is(graph_node(g, (int32_t)i), "Tile"))
