@@ -179,10 +179,12 @@ static const graph_type *type_of(fold_graph *f, const char *name) {
     return &home(f->g, v, &hg)->type;
 }
 
-/* Shape's [start, end) window (opset 15 attributes), clamped. */
-static void shape_window(const Onnx__NodeProto *n, int32_t rank, int64_t *s, int64_t *e) {
+/* Shape's [start, end) window (attributes from opset 15 on), clamped. */
+static void shape_window(const Onnx__NodeProto *n, int64_t opset, int32_t rank, int64_t *s,
+                         int64_t *e) {
     int64_t r = rank;
-    int64_t start = graph_attr_int(n, "start", 0), end = graph_attr_int(n, "end", r);
+    int64_t start = opset >= 15 ? graph_attr_int(n, "start", 0) : 0;
+    int64_t end = opset >= 15 ? graph_attr_int(n, "end", r) : r;
     if (start < 0) start += r;
     if (end < 0) end += r;
     start = start < 0 ? 0 : (start > r ? r : start);
@@ -223,7 +225,7 @@ static void phase_candidates(fold_graph *f) {
                 bool shape = graph_node_is(n, "Shape");
                 bool all = true;
                 int64_t s = 0, e = t->rank;
-                if (shape) shape_window(n, t->rank, &s, &e);
+                if (shape) shape_window(n, f->opset, t->rank, &s, &e);
                 for (int64_t d = s; d < e; d++)
                     if (!t->dims || t->dims[d] < 0) all = false;
                 if (all) out = VS_CONST;
@@ -319,7 +321,7 @@ static int shape_value(fold_graph *f, const Onnx__NodeProto *n, tensor **out, bo
     *out = NULL;
     if (!t || t->rank < 0) return TILEOPT_OK;
     int64_t s, e;
-    shape_window(n, t->rank, &s, &e);
+    shape_window(n, f->opset, t->rank, &s, &e);
     int64_t len = e - s;
     int rc = tensor_new(DT_INT64, &len, 1, &f->pc->opt->eval_lim, out, f->pc->err);
     if (rc) return rc;

@@ -670,8 +670,10 @@ static void inf_shape(ictx *c) {
     const graph_type *x = IN(c, 0);
     if (!has_rank(x)) return;
     int64_t r = x->rank;
-    int64_t start = graph_attr_int(c->n, "start", 0);
-    int64_t end = graph_attr_int(c->n, "end", r);
+    /* start/end exist from Shape-15 on; earlier opsets ignore such attributes */
+    bool window = c->opset >= 15;
+    int64_t start = window ? graph_attr_int(c->n, "start", 0) : 0;
+    int64_t end = window ? graph_attr_int(c->n, "end", r) : r;
     if (start < 0) start += r;
     if (end < 0) end += r;
     if (start < 0) start = 0;
@@ -951,15 +953,17 @@ static void inf_transpose(ictx *c) {
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     int32_t r = x->rank;
-    ity_set_rank(o, r);
     const Onnx__AttributeProto *a = graph_attr(c->n, "perm");
-    if (a && a->n_ints != (size_t)r) return;
+    if (a && a->n_ints != (size_t)r) return; /* invalid: not even the rank is sure */
+    ity_set_rank(o, r);
+    bool seen[IR_MAX] = {false};
     for (int32_t i = 0; i < r; i++) {
         int64_t p = a ? a->ints[i] : r - 1 - i;
-        if (p < 0 || p >= r) {
-            ity_set_rank(o, r);
+        if (p < 0 || p >= r || seen[p]) {
+            o->rank = -1;
             return;
         }
+        seen[p] = true;
         put_dim(o, i, x, (int32_t)p);
     }
 }
@@ -1159,9 +1163,11 @@ static void inf_split(ictx *c) {
     if (d < 0 || parts == 0) return;
     if (graph_attr(c->n, "num_outputs")) {
         /* opset 18: the last chunk may be smaller */
-        int64_t chunk = (d + parts - 1) / parts;
+        int64_t chunk = d / parts + (d % parts != 0);
         for (int64_t k = 0; k < parts; k++) {
-            int64_t left = d - chunk * k;
+            int64_t used;
+            if (__builtin_mul_overflow(chunk, k, &used)) return;
+            int64_t left = d - used;
             c->out[k].d[ax] = left < 0 ? 0 : (left < chunk ? left : chunk);
         }
         return;
@@ -1179,11 +1185,12 @@ static int64_t slice_len(int64_t d, int64_t start, int64_t end, int64_t step) {
     if (step > 0) {
         start = start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
         end = end < 0 ? clampi(end + d, 0, d) : clampi(end, 0, d);
-        return end > start ? (end - start + step - 1) / step : 0;
+        return end > start ? (end - start - 1) / step + 1 : 0;
     }
     start = start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
     end = end < 0 ? clampi(end + d, -1, d - 1) : clampi(end, -1, d - 1);
-    return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    /* -step would overflow for INT64_MIN: divide by the negative step instead */
+    return start > end ? -((start - end - 1) / step) + 1 : 0;
 }
 
 static int64_t slice_first(int64_t d, int64_t start, int64_t step) {
@@ -1371,12 +1378,14 @@ static void inf_range(ictx *c) {
         if (st == 0) return;
         int64_t diff;
         if (__builtin_sub_overflow(l, s, &diff)) return;
+        if (st == -1 && diff == INT64_MIN) return;
         int64_t n = diff / st + ((diff % st != 0 && ((diff < 0) == (st < 0))) ? 1 : 0);
         o->d[0] = n > 0 ? n : 0;
         if (o->d[0] <= IV_MAX) {
             ival *ov = ival_new(c->r, a->elem, 1, o->d[0], false);
             if (ov) {
                 for (int64_t k = 0; k < o->d[0]; k++) {
+                    /* within [s, l): no overflow, n being what it is */
                     ov->v[k] = s + k * st;
                     ov->known[k] = 1;
                 }
@@ -1467,15 +1476,19 @@ static void window_dims(ictx *c, const graph_type *x, const int64_t *kernel, int
     for (int32_t i = 0; i < ns; i++) {
         int64_t in = tdim(x, 2 + i);
         if (in < 0 || strides[i] <= 0 || dil[i] <= 0 || kernel[i] <= 0) continue;
-        int64_t ek = (kernel[i] - 1) * dil[i] + 1;
+        int64_t ek, span;
+        if (__builtin_mul_overflow(kernel[i] - 1, dil[i], &ek) || ek == INT64_MAX) continue;
+        ek += 1;
         int64_t out;
         if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
             out = ceildiv(in, strides[i]);
         } else if (!strcmp(ap, "VALID")) {
             out = ceildiv(in - ek + 1, strides[i]);
         } else {
-            int64_t span = in + pads[i] + pads[i + ns] - ek;
-            if (span < 0) continue;
+            if (__builtin_add_overflow(in, pads[i], &span) ||
+                __builtin_add_overflow(span, pads[i + ns], &span) ||
+                __builtin_sub_overflow(span, ek, &span) || span < 0)
+                continue;
             out = (ceil_mode ? ceildiv(span, strides[i]) : floordiv(span, strides[i])) + 1;
         }
         if (out >= 0) o->d[2 + i] = out;
@@ -1541,10 +1554,18 @@ static void inf_conv_transpose(ictx *c) {
         if (in < 0 || kernel[i] < 0) continue;
         int64_t out;
         if (same) {
-            out = in * strides[i];
+            if (__builtin_mul_overflow(in, strides[i], &out)) continue;
         } else {
-            out = strides[i] * (in - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1;
-            if (strcmp(ap, "VALID") != 0) out -= pads[i] + pads[i + ns];
+            int64_t a, b;
+            if (in < 1 || __builtin_mul_overflow(strides[i], in - 1, &a) ||
+                __builtin_mul_overflow(kernel[i] - 1, dil[i], &b) ||
+                __builtin_add_overflow(a, b, &out) || __builtin_add_overflow(out, opad[i], &out) ||
+                __builtin_add_overflow(out, 1, &out))
+                continue;
+            if (strcmp(ap, "VALID") != 0 &&
+                (__builtin_sub_overflow(out, pads[i], &out) ||
+                 __builtin_sub_overflow(out, pads[i + ns], &out)))
+                continue;
         }
         if (out >= 0) o->d[2 + i] = out;
     }
@@ -1693,7 +1714,9 @@ static void inf_pad(ictx *c) {
             }
             continue;
         }
-        int64_t v = d + pads[k] + pads[k + nax];
+        int64_t v;
+        if (__builtin_add_overflow(d, pads[k], &v) || __builtin_add_overflow(v, pads[k + nax], &v))
+            v = -1;
         o->d[a] = v >= 0 ? v : -1;
         o->s[a] = NULL;
     }
