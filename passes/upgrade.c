@@ -1217,6 +1217,38 @@ static void block(up *u, graph *g, int32_t node, const char *op, int64_t from, i
     }
 }
 
+/*
+** Constant held float types only before opset 9, yet exporters of the time wrote
+** int64 shapes with it: such a source fails the checker at its own opset. From a
+** target of 9 on the node is valid as it is; below, the value moves to an
+** initializer, which has no type restriction.
+*/
+static int constant_quirk(up *u, graph *g, int32_t node) {
+    Onnx__NodeProto *n = graph_node(g, node);
+    Onnx__AttributeProto *a = graph_attr(n, "value");
+    if (u->src >= 9 || !a || !a->t || n->n_output != 1) return 0;
+    int32_t elem = a->t->data_type;
+    if (elem == DT_FLOAT || elem == DT_DOUBLE || elem == DT_FLOAT16) return 0;
+    const char *id = graph_node_id(g, node);
+    pass_warn(u->pc, "node %s: Constant of %s is not valid before opset 9; the source fails "
+              "the checker, migrated anyway", id, dtype_name(elem));
+    const char *out = n->output[0];
+    if (u->tgt >= 9 || elem == DT_STRING || graph_value_is_output(g, out)) return 0;
+    graph_tensor_data td;
+    int rc = graph_tensor_read(u->m, a->t, &td, u->err);
+    if (rc) return err_prefix(u->err, "node %s: ", id);
+    const char *name;
+    rc = graph_add_initializer(g, out, elem, td.dims, (size_t)td.rank, td.data, td.nbytes,
+                               &name, u->err);
+    if (td.owned) free(td.data);
+    if (rc) return rc;
+    if (graph_replace_uses(g, out, name)) return nomem(u);
+    cJSON *act = pass_action(u->pc, g, node, "upgraded");
+    if (act) cJSON_AddStringToObject(act, "initializer", name);
+    graph_remove_node(g, node);
+    return 0;
+}
+
 /* Walk node i of g from the source opset to the target, one schema step at a
 ** time; in planning mode only record what would block. */
 static int upgrade_node(up *u, graph *g, int32_t i) {
@@ -1233,6 +1265,10 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
         if (u->plan)
             block(u, g, i, op, u->src, u->tgt, "op does not exist at the source opset");
         return 0;
+    }
+    if (!u->plan && strcmp(op, "Constant") == 0) {
+        int rc = constant_quirk(u, g, i);
+        if (rc || graph_node_removed(g, i)) return rc;
     }
     int32_t node = i;
     for (size_t k = 0; k < e->count; k++) {

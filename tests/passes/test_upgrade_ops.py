@@ -367,6 +367,20 @@ def upgrade_should_fail_once_listing_every_blocked_node():
         assert not actions(rep), "upgraded actions despite the failure"
 
 
+def upgrade_should_migrate_int64_constants_of_old_exporters():
+    """Constant int64 before opset 9 (a checker failure at the source) feeding Reshape."""
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    shape = numpy_helper.from_array(np.array([3, 4], np.int64), "shape_v")
+    m = model([helper.make_node("Constant", [], ["shape"], value=shape, name="c"),
+               helper.make_node("Reshape", ["x", "shape"], ["y"])],
+              [vi("x", [2, 6])], [vi("y", [3, 4])], 6)
+    for tgt in (7, 8, 13):
+        rep, out = migrate(m, {"x": x}, [x.reshape(3, 4)], target=tgt, tag=f"target {tgt}")
+        assert any("Constant of INT64" in w for w in rep["warnings"]), rep["warnings"]
+        consts = [n for n in out.graph.node if n.op_type == "Constant"]
+        assert bool(consts) == (tgt >= 9), f"target {tgt}: {out.graph.node}"
+
+
 def upgrade_should_leave_a_model_past_the_target_alone():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], 15,
               ir=8)
