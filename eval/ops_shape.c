@@ -1328,6 +1328,346 @@ REDUCE_KERNELS(reduce_sum_square, RED_SUMSQ)
 REDUCE_KERNELS(reduce_log_sum, RED_LOGSUM)
 REDUCE_KERNELS(reduce_log_sum_exp, RED_LOGSUMEXP)
 
+/* ------------------------------------------------------------ ArgMax, ArgMin */
+
+/* Index of the first (or, select_last_index, the last) extreme along one axis.
+** NaN counts as the extreme, as in numpy. */
+static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *const *in,
+                  size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                  errbuf *err) {
+    int rc = need_inputs(in, n_in, 1, err);
+    if (!rc) rc = need_output(n_out, err);
+    if (rc) return rc;
+    tensor *x = in[0];
+    acc_class cls;
+    if (!red_class(x->elem, &cls))
+        return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(x->elem));
+    if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
+    int64_t axis;
+    rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
+    if (rc) return rc;
+    if (x->dims[axis] == 0)
+        return err_set(err, TILEOPT_INVALID, "cannot take Arg%s over an empty axis",
+                       is_max ? "Max" : "Min");
+    bool keep = graph_attr_int(n, "keepdims", 1) != 0;
+    bool last = opset >= 12 && graph_attr_int(n, "select_last_index", 0) != 0;
+    int64_t od[TENSOR_MAX_RANK];
+    int32_t orank = 0;
+    uint64_t outer = 1, inner = 1, len = (uint64_t)x->dims[axis];
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (i < axis) outer *= (uint64_t)x->dims[i];
+        if (i > axis) inner *= (uint64_t)x->dims[i];
+        if (i != axis) od[orank++] = x->dims[i];
+        else if (keep) od[orank++] = 1;
+    }
+    tensor *o = NULL, *c = NULL;
+    rc = new_tensor(DT_INT64, od, orank, lim, &o, err);
+    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    size_t es = esize(x->elem);
+    int64_t *res = (int64_t *)(void *)o->data;
+    for (uint64_t a = 0; a < outer; a++)
+        for (uint64_t b = 0; b < inner; b++) {
+            const uint8_t *base = c->data + (a * len * inner + b) * es;
+            red_acc best = red_load(x->elem, base);
+            uint64_t bi = 0;
+            for (uint64_t j = 1; j < len; j++) {
+                red_acc v = red_load(x->elem, base + j * inner * es);
+                bool better, equal;
+                if (cls == ACC_F) {
+                    if (isnan(best.d)) break;
+                    better = isnan(v.d) || (is_max ? v.d > best.d : v.d < best.d);
+                    equal = v.d == best.d;
+                } else if (cls == ACC_I) {
+                    better = is_max ? v.i > best.i : v.i < best.i;
+                    equal = v.i == best.i;
+                } else {
+                    better = is_max ? v.u > best.u : v.u < best.u;
+                    equal = v.u == best.u;
+                }
+                if (better || (last && equal)) {
+                    best = v;
+                    bi = j;
+                }
+            }
+            res[a * inner + b] = (int64_t)bi;
+        }
+    tensor_free(c);
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+KERNEL(k_argmax) { return do_arg(true, n, opset, in, n_in, out, n_out, lim, err); }
+KERNEL(k_argmin) { return do_arg(false, n, opset, in, n_in, out, n_out, lim, err); }
+
+/* ------------------------------------------------------------ GatherElements */
+
+KERNEL(k_gather_elements) {
+    UNUSED(opset);
+    int rc = need_inputs(in, n_in, 2, err);
+    if (!rc) rc = need_output(n_out, err);
+    if (rc) return rc;
+    tensor *x = in[0], *ind = in[1];
+    int32_t r = x->rank;
+    if (r < 1) return err_set(err, TILEOPT_INVALID, "data must have rank >= 1");
+    if (ind->rank != r)
+        return err_set(err, TILEOPT_INVALID, "indices have rank %d, data %d", (int)ind->rank,
+                       (int)r);
+    int64_t axis;
+    rc = norm_axis(graph_attr_int(n, "axis", 0), r, "axis", &axis, err);
+    if (rc) return rc;
+    for (int32_t i = 0; i < r; i++)
+        if (i != axis && ind->dims[i] > x->dims[i])
+            return err_set(err, TILEOPT_INVALID, "indices dim %d is %lld, data has %lld",
+                           (int)i, (long long)ind->dims[i], (long long)x->dims[i]);
+    int64_t *idx;
+    size_t ni;
+    rc = read_ints_alloc(ind, "indices", lim, &idx, &ni, err);
+    if (rc) return rc;
+    int64_t dim = x->dims[axis];
+    for (size_t i = 0; i < ni; i++) {
+        if (idx[i] < -dim || idx[i] >= dim) {
+            rc = err_set(err, TILEOPT_INVALID, "index %lld out of range [%lld, %lld]",
+                         (long long)idx[i], (long long)-dim, (long long)(dim - 1));
+            free(idx);
+            return rc;
+        }
+        if (idx[i] < 0) idx[i] += dim;
+    }
+    tensor *c = NULL, *o = NULL;
+    rc = tensor_contiguous(x, lim, &c, err);
+    if (!rc) rc = new_tensor(x->elem, ind->dims, r, lim, &o, err);
+    if (rc) {
+        free(idx);
+        tensor_free(c);
+        return rc;
+    }
+    size_t es = esize(x->elem);
+    int64_t ds[TENSOR_MAX_RANK], pos[TENSOR_MAX_RANK] = {0};
+    row_major(x->dims, r, ds);
+    int64_t off = 0; /* data offset (elements) of pos, without the axis term */
+    for (size_t i = 0; i < ni; i++) {
+        memcpy(o->data + i * es, c->data + (size_t)(off + idx[i] * ds[axis]) * es, es);
+        for (int32_t ax = r - 1; ax >= 0; ax--) {
+            int64_t step = ax == axis ? 0 : ds[ax];
+            off += step;
+            if (++pos[ax] < ind->dims[ax]) break;
+            off -= step * ind->dims[ax];
+            pos[ax] = 0;
+        }
+    }
+    free(idx);
+    rc = keep(o, c, err);
+    tensor_free(c);
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ Split */
+
+static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const int64_t *split,
+                    size_t ns, bool have_split, tensor **out, size_t n_out,
+                    const eval_limits *lim, errbuf *err) {
+    if (n_out < 1) return err_set(err, TILEOPT_INVALID, "has no output");
+    if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
+    int64_t axis;
+    int rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
+    if (rc) return rc;
+    int64_t dim = x->dims[axis];
+    int64_t *len = calloc(n_out, sizeof *len);
+    if (!len) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (have_split) {
+        int64_t sum = 0;
+        if (ns != n_out) rc = err_set(err, TILEOPT_INVALID, "split has %zu entries for %zu outputs", ns, n_out);
+        for (size_t i = 0; i < ns && !rc; i++) {
+            if (split[i] < 0 || __builtin_add_overflow(sum, split[i], &sum))
+                rc = err_set(err, TILEOPT_INVALID, "split[%zu] = %lld is invalid", i,
+                             (long long)split[i]);
+            else len[i] = split[i];
+        }
+        if (!rc && sum != dim)
+            rc = err_set(err, TILEOPT_INVALID, "split sums to %lld, the axis has %lld",
+                         (long long)sum, (long long)dim);
+    } else {
+        /* equal parts; from opset 18 the last may be smaller */
+        int64_t k = (int64_t)n_out, chunk = dim / k + (dim % k != 0);
+        if (dim % k && opset < 18)
+            rc = err_set(err, TILEOPT_INVALID, "axis of %lld does not split into %zu equal parts",
+                         (long long)dim, n_out);
+        for (size_t i = 0, left = (size_t)dim; i < n_out && !rc; i++) {
+            len[i] = (int64_t)left < chunk ? (int64_t)left : chunk;
+            left -= (size_t)len[i];
+        }
+    }
+    tensor *c = NULL;
+    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    size_t es = esize(x->elem);
+    uint64_t outer = 1, inner = es;
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (i < axis) outer *= (uint64_t)x->dims[i];
+        if (i > axis) inner *= (uint64_t)x->dims[i];
+    }
+    int64_t start = 0;
+    for (size_t k = 0; k < n_out && !rc; k++) {
+        int64_t od[TENSOR_MAX_RANK];
+        memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
+        od[axis] = len[k];
+        rc = new_tensor(x->elem, od, x->rank, lim, &out[k], err);
+        if (rc) break;
+        uint64_t blk = (uint64_t)len[k] * inner, row = (uint64_t)dim * inner;
+        if (blk)
+            for (uint64_t a = 0; a < outer; a++)
+                memcpy(out[k]->data + a * blk, c->data + a * row + (uint64_t)start * inner, blk);
+        rc = keep(out[k], c, err);
+        start += len[k];
+    }
+    tensor_free(c);
+    free(len);
+    if (rc)
+        for (size_t k = 0; k < n_out; k++) {
+            tensor_free(out[k]);
+            out[k] = NULL;
+        }
+    return rc;
+}
+
+KERNEL(k_split_2) {
+    int rc = need_inputs(in, n_in, 1, err);
+    if (rc) return rc;
+    int64_t split[TENSOR_MAX_RANK * 4];
+    size_t ns;
+    bool have;
+    rc = attr_ints(n, "split", split, sizeof split / sizeof *split, &ns, &have, err);
+    if (rc) return rc;
+    return do_split(n, opset, in[0], split, ns, have, out, n_out, lim, err);
+}
+
+KERNEL(k_split_13) {
+    int rc = need_inputs(in, n_in, 1, err);
+    if (rc) return rc;
+    int64_t *split = NULL;
+    size_t ns = 0;
+    bool have = n_in > 1 && in[1];
+    if (have) {
+        rc = read_ints_alloc(in[1], "split", lim, &split, &ns, err);
+        if (rc) return rc;
+    }
+    const Onnx__AttributeProto *no = graph_attr(n, "num_outputs");
+    if (!rc && no && (no->i < 1 || (uint64_t)no->i != n_out))
+        rc = err_set(err, TILEOPT_INVALID, "num_outputs is %lld, the node has %zu outputs",
+                     (long long)no->i, n_out);
+    if (!rc) rc = do_split(n, opset, in[0], split, ns, have, out, n_out, lim, err);
+    free(split);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ Trilu */
+
+KERNEL(k_trilu) {
+    UNUSED(opset);
+    int rc = need_inputs(in, n_in, 1, err);
+    if (!rc) rc = need_output(n_out, err);
+    if (rc) return rc;
+    tensor *x = in[0];
+    if (x->rank < 2) return err_set(err, TILEOPT_INVALID, "input must have rank >= 2");
+    int64_t k = 0;
+    if (n_in > 1 && in[1]) {
+        size_t nk;
+        int64_t kv[1];
+        if (tensor_numel(in[1]) != 1)
+            return err_set(err, TILEOPT_INVALID, "k must hold one value");
+        rc = read_ints(in[1], "k", lim, kv, 1, &nk, err);
+        if (rc) return rc;
+        k = kv[0];
+    }
+    bool upper = graph_attr_int(n, "upper", 1) != 0;
+    tensor *c = NULL, *o = NULL;
+    rc = tensor_contiguous(x, lim, &c, err);
+    if (!rc) rc = new_tensor(x->elem, x->dims, x->rank, lim, &o, err);
+    if (rc) {
+        tensor_free(c);
+        return rc;
+    }
+    size_t es = esize(x->elem);
+    int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
+    uint64_t mats = tensor_numel(x) / (rows && cols ? (uint64_t)(rows * cols) : 1);
+    if (rows && cols)
+        for (uint64_t m = 0; m < mats; m++)
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) {
+                    /* kept: j - i >= k (upper) or j - i <= k (lower); the rest
+                    ** stays zero (empty strings) */
+                    bool keepv = upper ? j - i >= k : j - i <= k;
+                    size_t at = ((size_t)m * (size_t)(rows * cols) + (size_t)(i * cols + j)) * es;
+                    if (keepv) memcpy(o->data + at, c->data + at, es);
+                }
+    rc = keep(o, c, err);
+    tensor_free(c);
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ CumSum */
+
+KERNEL(k_cumsum) {
+    UNUSED(opset);
+    int rc = need_inputs(in, n_in, 2, err);
+    if (!rc) rc = need_output(n_out, err);
+    if (rc) return rc;
+    tensor *x = in[0];
+    acc_class cls;
+    if (!red_class(x->elem, &cls))
+        return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(x->elem));
+    if (tensor_numel(in[1]) != 1) return err_set(err, TILEOPT_INVALID, "axis must hold one value");
+    if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
+    int64_t av[1], axis;
+    size_t na;
+    rc = read_ints(in[1], "axis", lim, av, 1, &na, err);
+    if (!rc) rc = norm_axis(av[0], x->rank, "axis", &axis, err);
+    if (rc) return rc;
+    bool excl = graph_attr_int(n, "exclusive", 0) != 0;
+    bool rev = graph_attr_int(n, "reverse", 0) != 0;
+    tensor *c = NULL, *o = NULL;
+    rc = tensor_contiguous(x, lim, &c, err);
+    if (!rc) rc = new_tensor(x->elem, x->dims, x->rank, lim, &o, err);
+    if (rc) {
+        tensor_free(c);
+        return rc;
+    }
+    size_t es = esize(x->elem);
+    uint64_t outer = 1, inner = 1, len = (uint64_t)x->dims[axis];
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (i < axis) outer *= (uint64_t)x->dims[i];
+        if (i > axis) inner *= (uint64_t)x->dims[i];
+    }
+    for (uint64_t a = 0; a < outer; a++)
+        for (uint64_t b = 0; b < inner; b++) {
+            red_acc s = red_init(RED_SUM, cls, x->elem);
+            for (uint64_t t = 0; t < len; t++) {
+                uint64_t j = rev ? len - 1 - t : t;
+                size_t at = (size_t)((a * len + j) * inner + b) * es;
+                red_acc v = red_load(x->elem, c->data + at);
+                if (excl) red_store(x->elem, o->data + at, s);
+                s = red_step(RED_SUM, cls, s, v);
+                if (!excl) red_store(x->elem, o->data + at, s);
+            }
+        }
+    tensor_free(c);
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
 /* ------------------------------------------------------------------ table */
 
 const kernel_def kernel_table_shape[] = {
@@ -1369,8 +1709,15 @@ const kernel_def kernel_table_shape[] = {
     {"ReduceLogSum", 18, k_reduce_log_sum_input},
     {"ReduceLogSumExp", 1, k_reduce_log_sum_exp_attr},
     {"ReduceLogSumExp", 18, k_reduce_log_sum_exp_input},
+    {"ArgMax", 1, k_argmax},
+    {"ArgMin", 1, k_argmin},
+    {"GatherElements", 11, k_gather_elements},
+    {"Split", 2, k_split_2},
+    {"Split", 13, k_split_13},
+    {"Trilu", 14, k_trilu},
+    {"CumSum", 11, k_cumsum},
 };
-#define SHAPE_KERNELS 38
+#define SHAPE_KERNELS 45
 _Static_assert(sizeof kernel_table_shape / sizeof kernel_table_shape[0] == SHAPE_KERNELS,
                "kernel_table_shape count");
 const size_t kernel_table_shape_count = SHAPE_KERNELS;

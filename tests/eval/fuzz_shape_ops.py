@@ -18,7 +18,8 @@ TILEOPT = os.environ["TILEOPT"]
 VALUES = [0, 1, 2, 3, -1, -2, 7, 2**31, 2**40, -2**63, 2**63 - 1]
 OPS = ["Reshape", "Slice", "Gather", "Concat", "Unsqueeze", "Squeeze", "Expand", "Transpose",
        "Range", "ConstantOfShape", "Shape", "Flatten", "ReduceSum", "ReduceProd", "ReduceMax",
-       "ReduceMean", "ReduceL2", "ReduceLogSumExp", "Size"]
+       "ReduceMean", "ReduceL2", "ReduceLogSumExp", "Size", "ArgMax", "GatherElements",
+       "Split", "Trilu", "CumSum"]
 
 
 def ints(rng, n=None):
@@ -66,14 +67,29 @@ def case(rng, d):
         attrs["axis"] = rng.choice(VALUES)
     elif op == "Shape":
         attrs["start"], attrs["end"] = rng.choice(VALUES), rng.choice(VALUES)
+    elif op == "ArgMax":
+        attrs["axis"], attrs["select_last_index"] = rng.choice(VALUES), rng.randint(0, 1)
+    elif op == "GatherElements":
+        init("i", np.array(ints(rng, x.size)).reshape(x.shape) if rng.random() < 0.8
+             else ints(rng))
+        ins, attrs["axis"] = ["x", "i"], rng.choice(VALUES)
+    elif op == "Split":
+        init("s", ints(rng))
+        ins = ["x", "s"] if rng.random() < 0.7 else ["x"]
+        attrs["axis"] = rng.choice(VALUES)
+    elif op in ("Trilu", "CumSum"):
+        init("k", rng.choice(VALUES))
+        ins = ["x", "k"]
     elem = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64,
             object: TensorProto.STRING}[dtype]
+    outs = ["y"] if op != "Split" else ["y", "y2", "y3"][:rng.randint(1, 3)]
     g = helper.make_graph(
-        [helper.make_node(op, ins, ["y"], **attrs)], "g",
+        [helper.make_node(op, ins, outs, **attrs)], "g",
         [helper.make_tensor_value_info("x", elem, list(x.shape))] if "x" in ins else [],
-        [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], inits)
+        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs], inits)
     path = os.path.join(d, "m.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    opset = 14 if op == "Trilu" else 13
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
     args = [TILEOPT, "run", path]
     if "x" in ins:
         with open(os.path.join(d, "x.pb"), "wb") as f:
