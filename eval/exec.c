@@ -175,7 +175,6 @@ static int frame_get_value(eval_scope *f, graph_value *v, const char *name, tens
     return err_set(err, TILEOPT_INVALID, "value '%s' is not available in this scope", name);
 }
 
-
 /*
 ** How to run one graph: the topological order, and per position the values
 ** whose last use it is (a list through next[]). Built once per run of a graph,
