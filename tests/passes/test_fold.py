@@ -383,5 +383,13 @@ def fold_should_keep_runtime_overridable_initializers_unfolded():
     assert "Tile" in ops(out), ops(out)
 
 
+def fold_should_sweep_value_info_of_removed_values():
+    m = onnx.shape_inference.infer_shapes(onnx.load(os.path.join(h.MODELS, "shape_repeats.onnx")))
+    assert {v.name for v in m.graph.value_info} >= {"shp", "n", "n1", "reps"}
+    out, _ = fold(m)
+    left = {v.name for v in out.graph.value_info}
+    assert not left & {"shp", "n", "n1", "reps"}, left
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
