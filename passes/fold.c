@@ -497,6 +497,11 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
         int32_t v0 = n->output[0][0] ? vindex(f, n->output[0]) : -1;
         if (v0 >= 0 && f->val[v0]) add_shape(a, "output_shape", f->val[v0]);
+        int64_t rep[TENSOR_MAX_RANK];
+        size_t nr;
+        if (graph_node_is(n, "Tile") && n->n_input == 2 && in[1] && in[1]->elem == DT_INT64 &&
+            tensor_to_i64(in[1], rep, TENSOR_MAX_RANK, &nr))
+            cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
     }
 out:
     free_outs(outs, n_out);
