@@ -24,6 +24,15 @@ enum { RUN_OK = 0, RUN_FAIL = 1, RUN_USAGE = 2 };
 /* values shown per output when printing results */
 #define RUN_SHOW 8
 
+static const char run_usage[] =
+    "usage: tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]\n"
+    "  Evaluate MODEL with the built-in evaluator. Inputs are serialized TensorProto\n"
+    "  files bound in order to the graph inputs that have no initializer.\n"
+    "  --test-dir DIR  read DIR/input_*.pb, compare the outputs with DIR/output_*.pb\n"
+    "                  (rtol 1e-3, atol 1e-7); exit 1 on a mismatch\n"
+    "  -o OUTDIR       write the outputs as OUTDIR/output_N.pb\n"
+    "  Without --test-dir or -o the outputs are printed.\n";
+
 typedef struct path_list {
     char **paths;
     size_t n;
@@ -226,6 +235,10 @@ int cmd_run(int argc, char **argv) {
             if (!has_next) rc = tool_error(RUN_USAGE, "%s needs a folder", s);
             else if (out_dir) rc = tool_error(RUN_USAGE, "%s given twice", s);
             else out_dir = argv[++i];
+        } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+            fputs(run_usage, stdout);
+            free(inputs);
+            return RUN_OK;
         } else if (s[0] == '-' && s[1]) {
             rc = tool_error(RUN_USAGE, "unknown option '%s' for run", s);
         } else if (!model_path) {

@@ -167,6 +167,11 @@ def run_should_exit_2_on_bad_arguments():
             assert "tileopt: error: " in cp.stderr, (args, cp.stderr)
 
 
+def run_should_print_its_usage_with_help():
+    cp = h.expect_ok(h.tileopt("run", "--help"))
+    assert "--test-dir" in cp.stdout and "output_N.pb" in cp.stdout, cp.stdout
+
+
 def _verify(model_path, d):
     cp = h.tileopt("optimize", model_path, "-o", f"{d}/out.onnx", "--verify", "--report",
                    f"{d}/r.json", "--quiet")
