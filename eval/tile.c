@@ -138,6 +138,7 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
     e.small_p = 0;
     size_t b = (size_t)e.ax[e.n - 1].d * esz;
     if (b <= SMALL_BLOCK) {
+        memset(e.shuf, 0, sizeof e.shuf);
         e.small_p = 32;
         while (e.small_p % b) e.small_p += 32;
         for (size_t i = 0; i < e.small_p; i++) e.shuf[i] = (uint8_t)(i % b);

@@ -163,7 +163,12 @@ static void ENGINE(fill_small)(const engine *e, uint8_t *dst, const uint8_t *blk
 /* d elements at byte stride s into contiguous dst. */
 static void ENGINE(gather)(uint8_t *dst, const uint8_t *src, size_t esz, int64_t d, int64_t s) {
     if (s == (int64_t)esz) {
-        ENGINE(copy_block)(dst, src, (size_t)d * esz);
+        size_t n = (size_t)d * esz;
+        if (n <= SMALL_BLOCK) { /* a library call would cost more than the copy */
+            for (size_t j = 0; j < n; j++) dst[j] = src[j];
+            return;
+        }
+        ENGINE(copy_block)(dst, src, n);
         return;
     }
     switch (esz) {
@@ -177,6 +182,54 @@ static void ENGINE(gather)(uint8_t *dst, const uint8_t *src, size_t esz, int64_t
 #undef GATHER
     default:
         for (int64_t i = 0; i < d; i++) memcpy(dst + (size_t)i * esz, src + i * s, esz);
+    }
+}
+
+/* The small innermost block for `rows` consecutive outer indices (input rows
+** `stride` bytes apart): the per-row work is a handful of instructions, so it
+** is done in one loop with the shuffle indices in registers. */
+static void ENGINE(small_rows)(const engine *e, uint8_t *dst, const uint8_t *src, int64_t rows,
+                               int64_t stride) {
+    const tile_axis *a = &e->ax[e->n - 1];
+    size_t b = (size_t)a->d * e->esz, total = e->blk[e->n - 1];
+    uint8_t blk[SMALL_BLOCK] = {0};
+#if VBYTES == 32
+    if (!e->stream && (e->small_p == 32 || e->small_p == 96)) {
+        __m256i s0 = _mm256_load_si256((const __m256i *)(const void *)e->shuf);
+        __m256i s1 = _mm256_load_si256((const __m256i *)(const void *)(e->shuf + 32));
+        __m256i s2 = _mm256_load_si256((const __m256i *)(const void *)(e->shuf + 64));
+        size_t p = e->small_p, whole = total - total % p;
+        for (int64_t k = 0; k < rows; k++, dst += total, src += stride) {
+            ENGINE(gather)(blk, src, e->esz, a->d, a->s);
+            __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk));
+            __m256i x0 = _mm256_shuffle_epi8(v, s0);
+            size_t off = 0;
+            if (p == 32) {
+                for (; off < whole; off += 32) _mm256_storeu_si256((__m256i *)(void *)(dst + off), x0);
+            } else {
+                __m256i x1 = _mm256_shuffle_epi8(v, s1), x2 = _mm256_shuffle_epi8(v, s2);
+                for (; off < whole; off += 96) {
+                    _mm256_storeu_si256((__m256i *)(void *)(dst + off), x0);
+                    _mm256_storeu_si256((__m256i *)(void *)(dst + off + 32), x1);
+                    _mm256_storeu_si256((__m256i *)(void *)(dst + off + 64), x2);
+                }
+            }
+            if (off < total) { /* a part of the pattern is left */
+                _Alignas(32) uint8_t pat[96];
+                _mm256_store_si256((__m256i *)(void *)pat, x0);
+                if (p == 96) {
+                    _mm256_store_si256((__m256i *)(void *)(pat + 32), _mm256_shuffle_epi8(v, s1));
+                    _mm256_store_si256((__m256i *)(void *)(pat + 64), _mm256_shuffle_epi8(v, s2));
+                }
+                memcpy(dst + off, pat, total - off);
+            }
+        }
+        return;
+    }
+#endif
+    for (int64_t k = 0; k < rows; k++, dst += total, src += stride) {
+        ENGINE(gather)(blk, src, e->esz, a->d, a->s);
+        ENGINE(fill_small)(e, dst, blk, b, total);
     }
 }
 
@@ -195,12 +248,22 @@ static void ENGINE(fill)(const engine *e, int i, uint8_t *dst, const uint8_t *sr
             return;
         }
         ENGINE(gather)(dst, src, e->esz, a->d, a->s);
-    } else if (b > REGEN_BYTES && e->in[i] * 4 <= b) {
-        for (size_t c = 0; c < r; c++)
+    }
+    bool small_child = i == e->n - 2 && e->small_p && e->ax[i + 1].r > 1;
+    if (i < e->n - 1 && b > REGEN_BYTES && e->in[i] * 4 <= b) {
+        for (size_t c = 0; c < r; c++) {
+            if (small_child) {
+                ENGINE(small_rows)(e, dst + c * b, src, a->d, a->s);
+                continue;
+            }
             for (int64_t k = 0; k < a->d; k++)
                 ENGINE(fill)(e, i + 1, dst + c * b + (size_t)k * e->blk[i + 1], src + k * a->s);
+        }
         return;
-    } else {
+    }
+    if (small_child) {
+        ENGINE(small_rows)(e, dst, src, a->d, a->s);
+    } else if (i < e->n - 1) {
         for (int64_t k = 0; k < a->d; k++)
             ENGINE(fill)(e, i + 1, dst + (size_t)k * e->blk[i + 1], src + k * a->s);
     }
