@@ -566,6 +566,9 @@ static int a_broadcast(up *u, graph *g, int32_t *node, cJSON *act) {
     graph_node_del_attr(n, "broadcast");
     graph_node_del_attr(n, "axis");
     if (!bc || !has_axis) return 0;
+    if (!graph_node_input(n, 0) || !graph_node_input(n, 1))
+        return err_set(u->err, TILEOPT_INVALID, "node %s: broadcast needs inputs A and B",
+                       graph_node_id(g, *node));
     if (act) cJSON_AddNumberToObject(act, "axis", (double)axis);
     return align_at_axis(u, g, node, 1, graph_node_input(n, 0), axis, act);
 }
@@ -813,6 +816,9 @@ static int a_split_12_13(up *u, graph *g, int32_t *node, cJSON *act) {
 static int a_softmax_11_13(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *x = graph_node_input(n, 0);
+    if (!x || n->n_output != 1)
+        return err_set(u->err, TILEOPT_INVALID, "node %s: %s needs one input and one output",
+                       graph_node_id(g, *node), n->op_type);
     int64_t axis = graph_attr_int(n, "axis", 1);
     int32_t r = rank_of(g, x);
     if (r >= 0 && axis < 0) axis += r;
@@ -858,6 +864,9 @@ static int a_softmax_11_13(up *u, graph *g, int32_t *node, cJSON *act) {
 static int a_prelu_6_7(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *slope = graph_node_input(n, 1);
+    if (!slope || !graph_node_input(n, 0))
+        return err_set(u->err, TILEOPT_INVALID, "node %s: PRelu needs X and slope",
+                       graph_node_id(g, *node));
     graph_value *v = value_of(g, slope);
     int32_t k = rank_of(g, slope);
     if (k < 0) {
