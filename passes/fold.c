@@ -435,13 +435,19 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
                 goto out;
             }
         }
+        /* no tensor of the evaluation may outgrow what the fold may keep: a
+        ** ConstantOfShape of an unknown-size output fails early, not after 4 GiB */
+        eval_limits lim = opt->eval_lim;
+        if (!lim.max_tensor_bytes || lim.max_tensor_bytes > opt->fold_limit)
+            lim.max_tensor_bytes = opt->fold_limit;
         errbuf e = {0};
-        if (eval_node(g, idx, in, n_in, outs, n_out, &opt->eval_lim, NULL, &e) != TILEOPT_OK) {
+        if (eval_node(g, idx, in, n_in, outs, n_out, &lim, NULL, &e) != TILEOPT_OK) {
             if (e.code == TILEOPT_NOMEM) {
                 rc = err_set(pc->err, TILEOPT_NOMEM, "%s", e.msg);
                 goto out;
             }
-            pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
+            cJSON *a = pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
+            if (a && e.code == TILEOPT_LIMIT) cJSON_AddStringToObject(a, "rule", "fold-limit");
             goto out;
         }
     }
