@@ -988,7 +988,9 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
         }
         const char *i6[3] = {eq, t64, one1};
         if ((rc = emit(u, g, *node, "Where", i6, 3, &rep, NULL))) return rc;
-        if (act) cJSON_AddStringToObject(act, "repeats", "runtime");
+        /* repeats only exist at run time (the report schema keeps "repeats" for
+        ** arrays) */
+        if (act) cJSON_AddBoolToObject(act, "runtime_repeats", 1);
     }
     const char *ins[2] = {x, rep};
     return replace_node(u, g, node, "Tile", ins, 2, 0);

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
 import harness as h  # noqa: E402
+import validate_report  # noqa: E402
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)
@@ -53,6 +54,8 @@ def migrate(m, feeds, want, target=13, tag="", rtol=1e-3, atol=1e-6):
                        what=f"{tag} output")
         with open(dst + ".json") as f:
             rep = json.load(f)
+        errs = validate_report.report_errors(rep)
+        assert not errs, f"{tag}: report does not match the schema: {errs}"
         return rep, out
 
 
