@@ -423,7 +423,7 @@ KERNEL(k_gather) {
     if (rc) return rc;
     tensor *x = in[0], *ind = in[1];
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "data must have rank >= 1");
-    int64_t axis;
+    int64_t axis = 0;
     rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
     if (rc) return rc;
     if (x->rank - 1 + ind->rank > TENSOR_MAX_RANK)
@@ -491,7 +491,7 @@ KERNEL(k_concat) {
     tensor *x0 = in[0];
     int32_t r = x0->rank;
     if (r < 1) return err_set(err, TILEOPT_INVALID, "inputs must have rank >= 1");
-    int64_t axis;
+    int64_t axis = 0;
     rc = norm_axis(aa ? aa->i : 1, r, "axis", &axis, err);
     if (rc) return rc;
     int64_t od[TENSOR_MAX_RANK];
@@ -558,7 +558,7 @@ static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_li
                        TENSOR_MAX_RANK);
     bool mark[TENSOR_MAX_RANK] = {false};
     for (size_t i = 0; i < na; i++) {
-        int64_t a;
+        int64_t a = 0;
         int rc = norm_axis(axes[i], r, "axes value", &a, err);
         if (rc) return rc;
         if (mark[a])
@@ -575,7 +575,7 @@ static int do_squeeze(tensor *x, const int64_t *axes, size_t na, bool have_axes,
     bool mark[TENSOR_MAX_RANK] = {false};
     if (have_axes) {
         for (size_t i = 0; i < na; i++) {
-            int64_t a;
+            int64_t a = 0;
             int rc = norm_axis(axes[i], x->rank, "axes value", &a, err);
             if (rc) return rc;
             if (x->dims[a] != 1)
@@ -599,7 +599,7 @@ KERNEL(k_unsqueeze_1) {
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
-    size_t na;
+    size_t na = 0;
     bool have;
     rc = attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
@@ -614,7 +614,7 @@ KERNEL(k_unsqueeze_13) {
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
-    size_t na;
+    size_t na = 0;
     rc = read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
     if (rc) return rc;
     return do_unsqueeze(in[0], axes, na, lim, &out[0], err);
@@ -626,7 +626,7 @@ KERNEL(k_squeeze_1) {
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
-    size_t na;
+    size_t na = 0;
     bool have;
     rc = attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
@@ -710,7 +710,7 @@ KERNEL(k_reshape_1) {
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t shape[TENSOR_MAX_RANK];
-    size_t ns;
+    size_t ns = 0;
     bool have;
     rc = attr_ints(n, "shape", shape, TENSOR_MAX_RANK, &ns, &have, err);
     if (rc) return rc;
@@ -723,7 +723,7 @@ KERNEL(k_reshape_5) {
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t shape[TENSOR_MAX_RANK];
-    size_t ns;
+    size_t ns = 0;
     if (in[1]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "shape must be 1-D, got rank %d",
                        (int)in[1]->rank);
@@ -853,7 +853,7 @@ KERNEL(k_slice_10) {
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t s[TENSOR_MAX_RANK], e[TENSOR_MAX_RANK], a[TENSOR_MAX_RANK], p[TENSOR_MAX_RANK];
-    size_t ns, ne, na = 0, np = 0;
+    size_t ns = 0, ne = 0, na = 0, np = 0;
     bool ha = n_in > 3 && in[3], hp = n_in > 4 && in[4];
     rc = read_ints(in[1], "starts", lim, s, TENSOR_MAX_RANK, &ns, err);
     if (!rc) rc = read_ints(in[2], "ends", lim, e, TENSOR_MAX_RANK, &ne, err);
@@ -962,7 +962,7 @@ KERNEL(k_expand) {
     if (rc) return rc;
     tensor *x = in[0];
     int64_t shape[TENSOR_MAX_RANK], od[TENSOR_MAX_RANK];
-    size_t ns;
+    size_t ns = 0;
     if (in[1]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "shape must be 1-D, got rank %d",
                        (int)in[1]->rank);
@@ -1210,7 +1210,7 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
     }
     bool red[TENSOR_MAX_RANK] = {false};
     for (size_t i = 0; i < na; i++) {
-        int64_t a;
+        int64_t a = 0;
         int rc = norm_axis(axes[i], r, "axes value", &a, err);
         if (rc) return rc;
         red[a] = true;
@@ -1282,7 +1282,7 @@ static int reduce_attr(red_kind kind, const Onnx__NodeProto *n, tensor *const *i
     if (!rc) rc = need_output(n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
-    size_t na;
+    size_t na = 0;
     bool have;
     rc = attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
@@ -1343,7 +1343,7 @@ static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *
     if (!red_class(x->elem, &cls))
         return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(x->elem));
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
-    int64_t axis;
+    int64_t axis = 0;
     rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
     if (rc) return rc;
     if (x->dims[axis] == 0)
@@ -1416,7 +1416,7 @@ KERNEL(k_gather_elements) {
     if (ind->rank != r)
         return err_set(err, TILEOPT_INVALID, "indices have rank %d, data %d", (int)ind->rank,
                        (int)r);
-    int64_t axis;
+    int64_t axis = 0;
     rc = norm_axis(graph_attr_int(n, "axis", 0), r, "axis", &axis, err);
     if (rc) return rc;
     for (int32_t i = 0; i < r; i++)
@@ -1477,7 +1477,7 @@ static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const in
                     const eval_limits *lim, errbuf *err) {
     if (n_out < 1) return err_set(err, TILEOPT_INVALID, "has no output");
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
-    int64_t axis;
+    int64_t axis = 0;
     int rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
     if (rc) return rc;
     int64_t dim = x->dims[axis];
@@ -1542,7 +1542,7 @@ KERNEL(k_split_2) {
     int rc = need_inputs(in, n_in, 1, err);
     if (rc) return rc;
     int64_t split[TENSOR_MAX_RANK * 4];
-    size_t ns;
+    size_t ns = 0;
     bool have;
     rc = attr_ints(n, "split", split, sizeof split / sizeof *split, &ns, &have, err);
     if (rc) return rc;
@@ -1631,8 +1631,8 @@ KERNEL(k_cumsum) {
         return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(x->elem));
     if (tensor_numel(in[1]) != 1) return err_set(err, TILEOPT_INVALID, "axis must hold one value");
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
-    int64_t av[1], axis;
-    size_t na;
+    int64_t av[1], axis = 0;
+    size_t na = 0;
     rc = read_ints(in[1], "axis", lim, av, 1, &na, err);
     if (!rc) rc = norm_axis(av[0], x->rank, "axis", &axis, err);
     if (rc) return rc;

@@ -33,12 +33,12 @@ void pass_options_default(pass_options *o) {
 
 static const char *graph_path(graph *g, char *buf, size_t cap) {
     if (!g->parent) return NULL;
-    char inner[512];
-    const char *up = graph_path(g->parent, inner, sizeof inner);
-    const Onnx__NodeProto *n = graph_node(g->parent, g->parent_node);
-    snprintf(buf, cap, "%s%s%s", up ? up : "", up ? "/" : "",
-             graph_node_id(g->parent, g->parent_node));
-    (void)n;
+    /* Outer path first ("loop/if_then"), written straight into buf. */
+    const char *up = graph_path(g->parent, buf, cap);
+    size_t used = up ? strlen(buf) : 0;
+    if (used + 1 < cap)
+        snprintf(buf + used, cap - used, "%s%s", up ? "/" : "",
+                 graph_node_id(g->parent, g->parent_node));
     return buf;
 }
 
