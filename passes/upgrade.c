@@ -73,6 +73,7 @@ typedef struct up {
     int64_t ir_out;          /* IR of the result: constants differ below IR 4 */
     bool plan;               /* planning: collect blocked steps, change nothing */
     uint32_t n_blocked;
+    uint32_t n_work;         /* planned rewrites (adapter steps, retired ops) */
     size_t msg_len;
     char msg[768];           /* the blocked list for the error */
     bool msg_full;
@@ -329,7 +330,7 @@ static int emit_const(up *u, graph *g, int32_t node, const char *what, int32_t e
     }
     Onnx__TensorProto *t = graph_tensor_new(u->m, NULL, elem, dims, rank, data, nbytes);
     if (!t) return nomem(u);
-    Onnx__NodeProto *c;
+    Onnx__NodeProto *c = NULL;
     int rc = emit(u, g, node, "Constant", NULL, 0, out, &c);
     if (rc) return rc;
     if (graph_node_set_attr_tensor(g, c, "value", t)) return nomem(u);
@@ -349,7 +350,7 @@ static int emit_scalar(up *u, graph *g, int32_t node, const char *what, int32_t 
                        float v, const char **out) {
     int rc = emit_const(u, g, node, what, DT_FLOAT, NULL, 0, &v, sizeof v, out);
     if (rc || elem == DT_FLOAT) return rc;
-    Onnx__NodeProto *c;
+    Onnx__NodeProto *c = NULL;
     const char *in = *out;
     if ((rc = emit(u, g, node, "Cast", &in, 1, out, &c))) return rc;
     return graph_node_set_attr_int(g, c, "to", elem) ? nomem(u) : 0;
@@ -359,7 +360,7 @@ static int emit_scalar(up *u, graph *g, int32_t node, const char *what, int32_t 
 ** input at 13). */
 static int emit_axes_op(up *u, graph *g, int32_t node, const char *op, const char *x,
                         const int64_t *axes, size_t n, const char **out) {
-    Onnx__NodeProto *p;
+    Onnx__NodeProto *p = NULL;
     int rc;
     if (u->tgt >= 13) {
         const char *ax;
@@ -522,8 +523,9 @@ static int align_at_axis(up *u, graph *g, int32_t *node, size_t slot, const char
             return err_set(u->err, TILEOPT_UNSUPPORTED,
                            "node %s: legacy broadcast with unknown ranks needs target "
                            "opset >= 9", graph_node_id(g, *node));
-        const char *sb, *rkb, *sr, *rkr, *d, *cnt, *ones, *shape, *axc;
-        Onnx__NodeProto *cs, *cat;
+        const char *sb = NULL, *rkb = NULL, *sr = NULL, *rkr = NULL, *d = NULL, *cnt = NULL,
+                   *ones = NULL, *shape = NULL, *axc = NULL;
+        Onnx__NodeProto *cs = NULL, *cat = NULL;
         if ((rc = emit(u, g, *node, "Shape", &b, 1, &sb, NULL))) return rc;
         if ((rc = emit(u, g, *node, "Shape", &sb, 1, &rkb, NULL))) return rc;
         if ((rc = emit(u, g, *node, "Shape", &ref, 1, &sr, NULL))) return rc;
@@ -827,8 +829,8 @@ static int a_softmax_11_13(up *u, graph *g, int32_t *node, cJSON *act) {
                        graph_node_id(g, *node), (long long)axis, r);
     if (r > 0 && axis == r - 1)
         return graph_node_set_attr_int(g, n, "axis", axis) ? nomem(u) : 0;
-    const char *flat, *shape, *mid;
-    Onnx__NodeProto *f;
+    const char *flat = NULL, *shape = NULL, *mid = NULL;
+    Onnx__NodeProto *f = NULL;
     int rc;
     if ((rc = emit(u, g, *node, "Flatten", &x, 1, &flat, &f))) return rc;
     if (graph_node_set_attr_int(g, f, "axis", axis)) return nomem(u);
@@ -946,8 +948,9 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
             return err_set(u->err, TILEOPT_UNSUPPORTED,
                            "node %s: Tile-1 with %s needs target opset >= 11 (Range)", id,
                            r < 0 ? "an input of unknown rank" : "run-time tiles or axis");
-        const char *shape, *rank1, *rank0, *zero, *one1, *idx, *ax, *t64, *eq, *emp;
-        Onnx__NodeProto *p;
+        const char *shape = NULL, *rank1 = NULL, *rank0 = NULL, *zero = NULL, *one1 = NULL,
+                   *idx = NULL, *ax = NULL, *t64 = NULL, *eq = NULL, *emp = NULL;
+        Onnx__NodeProto *p = NULL;
         int64_t z = 0, o = 1;
         if ((rc = emit(u, g, *node, "Shape", &x, 1, &shape, NULL)) ||
             (rc = emit(u, g, *node, "Shape", &shape, 1, &rank1, NULL)) ||
@@ -1093,6 +1096,190 @@ static int a_roialign_10_16(up *u, graph *g, int32_t *node, cJSON *act) {
     if (graph_attr(n, "coordinate_transformation_mode")) return 0;
     return graph_node_set_attr_string(g, n, "coordinate_transformation_mode",
                                       "output_half_pixel") ? nomem(u) : 0;
+}
+
+/* ------------------------------------------------------ retired ops */
+
+/*
+** Ops of the early experimental set that ONNX later dropped from its schemas, met
+** in old exported models (ImageScaler above all). Each is rewritten into current
+** ops: the node goes, a short chain takes its place and ends in its output name.
+*/
+typedef struct chain {
+    up *u;
+    graph *g;
+    int32_t node;            /* the removed node, for names */
+    int32_t elem;            /* element type of x */
+} chain;
+
+/* op(ins) -> a fresh value, or -> out when out is given (the chain's last step). */
+static int ch_op(chain *c, const char *op, const char **ins, size_t n, const char *out,
+                 const char **res, Onnx__NodeProto **np) {
+    if (!out) return emit(c->u, c->g, c->node, op, ins, n, res, np);
+    const char *nm = fresh(c->u, c->g, c->node, op);
+    Onnx__NodeProto *p = nm ? graph_add_node(c->g, op, nm, ins, n, &out, 1, NULL) : NULL;
+    if (!p) return nomem(c->u);
+    *res = out;
+    if (np) *np = p;
+    return 0;
+}
+
+/* x * v (skipped when v is 1 and out is not needed) */
+static int ch_mul(chain *c, const char *x, float v, const char *out, const char **res) {
+    if (v == 1.0f && !out) {
+        *res = x;
+        return 0;
+    }
+    const char *k;
+    int rc = emit_scalar(c->u, c->g, c->node, "scale", c->elem, v, &k);
+    const char *ins[2] = {x, k};
+    return rc ? rc : ch_op(c, "Mul", ins, 2, out, res, NULL);
+}
+
+static int ch_add(chain *c, const char *x, float v, const char *out, const char **res) {
+    const char *k;
+    int rc = emit_scalar(c->u, c->g, c->node, "bias", c->elem, v, &k);
+    const char *ins[2] = {x, k};
+    return rc ? rc : ch_op(c, "Add", ins, 2, out, res, NULL);
+}
+
+static int ch_begin(up *u, graph *g, int32_t *node, chain *c, const char **x,
+                    const char **out) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    *x = graph_node_input(n, 0);
+    if (!*x || n->n_output != 1 || !n->output[0][0])
+        return err_set(u->err, TILEOPT_INVALID, "node %s: %s needs one input and one output",
+                       graph_node_id(g, *node), n->op_type);
+    if (u->tgt < 7)
+        return err_set(u->err, TILEOPT_UNSUPPORTED,
+                       "node %s: %s migrates to opset 7 and above only",
+                       graph_node_id(g, *node), n->op_type);
+    c->u = u;
+    c->g = g;
+    c->node = *node;
+    c->elem = data_elem(u, g, *node, *x);
+    *out = n->output[0];
+    graph_remove_node(g, *node);
+    return 0;
+}
+
+/* ImageScaler: y = scale * x + bias[c] over NCHW. */
+static int r_image_scaler(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    float scale = graph_attr_float(n, "scale", 1.0f);
+    Onnx__AttributeProto *b = graph_attr(n, "bias");
+    chain c;
+    const char *x = NULL, *out = NULL, *t = NULL;
+    int rc = ch_begin(u, g, node, &c, &x, &out);
+    if (rc) return rc;
+    if (!b || b->n_floats == 0) return ch_mul(&c, x, scale, out, &t);
+    if ((rc = ch_mul(&c, x, scale, NULL, &t))) return rc;
+    int64_t dims[3] = {(int64_t)b->n_floats, 1, 1};
+    const char *bias;
+    if ((rc = emit_const(u, g, c.node, "bias", DT_FLOAT, dims, 3, b->floats,
+                         b->n_floats * sizeof(float), &bias)))
+        return rc;
+    if (c.elem != DT_FLOAT) {
+        Onnx__NodeProto *cast = NULL;
+        const char *in = bias;
+        if ((rc = emit(u, g, c.node, "Cast", &in, 1, &bias, &cast))) return rc;
+        if (graph_node_set_attr_int(g, cast, "to", c.elem)) return nomem(u);
+    }
+    const char *ins[2] = {t, bias};
+    if (act) cJSON_AddStringToObject(act, "rewrite", "Mul+Add");
+    return ch_op(&c, "Add", ins, 2, out, &t, NULL);
+}
+
+/* Affine: y = alpha * x + beta. */
+static int r_affine(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    float alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 0.0f);
+    chain c;
+    const char *x = NULL, *out = NULL, *t = NULL;
+    int rc = ch_begin(u, g, node, &c, &x, &out);
+    if (!rc) rc = ch_mul(&c, x, alpha, NULL, &t);
+    if (!rc) rc = ch_add(&c, t, beta, out, &t);
+    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", "Mul+Add");
+    return rc;
+}
+
+/* Scale: y = scale * x. */
+static int r_scale(up *u, graph *g, int32_t *node, cJSON *act) {
+    float scale = graph_attr_float(graph_node(g, *node), "scale", 1.0f);
+    chain c;
+    const char *x = NULL, *out = NULL, *t = NULL;
+    int rc = ch_begin(u, g, node, &c, &x, &out);
+    if (!rc) rc = ch_mul(&c, x, scale, out, &t);
+    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", "Mul");
+    return rc;
+}
+
+/* ScaledTanh: y = alpha * tanh(beta * x); ParametricSoftplus: alpha * softplus(beta * x). */
+static int scaled_unary(up *u, graph *g, int32_t *node, cJSON *act, const char *op) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    float alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 1.0f);
+    chain c;
+    const char *x = NULL, *out = NULL, *t = NULL;
+    int rc = ch_begin(u, g, node, &c, &x, &out);
+    if (!rc) rc = ch_mul(&c, x, beta, NULL, &t);
+    if (!rc) rc = ch_op(&c, op, &t, 1, NULL, &t, NULL);
+    if (!rc) rc = ch_mul(&c, t, alpha, out, &t);
+    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", op);
+    return rc;
+}
+
+static int r_scaled_tanh(up *u, graph *g, int32_t *node, cJSON *act) {
+    return scaled_unary(u, g, node, act, "Tanh");
+}
+
+static int r_parametric_softplus(up *u, graph *g, int32_t *node, cJSON *act) {
+    return scaled_unary(u, g, node, act, "Softplus");
+}
+
+/* ThresholdedRelu was experimental before 10 with the same meaning: the op itself
+** from a target of 10, below that x * (x > alpha). */
+static int r_thresholded_relu(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (u->tgt >= 10) {
+        const char *ins[1] = {graph_node_input(n, 0)};
+        return replace_node(u, g, node, "ThresholdedRelu", ins, ins[0] ? 1 : 0, 0);
+    }
+    float alpha = graph_attr_float(n, "alpha", 1.0f);
+    chain c;
+    const char *x = NULL, *out = NULL, *k = NULL, *gt = NULL, *m = NULL;
+    int rc = ch_begin(u, g, node, &c, &x, &out);
+    if (!rc) rc = emit_scalar(u, g, c.node, "alpha", c.elem, alpha, &k);
+    const char *i1[2] = {x, k};
+    Onnx__NodeProto *cast = NULL;
+    if (!rc) rc = ch_op(&c, "Greater", i1, 2, NULL, &gt, NULL);
+    if (!rc) rc = ch_op(&c, "Cast", &gt, 1, NULL, &m, &cast);
+    if (!rc && graph_node_set_attr_int(g, cast, "to", c.elem)) rc = nomem(u);
+    const char *i2[2] = {x, m};
+    if (!rc) rc = ch_op(&c, "Mul", i2, 2, out, &m, NULL);
+    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", "Greater+Cast+Mul");
+    return rc;
+}
+
+typedef struct retired {
+    const char *op;
+    adapt_fn fn;
+} retired;
+
+static const retired retired_ops[] = {
+    {"Affine", r_affine},
+    {"ImageScaler", r_image_scaler},
+    {"ParametricSoftplus", r_parametric_softplus},
+    {"Scale", r_scale},
+    {"ScaledTanh", r_scaled_tanh},
+    {"ThresholdedRelu", r_thresholded_relu},
+};
+#define N_RETIRED (sizeof retired_ops / sizeof retired_ops[0])
+_Static_assert(N_RETIRED == 6, "retired op table count");
+
+static const retired *retired_find(const char *op) {
+    for (size_t i = 0; i < N_RETIRED; i++)
+        if (strcmp(retired_ops[i].op, op) == 0) return &retired_ops[i];
+    return NULL;
 }
 
 /* -------------------------------------------------------- adapter table */
@@ -1260,6 +1447,26 @@ static int constant_quirk(up *u, graph *g, int32_t node) {
     return 0;
 }
 
+/* The "upgraded" action for node i of g, with the adapter's details moved in. The
+** original node (still in the protobuf until commit) names it: a replacement's
+** index means nothing after the commit. */
+static void record(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+                   int64_t from, int64_t to) {
+    cJSON *rec = pass_action(u->pc, g, i, "upgraded");
+    if (rec) {
+        if (step_op && strcmp(step_op, graph_node(g, i)->op_type) != 0)
+            cJSON_AddStringToObject(rec, "step_op", step_op);
+        cJSON_AddNumberToObject(rec, "from", (double)from);
+        cJSON_AddNumberToObject(rec, "to", (double)to);
+        for (cJSON *c = details->child; c;) {
+            cJSON *next = c->next;
+            cJSON_AddItemToObject(rec, c->string, cJSON_DetachItemViaPointer(details, c));
+            c = next;
+        }
+    }
+    cJSON_Delete(details);
+}
+
 /* Walk node i of g from the source opset to the target, one schema step at a
 ** time; in planning mode only record what would block. */
 static int upgrade_node(up *u, graph *g, int32_t i) {
@@ -1267,6 +1474,24 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
     if (!default_domain(n)) return 0;
     const char *op = n->op_type ? n->op_type : "";
     const opset_entry *e = opset_table_find(op);
+    const retired *r = (!e || opset_schema_at(e, u->src) == 0) ? retired_find(op) : NULL;
+    if (r) {
+        if (u->plan) {
+            pass_warn(u->pc, "node %s: %s is a retired experimental op; the source fails "
+                      "the checker, migrated anyway", graph_node_id(g, i), op);
+            u->n_work++;
+            return 0;
+        }
+        cJSON *act = cJSON_CreateObject();
+        if (!act) return nomem(u);
+        int32_t node = i;
+        int rc = r->fn(u, g, &node, act);
+        if (rc)
+            cJSON_Delete(act);
+        else
+            record(u, g, i, act, NULL, 1, u->tgt);
+        return rc;
+    }
     if (!e) {
         if (u->plan) block(u, g, i, op, u->src, u->tgt, "no ai.onnx schema for this op");
         return 0;
@@ -1277,9 +1502,13 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
             block(u, g, i, op, u->src, u->tgt, "op does not exist at the source opset");
         return 0;
     }
-    if (!u->plan && strcmp(op, "Constant") == 0) {
-        int rc = constant_quirk(u, g, i);
-        if (rc || graph_node_removed(g, i)) return rc;
+    if (strcmp(op, "Constant") == 0 && u->src < 9) {
+        if (u->plan) {
+            u->n_work += u->tgt < 9; /* maybe an initializer to make */
+        } else {
+            int rc = constant_quirk(u, g, i);
+            if (rc || graph_node_removed(g, i)) return rc;
+        }
     }
     int32_t node = i;
     for (size_t k = 0; k < e->count; k++) {
@@ -1298,6 +1527,7 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
             cur = v; /* only the types changed */
             continue;
         }
+        u->n_work++;
         if (!u->plan) {
             cJSON *act = cJSON_CreateObject();
             if (!act) return nomem(u);
@@ -1306,21 +1536,7 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
                 cJSON_Delete(act);
                 return rc;
             }
-            /* The original node (still in the protobuf until commit) names the
-            ** action: a replacement's index means nothing after the commit. */
-            cJSON *rec = pass_action(u->pc, g, i, "upgraded");
-            if (rec) {
-                if (strcmp(op, graph_node(g, i)->op_type) != 0)
-                    cJSON_AddStringToObject(rec, "step_op", op);
-                cJSON_AddNumberToObject(rec, "from", cur);
-                cJSON_AddNumberToObject(rec, "to", v);
-                for (cJSON *c = act->child; c;) {
-                    cJSON *next = c->next;
-                    cJSON_AddItemToObject(rec, c->string, cJSON_DetachItemViaPointer(act, c));
-                    c = next;
-                }
-            }
-            cJSON_Delete(act);
+            record(u, g, i, act, op, cur, v);
         }
         cur = v;
         if (a->renamed) {
@@ -1363,10 +1579,10 @@ int pass_upgrade(pass_ctx *pc) {
         pass_warn(pc, "upgrade: the model imports no ai.onnx opset; nothing to migrate");
         return 0;
     }
-    if (u.src >= u.tgt) {
-        if (u.src > u.tgt)
-            pass_warn(pc, "upgrade: model opset %lld is above the target %lld; left as is",
-                      (long long)u.src, (long long)u.tgt);
+    /* At the target already, the walk below still rewrites retired ops. */
+    if (u.src > u.tgt) {
+        pass_warn(pc, "upgrade: model opset %lld is above the target %lld; left as is",
+                  (long long)u.src, (long long)u.tgt);
         return 0;
     }
     int64_t ir_in = u.m->pb->ir_version;
@@ -1395,6 +1611,7 @@ int pass_upgrade(pass_ctx *pc) {
                        "upgrade to opset %lld: %u node%s need%s a step with no adapter: %s%s",
                        (long long)u.tgt, u.n_blocked, u.n_blocked > 1 ? "s" : "",
                        u.n_blocked > 1 ? "" : "s", u.msg, u.msg_full ? ", ..." : "");
+    if (u.src == u.tgt && u.n_work == 0) return 0; /* leave the model untouched */
     u.plan = false;
     /* Raised first so graph_add_initializer sees the result's IR (below 4 it also
     ** lists new initializers as graph inputs). There is no graph.h setter for
