@@ -8,7 +8,7 @@ the repeats into initializers. Prints the time of the fold pass (from the report
 and of the whole `tileopt optimize` run (wall and CPU: on a loaded machine the
 CPU time is the steadier figure), best of 3, at N and 2N nodes, and the ratios.
 
-Usage: bench_fold.py [--nodes N] [--tileopt PATH] [--check]
+Usage: bench_fold.py [--nodes N] [--tileopt PATH] [--check] [--hub]
   --check: exit 1 unless the N-node fold pass takes under 2 s and the pass at 2N
            takes at most 2.2 times as long.
 """
@@ -26,13 +26,14 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def build(n_nodes):
+def build(n_nodes, hub=False):
     blocks = max(1, n_nodes // 5)
     nodes = []
     acc = None
     for i in range(blocks):
         s, g, r, t = f"s{i}", f"g{i}", f"r{i}", f"t{i}"
-        nodes.append(helper.make_node("Shape", [acc or "x"], [s], name=f"shape{i}"))
+        nodes.append(helper.make_node("Shape", ["x" if hub else (acc or "x")], [s],
+                                      name=f"shape{i}"))
         nodes.append(helper.make_node("Gather", [s, "idx"], [g], name=f"gather{i}", axis=0))
         nodes.append(helper.make_node("Concat", [g, "two"], [r], name=f"concat{i}", axis=0))
         nodes.append(helper.make_node("Tile", ["x", r], [t], name=f"tile{i}"))
@@ -76,12 +77,15 @@ def main():
     ap.add_argument("--tileopt", default=os.environ.get("TILEOPT") or os.path.join(
         os.environ.get("BUILDDIR", "build"), "tools", "tileopt"))
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--hub", action="store_true",
+                    help="every Shape reads x (one value with N/5 readers) instead of the "
+                         "running value")
     a = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (a.nodes, 2 * a.nodes):
             path = os.path.join(tmp, f"m{n}.onnx")
-            onnx.save(build(n), path)
+            onnx.save(build(n, a.hub), path)
             best = None
             for _ in range(3):
                 r = run(a.tileopt, path, tmp)

@@ -2112,6 +2112,13 @@ static int infer_graph(irun *r, graph *g, iscope *parent) {
 
 static int infer_model(graph_model *m, bool strict, errbuf *err) {
     if (!m || !m->main) return err_set(err, TILEOPT_MISUSE, "shape inference: no model");
+#ifndef NDEBUG
+    /* the lookup is a binary search: a row out of order would be silently lost */
+    for (size_t i = 1; i < INFER_TABLE_COUNT; i++)
+        if (strcmp(infer_table[i - 1].op, infer_table[i].op) >= 0)
+            return err_set(err, TILEOPT_ERROR, "shape inference: op table out of order at %s",
+                           infer_table[i].op);
+#endif
     irun r = {.m = m, .strict = strict, .err = err};
     r.opset = graph_opset(m, "");
     r.tmp = arena_new();
