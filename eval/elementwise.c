@@ -1047,7 +1047,11 @@ static int k_tile(KERNEL_ARGS) {
         if (!in[k]) return err_set(err, TILEOPT_INVALID, "Tile %s: input %zu missing", node_name(n), k);
     int64_t rep[TENSOR_MAX_RANK];
     tensor *x = in[0];
-    if (opset < 6 || n_in == 3) {
+    if (opset >= 6 && n_in != 2)
+        return err_set(err, TILEOPT_INVALID,
+                       "Tile %s: opset %lld Tile takes input and repeats, not %zu inputs",
+                       node_name(n), (long long)opset, n_in);
+    if (opset < 6) {
         if (n_in != 3)
             return err_set(err, TILEOPT_INVALID, "Tile-1 %s: needs input, tiles and axis",
                            node_name(n));
