@@ -505,6 +505,9 @@ static void tile_node_should_read_float_tiles_and_reject_fractions(void **state)
     tensor *rep = make_i64((int64_t[]){2, 2, 2}, 3);
     tensor *in6[2] = {x, rep};
     assert_int_equal(run_op("Tile", 13, &n, in6, 2, &r, &err), TILEOPT_INVALID);
+    /* the Tile-1 form after opset 6 */
+    *(float *)(void *)tiles->data = 2.0f;
+    assert_int_equal(run_op("Tile", 13, &n, in, 3, &r, &err), TILEOPT_INVALID);
     tensor_free(rep);
     tensor_free(tiles);
     tensor_free(axis);
