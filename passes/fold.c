@@ -376,6 +376,64 @@ static void free_outs(tensor **outs, size_t n) {
     }
 }
 
+/* Multidirectional-broadcasting elementwise ops (a Tile feeding them may be a
+** broadcast they do anyway). */
+static const char *const broadcasting_ops[] = {
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod", "Equal",
+    "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where",
+};
+#define BROADCASTING_OP_COUNT 19
+_Static_assert(sizeof broadcasting_ops / sizeof broadcasting_ops[0] == BROADCASTING_OP_COUNT,
+               "broadcasting_ops count");
+
+static bool broadcasting_op(const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < BROADCASTING_OP_COUNT; i++)
+        if (graph_node_is(n, broadcasting_ops[i])) return true;
+    return false;
+}
+
+/*
+** A Tile that repeats only axes of size 1, read only by broadcasting ops whose
+** other operands already have the tiled size on those axes, is a broadcast the
+** consumers do anyway: folding it would store the repeated bytes for nothing
+** (the fuse pass drops such a Tile instead).
+*/
+static bool tile_is_redundant_broadcast(fold_graph *f, const Onnx__NodeProto *n,
+                                        const tensor *x, const tensor *reps) {
+    int64_t rep[TENSOR_MAX_RANK];
+    size_t nr;
+    if (!reps || reps->elem != DT_INT64 || !tensor_to_i64(reps, rep, TENSOR_MAX_RANK, &nr) ||
+        nr != (size_t)x->rank || nr == 0)
+        return false;
+    bool any = false;
+    for (size_t i = 0; i < nr; i++) {
+        if (rep[i] == 1) continue;
+        if (x->dims[i] != 1) return false;
+        any = true;
+    }
+    graph_value *y = graph_find(f->g, n->output[0]);
+    if (!any || !y || y->output >= 0 || y->n_uses == 0) return false;
+    for (uint32_t u = 0; u < y->n_uses; u++) {
+        if (y->uses[u].input < 0) return false;
+        const Onnx__NodeProto *c = graph_node(f->g, y->uses[u].node);
+        if (!broadcasting_op(c)) return false;
+        /* some other operand must carry the tiled size on every repeated axis */
+        bool covered = false;
+        for (size_t k = 0; k < c->n_input && !covered; k++) {
+            const char *name = graph_node_input(c, k);
+            if (!name || strcmp(name, n->output[0]) == 0) continue;
+            const graph_type *t = type_of(f, name);
+            if (!t || t->rank < (int32_t)nr || !t->dims) continue;
+            covered = true;
+            for (size_t i = 0; i < nr && covered; i++)
+                if (rep[i] != 1 && t->dims[t->rank - (int32_t)nr + (int32_t)i] != rep[i])
+                    covered = false;
+        }
+        if (!covered) return false;
+    }
+    return true;
+}
+
 /* Fold node idx if it can be; 1 when folded, 0 when not, <0... never: errors
 ** that are not the node's fault (out of memory) come back as a status. */
 static int try_fold(fold_graph *f, int32_t idx, bool *done) {
@@ -411,6 +469,13 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         in_bytes += tensor_nbytes(in[i]);
     }
     bool out_partial = false;
+    if (graph_node_is(n, "Tile") && n_in == 2 && in[0] &&
+        tile_is_redundant_broadcast(f, n, in[0], in[1])) {
+        cJSON *a = pass_skip(pc, g, idx, "a broadcast its readers do anyway: "
+                                         "folding would only store repeated bytes");
+        if (a) cJSON_AddStringToObject(a, "rule", "broadcast");
+        goto out;
+    }
     if (graph_node_is(n, "Shape")) {
         rc = shape_value(f, n, &outs[0], &out_partial);
         rule = "static shape";

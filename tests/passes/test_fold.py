@@ -391,5 +391,22 @@ def fold_should_sweep_value_info_of_removed_values():
     assert not left & {"shp", "n", "n1", "reps"}, left
 
 
+def fold_should_leave_a_broadcast_tile_to_its_broadcasting_reader():
+    # bias [1,C,1,1] tiled to [N,C,H,W] and added to x [N,C,H,W]: Add broadcasts
+    m, acts = fold(os.path.join(h.MODELS, "bias_tile.onnx"))
+    assert "Tile" in ops(m), ops(m)
+    skip = of(acts, "skipped", "Tile")
+    assert skip and skip[0]["rule"] == "broadcast", acts
+
+
+def fold_should_fold_a_size_one_tile_its_reader_would_not_broadcast():
+    # the other operand is [1,1]: without the Tile the Add result would shrink
+    nodes = [helper.make_node("Tile", ["c", "reps"], ["t"], name="tile"),
+             helper.make_node("Add", ["x", "t"], ["y"])]
+    m, acts = fold(make(nodes, [vi("x", F, [1, 1])], [vi("y", F, [3, 4])],
+                        [f32("c", [[1.5]]), i64("reps", [3, 4])]))
+    assert "Tile" not in ops(m), ops(m)
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
