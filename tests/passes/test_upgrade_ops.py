@@ -384,6 +384,29 @@ def upgrade_should_migrate_int64_constants_of_old_exporters():
         assert bool(consts) == (tgt >= 9), f"target {tgt}: {out.graph.node}"
 
 
+def upgrade_should_rewrite_retired_experimental_ops():
+    x = RNG.standard_normal((1, 3, 2, 2)).astype(np.float32)
+    bias = [0.5, -1.0, 2.0]
+    cases = (
+        ("ImageScaler", dict(scale=0.25, bias=bias),
+         lambda v: v * 0.25 + np.array(bias, np.float32)[None, :, None, None]),
+        ("Affine", dict(alpha=2.0, beta=-0.5), lambda v: 2 * v - 0.5),
+        ("Scale", dict(scale=3.0), lambda v: 3 * v),
+        ("ScaledTanh", dict(alpha=1.5, beta=0.5), lambda v: 1.5 * np.tanh(0.5 * v)),
+        ("ParametricSoftplus", dict(alpha=2.0, beta=3.0),
+         lambda v: 2 * np.log1p(np.exp(3 * v))),
+        ("ThresholdedRelu", dict(alpha=0.3), lambda v: np.where(v > 0.3, v, 0)),
+    )
+    for op, attrs, fn in cases:
+        m = model([helper.make_node(op, ["x"], ["y"], name="old", **attrs)],
+                  [vi("x", [1, 3, 2, 2])], [vi("y", [1, 3, 2, 2])], 8)
+        for tgt in (8, 13):
+            rep, out = migrate(m, {"x": x}, [fn(x).astype(np.float32)], target=tgt,
+                               tag=f"{op} to {tgt}")
+            assert [a["node"] for a in actions(rep)] == ["old"], actions(rep)
+            assert any("retired" in w for w in rep["warnings"]), rep["warnings"]
+
+
 def upgrade_should_leave_a_model_past_the_target_alone():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], 15,
               ir=8)
@@ -396,6 +419,17 @@ def upgrade_should_leave_a_model_past_the_target_alone():
         with open(dst + ".json") as f:
             rep = json.load(f)
         assert any("above the target" in w for w in rep["warnings"]), rep["warnings"]
+        # at the target already: nothing to do, so nothing is touched (the dead node
+        # stays: sweeping it is not the upgrade pass's business)
+        m = model([helper.make_node("Relu", ["x"], ["y"]),
+                   helper.make_node("Neg", ["x"], ["dead"])], [vi("x", [2])], [vi("y", [2])],
+                  13, ir=7)
+        onnx.save(m, src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade",
+                              "--report", dst + ".json"))
+        assert len(onnx.load(dst).graph.node) == 2
+        with open(dst + ".json") as f:
+            assert json.load(f)["passes"][0]["changed"] is False
 
 
 def upgrade_should_reject_a_target_outside_6_to_17():
