@@ -243,7 +243,9 @@ static void ENGINE(fill)(const engine *e, int i, uint8_t *dst, const uint8_t *sr
             ENGINE(fill_small)(e, dst, blk, b, e->blk[i]);
             return;
         }
-        if (b >= PATTERN_BYTES && a->s == (int64_t)e->esz) { /* every copy from the input */
+        /* every copy straight from the input: fewer, larger copies than doubling
+        ** unless the block is small and repeated many times */
+        if (a->s == (int64_t)e->esz && (b >= PATTERN_BYTES || (b >= 256 && r <= 32))) {
             ENGINE(scatter)(e, dst, src, b, r);
             return;
         }
