@@ -234,7 +234,7 @@ static int const_ints(up *u, graph *g, int32_t node, const char *name, const cha
 /*
 ** The value of name computed by the evaluator from constants: a chain of nodes the
 ** evaluator implements whose inputs all come down to initializers or Constant
-** nodes (at most `depth` nodes deep). NULL when it is not such a value or the
+** nodes (at most `depth` nodes deep, each with at most 3 inputs). NULL when it is not such a value or the
 ** evaluation fails (then the run-time form takes over). The caller frees it.
 */
 static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
@@ -250,10 +250,11 @@ static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
     }
     int32_t pi;
     Onnx__NodeProto *p = graph_producer(g, name, &pi);
-    if (!p || p->n_output != 1 || p->n_input > 8 || graph_node_subgraphs(g, pi) ||
+    /* depth and fan-in bounds keep a hostile DAG from costing more than 3^depth */
+    if (!p || p->n_output != 1 || p->n_input > 3 || graph_node_subgraphs(g, pi) ||
         !default_domain(p) || !eval_supports(p->op_type, u->src))
         return NULL;
-    tensor *in[8] = {NULL};
+    tensor *in[3] = {NULL};
     bool ok = true;
     for (size_t i = 0; i < p->n_input && ok; i++) {
         const char *nm = graph_node_input(p, i);
@@ -916,7 +917,7 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
     for (int k = 0; k < 2 && !rc; k++) {
         bool *f = k ? &af : &tf;
         if (*f) continue;
-        tensor *t = eval_const(u, g, k ? an : tn, 8);
+        tensor *t = eval_const(u, g, k ? an : tn, 5);
         if (!t) continue;
         rc = tensor_whole(u, g, *node, t, k ? "Tile axis" : "Tile tiles", k ? av : tv, f);
         if (*f) *(k ? &ac : &tc) = 1;
