@@ -142,6 +142,10 @@ static void tile_should_match_reference_on_big_blocks(void **state) {
     check_tile_case(DT_FLOAT, (int64_t[]){1, 600, 1, 1}, 4, (int64_t[]){4, 1, 60, 60});
     check_tile_case(DT_INT8, (int64_t[]){7, 3}, 2, (int64_t[]){1, 1700000});
     check_tile_case(DT_UINT16, (int64_t[]){3, 1000, 3}, 3, (int64_t[]){2, 3, 3000});
+    /* rows of 400 bytes: copied from the input (few copies) or doubled (many) */
+    check_tile_case(DT_FLOAT, (int64_t[]){8, 100}, 2, (int64_t[]){3, 5});
+    check_tile_case(DT_FLOAT, (int64_t[]){8, 100}, 2, (int64_t[]){2, 20});
+    check_tile_case(DT_FLOAT, (int64_t[]){8, 100}, 2, (int64_t[]){2, 50});
 }
 
 static void tile_should_give_empty_output_for_zero_repeats_and_dims(void **state) {
