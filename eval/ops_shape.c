@@ -928,8 +928,15 @@ KERNEL(k_range) {
             goto done;
         }
         if ((diff > 0 && d > 0) || (diff < 0 && d < 0)) {
-            /* ceil(diff / d) for same-signed operands */
-            len = diff / d + (diff % d != 0);
+            /* ceil(diff / d) on magnitudes: INT64_MIN / -1 would trap. */
+            uint64_t ad = diff < 0 ? 0 - (uint64_t)diff : (uint64_t)diff;
+            uint64_t dd = d < 0 ? 0 - (uint64_t)d : (uint64_t)d;
+            uint64_t q = ad / dd + (ad % dd != 0);
+            if (q > (uint64_t)INT64_MAX) {
+                rc = err_set(err, TILEOPT_LIMIT, "range too long");
+                goto done;
+            }
+            len = (int64_t)q;
         }
         rc = new_tensor(elem, &len, 1, lim, &o, err);
         if (rc) goto done;

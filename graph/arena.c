@@ -87,7 +87,7 @@ void *arena_alloc(arena *a, size_t size) {
         return b ? (uint8_t *)b + ((sizeof(block) + 15) & ~(size_t)15) : NULL;
     }
     if ((size_t)(a->end - a->cur) < size) {
-        size_t chunk = a->next_chunk;
+        size_t chunk = a->next_chunk > size ? a->next_chunk : size;
         if (a->next_chunk < CHUNK_MAX) a->next_chunk *= 2;
         block *b = map_block(a, chunk);
         if (!b) return NULL;

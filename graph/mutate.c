@@ -155,8 +155,10 @@ Onnx__NodeProto *graph_add_node(graph *g, const char *op_type, const char *name,
 
 static graph_value *value_for(graph *g, const char *name) { return graph_index_entry(g, name); }
 
+/* From the back: passes remove readers last-first, so a shared constant's use
+** list shrinks in O(1) per removal instead of a scan. */
 static void drop_use(graph_value *v, int32_t node, int32_t slot) {
-    for (uint32_t u = 0; u < v->n_uses; u++)
+    for (uint32_t u = v->n_uses; u-- > 0;)
         if (v->uses[u].node == node && v->uses[u].input == slot) {
             v->uses[u] = v->uses[--v->n_uses];
             return;

@@ -63,7 +63,7 @@ static void sink_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
         write_all(s, data, len); /* big tensors go straight to the file */
         return;
     }
-    memcpy(s->buf + s->used, data, len);
+    if (len) memcpy(s->buf + s->used, data, len); /* empty fields come with data NULL */
     s->used += len;
 }
 

@@ -245,6 +245,22 @@ static void save_should_externalize_a_model_over_the_inline_limit(void **state) 
     rmdir(dir);
 }
 
+/* Requests between the first chunk size and the big-block threshold must get a
+** chunk large enough to hold them. */
+static void arena_should_serve_requests_larger_than_its_chunk(void **state) {
+    (void)state;
+    arena *a = arena_new();
+    assert_non_null(a);
+    for (size_t size = 1000; size < (4u << 20); size *= 3) {
+        uint8_t *p = arena_alloc(a, size);
+        assert_non_null(p);
+        memset(p, 0xab, size);
+        assert_int_equal(p[size - 1], 0xab);
+    }
+    assert_null(arena_alloc(a, SIZE_MAX - 8));
+    arena_free(a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -257,6 +273,7 @@ int main(void) {
         cmocka_unit_test(load_should_refuse_deep_nesting),
         cmocka_unit_test(save_path_should_fail_cleanly_in_a_missing_folder),
         cmocka_unit_test(save_should_externalize_a_model_over_the_inline_limit),
+        cmocka_unit_test(arena_should_serve_requests_larger_than_its_chunk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
