@@ -45,6 +45,11 @@ void eval_limits_default(eval_limits *lim);
 
 /* ------------------------------------------------------------- tensors */
 
+/* Big buffers freed by tensors are kept per thread for reuse (first writes to
+** fresh pages cost more than the copy itself); this releases the calling
+** thread's cache. tileopt_ctx_free() and each pass run call it. */
+void tbuf_cache_drop(void);
+
 /* New contiguous tensor (data zeroed). Checks the size product for overflow and
 ** against lim (NULL: defaults). */
 int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,

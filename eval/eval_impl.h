@@ -27,9 +27,7 @@ uint8_t *tbuf_data(tbuf *b);
 uint8_t *tbuf_bytes(tbuf *b, size_t n);
 bool tbuf_keep(tbuf *b, tbuf *dep);
 /* Big buffers are mmap'd with MADV_HUGEPAGE and, when freed, kept in a small
-** per-thread cache: first writes to fresh pages cost far more than the kernels
-** themselves. This drops the cache (the library calls it when a context goes). */
-void tbuf_cache_drop(void);
+** per-thread cache (tbuf_cache_drop in eval.h releases it). */
 
 /* Like tensor_new but the data is left uninitialized (kernels that write every
 ** element). String tensors are always zeroed (empty strings). */

@@ -45,6 +45,7 @@ tileopt_status tileopt_ctx_new(tileopt_ctx **out) {
 
 void tileopt_ctx_free(tileopt_ctx *ctx) {
     if (!ctx) return;
+    tbuf_cache_drop();
     cJSON_Delete(ctx->report);
     free(ctx);
 }

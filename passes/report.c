@@ -134,6 +134,7 @@ tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const ch
     err_clear(&ctx->err);
     double t0 = now_ms();
     int rc = p->run(&pc);
+    tbuf_cache_drop();
     cJSON_AddStringToObject(entry, "name", name);
     cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);
     cJSON_AddBoolToObject(entry, "changed", pc.changed);
