@@ -273,6 +273,34 @@ def fuse_should_skip_when_repeats_are_not_constant():
     assert "not a constant" in skipped(actions)[0]["reason"]
 
 
+def fuse_should_skip_malformed_tiles_with_a_reason():
+    # Not valid models (the checker would refuse them): the pass must skip each
+    # Tile with a reason, or the loader refuse the model, and never crash.
+    cases = {
+        "negative repeat": ([2, 3], np.array([2, -1], np.int64)),
+        "wrong length": ([2, 3], np.array([2], np.int64)),
+        "int32 repeats": ([2, 3], np.array([2, 1], np.int32)),
+        "overflow": ([2, 3], np.array([2 ** 62, 4], np.int64)),
+    }
+    for what, (shape, reps) in cases.items():
+        nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+                 helper.make_node("Relu", ["t"], ["y"], name="relu")]
+        m = make(nodes, [vi("x", F, shape)], [vi("y", F, None)],
+                 [const("reps", reps)], value_info=False)
+        with h.tempdir() as d:
+            src, dst = os.path.join(d, "s.onnx"), os.path.join(d, "d.onnx")
+            onnx.save(m, src)
+            cp = h.tileopt("optimize", src, "-o", dst, "--passes", "fuse", "--report", "-")
+            assert cp.returncode in (0, 1), (what, cp.returncode, cp.stderr)
+            if cp.returncode == 1:
+                assert cp.stderr.startswith("tileopt: error:"), (what, cp.stderr)
+                continue
+            report = json.loads(cp.stdout[:cp.stdout.rindex("}") + 1])
+            acts = report["passes"][0]["actions"]
+            assert [a["action"] for a in acts] == ["skipped"], (what, acts)
+            assert ops(onnx.load(dst)) == ["Tile", "Relu"], what
+
+
 # ---------------------------------------------------------------- rule 3
 
 def fuse_should_keep_operand_order_of_non_commutative_ops():
