@@ -2,9 +2,9 @@
 ** tileopt's evaluator: Add(Tile(x, r), y) with the Tile as a strided view (what
 ** the evaluator does) vs the Tile materialized first (kernel_tile, then Add).
 ** Prints the median times and the ratio materialized/view for two shapes:
-**   tile_add  x[64,256] r[16,4] + y[1024,1024]       (models/tile_add.onnx, scaled)
+**   tile_add  x[64,256] r[16,4] + y[1024,1024]       (models/tile_add.onnx)
 **   bias      b[1,64,1,1] r[8,1,56,56] + y[8,64,56,56]
-** Built and run by bench/bench_fuse.py (--eval); usage: bench_view [ROUNDS]
+** Built by meson (bench/bench_view), run by bench/bench_fuse.py; usage: bench_view [ROUNDS]
 */
 #include <stdio.h>
 #include <stdlib.h>
