@@ -2035,7 +2035,11 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
         int rc = infer_graph(r, s, sc);
         if (rc) return rc;
     }
-    int rc = grow_scratch(r, n->n_input + 1, n->n_output + 1);
+    /* Inference functions may read input slots past n_input (a hostile node can
+    ** have fewer inputs than its op takes, as fuzz_load found for ConstantOfShape):
+    ** spare slots that read NULL keep them in bounds (issue 7). */
+    enum { SPARE_SLOTS = 4 };
+    int rc = grow_scratch(r, n->n_input + SPARE_SLOTS, n->n_output + 1);
     if (rc) return rc;
     ictx c = {.r = r, .sc = sc, .g = g, .idx = idx, .n = n, .opset = r->opset,
               .n_in = n->n_input, .in = r->ins, .inv = r->inv, .n_out = n->n_output,
@@ -2050,6 +2054,10 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
         }
         c.in[i] = &value_home(v, NULL)->type;
         c.inv[i] = value_ival(r, sc, v);
+    }
+    for (size_t i = n->n_input; i < n->n_input + SPARE_SLOTS; i++) {
+        c.in[i] = NULL;
+        c.inv[i] = NULL;
     }
     for (size_t k = 0; k < n->n_output; k++) {
         ity_unknown(&c.out[k]);
