@@ -511,6 +511,13 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
                 rc = err_set(pc->err, TILEOPT_NOMEM, "%s", e.msg);
                 goto out;
             }
+            /* Constant inputs a node cannot take make the model invalid (it would
+            ** fail the same way in any runtime); limits and gaps are skips. */
+            if (e.code == TILEOPT_INVALID) {
+                rc = err_set(pc->err, TILEOPT_INVALID, "node %s (%s): %s", graph_node_id(g, idx),
+                             graph_node(g, idx)->op_type, e.msg);
+                goto out;
+            }
             cJSON *a = pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
             if (a && e.code == TILEOPT_LIMIT) cJSON_AddStringToObject(a, "rule", "fold-limit");
             goto out;
@@ -604,6 +611,15 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     if (n->n_input != 2 || n->n_output != 1 || !graph_node_input(n, 0)) return TILEOPT_OK;
     int64_t rep[TENSOR_MAX_RANK];
     size_t nr;
+    /* Constant repeats that break the spec make the model invalid: say so now
+    ** rather than leave a Tile that fails at run time. */
+    tensor *rt;
+    bool part;
+    const char *rn0 = graph_node_input(n, 1);
+    if (rn0 && !get_const(f, rn0, &rt, &part) && rt && !part) {
+        int rc = pass_check_repeats(pc, g, idx, rt, type_of(f, graph_node_input(n, 0)));
+        if (rc) return rc;
+    }
     if (!tile_repeats(f, n, rep, &nr)) {
         pass_skip(pc, g, idx, "repeats are not constant");
         return TILEOPT_OK;

@@ -68,6 +68,15 @@ void pass_warn(pass_ctx *pc, const char *fmt, ...);
 cJSON *pass_json_ints(const int64_t *v, size_t n);
 void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total);
 
+/*
+** A Tile-6/13 node's constant repeats against the ONNX spec: 1-D int64, one
+** non-negative entry per input axis (when the input rank is known), an output
+** size that fits (when the input shape is static). A violation makes the model
+** invalid: TILEOPT_INVALID with the node named in pc->err.
+*/
+int pass_check_repeats(pass_ctx *pc, graph *g, int32_t node, const tensor *repeats,
+                       const graph_type *input);
+
 /* Apply fn to g and every subgraph below it, depth first. */
 int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *));
 
