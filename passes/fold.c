@@ -720,7 +720,11 @@ static int materialize(fold_graph *f, int32_t vi) {
     if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
     tensor *c;
     int rc = tensor_contiguous(f->val[vi], &f->pc->opt->eval_lim, &c, err);
-    if (rc) return rc;
+    int32_t p = g->values[vi].producer;
+    if (rc && p >= 0)
+        return err_prefix(err, "node %s (%s), output '%s': ", graph_node_id(g, p),
+                          graph_node(g, p)->op_type, old);
+    if (rc) return err_prefix(err, "value '%s': ", old);
     const char *name;
     rc = graph_add_initializer(g, old, c->elem, c->dims, (size_t)c->rank, c->data,
                                (size_t)tensor_nbytes(c), &name, err);

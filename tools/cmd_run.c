@@ -31,6 +31,8 @@ static const char run_usage[] =
     "  --test-dir DIR  read DIR/input_*.pb, compare the outputs with DIR/output_*.pb\n"
     "                  (rtol 1e-3, atol 1e-7); exit 1 on a mismatch\n"
     "  -o OUTDIR       write the outputs as OUTDIR/output_N.pb\n"
+    "  --max-tensor-bytes B, --max-eval-bytes B, --max-depth N, --max-rank N\n"
+    "                  resource limits, as for optimize\n"
     "  Without --test-dir or -o the outputs are printed.\n";
 
 typedef struct path_list {
@@ -218,7 +220,7 @@ static void print_outputs(tileopt_tensor *const *outs, size_t n) {
     }
 }
 
-int cmd_run(int argc, char **argv) {
+int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     const char *model_path = NULL, *test_dir = NULL, *out_dir = NULL;
     char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
     size_t n_inputs = 0;
@@ -240,7 +242,9 @@ int cmd_run(int argc, char **argv) {
             free(inputs);
             return RUN_OK;
         } else if (s[0] == '-' && s[1]) {
-            rc = tool_error(RUN_USAGE, "unknown option '%s' for run", s);
+            int fr = cmd_option_flag(ctx, argc, argv, &i, true);
+            if (fr < 0) rc = tool_error(RUN_USAGE, "unknown option '%s' for run", s);
+            else rc = fr;
         } else if (!model_path) {
             model_path = s;
         } else {
@@ -255,15 +259,10 @@ int cmd_run(int argc, char **argv) {
         return rc;
     }
 
-    tileopt_ctx *ctx = NULL;
     tileopt_model *model = NULL;
     tileopt_tensor **in = NULL, **expected = NULL, **outs = NULL;
     size_t n_in = n_inputs, n_expected = 0, n_outs = 0;
     path_list in_paths = {0}, out_paths = {0};
-    if (tileopt_ctx_new(&ctx) != TILEOPT_OK) {
-        rc = tool_error(RUN_FAIL, "out of memory");
-        goto done;
-    }
     if (tileopt_model_load(ctx, model_path, &model) != TILEOPT_OK) {
         rc = tool_error(RUN_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
@@ -308,7 +307,6 @@ done:
     paths_free(&in_paths);
     paths_free(&out_paths);
     tileopt_model_free(model);
-    tileopt_ctx_free(ctx);
     free(inputs);
     return rc;
 }

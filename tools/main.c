@@ -24,8 +24,8 @@ static const char usage_text[] =
     "                   [--report FILE|-] [--verify] [--quiet]\n"
     "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-depth N]\n"
     "                   [--max-rank N] [--seed N]\n"
-    "  tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]\n"
-    "  tileopt inspect MODEL.onnx [--json]\n"
+    "  tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR] [--max-... as above]\n"
+    "  tileopt inspect MODEL.onnx [--json] [--max-... as above]\n"
     "  tileopt --help | --version\n";
 
 int tool_error(int code, const char *fmt, ...) {
@@ -58,18 +58,34 @@ static const struct {
     const char *flag;
     const char *option;
     bool takes_value;
+    bool limit;              /* a resource limit: every command takes it */
 } option_flags[] = {
-    {"--target-opset", "target-opset", true},
-    {"--fold-limit", "fold-limit", true},
-    {"--fold-max-growth", "fold-max-growth", true},
-    {"--fold-scope", "fold-scope", true},
-    {"--fuse-split", "fuse-split", false},
-    {"--max-tensor-bytes", "max-tensor-bytes", true},
-    {"--max-eval-bytes", "max-eval-bytes", true},
-    {"--max-depth", "max-depth", true},
-    {"--max-rank", "max-rank", true},
-    {"--seed", "seed", true},
+    {"--target-opset", "target-opset", true, false},
+    {"--fold-limit", "fold-limit", true, false},
+    {"--fold-max-growth", "fold-max-growth", true, false},
+    {"--fold-scope", "fold-scope", true, false},
+    {"--fuse-split", "fuse-split", false, false},
+    {"--seed", "seed", true, false},
+    {"--max-tensor-bytes", "max-tensor-bytes", true, true},
+    {"--max-eval-bytes", "max-eval-bytes", true, true},
+    {"--max-depth", "max-depth", true, true},
+    {"--max-rank", "max-rank", true, true},
 };
+
+int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only) {
+    const char *s = argv[*i];
+    size_t k = 0, n = sizeof option_flags / sizeof option_flags[0];
+    while (k < n && strcmp(option_flags[k].flag, s) != 0) k++;
+    if (k == n || (limits_only && !option_flags[k].limit)) return -1;
+    const char *value = "1";
+    if (option_flags[k].takes_value) {
+        if (*i + 1 >= argc) return tool_error(EXIT_USAGE, "%s needs a value", s);
+        value = argv[++*i];
+    }
+    if (tileopt_ctx_set(ctx, option_flags[k].option, value) != TILEOPT_OK)
+        return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
+    return 0;
+}
 
 typedef struct opt_args {
     const char *in, *out, *passes, *report;
@@ -220,16 +236,9 @@ static int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
             a.quiet = true;
         } else if (s[0] == '-' && s[1]) {
-            size_t k = 0, n = sizeof option_flags / sizeof option_flags[0];
-            while (k < n && strcmp(option_flags[k].flag, s) != 0) k++;
-            if (k == n) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
-            const char *value = "1";
-            if (option_flags[k].takes_value) {
-                if (!has_next) return tool_error(EXIT_USAGE, "%s needs a value", s);
-                value = argv[++i];
-            }
-            if (tileopt_ctx_set(ctx, option_flags[k].option, value) != TILEOPT_OK)
-                return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
+            int rc = cmd_option_flag(ctx, argc, argv, &i, false);
+            if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
+            if (rc) return rc;
         } else if (!a.in) {
             a.in = s;
         } else {
@@ -270,8 +279,11 @@ static int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv) {
     const char *path = NULL;
     bool json = false;
     for (int i = 1; i < argc; i++) {
+        int rc;
         if (strcmp(argv[i], "--json") == 0) json = true;
-        else if (argv[i][0] == '-' && argv[i][1]) return tool_error(EXIT_USAGE, "unknown option '%s'", argv[i]);
+        else if (argv[i][0] == '-' && argv[i][1] && (rc = cmd_option_flag(ctx, argc, argv, &i, true)) >= 0) {
+            if (rc) return rc;
+        } else if (argv[i][0] == '-' && argv[i][1]) return tool_error(EXIT_USAGE, "unknown option '%s'", argv[i]);
         else if (!path) path = argv[i];
         else return tool_error(EXIT_USAGE, "unexpected argument '%s'", argv[i]);
     }
@@ -334,11 +346,12 @@ int main(int argc, char **argv) {
         printf("tileopt %s\n", tileopt_version());
         return EXIT_OK;
     }
-    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     tileopt_ctx *ctx;
     if (tileopt_ctx_new(&ctx) != TILEOPT_OK) return tool_error(EXIT_FAIL, "out of memory");
     int rc;
-    if (strcmp(cmd, "optimize") == 0)
+    if (strcmp(cmd, "run") == 0)
+        rc = cmd_run(ctx, argc - 1, argv + 1);
+    else if (strcmp(cmd, "optimize") == 0)
         rc = cmd_optimize(ctx, argc - 1, argv + 1);
     else if (strcmp(cmd, "inspect") == 0)
         rc = cmd_inspect(ctx, argc - 1, argv + 1);

@@ -288,6 +288,14 @@ def limits_should_enforce_max_rank():
             raise AssertionError(f"verify of a rank-70 model: {rep['verify']}")
 
 
+def limits_should_apply_to_run_and_inspect_too():
+    src = os.path.join(h.MODELS, "const_tile.onnx")
+    expect_fail(["inspect", src, "--max-rank", "1"], r"rank 2.*limit 1", "inspect --max-rank")
+    expect_fail(["run", src, "--max-rank", "1"], r"rank 2.*limit 1", "run --max-rank")
+    expect_fail(["run", src, "--max-depth", "zero"], r"max-depth", "run bad value", code=2)
+    h.expect_ok(h.tileopt("inspect", src, "--max-rank", "2"))
+
+
 # ------------------------------------------------------------------- loops
 
 def limits_should_not_hang_on_a_loop_with_a_huge_trip_count():
