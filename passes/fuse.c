@@ -168,39 +168,39 @@ static void fz_shape_str(char *buf, size_t cap, const int64_t *d, int32_t rank) 
 
 /* ----------------------------------------------------------- constants */
 
-/* Values of a constant 1-D int64 tensor: a non-input initializer or a Constant
-** node of this scope. *found false when the value is not constant. */
-static int fz_const_i64(pass_ctx *pc, graph *g, const char *name, int64_t *out,
-                        size_t cap, size_t *n, bool *found) {
+/* Constant repeats of Tile node `node`: a non-input initializer or a Constant node
+** of this scope. *found false when they are not constant. Constant repeats that
+** break the spec make the model invalid (pass_check_repeats, as in fold). */
+static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *name,
+                            const graph_type *xt, int64_t *out, size_t *n, bool *found) {
     *found = false;
     graph_value *v = graph_resolve(g, name);
     if (!v || v->input >= 0) return TILEOPT_OK; /* a graph input can be overridden */
     const Onnx__TensorProto *tp = graph_initializer(g, name);
+    const Onnx__AttributeProto *ints = NULL;
     if (!tp) {
         Onnx__NodeProto *c = graph_producer(g, name, NULL);
         if (!c || !graph_node_is(c, "Constant")) return TILEOPT_OK;
-        const Onnx__AttributeProto *a = graph_attr(c, "value_ints");
-        if (a) {
-            if (a->n_ints > cap) return TILEOPT_OK;
-            if (a->n_ints) memcpy(out, a->ints, a->n_ints * sizeof *out);
-            *n = a->n_ints;
-            *found = true;
-            return TILEOPT_OK;
-        }
-        a = graph_attr(c, "value");
-        if (!a || !a->t) return TILEOPT_OK;
-        tp = a->t;
+        ints = graph_attr(c, "value_ints");
+        const Onnx__AttributeProto *a = graph_attr(c, "value");
+        if (!ints && (!a || !a->t)) return TILEOPT_OK;
+        if (!ints) tp = a->t;
     }
-    graph_tensor_data td;
-    int rc = graph_tensor_read(g->model, tp, &td, pc->err);
-    if (rc) return err_prefix(pc->err, "fuse: constant '%s': ", name);
-    if (td.elem == DT_INT64 && td.rank <= 1 && td.numel <= cap) {
-        if (td.numel) memcpy(out, td.data, (size_t)td.numel * sizeof *out);
-        *n = (size_t)td.numel;
-        *found = true;
+    tensor *rt = NULL;
+    int rc;
+    if (ints) {
+        int64_t len = (int64_t)ints->n_ints;
+        rc = tensor_new(DT_INT64, &len, 1, &pc->opt->eval_lim, &rt, pc->err);
+        if (!rc && len) memcpy(rt->data, ints->ints, (size_t)len * sizeof(int64_t));
+    } else {
+        rc = tensor_from_proto(g->model, tp, &pc->opt->eval_lim, &rt, pc->err);
     }
-    if (td.owned) free(td.data);
-    return TILEOPT_OK;
+    if (rc) return err_prefix(pc->err, "node %s (Tile): repeats '%s': ",
+                              graph_node_id(g, node), name);
+    rc = pass_check_repeats(pc, g, node, rt, xt);
+    if (!rc) *found = tensor_to_i64(rt, out, FZ_MAX_RANK, n);
+    tensor_free(rt);
+    return rc;
 }
 
 /* A Clip bound (or any optional input) that is absent or constant. */
@@ -243,6 +243,15 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
         snprintf(why, cap, "Tile without input or repeats");
         return 1;
     }
+    graph_value *xv = graph_resolve(g, t->x);
+    size_t nr = 0;
+    bool found;
+    int rc = fz_const_repeats(pc, g, i, t->reps, xv ? &xv->type : NULL, t->r, &nr, &found);
+    if (rc) return -rc;
+    if (!found) {
+        snprintf(why, cap, "repeats '%s' are not a constant int64 tensor", t->reps);
+        return 1;
+    }
     if (!fz_shape_of(g, t->x, &t->xs)) {
         snprintf(why, cap, "shape of input '%s' unknown (run shape inference or "
                  "declare it in value_info)", t->x);
@@ -254,14 +263,6 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
         return 1;
     }
     t->esize = di->size;
-    size_t nr = 0;
-    bool found;
-    int rc = fz_const_i64(pc, g, t->reps, t->r, FZ_MAX_RANK, &nr, &found);
-    if (rc) return -rc;
-    if (!found) {
-        snprintf(why, cap, "repeats '%s' are not a constant int64 tensor", t->reps);
-        return 1;
-    }
     if ((int32_t)nr != t->xs.rank) {
         snprintf(why, cap, "repeats has %zu entries for an input of rank %" PRId32, nr,
                  t->xs.rank);
