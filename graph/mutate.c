@@ -452,19 +452,33 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
     uint32_t *indeg = calloc(n ? n : 1, sizeof *indeg);
     /* A min-heap of ready nodes by index keeps an already sorted graph as it is. */
     int32_t *heap = malloc((n ? n : 1) * sizeof *heap);
-    if (!indeg || !heap) {
+    /* Node -> the values it produces, from the index (no name lookups): value
+    ** indices vals[off[i] .. off[i+1]). */
+    uint32_t *off = calloc((size_t)n + 1, sizeof *off);
+    uint32_t *vals = malloc((g->n_values ? g->n_values : 1) * sizeof *vals);
+    if (!indeg || !heap || !off || !vals) {
         free(indeg);
         free(heap);
+        free(off);
+        free(vals);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        int32_t p = g->values[v].producer;
+        if (p >= 0 && (uint32_t)p < n && !g->removed[p]) off[p + 1]++;
+    }
+    for (uint32_t i = 0; i < n; i++) off[i + 1] += off[i];
+    for (uint32_t v = 0, *fill = indeg; v < g->n_values; v++) {
+        int32_t p = g->values[v].producer;
+        if (p >= 0 && (uint32_t)p < n && !g->removed[p]) vals[off[p] + fill[p]++] = v;
+    }
+    memset(indeg, 0, (n ? n : 1) * sizeof *indeg);
     uint32_t live = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (g->removed[i]) continue;
         live++;
-        const Onnx__NodeProto *nd = g->pb->node[i];
-        for (size_t k = 0; k < nd->n_output; k++) {
-            graph_value *v = nd->output[k][0] ? graph_find(g, nd->output[k]) : NULL;
-            if (!v || v->producer != (int32_t)i) continue;
+        for (uint32_t k = off[i]; k < off[i + 1]; k++) {
+            const graph_value *v = &g->values[vals[k]];
             for (uint32_t u = 0; u < v->n_uses; u++)
                 if (v->uses[u].node >= 0 && !g->removed[v->uses[u].node])
                     indeg[v->uses[u].node]++;
@@ -498,10 +512,8 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
             c = s;
         }
         order[out++] = i;
-        const Onnx__NodeProto *nd = g->pb->node[i];
-        for (size_t k = 0; k < nd->n_output; k++) {
-            graph_value *v = nd->output[k][0] ? graph_find(g, nd->output[k]) : NULL;
-            if (!v || v->producer != i) continue;
+        for (uint32_t k = off[i]; k < off[i + 1]; k++) {
+            const graph_value *v = &g->values[vals[k]];
             for (uint32_t u = 0; u < v->n_uses; u++) {
                 int32_t c = v->uses[u].node;
                 if (c >= 0 && !g->removed[c] && --indeg[c] == 0) HEAP_PUSH(c);
@@ -520,6 +532,8 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
     *count = out;
     free(indeg);
     free(heap);
+    free(off);
+    free(vals);
     return rc;
 }
 
