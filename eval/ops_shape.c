@@ -214,6 +214,19 @@ static int keep(tensor *o, const tensor *src, errbuf *err) {
     return TILEOPT_OK;
 }
 
+/* The common tail of copying kernels: out[0] = o, which keeps c's storage alive
+** (string contents point into it); c itself is released either way. */
+static int emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err) {
+    int rc = keep(o, c, err);
+    tensor_free(c);
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
 /*
 ** A tensor over a TensorProto's values (Constant's attributes). Kernels have no
 ** model at hand; a model with default limits stands in, which only refuses
@@ -468,14 +481,7 @@ KERNEL(k_gather) {
         }
     }
     free(idx);
-    rc = keep(o, c, err);
-    tensor_free(c);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_keeping(o, c, out, err);
 }
 
 /* ------------------------------------------------------------------ Concat */
@@ -1467,14 +1473,7 @@ KERNEL(k_gather_elements) {
         }
     }
     free(idx);
-    rc = keep(o, c, err);
-    tensor_free(c);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_keeping(o, c, out, err);
 }
 
 /* ------------------------------------------------------------------ Split */
@@ -1615,14 +1614,7 @@ KERNEL(k_trilu) {
                     size_t at = ((size_t)m * (size_t)(rows * cols) + (size_t)(i * cols + j)) * es;
                     if (keepv) memcpy(o->data + at, c->data + at, es);
                 }
-    rc = keep(o, c, err);
-    tensor_free(c);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_keeping(o, c, out, err);
 }
 
 /* ------------------------------------------------------------------ CumSum */
