@@ -188,8 +188,9 @@ int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name) 
     return v ? TILEOPT_OK : TILEOPT_INVALID;
 }
 
+/* The attribute `name` of n, added or reset, with its type set. */
 static int attr_slot(graph *g, Onnx__NodeProto *n, const char *name,
-                     Onnx__AttributeProto **out) {
+                     Onnx__AttributeProto__AttributeType type, Onnx__AttributeProto **out) {
     arena *a = g->model->arena;
     Onnx__AttributeProto *at = graph_attr(n, name);
     if (!at) {
@@ -201,15 +202,15 @@ static int attr_slot(graph *g, Onnx__NodeProto *n, const char *name,
     onnx__attribute_proto__init(at);
     at->name = arena_strdup(a, name);
     at->has_type = 1;
+    at->type = type;
     *out = at;
     return at->name ? TILEOPT_OK : TILEOPT_NOMEM;
 }
 
 int graph_node_set_attr_int(graph *g, Onnx__NodeProto *n, const char *name, int64_t v) {
     Onnx__AttributeProto *at;
-    int rc = attr_slot(g, n, name, &at);
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, &at);
     if (rc) return rc;
-    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
     at->has_i = 1;
     at->i = v;
     return TILEOPT_OK;
@@ -218,9 +219,8 @@ int graph_node_set_attr_int(graph *g, Onnx__NodeProto *n, const char *name, int6
 int graph_node_set_attr_ints(graph *g, Onnx__NodeProto *n, const char *name,
                              const int64_t *v, size_t count) {
     Onnx__AttributeProto *at;
-    int rc = attr_slot(g, n, name, &at);
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, &at);
     if (rc) return rc;
-    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
     at->ints = arena_alloc(g->model->arena, (count ? count : 1) * sizeof *at->ints);
     if (!at->ints) return TILEOPT_NOMEM;
     if (count) memcpy(at->ints, v, count * sizeof *v);
@@ -230,9 +230,8 @@ int graph_node_set_attr_ints(graph *g, Onnx__NodeProto *n, const char *name,
 
 int graph_node_set_attr_float(graph *g, Onnx__NodeProto *n, const char *name, float v) {
     Onnx__AttributeProto *at;
-    int rc = attr_slot(g, n, name, &at);
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, &at);
     if (rc) return rc;
-    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
     at->has_f = 1;
     at->f = v;
     return TILEOPT_OK;
@@ -241,9 +240,8 @@ int graph_node_set_attr_float(graph *g, Onnx__NodeProto *n, const char *name, fl
 int graph_node_set_attr_string(graph *g, Onnx__NodeProto *n, const char *name,
                                const char *v) {
     Onnx__AttributeProto *at;
-    int rc = attr_slot(g, n, name, &at);
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, &at);
     if (rc) return rc;
-    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
     char *s = arena_strdup(g->model->arena, v);
     if (!s) return TILEOPT_NOMEM;
     at->has_s = 1;
@@ -255,9 +253,8 @@ int graph_node_set_attr_string(graph *g, Onnx__NodeProto *n, const char *name,
 int graph_node_set_attr_tensor(graph *g, Onnx__NodeProto *n, const char *name,
                                Onnx__TensorProto *t) {
     Onnx__AttributeProto *at;
-    int rc = attr_slot(g, n, name, &at);
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR, &at);
     if (rc) return rc;
-    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
     at->t = t;
     return TILEOPT_OK;
 }
