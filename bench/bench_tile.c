@@ -8,7 +8,9 @@
 ** is timed by bench_tile.py). Output: one JSON object per line, which
 ** bench/bench_tile.py joins with numpy's times.
 **
-**   bench_tile [ROUNDS]
+**   bench_tile [ROUNDS [CASE]]
+**
+** CASE, a number from 1, runs that Tile case alone (for a profiler).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +99,10 @@ static const tcase cases[] = {
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 30;
     if (rounds < 1) rounds = 1;
+    size_t only = argc > 2 ? (size_t)atoi(argv[2]) : 0;
     errbuf err;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        if (only && c + 1 != only) continue;
         const tcase *tc = &cases[c];
         tensor *x = random_tensor(tc->elem, tc->dims, tc->rank, 7u + (unsigned)c);
         tensor *y;
@@ -137,6 +141,7 @@ int main(int argc, char **argv) {
         tensor_free(x);
     }
 
+    if (only) return 0;
     /* Add(Tile(x, [16,4]), y) through the view vs materialized */
     kernel_fn add = NULL;
     for (size_t i = 0; i < kernel_table_elementwise_count; i++)
