@@ -276,70 +276,10 @@ KERNEL(k_constant) {
     UNUSED(opset);
     int rc = need_output(n_out, err);
     if (rc) return rc;
-    const Onnx__AttributeProto *found = NULL;
-    for (size_t i = 0; i < n->n_attribute; i++) {
-        const Onnx__AttributeProto *a = n->attribute[i];
-        if (!a->name) continue;
-        if (found)
-            return err_set(err, TILEOPT_INVALID,
-                           "exactly one value attribute allowed, got %s and %s",
-                           found->name, a->name);
-        found = a;
-    }
-    if (!found) return err_set(err, TILEOPT_INVALID, "has no value attribute");
-    const char *an = found->name;
-    Onnx__TensorProto tp;
-    onnx__tensor_proto__init(&tp);
-    tp.has_data_type = 1;
-    int64_t dim;
-    ProtobufCBinaryData one;
-    if (!strcmp(an, "value")) {
-        if (!found->t) return err_set(err, TILEOPT_INVALID, "attribute value has no tensor");
-        return proto_tensor(found->t, lim, &out[0], err);
-    } else if (!strcmp(an, "sparse_value")) {
-        return err_set(err, TILEOPT_UNSUPPORTED, "sparse_value is not supported");
-    } else if (!strcmp(an, "value_float")) {
-        tp.data_type = DT_FLOAT;
-        tp.n_float_data = 1;
-        tp.float_data = (float *)&found->f;
-    } else if (!strcmp(an, "value_floats")) {
-        dim = (int64_t)found->n_floats;
-        tp.data_type = DT_FLOAT;
-        tp.n_dims = 1;
-        tp.dims = &dim;
-        tp.n_float_data = found->n_floats;
-        tp.float_data = found->floats;
-    } else if (!strcmp(an, "value_int")) {
-        tp.data_type = DT_INT64;
-        tp.n_int64_data = 1;
-        tp.int64_data = (int64_t *)&found->i;
-    } else if (!strcmp(an, "value_ints")) {
-        dim = (int64_t)found->n_ints;
-        tp.data_type = DT_INT64;
-        tp.n_dims = 1;
-        tp.dims = &dim;
-        tp.n_int64_data = found->n_ints;
-        tp.int64_data = found->ints;
-    } else if (!strcmp(an, "value_string")) {
-        one = found->s;
-        tp.data_type = DT_STRING;
-        tp.n_string_data = 1;
-        tp.string_data = &one;
-    } else if (!strcmp(an, "value_strings")) {
-        dim = (int64_t)found->n_strings;
-        tp.data_type = DT_STRING;
-        tp.n_dims = 1;
-        tp.dims = &dim;
-        tp.n_string_data = found->n_strings;
-        tp.string_data = found->strings;
-    } else {
-        return err_set(err, TILEOPT_INVALID, "unknown attribute %s", an);
-    }
-    /* The attribute forms go through a TensorProto built here, so one
-    ** conversion handles every element type. */
-    /* The values stay where the attribute holds them (the model outlives the
-    ** evaluation); only the TensorProto header is on this stack frame. */
-    return proto_tensor(&tp, lim, &out[0], err);
+    graph_const_hdr hdr;
+    const Onnx__TensorProto *tp;
+    if ((rc = graph_constant_value(n, &hdr, &tp, err))) return rc;
+    return proto_tensor(tp, lim, &out[0], err);
 }
 
 /* ------------------------------------------------------------ ConstantOfShape */

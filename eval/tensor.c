@@ -509,34 +509,22 @@ Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tenso
     return p;
 }
 
+/* graph_tensor_decode's callback: the tensor, copied (the proto goes away). */
+typedef struct decode_arg {
+    const eval_limits *lim;
+    tensor **out;
+} decode_arg;
+
+static int decoded(graph_tensor_data *d, const char *name, void *arg, errbuf *err) {
+    decode_arg *a = arg;
+    return tensor_from_data(d, name, true, a->lim, a->out, err);
+}
+
 int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor **out,
                   errbuf *err) {
     *out = NULL;
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, bytes);
-    if (!p) return err_set(err, TILEOPT_PARSE, "not a serialized TensorProto");
-    int rc;
-    if (graph_tensor_is_external(p)) {
-        rc = err_set(err, TILEOPT_UNSUPPORTED,
-                     "tensor %s: external data in a standalone tensor file",
-                     p->name ? p->name : "?");
-        goto done;
-    }
-    /* A throwaway model gives graph_tensor_read the arena and limits it expects. */
-    graph_model tmp;
-    memset(&tmp, 0, sizeof tmp);
-    tmp.arena = arena_new();
-    if (!tmp.arena) {
-        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-        goto done;
-    }
-    graph_limits_default(&tmp.limits);
-    graph_tensor_data d;
-    rc = graph_tensor_read(&tmp, p, &d, err);
-    if (!rc) rc = tensor_from_data(&d, p->name, true, lim, out, err);
-    arena_free(tmp.arena);
-done:
-    onnx__tensor_proto__free_unpacked(p, NULL);
-    return rc;
+    decode_arg a = {lim, out};
+    return graph_tensor_decode(bytes, size, decoded, &a, err);
 }
 
 int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
@@ -546,42 +534,8 @@ int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
     tensor *c;
     int rc = tensor_contiguous((tensor *)t, NULL, &c, err);
     if (rc) return rc;
-    Onnx__TensorProto p = ONNX__TENSOR_PROTO__INIT;
-    p.n_dims = (size_t)c->rank;
-    p.dims = c->dims;
-    p.has_data_type = 1;
-    p.data_type = c->elem;
-    p.name = (char *)(name ? name : (c->name ? c->name : ""));
-    ProtobufCBinaryData *sd = NULL;
-    uint64_t n = tensor_numel(c);
-    if (c->elem == DT_STRING) {
-        sd = calloc(n ? (size_t)n : 1, sizeof *sd);
-        if (!sd) {
-            tensor_free(c);
-            return err_set(err, TILEOPT_NOMEM, "out of memory");
-        }
-        const graph_bytes *s = (const graph_bytes *)(const void *)c->data;
-        for (uint64_t i = 0; i < n; i++) {
-            sd[i].data = (uint8_t *)s[i].data;
-            sd[i].len = s[i].len;
-        }
-        p.n_string_data = (size_t)n;
-        p.string_data = sd;
-    } else {
-        p.has_raw_data = 1;
-        p.raw_data.data = c->data;
-        p.raw_data.len = (size_t)tensor_nbytes(c);
-    }
-    size_t len = onnx__tensor_proto__get_packed_size(&p);
-    uint8_t *buf = malloc(len ? len : 1);
-    if (!buf) {
-        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-    } else {
-        onnx__tensor_proto__pack(&p, buf);
-        *bytes = buf;
-        *size = len;
-    }
-    free(sd);
+    rc = graph_tensor_encode(name ? name : c->name, c->elem, c->dims, (size_t)c->rank, c->data,
+                             (size_t)tensor_nbytes(c), bytes, size, err);
     tensor_free(c);
     return rc;
 }

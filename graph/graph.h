@@ -285,4 +285,35 @@ int graph_extent_read(const graph_extent *e, void *dst, errbuf *err);
 /* Is the TensorProto's data outside the model file? */
 bool graph_tensor_is_external(const Onnx__TensorProto *t);
 
+/*
+** The value of a Constant node as a TensorProto: its value attribute as is, or
+** for value_float(s), value_int(s) and value_string(s) a header built in *hdr
+** over the attribute's own arrays (valid while the node and *hdr are). One
+** conversion from TensorProto then serves every form. sparse_value is
+** TILEOPT_UNSUPPORTED.
+*/
+typedef struct graph_const_hdr {
+    Onnx__TensorProto tp;
+    int64_t dim;
+    ProtobufCBinaryData one;
+} graph_const_hdr;
+int graph_constant_value(const Onnx__NodeProto *n, graph_const_hdr *hdr,
+                         const Onnx__TensorProto **out, errbuf *err);
+
+/*
+** Standalone serialized TensorProtos (the .pb files of ONNX's test data, and
+** tileopt's tensor files). graph_tensor_decode reads one with the default
+** limits and calls fn with its data and name, which are valid only during the
+** call; external data is refused (a lone tensor has no model directory).
+** graph_tensor_encode writes one: raw_data, or string_data for DT_STRING (data
+** is then an array of graph_bytes); *bytes is malloc'd: free it.
+*/
+typedef int (*graph_tensor_fn)(graph_tensor_data *d, const char *name, void *arg,
+                               errbuf *err);
+int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void *arg,
+                        errbuf *err);
+int graph_tensor_encode(const char *name, int32_t elem, const int64_t *dims, size_t rank,
+                        const void *data, size_t nbytes, void **bytes, size_t *size,
+                        errbuf *err);
+
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graph/arena.h"
 #include "graph/graph.h"
 
 bool graph_tensor_is_external(const Onnx__TensorProto *t) {
@@ -354,4 +355,139 @@ Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
         tt->shape = sh;
     }
     return vi->name ? vi : NULL;
+}
+
+int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void *arg,
+                        errbuf *err) {
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, bytes);
+    if (!p) return err_set(err, TILEOPT_PARSE, "not a serialized TensorProto");
+    int rc;
+    if (graph_tensor_is_external(p)) {
+        rc = err_set(err, TILEOPT_UNSUPPORTED,
+                     "tensor %s: external data in a standalone tensor file",
+                     p->name ? p->name : "?");
+        goto done;
+    }
+    /* A throwaway model gives graph_tensor_read the arena and limits it expects. */
+    graph_model tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.arena = arena_new();
+    if (!tmp.arena) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    graph_limits_default(&tmp.limits);
+    graph_tensor_data d;
+    rc = graph_tensor_read(&tmp, p, &d, err);
+    if (!rc) {
+        rc = fn(&d, p->name, arg, err);
+        if (d.owned) free(d.data);
+    }
+    arena_free(tmp.arena);
+done:
+    onnx__tensor_proto__free_unpacked(p, NULL);
+    return rc;
+}
+
+int graph_tensor_encode(const char *name, int32_t elem, const int64_t *dims, size_t rank,
+                        const void *data, size_t nbytes, void **bytes, size_t *size,
+                        errbuf *err) {
+    *bytes = NULL;
+    *size = 0;
+    Onnx__TensorProto p = ONNX__TENSOR_PROTO__INIT;
+    p.n_dims = rank;
+    p.dims = (int64_t *)dims;
+    p.has_data_type = 1;
+    p.data_type = elem;
+    p.name = (char *)(name ? name : "");
+    ProtobufCBinaryData *sd = NULL;
+    if (elem == DT_STRING) {
+        size_t n = nbytes / sizeof(graph_bytes);
+        sd = calloc(n ? n : 1, sizeof *sd);
+        if (!sd) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        const graph_bytes *s = data;
+        for (size_t i = 0; i < n; i++) sd[i] = (ProtobufCBinaryData){s[i].len, (uint8_t *)s[i].data};
+        p.n_string_data = n;
+        p.string_data = sd;
+    } else {
+        p.has_raw_data = 1;
+        p.raw_data = (ProtobufCBinaryData){nbytes, (uint8_t *)data};
+    }
+    size_t len = onnx__tensor_proto__get_packed_size(&p);
+    uint8_t *buf = malloc(len ? len : 1);
+    int rc = TILEOPT_OK;
+    if (!buf) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    } else {
+        onnx__tensor_proto__pack(&p, buf);
+        *bytes = buf;
+        *size = len;
+    }
+    free(sd);
+    return rc;
+}
+
+int graph_constant_value(const Onnx__NodeProto *n, graph_const_hdr *hdr,
+                         const Onnx__TensorProto **out, errbuf *err) {
+    *out = NULL;
+    const Onnx__AttributeProto *found = NULL;
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        if (!a->name) continue;
+        if (found)
+            return err_set(err, TILEOPT_INVALID,
+                           "exactly one value attribute allowed, got %s and %s",
+                           found->name, a->name);
+        found = a;
+    }
+    if (!found) return err_set(err, TILEOPT_INVALID, "has no value attribute");
+    const char *an = found->name;
+    Onnx__TensorProto *tp = &hdr->tp;
+    onnx__tensor_proto__init(tp);
+    tp->has_data_type = 1;
+    if (!strcmp(an, "value")) {
+        if (!found->t) return err_set(err, TILEOPT_INVALID, "attribute value has no tensor");
+        *out = found->t;
+        return TILEOPT_OK;
+    } else if (!strcmp(an, "sparse_value")) {
+        return err_set(err, TILEOPT_UNSUPPORTED, "sparse_value is not supported");
+    } else if (!strcmp(an, "value_float")) {
+        tp->data_type = DT_FLOAT;
+        tp->n_float_data = 1;
+        tp->float_data = (float *)&found->f;
+    } else if (!strcmp(an, "value_floats")) {
+        hdr->dim = (int64_t)found->n_floats;
+        tp->data_type = DT_FLOAT;
+        tp->n_dims = 1;
+        tp->dims = &hdr->dim;
+        tp->n_float_data = found->n_floats;
+        tp->float_data = found->floats;
+    } else if (!strcmp(an, "value_int")) {
+        tp->data_type = DT_INT64;
+        tp->n_int64_data = 1;
+        tp->int64_data = (int64_t *)&found->i;
+    } else if (!strcmp(an, "value_ints")) {
+        hdr->dim = (int64_t)found->n_ints;
+        tp->data_type = DT_INT64;
+        tp->n_dims = 1;
+        tp->dims = &hdr->dim;
+        tp->n_int64_data = found->n_ints;
+        tp->int64_data = found->ints;
+    } else if (!strcmp(an, "value_string")) {
+        hdr->one = found->s;
+        tp->data_type = DT_STRING;
+        tp->n_string_data = 1;
+        tp->string_data = &hdr->one;
+    } else if (!strcmp(an, "value_strings")) {
+        hdr->dim = (int64_t)found->n_strings;
+        tp->data_type = DT_STRING;
+        tp->n_dims = 1;
+        tp->dims = &hdr->dim;
+        tp->n_string_data = found->n_strings;
+        tp->string_data = found->strings;
+    } else {
+        return err_set(err, TILEOPT_INVALID, "unknown attribute %s", an);
+    }
+    *out = tp;
+    return TILEOPT_OK;
 }
