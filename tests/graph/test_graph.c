@@ -261,6 +261,94 @@ static void arena_should_serve_requests_larger_than_its_chunk(void **state) {
     arena_free(a);
 }
 
+/* graph_tensor_decode's callback for the tests: keeps what it was shown. */
+typedef struct seen {
+    int32_t elem, rank;
+    int64_t dims[4];
+    char name[16];
+    graph_bytes str[2];
+    char text[2][8];
+} seen;
+
+static int keep_seen(graph_tensor_data *d, const char *name, void *arg, errbuf *err) {
+    (void)err;
+    seen *s = arg;
+    s->elem = d->elem;
+    s->rank = d->rank;
+    for (int32_t i = 0; i < d->rank && i < 4; i++) s->dims[i] = d->dims[i];
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+    if (d->elem == DT_STRING)
+        for (uint64_t i = 0; i < d->numel && i < 2; i++) {
+            const graph_bytes *b = (const graph_bytes *)d->data + i;
+            snprintf(s->text[i], sizeof s->text[i], "%.*s", (int)b->len, (const char *)b->data);
+        }
+    return TILEOPT_OK;
+}
+
+static void tensor_encode_should_round_trip_strings_through_decode(void **state) {
+    (void)state;
+    const graph_bytes strs[2] = {{(const uint8_t *)"ab", 2}, {(const uint8_t *)"", 0}};
+    const int64_t dims[] = {2, 1};
+    void *bytes;
+    size_t size;
+    errbuf err = {0};
+    assert_int_equal(graph_tensor_encode("s", DT_STRING, dims, 2, strs, sizeof strs, &bytes,
+                                         &size, &err),
+                     TILEOPT_OK);
+    seen s = {0};
+    assert_int_equal(graph_tensor_decode(bytes, size, keep_seen, &s, &err), TILEOPT_OK);
+    free(bytes);
+    assert_int_equal(s.elem, DT_STRING);
+    assert_int_equal(s.rank, 2);
+    assert_int_equal(s.dims[0], 2);
+    assert_int_equal(s.dims[1], 1);
+    assert_string_equal(s.name, "s");
+    assert_string_equal(s.text[0], "ab");
+    assert_string_equal(s.text[1], "");
+    /* truncated: the parser must refuse it, not read past the end */
+    assert_int_equal(graph_tensor_encode("f", DT_FLOAT, dims, 2, "\0\0\0\0\0\0\0\0", 8,
+                                         &bytes, &size, &err),
+                     TILEOPT_OK);
+    assert_int_equal(graph_tensor_decode(bytes, size - 3, keep_seen, &s, &err), TILEOPT_PARSE);
+    assert_true(err.msg[0] != 0);
+    free(bytes);
+}
+
+static void constant_value_should_cover_every_attribute_form(void **state) {
+    (void)state;
+    int64_t ints[] = {4, 5, 6};
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, b = ONNX__ATTRIBUTE_PROTO__INIT;
+    Onnx__AttributeProto *attrs[] = {&a, &b};
+    Onnx__NodeProto n = ONNX__NODE_PROTO__INIT;
+    n.attribute = attrs;
+    n.n_attribute = 1;
+    a.name = (char *)"value_ints";
+    a.ints = ints;
+    a.n_ints = 3;
+    graph_const_hdr hdr;
+    const Onnx__TensorProto *t;
+    errbuf err = {0};
+    assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_OK);
+    assert_int_equal(t->data_type, DT_INT64);
+    assert_int_equal(t->n_dims, 1);
+    assert_int_equal(t->dims[0], 3);
+    assert_ptr_equal(t->int64_data, ints); /* no copy: the header points at them */
+    a.name = (char *)"value_string";
+    a.s = (ProtobufCBinaryData){3, (uint8_t *)"xyz"};
+    assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_OK);
+    assert_int_equal(t->data_type, DT_STRING);
+    assert_int_equal(t->n_dims, 0);
+    assert_int_equal(t->n_string_data, 1);
+    a.name = (char *)"sparse_value";
+    assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_UNSUPPORTED);
+    a.name = (char *)"value_int";
+    b.name = (char *)"value_float";
+    n.n_attribute = 2;
+    assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "exactly one"));
+    assert_null(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -274,6 +362,8 @@ int main(void) {
         cmocka_unit_test(save_path_should_fail_cleanly_in_a_missing_folder),
         cmocka_unit_test(save_should_externalize_a_model_over_the_inline_limit),
         cmocka_unit_test(arena_should_serve_requests_larger_than_its_chunk),
+        cmocka_unit_test(tensor_encode_should_round_trip_strings_through_decode),
+        cmocka_unit_test(constant_value_should_cover_every_attribute_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
