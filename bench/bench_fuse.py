@@ -15,6 +15,8 @@ Cases (from issue 6):
   expand      Tile(b[1,64,1,1], [8,1,56,56]) vs Expand(b, [8,64,56,56]): the shape
               rule 5 leaves as Tile (ORT runs this Expand slower)
   expand_inner  Tile(b[256,1], [1,2048]) vs Expand: the shape rule 5 rewrites
+  --rule5     adds the other shapes behind rule 5's guard (README's table):
+              expand_<x>_<repeats>, Tile vs Expand, "opt" being the Expand
 Targets (on the time inside ONNX Runtime, from its profiler): bias_input and unary
 >= 1.5x, chain and bias_init >= 1.2x, none < 0.95x. The wall time of node's
 session.run() is printed beside it.
@@ -107,6 +109,14 @@ def case_split():
             {"x": [64, 256], "y": [1024, 1024]})
 
 
+# Size-1 broadcasts around rule 5's guard: few and many innermost repeats, an
+# outer axis repeated too, outer axes only.
+RULE5_SHAPES = [([8192, 1], [1, 2]), ([8192, 1], [1, 4]), ([8192, 1], [1, 8]),
+                ([2048, 1], [1, 16]), ([2048, 1], [1, 32]), ([8192, 1], [1, 256]),
+                ([1, 64, 1, 1], [8, 1, 1, 56]), ([1, 512, 1, 1], [1, 1, 56, 56]),
+                ([1, 2048], [256, 1])]
+
+
 def case_expand(xs, reps):
     ts = [a * b for a, b in zip(xs, reps)]
     tile = model([helper.make_node("Tile", ["b", "reps"], ["z"])],
@@ -168,6 +178,8 @@ def main():
     ap.add_argument("--eval-builddir",
                     help="release build dir to link bench_view against "
                          "(default: build-bench, set up on first use)")
+    ap.add_argument("--rule5", action="store_true",
+                    help="also time Tile against Expand on the shapes behind rule 5's guard")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
     ap.add_argument("--no-prealloc", action="store_true",
@@ -196,8 +208,12 @@ def main():
             onnx.save(m, src)
             optimize(tileopt, src, dst, extra)
             cases.append((name, src, dst, feed))
-        for name, xs, reps in [("expand", [1, 64, 1, 1], [8, 1, 56, 56]),
-                               ("expand_inner", [256, 1], [1, 2048])]:
+        shapes = [("expand", [1, 64, 1, 1], [8, 1, 56, 56]),
+                  ("expand_inner", [256, 1], [1, 2048])]
+        if args.rule5:
+            shapes += [("expand_%s_%s" % ("x".join(map(str, xs)), "x".join(map(str, reps))),
+                        xs, reps) for xs, reps in RULE5_SHAPES]
+        for name, xs, reps in shapes:
             tile, expand, feed = case_expand(xs, reps)
             src = os.path.join(tmp, name + ".tile.onnx")
             dst = os.path.join(tmp, name + ".expand.onnx")
@@ -232,7 +248,7 @@ def main():
                 cratio = co / cn if cn > 0 else float("inf")
                 tgt = targets.get(name, 0.95)
                 ok = "ok" if ratio >= tgt else "MISS"
-                if name in ("split", "chain_split", "expand", "expand_inner"):
+                if name in ("split", "chain_split") or name.startswith("expand"):
                     ok = "info"
                 print(f"{name:<12} {threads or 'default':>7} {o:9.3f} {n:9.3f} "
                       f"{ratio:6.2f}x {wratio:6.2f}x {mratio:6.2f}x {cratio:6.2f}x"
