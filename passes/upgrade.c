@@ -771,6 +771,29 @@ static int a_pad_2_11(up *u, graph *g, int32_t *node, cJSON *act) {
     return graph_node_set_input(g, *node, 2, c) ? nomem(u) : 0;
 }
 
+/* Dropout-10's mask is bool where 7's had the data's type (all ones outside
+** training): a Cast back to that type keeps every reader of the mask, and a mask
+** that is a graph output, as they were. */
+static int a_dropout_7_10(up *u, graph *g, int32_t *node, cJSON *act) {
+    (void)act;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (n->n_output < 2 || !n->output[1] || !*n->output[1]) return 0;
+    const char *mask = n->output[1];
+    int32_t elem = data_elem(u, g, *node, n->input[0]);
+    const char *bool_mask = fresh(u, g, *node, "mask");
+    if (!bool_mask) return TILEOPT_NOMEM;
+    const char *ins[2];
+    size_t k = node_inputs(n, ins, 2);
+    const char *outs[2] = {n->output[0], bool_mask};
+    int rc = replace_node_as(u, g, node, "Dropout", ins, k, 2, outs);
+    if (rc) return rc;
+    const char *cast_name = fresh(u, g, *node, "mask_cast");
+    if (!cast_name) return TILEOPT_NOMEM;
+    Onnx__NodeProto *c = graph_add_node(g, "Cast", cast_name, &bool_mask, 1, &mask, 1, NULL);
+    if (!c) return nomem(u);
+    return graph_node_set_attr_int(g, c, "to", elem) ? nomem(u) : 0;
+}
+
 static int a_dropout_10_12(up *u, graph *g, int32_t *node, cJSON *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -1305,6 +1328,7 @@ static const adapter adapters[] = {
     {"Div", 6, 7, a_broadcast, NULL},
     {"Dropout", 1, 6, a_consumed_inputs, NULL},
     {"Dropout", 6, 7, a_is_test, NULL},
+    {"Dropout", 7, 10, a_dropout_7_10, NULL},
     {"Dropout", 10, 12, a_dropout_10_12, NULL},
     {"Elu", 1, 6, a_consumed_inputs, NULL},
     {"Equal", 1, 7, a_broadcast, NULL},
@@ -1365,7 +1389,7 @@ static const adapter adapters[] = {
     {"Xor", 1, 7, a_broadcast, NULL},
 };
 #define N_ADAPTERS (sizeof adapters / sizeof adapters[0])
-_Static_assert(N_ADAPTERS == 75, "adapter table count");
+_Static_assert(N_ADAPTERS == 76, "adapter table count");
 
 typedef struct adapter_key {
     const char *op;

@@ -226,6 +226,15 @@ def upgrade_should_move_attributes_to_inputs():
     m = model([helper.make_node("Dropout", ["x"], ["y"], ratio=0.3)], [vi("x", [3, 4, 5])],
               [vi("y", [3, 4, 5])], 10, ir=5)
     migrate(m, {"x": x}, [x], tag="Dropout-10")
+    # Dropout-7's mask has the data's type, 10's is bool: a Cast keeps the readers
+    # of the mask (Mul) and the mask as a graph output at their type
+    m = model([helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop"),
+               helper.make_node("Mul", ["y", "mask"], ["z"])], [vi("x", [3, 4, 5])],
+              [vi("z", [3, 4, 5]), vi("mask", [3, 4, 5])], 7)
+    rep, out = migrate(m, {"x": x}, [x, np.ones_like(x)], tag="Dropout-7 mask")
+    cast = [n for n in out.graph.node if n.op_type == "Cast"]
+    assert len(cast) == 1 and cast[0].output == ["mask"], cast
+    assert [a.i for a in cast[0].attribute if a.name == "to"] == [F], cast
     m = model([helper.make_node("Concat", ["x", "x"], ["y"])], [vi("x", [3, 4, 5])],
               [vi("y", [3, 8, 5])], 3)
     migrate(m, {"x": x}, [np.concatenate([x, x], axis=1)], tag="Concat-3")
