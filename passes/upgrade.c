@@ -909,11 +909,68 @@ static int a_prelu_6_7(up *u, graph *g, int32_t *node, cJSON *act) {
     return align_at_axis(u, g, node, 1, graph_node_input(n, 0), 1, act);
 }
 
+/* Cast(x) to int64, as a fresh value. */
+static int emit_i64_cast(up *u, graph *g, int32_t node, const char *x, const char **out) {
+    Onnx__NodeProto *p = NULL;
+    int rc = emit(u, g, node, "Cast", &x, 1, out, &p);
+    if (rc) return rc;
+    return graph_node_set_attr_int(g, p, "to", DT_INT64) ? nomem(u) : 0;
+}
+
+/*
+** Run-time Tile-1 repeats for an input of known rank r, with opset-7 ops only:
+** repeats = 1 + sel * (tiles - 1), sel being 1 at the axis and 0 elsewhere. sel
+** is a constant when the axis is, else Cast(Equal(iota, axis) or
+** Equal(iota - r, axis)): a negative axis counts from the end.
+*/
+static int tile1_repeats_ranked(up *u, graph *g, int32_t node, int32_t r,
+                                const int64_t *tiles, const char *tn, const int64_t *axis,
+                                const char *an, const char **out) {
+    if (r > TENSOR_MAX_RANK)
+        return err_set(u->err, TILEOPT_LIMIT, "node %s: rank %d too large",
+                       graph_node_id(g, node), r);
+    int64_t v[TENSOR_MAX_RANK], one = 1;
+    const char *sel, *t64, *one1, *less, *scaled;
+    int rc;
+    if (axis) {
+        int64_t a = axis[0] < 0 ? axis[0] + r : axis[0];
+        for (int32_t i = 0; i < r; i++) v[i] = i == a;
+        if ((rc = emit_i64(u, g, node, "axis_mask", v, (size_t)r, false, &sel))) return rc;
+    } else {
+        const char *ax, *iota, *iota_neg, *at, *at_neg, *either;
+        if ((rc = emit_i64_cast(u, g, node, an, &ax))) return rc;
+        for (int32_t i = 0; i < r; i++) v[i] = i;
+        if ((rc = emit_i64(u, g, node, "iota", v, (size_t)r, false, &iota))) return rc;
+        for (int32_t i = 0; i < r; i++) v[i] = i - r;
+        if ((rc = emit_i64(u, g, node, "iota_neg", v, (size_t)r, false, &iota_neg))) return rc;
+        const char *e1[2] = {iota, ax}, *e2[2] = {iota_neg, ax};
+        if ((rc = emit(u, g, node, "Equal", e1, 2, &at, NULL)) ||
+            (rc = emit(u, g, node, "Equal", e2, 2, &at_neg, NULL)))
+            return rc;
+        const char *o[2] = {at, at_neg};
+        if ((rc = emit(u, g, node, "Or", o, 2, &either, NULL)) ||
+            (rc = emit_i64_cast(u, g, node, either, &sel)))
+            return rc;
+    }
+    if (tiles)
+        rc = emit_i64(u, g, node, "tiles", tiles, 1, false, &t64);
+    else
+        rc = emit_i64_cast(u, g, node, tn, &t64);
+    if (rc || (rc = emit_i64(u, g, node, "one", &one, 1, true, &one1))) return rc;
+    const char *d[2] = {t64, one1};
+    if ((rc = emit(u, g, node, "Sub", d, 2, &less, NULL))) return rc;
+    const char *m[2] = {sel, less};
+    if ((rc = emit(u, g, node, "Mul", m, 2, &scaled, NULL))) return rc;
+    const char *a[2] = {scaled, one1};
+    return emit(u, g, node, "Add", a, 2, out, NULL);
+}
+
 /*
 ** Tile-1 (input, tiles, axis) -> Tile-6 (input, repeats). Constant tiles and axis
 ** with a known rank give a constant repeats; otherwise repeats is computed at run
-** time: Where(Range(rank(x)) == axis', tiles, 1) with axis' = axis (+ rank when
-** negative).
+** time: from the known rank with opset-7 ops (tile1_repeats_ranked), or, when
+** the rank too is only known at run time, Where(Range(rank(x)) == axis', tiles, 1)
+** with axis' = axis (+ rank when negative), which needs Range (opset 11).
 */
 static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -967,14 +1024,21 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
         reps[av[0] < 0 ? av[0] + r : av[0]] = tv[0];
         if ((rc = emit_i64(u, g, *node, "repeats", reps, (size_t)r, false, &rep))) return rc;
         if (act) cJSON_AddItemToObject(act, "repeats", pass_json_ints(reps, (size_t)r));
+    } else if (r > 0 && u->tgt >= 7) {
+        if ((rc = tile1_repeats_ranked(u, g, *node, r, tf ? tv : NULL, tn, af ? av : NULL, an,
+                                       &rep)))
+            return rc;
+        /* repeats only exist at run time (the report schema keeps "repeats" for
+        ** arrays) */
+        if (act) cJSON_AddBoolToObject(act, "runtime_repeats", 1);
     } else {
         if (u->tgt < 11)
             return err_set(u->err, TILEOPT_UNSUPPORTED,
-                           "node %s: Tile-1 with %s needs target opset >= 11 (Range)", id,
-                           r < 0 ? "an input of unknown rank" : "run-time tiles or axis");
+                           "node %s: Tile-1 with %s needs target opset >= %d", id,
+                           r < 0 ? "an input of unknown rank" : "run-time tiles or axis",
+                           r < 0 ? 11 : 7);
         const char *shape = NULL, *rank1 = NULL, *rank0 = NULL, *zero = NULL, *one1 = NULL,
                    *idx = NULL, *ax = NULL, *t64 = NULL, *eq = NULL, *emp = NULL;
-        Onnx__NodeProto *p = NULL;
         int64_t z = 0, o = 1;
         if ((rc = emit(u, g, *node, "Shape", &x, 1, &shape, NULL)) ||
             (rc = emit(u, g, *node, "Shape", &shape, 1, &rank1, NULL)) ||
@@ -992,8 +1056,7 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
             maybe_neg = av[0] < 0;
             if ((rc = emit_i64(u, g, *node, "axis", av, 1, false, &ax))) return rc;
         } else {
-            if ((rc = emit(u, g, *node, "Cast", &an, 1, &ax, &p))) return rc;
-            if (graph_node_set_attr_int(g, p, "to", DT_INT64)) return nomem(u);
+            if ((rc = emit_i64_cast(u, g, *node, an, &ax))) return rc;
         }
         if (maybe_neg) {
             const char *neg, *sum, *na;
@@ -1010,8 +1073,7 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
         if (tf) {
             if ((rc = emit_i64(u, g, *node, "tiles", tv, 1, false, &t64))) return rc;
         } else {
-            if ((rc = emit(u, g, *node, "Cast", &tn, 1, &t64, &p))) return rc;
-            if (graph_node_set_attr_int(g, p, "to", DT_INT64)) return nomem(u);
+            if ((rc = emit_i64_cast(u, g, *node, tn, &t64))) return rc;
         }
         const char *i6[3] = {eq, t64, one1};
         if ((rc = emit(u, g, *node, "Where", i6, 3, &rep, NULL))) return rc;

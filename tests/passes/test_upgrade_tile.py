@@ -214,7 +214,8 @@ def upgrade_should_reject_axis_out_of_range_naming_the_node():
 
 
 def upgrade_should_reach_every_target_opset():
-    """Constant repeats work for any target 6..17; the run-time form from 11 on."""
+    """Constant repeats work for any target 6..17; run-time repeats from 7 on when
+    the input's rank is known, from 11 on (Range) when it is not."""
     with h.tempdir() as d:
         src = os.path.join(d, "t.onnx")
         onnx.save(tile1_model(5, 3, "init", "float", True, 2, -1), src)
@@ -227,12 +228,27 @@ def upgrade_should_reach_every_target_opset():
             assert m.opset_import[0].version == tgt
             h.assert_close(h.run_ort(dst, {"x": x}), [expected(x, 2, -1)],
                            what=f"target {tgt}")
-        src = os.path.join(d, "u.onnx")
-        onnx.save(tile1_model(5, 3, "input", "float", True, 2, 1), src)
-        cp = migrate(src, os.path.join(d, "u_10.onnx"), "--target-opset", 10)
-        assert cp.returncode == 1 and "tile1" in cp.stderr, cp.stderr
-        h.expect_ok(migrate(src, os.path.join(d, "u_11.onnx"), "--target-opset", 11))
-        h.check(os.path.join(d, "u_11.onnx"))
+        # run-time tiles and axis (negative too), rank known: opset-7 ops suffice
+        for axis in (1, -1):
+            src = os.path.join(d, "u.onnx")
+            onnx.save(tile1_model(5, 3, "input", "float", True, 2, axis), src)
+            feeds = {"x": x, "tiles": np.array(2, np.float32),
+                     "axis": np.array(axis, np.float32)}
+            cp = migrate(src, os.path.join(d, "u_6.onnx"), "--target-opset", 6)
+            assert cp.returncode == 1 and ">= 7" in cp.stderr, cp.stderr
+            for tgt in (7, 8, 9, 10, 11, 13):
+                dst = os.path.join(d, f"u_{tgt}.onnx")
+                h.expect_ok(migrate(src, dst, "--target-opset", tgt))
+                h.check(dst)
+                h.assert_close(h.run_ort(dst, feeds), [expected(x, 2, axis)],
+                               what=f"run-time Tile-1 at target {tgt}, axis {axis}")
+        # rank known only at run time: Range, so 11 and later
+        src = os.path.join(d, "v.onnx")
+        onnx.save(tile1_model(5, 3, "input", "float", True, 2, 1, "dynamic"), src)
+        cp = migrate(src, os.path.join(d, "v_10.onnx"), "--target-opset", 10)
+        assert cp.returncode == 1 and "tile1" in cp.stderr and ">= 11" in cp.stderr, cp.stderr
+        h.expect_ok(migrate(src, os.path.join(d, "v_11.onnx"), "--target-opset", 11))
+        h.check(os.path.join(d, "v_11.onnx"))
 
 
 if __name__ == "__main__":
