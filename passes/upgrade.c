@@ -930,7 +930,7 @@ static int tile1_repeats_ranked(up *u, graph *g, int32_t node, int32_t r,
         return err_set(u->err, TILEOPT_LIMIT, "node %s: rank %d too large",
                        graph_node_id(g, node), r);
     int64_t v[TENSOR_MAX_RANK], one = 1;
-    const char *sel, *t64, *one1, *less, *scaled;
+    const char *sel, *t64, *one1, *extra, *scaled;
     int rc;
     if (axis) {
         int64_t a = axis[0] < 0 ? axis[0] + r : axis[0];
@@ -958,8 +958,8 @@ static int tile1_repeats_ranked(up *u, graph *g, int32_t node, int32_t r,
         rc = emit_i64_cast(u, g, node, tn, &t64);
     if (rc || (rc = emit_i64(u, g, node, "one", &one, 1, true, &one1))) return rc;
     const char *d[2] = {t64, one1};
-    if ((rc = emit(u, g, node, "Sub", d, 2, &less, NULL))) return rc;
-    const char *m[2] = {sel, less};
+    if ((rc = emit(u, g, node, "Sub", d, 2, &extra, NULL))) return rc;
+    const char *m[2] = {sel, extra};
     if ((rc = emit(u, g, node, "Mul", m, 2, &scaled, NULL))) return rc;
     const char *a[2] = {scaled, one1};
     return emit(u, g, node, "Add", a, 2, out, NULL);
