@@ -930,14 +930,15 @@ static int tile1_repeats_ranked(up *u, graph *g, int32_t node, int32_t r,
         return err_set(u->err, TILEOPT_LIMIT, "node %s: rank %d too large",
                        graph_node_id(g, node), r);
     int64_t v[TENSOR_MAX_RANK], one = 1;
-    const char *sel, *t64, *one1, *extra, *scaled;
+    const char *sel = NULL, *t64 = NULL, *one1 = NULL, *extra = NULL, *scaled = NULL;
     int rc;
     if (axis) {
         int64_t a = axis[0] < 0 ? axis[0] + r : axis[0];
         for (int32_t i = 0; i < r; i++) v[i] = i == a;
         if ((rc = emit_i64(u, g, node, "axis_mask", v, (size_t)r, false, &sel))) return rc;
     } else {
-        const char *ax, *iota, *iota_neg, *at, *at_neg, *either;
+        const char *ax = NULL, *iota = NULL, *iota_neg = NULL, *at = NULL, *at_neg = NULL,
+                   *either = NULL;
         if ((rc = emit_i64_cast(u, g, node, an, &ax))) return rc;
         for (int32_t i = 0; i < r; i++) v[i] = i;
         if ((rc = emit_i64(u, g, node, "iota", v, (size_t)r, false, &iota))) return rc;
