@@ -1,5 +1,6 @@
-# Sourced by ./run and ./test: install what is missing on a Debian 12 machine.
-# deps_build: what building needs; deps_test: what the test suite needs on top.
+# Sourced by ./run, ./test and ./fuzz: install what is missing on a Debian 12
+# machine. deps_build: what building needs; deps_test: what the test suite needs
+# on top. quiet: run a setup or build step without its chatter.
 
 _apt_updated=0
 _apt_install() {
@@ -38,5 +39,16 @@ deps_test() {
         mkdir -p "$cache"
         (cd "$cache" && { [ -f package.json ] || echo '{"private":true}' > package.json; } &&
             npm install --ignore-scripts --no-audit --no-fund onnxruntime-node >&2)
+    fi
+}
+
+# Run a setup or build step quietly; when it fails, its last output goes to
+# stderr (a CI log would otherwise end with no reason) and the script exits.
+quiet() {
+    local out
+    if ! out=$("$@" 2>&1); then
+        printf '%s\n' "$out" | tail -n 60 >&2
+        echo "failed: $*" >&2
+        exit 1
     fi
 }
