@@ -201,6 +201,12 @@ int graph_node_set_attr_string(graph *g, Onnx__NodeProto *n, const char *name,
                                const char *v);
 int graph_node_set_attr_tensor(graph *g, Onnx__NodeProto *n, const char *name,
                                Onnx__TensorProto *t);
+/* A subgraph attribute; it is indexed by the next graph_commit. */
+int graph_node_set_attr_graph(graph *g, Onnx__NodeProto *n, const char *name,
+                              Onnx__GraphProto *sub);
+/* A deep copy of a subgraph in the model's arena, for another node (each node owns
+** its subgraphs: passes edit them in place). NULL when out of memory. */
+Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src);
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name);
 /* Change input slot i of node to name (slot may be == n_input to append). */
 int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);

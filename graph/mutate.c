@@ -259,6 +259,27 @@ int graph_node_set_attr_tensor(graph *g, Onnx__NodeProto *n, const char *name,
     return TILEOPT_OK;
 }
 
+int graph_node_set_attr_graph(graph *g, Onnx__NodeProto *n, const char *name,
+                              Onnx__GraphProto *sub) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH, &at);
+    if (rc) return rc;
+    at->g = sub;
+    return TILEOPT_OK;
+}
+
+Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src) {
+    /* Through the wire format: protobuf-c has no deep copy, and this keeps every
+    ** field, unknown ones included, as a save would. */
+    size_t n = onnx__graph_proto__get_packed_size(src);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return NULL;
+    onnx__graph_proto__pack(src, buf);
+    Onnx__GraphProto *c = onnx__graph_proto__unpack(arena_pb_allocator(m->arena), n, buf);
+    free(buf);
+    return c;
+}
+
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name) {
     size_t k = 0;
     for (size_t i = 0; i < n->n_attribute; i++)

@@ -1086,10 +1086,33 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
     return replace_node(u, g, node, "Tile", ins, 2, 0);
 }
 
+/* Unsqueeze(x, 0) written to the given name, in the target opset's form. */
+static int unsqueeze0_as(up *u, graph *g, int32_t node, const char *x, const char *name) {
+    const int64_t zero = 0;
+    const char *ax = NULL;
+    int rc;
+    if (u->tgt >= 13 && (rc = emit_i64(u, g, node, "axes", &zero, 1, false, &ax))) return rc;
+    const char *ins[2] = {x, ax};
+    const char *nm = fresh(u, g, node, "Unsqueeze");
+    Onnx__NodeProto *un =
+        nm ? graph_add_node(g, "Unsqueeze", nm, ins, u->tgt >= 13 ? 2 : 1, &name, 1, NULL)
+           : NULL;
+    if (!un) return nomem(u);
+    if (u->tgt < 13 && graph_node_set_attr_ints(g, un, "axes", &zero, 1)) return nomem(u);
+    return 0;
+}
+
+/* A larger Scan-8 batch is unrolled, with a copy of the body per item: above
+** this, the model would grow too much for what it gains. */
+#define SCAN8_MAX_BATCH 16
+
 /*
 ** Scan-8 carried a batch axis on every state and scan input and output; Scan-9
 ** dropped it. With a batch of one (the common export) that is Squeeze(0) on the
-** way in and Unsqueeze(0) on the way out; scan axes move from 1 to 0 with it.
+** way in and Unsqueeze(0) on the way out; scan axes move from 1 to 0 with it. A
+** larger static batch is unrolled: item b reads Gather(input, b), runs its own
+** Scan-9 (a copy of the body), and Concat of the items' Unsqueeze(0)'d results
+** gives back each batched output.
 */
 static int a_scan_8_9(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -1100,56 +1123,84 @@ static int a_scan_8_9(up *u, graph *g, int32_t *node, cJSON *act) {
     if (n->n_input < 2 || n->n_input > 64 || n->n_output > 64)
         return err_set(u->err, TILEOPT_INVALID, "node %s: Scan-8 with %zu inputs", id,
                        n->n_input);
+    Onnx__AttributeProto *body_attr = graph_attr(n, "body");
+    if (!body_attr || !body_attr->g)
+        return err_set(u->err, TILEOPT_INVALID, "node %s: Scan-8 without a body", id);
+    Onnx__GraphProto *body = body_attr->g;
     int64_t batch = -1;
     for (size_t i = 1; i < n->n_input && batch < 0; i++) {
         graph_value *v = value_of(g, n->input[i]);
         if (v && v->type.rank >= 1 && v->type.dims[0] >= 0) batch = v->type.dims[0];
     }
-    if (batch != 1)
+    if (batch < 1 || batch > SCAN8_MAX_BATCH)
         return err_set(u->err, TILEOPT_UNSUPPORTED,
-                       "node %s: Scan-8 with batch size %s has no opset-9 form here (only "
-                       "a batch of 1)", id, batch < 0 ? "unknown" : "above 1");
+                       "node %s: Scan-8 with batch size %s has no opset-9 form here (a "
+                       "static batch of 1 to %d)", id,
+                       batch < 0 ? "unknown" : batch == 0 ? "0" : "above the limit",
+                       SCAN8_MAX_BATCH);
     /* The body was migrated already; sweep it now, since the node that holds it is
     ** about to be replaced and graph_commit only walks the live nodes' bodies. */
     for (graph *s = graph_node_subgraphs(g, *node); s; s = s->next_sibling) {
         int rc = graph_commit(s, u->err);
         if (rc) return rc;
     }
-    const char *ins[64], *outs[64];
     const int64_t zero = 0;
     int rc;
-    for (size_t i = 1; i < n->n_input; i++)
-        if ((rc = emit_axes_op(u, g, *node, "Squeeze", n->input[i], &zero, 1, &ins[i - 1])))
-            return rc;
-    for (size_t k = 0; k < n->n_output; k++)
-        if (!(outs[k] = fresh(u, g, *node, "scan9"))) return TILEOPT_NOMEM;
     Onnx__AttributeProto *dir = graph_attr(n, "directions");
     int64_t dirs[64];
     size_t nd = dir ? (dir->n_ints < 64 ? dir->n_ints : 64) : 0;
     for (size_t k = 0; k < nd; k++) dirs[k] = dir->ints[k];
     graph_node_del_attr(n, "directions");
+    int64_t n_scan = graph_attr_int(n, "num_scan_inputs", 0);
+    const char *const *old_ins = (const char *const *)n->input;
     const char *const *old_outs = (const char *const *)n->output;
-    size_t n_out = n->n_output;
-    if ((rc = replace_node_as(u, g, node, "Scan", ins, n->n_input - 1, 0, outs))) return rc;
-    Onnx__NodeProto *s9 = graph_node(g, *node);
-    if (nd && graph_node_set_attr_ints(g, s9, "scan_input_directions", dirs, nd))
-        return nomem(u);
-    /* The new node writes fresh names; Unsqueeze(0) gives back the old ones. */
+    size_t n_in = n->n_input - 1, n_out = n->n_output;
+    const char *outs[SCAN8_MAX_BATCH][64];
+    for (int64_t b = 0; b < batch; b++) {
+        const char *ins[64], *item = NULL;
+        if (batch > 1 && (rc = emit_i64(u, g, *node, "item", &b, 1, true, &item))) return rc;
+        for (size_t i = 0; i < n_in; i++) {
+            const char *gi[2] = {old_ins[i + 1], item};
+            rc = batch == 1 ? emit_axes_op(u, g, *node, "Squeeze", gi[0], &zero, 1, &ins[i])
+                            : emit(u, g, *node, "Gather", gi, 2, &ins[i], NULL);
+            if (rc) return rc;
+        }
+        for (size_t k = 0; k < n_out; k++)
+            if (!(outs[b][k] = fresh(u, g, *node, "scan9"))) return TILEOPT_NOMEM;
+        Onnx__NodeProto *s9;
+        if (b == 0) { /* the node itself, keeping its name and attributes */
+            if ((rc = replace_node_as(u, g, node, "Scan", ins, n_in, 0, outs[0]))) return rc;
+            s9 = graph_node(g, *node);
+        } else {
+            Onnx__GraphProto *copy = graph_pb_clone(u->m, body);
+            const char *nm = copy ? fresh(u, g, *node, "Scan") : NULL;
+            s9 = nm ? graph_add_node(g, "Scan", nm, ins, n_in, outs[b], n_out, NULL) : NULL;
+            if (!s9 || graph_node_set_attr_int(g, s9, "num_scan_inputs", n_scan) ||
+                graph_node_set_attr_graph(g, s9, "body", copy))
+                return nomem(u);
+        }
+        if (nd && graph_node_set_attr_ints(g, s9, "scan_input_directions", dirs, nd))
+            return nomem(u);
+    }
+    /* The new nodes write fresh names; Unsqueeze(0), and Concat over the items,
+    ** give back the old ones. */
     for (size_t k = 0; k < n_out; k++) {
         const char *orig = old_outs[k];
         if (!orig || !*orig) continue;
-        const char *ax;
-        if (u->tgt >= 13) {
-            if ((rc = emit_i64(u, g, *node, "axes", &zero, 1, false, &ax))) return rc;
+        if (batch == 1) {
+            if ((rc = unsqueeze0_as(u, g, *node, outs[0][k], orig))) return rc;
+            continue;
         }
-        const char *ui[2] = {outs[k], u->tgt >= 13 ? ax : NULL};
-        const char *nm = fresh(u, g, *node, "Unsqueeze");
-        Onnx__NodeProto *un = nm ? graph_add_node(g, "Unsqueeze", nm, ui, u->tgt >= 13 ? 2 : 1,
-                                                  &orig, 1, NULL) : NULL;
-        if (!un) return nomem(u);
-        if (u->tgt < 13 && graph_node_set_attr_ints(g, un, "axes", &zero, 1)) return nomem(u);
+        const char *parts[SCAN8_MAX_BATCH];
+        for (int64_t b = 0; b < batch; b++)
+            if ((rc = emit_axes_op(u, g, *node, "Unsqueeze", outs[b][k], &zero, 1, &parts[b])))
+                return rc;
+        const char *nm = fresh(u, g, *node, "Concat");
+        Onnx__NodeProto *c =
+            nm ? graph_add_node(g, "Concat", nm, parts, (size_t)batch, &orig, 1, NULL) : NULL;
+        if (!c || graph_node_set_attr_int(g, c, "axis", 0)) return nomem(u);
     }
-    if (act) cJSON_AddNumberToObject(act, "batch", 1);
+    if (act) cJSON_AddNumberToObject(act, "batch", (double)batch);
     return 0;
 }
 

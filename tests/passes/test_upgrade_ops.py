@@ -336,16 +336,24 @@ def _scan8(batch, name="scan"):
                  [vi("fin", [batch, 2]), vi("ys", [batch, 3, 2])], 8)
 
 
-def upgrade_should_drop_the_batch_axis_of_scan8_with_a_batch_of_one():
-    init = RNG.standard_normal((1, 2)).astype(np.float32)
-    xs = RNG.standard_normal((1, 3, 2)).astype(np.float32)
-    ys = init[:, None, :] + np.cumsum(xs[:, ::-1, :], axis=1)  # directions=[1]: reversed
-    for tgt in (9, 13):
-        migrate(_scan8(1), {"init": init, "xs": xs}, [ys[:, -1, :], ys], target=tgt,
-                tag=f"Scan-8 to {tgt}")
+def upgrade_should_drop_the_batch_axis_of_scan8():
+    # a batch of one: Squeeze/Unsqueeze around one Scan-9; larger static batches:
+    # one Scan-9 per item (each with its own body), Concat of the results
+    for batch in (1, 2, 3):
+        init = RNG.standard_normal((batch, 2)).astype(np.float32)
+        xs = RNG.standard_normal((batch, 3, 2)).astype(np.float32)
+        ys = init[:, None, :] + np.cumsum(xs[:, ::-1, :], axis=1)  # directions=[1]: reversed
+        for tgt in (9, 13):
+            rep, out = migrate(_scan8(batch), {"init": init, "xs": xs}, [ys[:, -1, :], ys],
+                               target=tgt, tag=f"Scan-8 batch {batch} to {tgt}")
+            scans = [n for n in out.graph.node if n.op_type == "Scan"]
+            assert len(scans) == batch, [n.op_type for n in out.graph.node]
+            assert sum(n.op_type == "Concat" for n in out.graph.node) == (2 if batch > 1 else 0)
+            (a,) = [a for a in actions(rep) if a["op"] == "Scan"]
+            assert a["batch"] == batch, a
     with h.tempdir() as d:
         src, dst = os.path.join(d, "s.onnx"), os.path.join(d, "d.onnx")
-        onnx.save(_scan8(2), src)
+        onnx.save(_scan8(17), src)
         cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade")
         assert cp.returncode == 1 and "scan" in cp.stderr and "batch" in cp.stderr, cp.stderr
         assert not os.path.exists(dst)
