@@ -349,6 +349,28 @@ static void constant_value_should_cover_every_attribute_form(void **state) {
     assert_null(t);
 }
 
+static void pb_clone_should_copy_a_subgraph_deeply(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    Onnx__GraphProto *src = m->pb->graph;
+    Onnx__GraphProto *c = graph_pb_clone(m, src);
+    assert_non_null(c);
+    assert_ptr_not_equal(c, src);
+    assert_int_equal(c->n_node, src->n_node);
+    assert_ptr_not_equal(c->node[0], src->node[0]);
+    assert_string_equal(c->node[0]->op_type, src->node[0]->op_type);
+    c->node[0]->name = (char *)"renamed";
+    assert_string_not_equal(src->node[0]->name ? src->node[0]->name : "", "renamed");
+    /* and attached to a node as its body attribute */
+    graph *g = m->main;
+    const char *in = src->input[0]->name, *out = graph_unique_name(g, "holder_out");
+    Onnx__NodeProto *n = graph_add_node(g, "Identity", "holder", &in, 1, &out, 1, NULL);
+    assert_non_null(n);
+    assert_int_equal(graph_node_set_attr_graph(g, n, "body", c), TILEOPT_OK);
+    assert_int_equal(graph_attr(n, "body")->type, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    graph_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -364,6 +386,7 @@ int main(void) {
         cmocka_unit_test(arena_should_serve_requests_larger_than_its_chunk),
         cmocka_unit_test(tensor_encode_should_round_trip_strings_through_decode),
         cmocka_unit_test(constant_value_should_cover_every_attribute_form),
+        cmocka_unit_test(pb_clone_should_copy_a_subgraph_deeply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
