@@ -36,6 +36,22 @@ static int need_output(size_t n_out, errbuf *err) {
     return TILEOPT_OK;
 }
 
+/* The common prologue: the first `need` inputs present and an output to write. */
+static int need_io(tensor *const *in, size_t n_in, size_t need, size_t n_out, errbuf *err) {
+    int rc = need_inputs(in, n_in, need, err);
+    return rc ? rc : need_output(n_out, err);
+}
+
+/* The common epilogue: out[0] = o on success; o freed on failure. */
+static int emit_result(int rc, tensor *o, tensor **out) {
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
 static size_t esize(int32_t elem) {
     const dtype_info *d = dtype_get(elem);
     return d ? d->size : 0;
@@ -219,12 +235,7 @@ static int keep(tensor *o, const tensor *src, errbuf *err) {
 static int emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err) {
     int rc = keep(o, c, err);
     tensor_free(c);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_result(rc, o, out);
 }
 
 /*
@@ -286,8 +297,7 @@ KERNEL(k_constant) {
 
 KERNEL(k_constant_of_shape) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t dims[TENSOR_MAX_RANK];
     size_t rank;
@@ -324,26 +334,20 @@ KERNEL(k_constant_of_shape) {
         return rc;
     }
     if (val) {
-        size_t es = esize(elem);
-        uint64_t nel = tensor_numel(o);
-        for (uint64_t i = 0; i < nel; i++) memcpy(o->data + i * es, val->data, es);
+        /* one element broadcast over the output: the Tile engine's fill */
+        tile_axis ax = {1, 0, (int64_t)tensor_numel(o)};
+        tile_engine(o->data, val->data, esize(elem), &ax, 1);
         rc = keep(o, val, err);
         tensor_free(val);
-        if (rc) {
-            tensor_free(o);
-            return rc;
-        }
     }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_result(rc, o, out);
 }
 
 /* ------------------------------------------------------------- Shape, Size */
 
 KERNEL(k_shape) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t r = in[0]->rank;
     int64_t start = graph_attr_int(n, "start", 0), end = graph_attr_int(n, "end", r);
@@ -358,8 +362,7 @@ KERNEL(k_shape) {
 KERNEL(k_size) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     uint64_t nel;
     if (!dims_numel(in[0]->dims, in[0]->rank, &nel) || nel > (uint64_t)INT64_MAX)
@@ -371,8 +374,7 @@ KERNEL(k_size) {
 
 KERNEL(k_gather) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 2, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0], *ind = in[1];
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "data must have rank >= 1");
@@ -485,13 +487,8 @@ KERNEL(k_concat) {
         for (size_t i = 0; i < n_in && !rc; i++) rc = keep(o, cs[i], err);
         for (size_t i = 0; i < n_in; i++) tensor_free(cs[i]);
         free(cs);
-        if (rc) {
-            tensor_free(o);
-            return rc;
-        }
     }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_result(rc, o, out);
 }
 
 /* ---------------------------------------------------- Unsqueeze, Squeeze */
@@ -541,8 +538,7 @@ static int do_squeeze(tensor *x, const int64_t *axes, size_t na, bool have_axes,
 
 KERNEL(k_unsqueeze_1) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
@@ -556,8 +552,7 @@ KERNEL(k_unsqueeze_1) {
 KERNEL(k_unsqueeze_13) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_inputs(in, n_in, 2, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
@@ -568,8 +563,7 @@ KERNEL(k_unsqueeze_13) {
 
 KERNEL(k_squeeze_1) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
@@ -582,8 +576,7 @@ KERNEL(k_squeeze_1) {
 KERNEL(k_squeeze_13) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
@@ -652,8 +645,7 @@ static int do_reshape(tensor *x, const int64_t *shape, size_t ns, bool allowzero
 
 KERNEL(k_reshape_1) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t shape[TENSOR_MAX_RANK];
     size_t ns = 0;
@@ -665,8 +657,7 @@ KERNEL(k_reshape_1) {
 }
 
 KERNEL(k_reshape_5) {
-    int rc = need_inputs(in, n_in, 2, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     int64_t shape[TENSOR_MAX_RANK];
     size_t ns = 0;
@@ -680,8 +671,7 @@ KERNEL(k_reshape_5) {
 }
 
 KERNEL(k_flatten) {
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     int64_t r = x->rank, axis = graph_attr_int(n, "axis", 1);
@@ -777,8 +767,7 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
 
 KERNEL(k_slice_1) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t s[TENSOR_MAX_RANK], e[TENSOR_MAX_RANK], a[TENSOR_MAX_RANK];
     size_t ns, ne, na;
@@ -795,8 +784,7 @@ KERNEL(k_slice_1) {
 KERNEL(k_slice_10) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_inputs(in, n_in, 3, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 3, n_out, err);
     if (rc) return rc;
     int64_t s[TENSOR_MAX_RANK], e[TENSOR_MAX_RANK], a[TENSOR_MAX_RANK], p[TENSOR_MAX_RANK];
     size_t ns = 0, ne = 0, na = 0, np = 0;
@@ -823,8 +811,7 @@ static int scalar_double(const tensor *t, double *v) {
 KERNEL(k_range) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_inputs(in, n_in, 3, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 3, n_out, err);
     if (rc) return rc;
     int32_t elem = in[0]->elem;
     for (int i = 0; i < 3; i++) {
@@ -897,12 +884,7 @@ KERNEL(k_range) {
     }
 done:
     for (int i = 0; i < 3; i++) tensor_free(c[i]);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_result(rc, o, out);
 }
 
 /* ------------------------------------------------------------------ Expand */
@@ -910,8 +892,7 @@ done:
 KERNEL(k_expand) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_inputs(in, n_in, 2, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     int64_t shape[TENSOR_MAX_RANK], od[TENSOR_MAX_RANK];
@@ -944,8 +925,7 @@ KERNEL(k_expand) {
 
 KERNEL(k_transpose) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     int32_t r = x->rank;
@@ -982,12 +962,7 @@ KERNEL(k_transpose) {
         rc = keep(o, c, err);
     }
     tensor_free(c);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    out[0] = o;
-    return TILEOPT_OK;
+    return emit_result(rc, o, out);
 }
 
 /* --------------------------------------------------------------- Reduce* */
@@ -1231,8 +1206,7 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
 static int reduce_attr(red_kind kind, const Onnx__NodeProto *n, tensor *const *in,
                        size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
                        errbuf *err) {
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
@@ -1246,8 +1220,7 @@ static int reduce_attr(red_kind kind, const Onnx__NodeProto *n, tensor *const *i
 static int reduce_input(red_kind kind, const Onnx__NodeProto *n, tensor *const *in,
                         size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
                         errbuf *err) {
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
@@ -1288,8 +1261,7 @@ REDUCE_KERNELS(reduce_log_sum_exp, RED_LOGSUMEXP)
 static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *const *in,
                   size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
                   errbuf *err) {
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     acc_class cls;
@@ -1360,8 +1332,7 @@ KERNEL(k_argmin) { return do_arg(false, n, opset, in, n_in, out, n_out, lim, err
 
 KERNEL(k_gather_elements) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 2, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0], *ind = in[1];
     int32_t r = x->rank;
@@ -1518,8 +1489,7 @@ KERNEL(k_split_13) {
 
 KERNEL(k_trilu) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 1, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     if (x->rank < 2) return err_set(err, TILEOPT_INVALID, "input must have rank >= 2");
@@ -1561,8 +1531,7 @@ KERNEL(k_trilu) {
 
 KERNEL(k_cumsum) {
     UNUSED(opset);
-    int rc = need_inputs(in, n_in, 2, err);
-    if (!rc) rc = need_output(n_out, err);
+    int rc = need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     acc_class cls;
