@@ -590,75 +590,15 @@ static void inf_castlike(ictx *c) {
     c->out[0].elem = in_elem(c, 1);
 }
 
-static void value_from_attr(ictx *c, const Onnx__AttributeProto *a) {
-    ity *o = &c->out[0];
-    irun *r = c->r;
-    switch (a->type) {
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
-        if (!a->t) return;
-        type_from_tensor(r, a->t, o);
-        c->outv[0] = ival_from_tensor(r, a->t);
-        return;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: {
-        o->elem = DT_INT64;
-        o->rank = 0;
-        ival *iv = ival_new(r, DT_INT64, 0, 1, false);
-        if (iv) {
-            iv->v[0] = a->i;
-            iv->known[0] = 1;
-        }
-        c->outv[0] = iv;
-        return;
-    }
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: {
-        o->elem = DT_INT64;
-        o->rank = 1;
-        o->d[0] = (int64_t)a->n_ints;
-        o->s[0] = NULL;
-        ival *iv = ival_new(r, DT_INT64, 1, (int64_t)a->n_ints, false);
-        if (iv)
-            for (size_t k = 0; k < a->n_ints; k++) {
-                iv->v[k] = a->ints[k];
-                iv->known[k] = 1;
-            }
-        c->outv[0] = iv;
-        return;
-    }
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
-        o->elem = DT_FLOAT;
-        o->rank = 0;
-        return;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
-        o->elem = DT_FLOAT;
-        o->rank = 1;
-        o->d[0] = (int64_t)a->n_floats;
-        o->s[0] = NULL;
-        return;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
-        o->elem = DT_STRING;
-        o->rank = 0;
-        return;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
-        o->elem = DT_STRING;
-        o->rank = 1;
-        o->d[0] = (int64_t)a->n_strings;
-        o->s[0] = NULL;
-        return;
-    default:
-        return;
-    }
-}
-
+/* Every attribute form of Constant reads as a TensorProto (graph_constant_value):
+** its type, and its values when they are a small vector. */
 static void inf_constant(ictx *c) {
-    static const char *const names[] = {"value", "value_int", "value_ints", "value_float",
-                                        "value_floats", "value_string", "value_strings"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const Onnx__AttributeProto *a = graph_attr(c->n, names[i]);
-        if (a) {
-            value_from_attr(c, a);
-            return;
-        }
-    }
+    graph_const_hdr hdr;
+    const Onnx__TensorProto *t;
+    errbuf e;
+    if (graph_constant_value(c->n, &hdr, &t, &e) != TILEOPT_OK) return;
+    type_from_tensor(c->r, t, &c->out[0]);
+    c->outv[0] = ival_from_tensor(c->r, t);
 }
 
 static void inf_shape(ictx *c) {
