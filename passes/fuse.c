@@ -182,24 +182,15 @@ static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *na
     graph_value *v = graph_resolve(g, name);
     if (!v || v->input >= 0) return TILEOPT_OK; /* a graph input can be overridden */
     const Onnx__TensorProto *tp = graph_initializer(g, name);
-    const Onnx__AttributeProto *ints = NULL;
+    graph_const_hdr hdr; /* tp may point into it */
     if (!tp) {
         Onnx__NodeProto *c = graph_producer(g, name, NULL);
-        if (!c || !graph_node_is(c, "Constant")) return TILEOPT_OK;
-        ints = graph_attr(c, "value_ints");
-        const Onnx__AttributeProto *a = graph_attr(c, "value");
-        if (!ints && (!a || !a->t)) return TILEOPT_OK;
-        if (!ints) tp = a->t;
+        errbuf e;
+        if (!c || !graph_node_is(c, "Constant") || graph_constant_value(c, &hdr, &tp, &e))
+            return TILEOPT_OK;
     }
     tensor *rt = NULL;
-    int rc;
-    if (ints) {
-        int64_t len = (int64_t)ints->n_ints;
-        rc = tensor_new(DT_INT64, &len, 1, &pc->opt->eval_lim, &rt, pc->err);
-        if (!rc && len) memcpy(rt->data, ints->ints, (size_t)len * sizeof(int64_t));
-    } else {
-        rc = tensor_from_proto(g->model, tp, &pc->opt->eval_lim, &rt, pc->err);
-    }
+    int rc = tensor_from_proto(g->model, tp, &pc->opt->eval_lim, &rt, pc->err);
     if (rc) return err_prefix(pc->err, "node %s (Tile): repeats '%s': ",
                               graph_node_id(g, node), name);
     rc = pass_check_repeats(pc, g, node, rt, xt);

@@ -123,10 +123,10 @@ static bool value_unused(graph *g, const char *name) {
 
 /* The TensorProto behind a constant value: an initializer (unless, from IR 4 on,
 ** it is also a graph input and so only a default the caller may override) or a
-** Constant node's tensor. Constant's scalar forms come back in *scalar. */
+** Constant node's value in any attribute form (a header in *hdr for the scalar
+** and list forms). */
 static const Onnx__TensorProto *const_tensor(up *u, graph *g, const char *name,
-                                             const Onnx__AttributeProto **scalar) {
-    *scalar = NULL;
+                                             graph_const_hdr *hdr) {
     if (!name || !*name) return NULL;
     Onnx__TensorProto *t = graph_initializer(g, name);
     if (t) {
@@ -134,19 +134,12 @@ static const Onnx__TensorProto *const_tensor(up *u, graph *g, const char *name,
         if (v && v->input >= 0 && u->ir_in >= 4) return NULL;
         return t;
     }
-    int32_t pi;
-    Onnx__NodeProto *p = graph_producer(g, name, &pi);
-    if (!p || !graph_node_is(p, "Constant")) return NULL;
-    Onnx__AttributeProto *a = graph_attr(p, "value");
-    if (a && a->t) return a->t;
-    static const char *const scalar_attrs[] = {"value_int", "value_ints", "value_float",
-                                               "value_floats"};
-    for (size_t i = 0; i < sizeof scalar_attrs / sizeof scalar_attrs[0]; i++)
-        if ((a = graph_attr(p, scalar_attrs[i])) != NULL) {
-            *scalar = a;
-            return NULL;
-        }
-    return NULL;
+    Onnx__NodeProto *p = graph_producer(g, name, NULL);
+    const Onnx__TensorProto *c;
+    errbuf e;
+    if (!p || !graph_node_is(p, "Constant") || graph_constant_value(p, hdr, &c, &e))
+        return NULL;
+    return c;
 }
 
 /* Integer values of a constant. Float values must be whole; *found is false when
@@ -155,28 +148,11 @@ static int const_ints(up *u, graph *g, int32_t node, const char *name, const cha
                       int64_t *out, size_t cap, size_t *count, int32_t *elem, bool *found) {
     *found = false;
     *count = 0;
-    const Onnx__AttributeProto *sa;
-    const Onnx__TensorProto *t = const_tensor(u, g, name, &sa);
+    graph_const_hdr hdr;
+    const Onnx__TensorProto *t = const_tensor(u, g, name, &hdr);
     double dv[64];
     size_t n = 0;
-    if (sa) {
-        if (sa->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT ||
-            sa->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
-            bool one = sa->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-            n = one ? 1 : sa->n_ints;
-            if (n > cap) return 0;
-            for (size_t i = 0; i < n; i++) out[i] = one ? sa->i : sa->ints[i];
-            *count = n;
-            *elem = DT_INT64;
-            *found = true;
-            return 0;
-        }
-        bool one = sa->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-        n = one ? 1 : sa->n_floats;
-        if (n > cap || n > 64) return 0;
-        for (size_t i = 0; i < n; i++) dv[i] = one ? sa->f : sa->floats[i];
-        *elem = DT_FLOAT;
-    } else if (t) {
+    if (t) {
         graph_tensor_data td;
         int rc = graph_tensor_read(u->m, t, &td, u->err);
         if (rc) return err_prefix(u->err, "node %s: %s: ", graph_node_id(g, node), what);
@@ -239,8 +215,8 @@ static int const_ints(up *u, graph *g, int32_t node, const char *name, const cha
 */
 static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
     if (!name || !*name || depth <= 0) return NULL;
-    const Onnx__AttributeProto *sa;
-    const Onnx__TensorProto *t = const_tensor(u, g, name, &sa);
+    graph_const_hdr hdr;
+    const Onnx__TensorProto *t = const_tensor(u, g, name, &hdr);
     errbuf e;
     err_clear(&e);
     const eval_limits *lim = &u->pc->opt->eval_lim;
