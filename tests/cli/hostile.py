@@ -6,7 +6,7 @@ the same rules:
   the case's pattern (it names the problem and the node, tensor or field), no
   sanitizer report, no new file in the output folder, the input folder unchanged.
 
-Used by test_catalogue.py and test_limits.py.
+Used by test_catalogue.py, test_limits.py, test_bad_input.py and test_fidelity.py.
 """
 import os
 import re

@@ -14,6 +14,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
 import harness as h  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile  # noqa: E402  (wire-format helpers)
+
 TESTDATA = "/usr/share/libonnx-testdata/data"
 WORKERS = 2
 
@@ -67,17 +70,9 @@ def fidelity_should_roundtrip_every_testdata_model():
                              "\n".join(failures[:100]))
 
 
-def _unknown_varint(field, value):
-    """Bytes of a varint field `field` = value, for an unknown-field splice."""
-    def varint(v):
-        out = bytearray()
-        while True:
-            b = v & 0x7F
-            v >>= 7
-            out.append(b | (0x80 if v else 0))
-            if not v:
-                return bytes(out)
-    return varint(field << 3) + varint(value)
+def _unknown_varint(num, value):
+    """Bytes of a varint field `num` = value, for an unknown-field splice."""
+    return hostile.field(num, 0, hostile.varint(value))
 
 
 def rich_model():
