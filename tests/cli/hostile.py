@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
@@ -54,14 +53,7 @@ def write(path, data):
         f.write(to_bytes(data))
 
 
-def snapshot(folder):
-    out = {}
-    for root, _dirs, files in os.walk(folder):
-        for f in files:
-            p = os.path.join(root, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, folder)] = (fh.read(), os.stat(p).st_mtime_ns)
-    return out
+snapshot = h.snapshot
 
 
 def problems_of(cp, pattern, code):

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile as x  # noqa: E402
-from hostile import F, I64, const, h, model, vi  # noqa: E402
+from hostile import F, const, h, model, vi  # noqa: E402
 
 PASSES = ("upgrade", "fold", "fuse")
 LOAD = ("none", "optimize") + PASSES + ("inspect", "run")   # fails at load

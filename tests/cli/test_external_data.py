@@ -16,14 +16,7 @@ sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools")
 import harness as h  # noqa: E402
 
 
-def snapshot(folder):
-    out = {}
-    for f in sorted(os.listdir(folder)):
-        p = os.path.join(folder, f)
-        if os.path.isfile(p):
-            with open(p, "rb") as fh:
-                out[f] = (fh.read(), os.stat(p).st_mtime_ns)
-    return out
+snapshot = h.snapshot
 
 
 def external_model(folder):

@@ -64,7 +64,6 @@ def tensor_headers(rank):
 
 def tensor_seeds(out):
     try:
-        import onnx  # noqa: F401  (only to read ranks; seeds work without it)
         from onnx import TensorProto
     except ImportError:
         TensorProto = None

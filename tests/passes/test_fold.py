@@ -6,7 +6,6 @@ output with onnx.checker (full check), validates the report against the schema,
 and evaluates the original and the folded model on the same seeded inputs in
 ONNX Runtime and in tileopt's evaluator: all four must agree.
 """
-import json
 import os
 import sys
 
@@ -17,17 +16,11 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
 import harness as h  # noqa: E402
-from validate_report import report_errors  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-def vi(name, elem, shape):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
-def i64(name, v):
-    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+vi, i64 = h.vi, h.i64
 
 
 def f32(name, v):
@@ -47,19 +40,12 @@ def make(nodes, inputs, outputs, inits=(), opset=13):
 def fold(m, *extra, evaluate=True, feeds=None, passes="fold", ort_src=True):
     """Fold m; check, validate, compare. Returns (folded model, actions)."""
     with h.tempdir() as d:
-        src, dst, rep = (os.path.join(d, n) for n in ("src.onnx", "dst.onnx", "r.json"))
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
         if isinstance(m, str):
             src = m
         else:
             onnx.save(m, src)
-        h.check(src)
-        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", passes,
-                              "--report", rep, *extra))
-        h.check(dst)
-        with open(rep) as f:
-            report = json.load(f)
-        errs = report_errors(report)
-        assert not errs, f"report invalid: {errs}"
+        report = h.optimize_checked(src, dst, passes, *extra)
         if evaluate:
             feeds = feeds or h.random_feeds(src, seed=5)
             # ORT has no kernel for some legacy forms: the evaluator stands in

@@ -6,7 +6,6 @@ output with onnx.checker (full check), validates the report against the schema,
 and evaluates original and optimized models in ONNX Runtime and in tileopt's
 evaluator on the same seeded inputs: all four must agree.
 """
-import json
 import os
 import sys
 
@@ -17,17 +16,11 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
 import harness as h  # noqa: E402
-from validate_report import report_errors  # noqa: E402
 
 F, I32, I64, B = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
 
 
-def vi(name, elem, shape):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
-def i64(name, v):
-    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+vi, i64 = h.vi, h.i64
 
 
 def const(name, arr):
@@ -46,16 +39,9 @@ def make(nodes, inputs, outputs, inits=(), opset=13, value_info=True):
 def optimize(m, *extra, feeds=None, ort=True, evaluator=True):
     """Optimize m with fuse; check, validate and compare. Returns (model, actions)."""
     with h.tempdir() as d:
-        src, dst, rep = (os.path.join(d, n) for n in ("src.onnx", "dst.onnx", "r.json"))
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
         onnx.save(m, src)
-        h.check(src)
-        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "fuse",
-                              "--report", rep, *extra))
-        h.check(dst)
-        with open(rep) as f:
-            report = json.load(f)
-        errs = report_errors(report)
-        assert not errs, f"report invalid: {errs}"
+        report = h.optimize_checked(src, dst, "fuse", *extra)
         feeds = feeds or h.random_feeds(src, seed=3)
         if ort:
             want = h.run_ort(src, feeds)

@@ -19,12 +19,7 @@ import harness as h  # noqa: E402
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-def vi(name, elem, shape):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
-def i64(name, v):
-    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+vi, i64 = h.vi, h.i64
 
 
 def make(nodes, inputs, outputs, inits=(), opset=13, value_info=(), ir=None):

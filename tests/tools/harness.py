@@ -41,7 +41,7 @@ import traceback
 
 import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -102,6 +102,45 @@ def check(path):
         _check(path)
     except Exception as e:
         raise AssertionError(f"{path}: onnx.checker: {' '.join(str(e).split())}") from e
+
+
+def optimize_checked(src, dst, passes, *extra):
+    """tileopt optimize SRC -o DST --passes PASSES with a report; both models must
+    pass the checker and the report its schema. Returns the report (a dict)."""
+    import json
+    from validate_report import report_errors
+    check(src)
+    rep = dst + ".report.json"
+    expect_ok(tileopt("optimize", src, "-o", dst, "--passes", passes, "--report", rep,
+                      *extra))
+    check(dst)
+    with open(rep) as f:
+        report = json.load(f)
+    errs = report_errors(report)
+    assert not errs, f"report invalid: {errs}"
+    return report
+
+
+def vi(name, elem, shape):
+    """A graph input/output declaration (onnx.helper.make_tensor_value_info)."""
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def i64(name, v):
+    """An int64 initializer."""
+    return numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+
+
+def snapshot(folder):
+    """{relative path: (bytes, mtime_ns)} of every file under folder: equal before
+    and after a run when the run left the folder alone."""
+    out = {}
+    for root, _dirs, files in os.walk(folder):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, folder)] = (fh.read(), os.stat(p).st_mtime_ns)
+    return out
 
 
 @contextlib.contextmanager
