@@ -55,6 +55,18 @@ def spliced(extra_graph_field=b"", extra_model_field=b""):
     return out + extra_model_field
 
 
+def _read_varint(data, p):
+    """The varint at data[p]: (value, position after it)."""
+    v, shift = 0, 0
+    while True:
+        b = data[p]
+        p += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, p
+
+
 def field_boundaries(data, lo=0, hi=None, desc=onnx.ModelProto.DESCRIPTOR, out=None):
     """Offsets where a field (at any depth) starts or ends, descending into
     sub-messages the schema knows."""
@@ -63,14 +75,7 @@ def field_boundaries(data, lo=0, hi=None, desc=onnx.ModelProto.DESCRIPTOR, out=N
     p = lo
     while p < hi:
         out.add(p)
-        key, shift = 0, 0
-        while True:
-            b = data[p]
-            p += 1
-            key |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+        key, p = _read_varint(data, p)
         num, wire = key >> 3, key & 7
         if wire == 0:
             while data[p] & 0x80:
@@ -81,14 +86,7 @@ def field_boundaries(data, lo=0, hi=None, desc=onnx.ModelProto.DESCRIPTOR, out=N
         elif wire == 5:
             p += 4
         elif wire == 2:
-            n, shift = 0, 0
-            while True:
-                b = data[p]
-                p += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
+            n, p = _read_varint(data, p)
             out.add(p)
             f = desc.fields_by_number.get(num)
             if f is not None and f.message_type is not None:
