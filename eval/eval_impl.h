@@ -53,6 +53,10 @@ typedef struct tile_axis {
 } tile_axis;
 /* Axes of t; false if its layout is not of that form. */
 bool tensor_tile_axes(const tensor *t, tile_axis *ax);
+/* Tile(x, repeats) checked (count, signs, output size): the axes of the result, the
+** repeats multiplied into x's own, and its dims. Both the kernel and the view. */
+int tile_plan(const tensor *x, const int64_t *repeats, size_t n, tile_axis *ax,
+              int64_t *dims, errbuf *err);
 /* Materialize axes ax[0..n) of elements of size esz from src into contiguous dst. */
 void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
                  int n);

@@ -158,23 +158,12 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
 int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
                 tensor **out, errbuf *err) {
     *out = NULL;
-    if (n != (size_t)x->rank)
-        return err_set(err, TILEOPT_INVALID,
-                       "Tile: repeats has %zu entries for an input of rank %d", n, x->rank);
     tile_axis ax[TENSOR_MAX_RANK];
-    if (!tensor_tile_axes(x, ax))
-        return err_set(err, TILEOPT_ERROR, "Tile: unsupported view layout");
     int64_t dims[TENSOR_MAX_RANK];
-    for (size_t i = 0; i < n; i++) {
-        if (repeats[i] < 0)
-            return err_set(err, TILEOPT_INVALID, "Tile: negative repeat %lld at axis %zu",
-                           (long long)repeats[i], i);
-        if (!eval_mul_i64(ax[i].r, repeats[i], &ax[i].r) ||
-            !eval_mul_i64(ax[i].r, ax[i].d, &dims[i]))
-            return err_set(err, TILEOPT_LIMIT, "Tile: output size overflows at axis %zu", i);
-    }
+    int rc = tile_plan(x, repeats, n, ax, dims, err);
+    if (rc) return rc;
     tensor *t;
-    int rc = tensor_alloc(x->elem, dims, x->rank, lim, &t, err);
+    rc = tensor_alloc(x->elem, dims, x->rank, lim, &t, err);
     if (rc) return err_prefix(err, "Tile: ");
     tile_engine(t->data, x->data, tensor_elem_size(x), ax, x->rank);
     if (!tensor_keep(t, x)) {

@@ -31,14 +31,11 @@ static void set_layout(tensor *t, const tile_axis *ax) {
     }
 }
 
-int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
-              tensor **out, errbuf *err) {
-    (void)lim; /* a view allocates nothing */
-    *out = NULL;
+int tile_plan(const tensor *x, const int64_t *repeats, size_t n, tile_axis *ax,
+              int64_t *dims, errbuf *err) {
     if (n != (size_t)x->rank)
         return err_set(err, TILEOPT_INVALID,
                        "Tile: repeats has %zu entries for an input of rank %d", n, x->rank);
-    tile_axis ax[TENSOR_MAX_RANK];
     if (!tensor_tile_axes(x, ax))
         return err_set(err, TILEOPT_ERROR, "Tile: unsupported view layout");
     uint64_t numel = 1;
@@ -46,15 +43,25 @@ int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *li
         if (repeats[i] < 0)
             return err_set(err, TILEOPT_INVALID, "Tile: negative repeat %lld at axis %zu",
                            (long long)repeats[i], i);
-        int64_t r, len;
-        if (!eval_mul_i64(ax[i].r, repeats[i], &r) || !eval_mul_i64(r, ax[i].d, &len) ||
-            !eval_mul_u64(numel, (uint64_t)len, &numel) || numel > (uint64_t)INT64_MAX)
-            return err_set(err, TILEOPT_LIMIT, "Tile: output size overflows at axis %zu", i);
         /* Tile of a Tile view: repeats multiply (both outer strides are 0). */
-        ax[i].r = r;
+        if (!eval_mul_i64(ax[i].r, repeats[i], &ax[i].r) ||
+            !eval_mul_i64(ax[i].r, ax[i].d, &dims[i]) ||
+            !eval_mul_u64(numel, (uint64_t)dims[i], &numel) || numel > (uint64_t)INT64_MAX)
+            return err_set(err, TILEOPT_LIMIT, "Tile: output size overflows at axis %zu", i);
     }
     if (!eval_mul_u64(numel, tensor_elem_size(x), &numel) || numel > SIZE_MAX / 2)
         return err_set(err, TILEOPT_LIMIT, "Tile: output size overflows");
+    return TILEOPT_OK;
+}
+
+int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+              tensor **out, errbuf *err) {
+    (void)lim; /* a view allocates nothing */
+    *out = NULL;
+    tile_axis ax[TENSOR_MAX_RANK];
+    int64_t dims[TENSOR_MAX_RANK];
+    int rc = tile_plan(x, repeats, n, ax, dims, err);
+    if (rc) return rc;
     tensor *t = tensor_share(x);
     if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
     set_layout(t, ax);
