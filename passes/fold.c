@@ -369,6 +369,18 @@ static uint64_t predicted_bytes(fold_graph *f, const char *name) {
     return numel * di->size;
 }
 
+/* The node stays: output `name` takes (or, predicted, would take) more than
+** --fold-limit. */
+static void skip_over_limit(pass_ctx *pc, graph *g, int32_t idx, const char *name,
+                            const char *verb, uint64_t in_bytes, uint64_t bytes) {
+    cJSON *a = pass_skip(pc, g, idx, "output '%s' %s %" PRIu64 " bytes, over --fold-limit %" PRIu64,
+                         name, verb, bytes, pc->opt->fold_limit);
+    if (!a) return;
+    cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+    cJSON_AddNumberToObject(a, "bytes_after", (double)bytes);
+    cJSON_AddStringToObject(a, "rule", "fold-limit");
+}
+
 static void free_outs(tensor **outs, size_t n) {
     for (size_t i = 0; i < n; i++) {
         tensor_free(outs[i]);
@@ -488,15 +500,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         for (size_t o = 0; o < n_out; o++) {
             uint64_t b = n->output[o][0] ? predicted_bytes(f, n->output[o]) : 0;
             if (b > opt->fold_limit) {
-                cJSON *a = pass_skip(pc, g, idx,
-                                     "output '%s' would take %" PRIu64
-                                     " bytes, over --fold-limit %" PRIu64,
-                                     n->output[o], b, opt->fold_limit);
-                if (a) {
-                    cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
-                    cJSON_AddNumberToObject(a, "bytes_after", (double)b);
-                    cJSON_AddStringToObject(a, "rule", "fold-limit");
-                }
+                skip_over_limit(pc, g, idx, n->output[o], "would take", in_bytes, b);
                 goto out;
             }
         }
@@ -529,14 +533,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (!outs[o]) goto out; /* Shape/Size of an unknown type */
         uint64_t b = tensor_nbytes(outs[o]);
         if (b > opt->fold_limit) {
-            cJSON *a = pass_skip(pc, g, idx,
-                                 "output '%s' takes %" PRIu64 " bytes, over --fold-limit %" PRIu64,
-                                 n->output[o], b, opt->fold_limit);
-            if (a) {
-                cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
-                cJSON_AddNumberToObject(a, "bytes_after", (double)b);
-                cJSON_AddStringToObject(a, "rule", "fold-limit");
-            }
+            skip_over_limit(pc, g, idx, n->output[o], "takes", in_bytes, b);
             goto out;
         }
         out_bytes += b;
