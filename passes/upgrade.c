@@ -902,10 +902,7 @@ static int emit_i64_cast(up *u, graph *g, int32_t node, const char *x, const cha
 static int tile1_repeats_ranked(up *u, graph *g, int32_t node, int32_t r,
                                 const int64_t *tiles, const char *tn, const int64_t *axis,
                                 const char *an, const char **out) {
-    if (r > TENSOR_MAX_RANK)
-        return err_set(u->err, TILEOPT_LIMIT, "node %s: rank %d too large",
-                       graph_node_id(g, node), r);
-    int64_t v[TENSOR_MAX_RANK], one = 1;
+    int64_t v[TENSOR_MAX_RANK], one = 1; /* r <= TENSOR_MAX_RANK: the caller checks */
     const char *sel = NULL, *t64 = NULL, *one1 = NULL, *extra = NULL, *scaled = NULL;
     int rc;
     if (axis) {
@@ -1001,7 +998,7 @@ static int a_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
         reps[av[0] < 0 ? av[0] + r : av[0]] = tv[0];
         if ((rc = emit_i64(u, g, *node, "repeats", reps, (size_t)r, false, &rep))) return rc;
         if (act) cJSON_AddItemToObject(act, "repeats", pass_json_ints(reps, (size_t)r));
-    } else if (r > 0 && u->tgt >= 7) {
+    } else if (r > 0 && r <= TENSOR_MAX_RANK && u->tgt >= 7) {
         if ((rc = tile1_repeats_ranked(u, g, *node, r, tf ? tv : NULL, tn, af ? av : NULL, an,
                                        &rep)))
             return rc;

@@ -357,6 +357,12 @@ def upgrade_should_drop_the_batch_axis_of_scan8():
         cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade")
         assert cp.returncode == 1 and "scan" in cp.stderr and "batch" in cp.stderr, cp.stderr
         assert not os.path.exists(dst)
+        bodyless = _scan8(2)
+        del bodyless.graph.node[0].attribute[:]
+        onnx.save(bodyless, src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade")
+        assert cp.returncode == 1 and "without a body" in cp.stderr, cp.stderr
+        assert not os.path.exists(dst)
 
 
 def upgrade_should_fail_once_listing_every_blocked_node():
