@@ -246,6 +246,10 @@ graph_value *graph_index_entry(graph *g, const char *name);
 /* Record that node's input slot reads name (linking outer scopes as needed);
 ** node < 0 only links. NULL when the name is defined nowhere. */
 graph_value *graph_link_use(graph *g, const char *name, int32_t node, int32_t slot);
+/* Write what t knows into vi's tensor type, keeping what vi already declares (a
+** missing type, element type, shape or dim is filled in); other kinds of type
+** (sequences, maps) are left alone. */
+int graph_value_info_refine(graph_model *m, Onnx__ValueInfoProto *vi, const graph_type *t);
 Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
                                            const graph_type *t);
 

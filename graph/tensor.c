@@ -316,45 +316,73 @@ Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t el
     return t;
 }
 
+int graph_value_info_refine(graph_model *m, Onnx__ValueInfoProto *vi, const graph_type *t) {
+    arena *a = m->arena;
+    if (!vi->type) {
+        Onnx__TypeProto *tp = arena_alloc(a, sizeof *tp);
+        if (!tp) return TILEOPT_NOMEM;
+        onnx__type_proto__init(tp);
+        vi->type = tp;
+    }
+    Onnx__TypeProto *tp = vi->type;
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+        tp->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET)
+        return TILEOPT_OK;
+    Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (!tt) {
+        tt = arena_alloc(a, sizeof *tt);
+        if (!tt) return TILEOPT_NOMEM;
+        onnx__type_proto__tensor__init(tt);
+        tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+        tp->tensor_type = tt;
+    }
+    if (t->elem && !tt->has_elem_type) {
+        tt->has_elem_type = 1;
+        tt->elem_type = t->elem;
+    }
+    if (t->rank < 0) return TILEOPT_OK;
+    Onnx__TensorShapeProto *sp = tt->shape;
+    if (!sp) {
+        sp = arena_alloc(a, sizeof *sp);
+        if (!sp) return TILEOPT_NOMEM;
+        onnx__tensor_shape_proto__init(sp);
+        sp->n_dim = (size_t)t->rank;
+        sp->dim = arena_calloc(a, t->rank ? (size_t)t->rank : 1, sizeof *sp->dim);
+        if (!sp->dim) return TILEOPT_NOMEM;
+        tt->shape = sp;
+    }
+    if (sp->n_dim != (size_t)t->rank) return TILEOPT_OK; /* a conflict is not ours to fix */
+    for (int32_t i = 0; i < t->rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        if (!d) {
+            d = arena_alloc(a, sizeof *d);
+            if (!d) return TILEOPT_NOMEM;
+            onnx__tensor_shape_proto__dimension__init(d);
+            sp->dim[i] = d;
+        }
+        int64_t dim = t->dims ? t->dims[i] : -1;
+        const char *sym = dim < 0 && t->syms ? t->syms[i] : NULL;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+        if (dim >= 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = dim;
+        } else if (sym && d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = arena_strdup(a, sym);
+            if (!d->dim_param) return TILEOPT_NOMEM;
+        }
+    }
+    return TILEOPT_OK;
+}
+
 Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
                                            const graph_type *gt) {
-    arena *a = m->arena;
-    Onnx__ValueInfoProto *vi = arena_calloc(a, 1, sizeof *vi);
-    Onnx__TypeProto *tp = arena_calloc(a, 1, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = arena_calloc(a, 1, sizeof *tt);
-    if (!vi || !tp || !tt) return NULL;
+    Onnx__ValueInfoProto *vi = arena_alloc(m->arena, sizeof *vi);
+    if (!vi) return NULL;
     onnx__value_info_proto__init(vi);
-    onnx__type_proto__init(tp);
-    onnx__type_proto__tensor__init(tt);
-    vi->name = arena_strdup(a, name);
-    vi->type = tp;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp->tensor_type = tt;
-    tt->has_elem_type = gt->elem != 0;
-    tt->elem_type = gt->elem;
-    if (gt->rank >= 0) {
-        Onnx__TensorShapeProto *sh = arena_calloc(a, 1, sizeof *sh);
-        if (!sh) return NULL;
-        onnx__tensor_shape_proto__init(sh);
-        sh->dim = arena_calloc(a, gt->rank ? (size_t)gt->rank : 1, sizeof *sh->dim);
-        if (!sh->dim) return NULL;
-        for (int32_t i = 0; i < gt->rank; i++) {
-            Onnx__TensorShapeProto__Dimension *d = arena_calloc(a, 1, sizeof *d);
-            if (!d) return NULL;
-            onnx__tensor_shape_proto__dimension__init(d);
-            if (gt->dims[i] >= 0) {
-                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-                d->dim_value = gt->dims[i];
-            } else if (gt->syms && gt->syms[i]) {
-                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-                d->dim_param = arena_strdup(a, gt->syms[i]);
-            }
-            sh->dim[i] = d;
-        }
-        sh->n_dim = (size_t)gt->rank;
-        tt->shape = sh;
-    }
-    return vi->name ? vi : NULL;
+    vi->name = arena_strdup(m->arena, name);
+    if (!vi->name || graph_value_info_refine(m, vi, gt)) return NULL;
+    return vi;
 }
 
 int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void *arg,

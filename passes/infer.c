@@ -2087,54 +2087,6 @@ int infer_shapes(graph_model *m, const pass_options *opt, errbuf *err) {
 
 /* ------------------------------------------------------ value_info writer */
 
-static int write_shape(graph_model *m, const graph_type *t, Onnx__TypeProto *tp) {
-    arena *a = m->arena;
-    Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    if (!tt) {
-        tt = arena_alloc(a, sizeof *tt);
-        if (!tt) return TILEOPT_NOMEM;
-        onnx__type_proto__tensor__init(tt);
-        tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-        tp->tensor_type = tt;
-    }
-    if (t->elem && !tt->has_elem_type) {
-        tt->has_elem_type = 1;
-        tt->elem_type = t->elem;
-    }
-    if (t->rank < 0) return TILEOPT_OK;
-    Onnx__TensorShapeProto *sp = tt->shape;
-    if (!sp) {
-        sp = arena_alloc(a, sizeof *sp);
-        if (!sp) return TILEOPT_NOMEM;
-        onnx__tensor_shape_proto__init(sp);
-        sp->n_dim = (size_t)t->rank;
-        sp->dim = t->rank ? arena_calloc(a, (size_t)t->rank, sizeof *sp->dim) : NULL;
-        if (t->rank && !sp->dim) return TILEOPT_NOMEM;
-        tt->shape = sp;
-    }
-    if (sp->n_dim != (size_t)t->rank) return TILEOPT_OK;
-    for (int32_t i = 0; i < t->rank; i++) {
-        Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
-        if (!d) {
-            d = arena_alloc(a, sizeof *d);
-            if (!d) return TILEOPT_NOMEM;
-            onnx__tensor_shape_proto__dimension__init(d);
-            sp->dim[i] = d;
-        }
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
-        if (tdim(t, i) >= 0) {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            d->dim_value = tdim(t, i);
-        } else if (tsym(t, i) &&
-                   d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            d->dim_param = arena_strdup(a, tsym(t, i));
-            if (!d->dim_param) return TILEOPT_NOMEM;
-        }
-    }
-    return TILEOPT_OK;
-}
-
 static int write_graph(graph_model *m, graph *g, errbuf *err) {
     Onnx__GraphProto *pb = g->pb;
     /* count the new entries first: one allocation for the grown array */
@@ -2164,17 +2116,7 @@ static int write_graph(graph_model *m, graph *g, errbuf *err) {
             pb->value_info[pb->n_value_info++] = vi;
             continue;
         }
-        if (!vi->type) {
-            Onnx__TypeProto *tp = arena_alloc(m->arena, sizeof *tp);
-            if (!tp) return err_set(err, TILEOPT_NOMEM, "writing value_info: out of memory");
-            onnx__type_proto__init(tp);
-            vi->type = tp;
-        }
-        /* only tensor types are refined; sequences, maps, optionals are left alone */
-        if (vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
-            vi->type->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET)
-            continue;
-        if (write_shape(m, &v->type, vi->type))
+        if (graph_value_info_refine(m, vi, &v->type))
             return err_set(err, TILEOPT_NOMEM, "writing value_info: out of memory");
     }
     for (uint32_t k = 0; k < graph_n_nodes(g); k++) {
