@@ -127,6 +127,26 @@ static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
     return TILEOPT_OK;
 }
 
+/* Gather-style indices into an axis of size dim: read (malloc'd into *idx, free
+** it) and made non-negative; one out of [-dim, dim) is an error. */
+static int read_indices(tensor *ind, int64_t dim, const eval_limits *lim, int64_t **idx,
+                        size_t *ni, errbuf *err) {
+    int rc = read_ints_alloc(ind, "indices", lim, idx, ni, err);
+    if (rc) return rc;
+    for (size_t i = 0; i < *ni; i++) {
+        int64_t v = (*idx)[i];
+        if (v < -dim || v >= dim) {
+            rc = err_set(err, TILEOPT_INVALID, "index %lld out of range [%lld, %lld]",
+                         (long long)v, (long long)-dim, (long long)(dim - 1));
+            free(*idx);
+            *idx = NULL;
+            return rc;
+        }
+        if (v < 0) (*idx)[i] = v + dim;
+    }
+    return TILEOPT_OK;
+}
+
 /* A 0-D or 1-D integer tensor into a fixed array of cap entries. */
 static int read_ints(tensor *t, const char *what, const eval_limits *lim, int64_t *out,
                      size_t cap, size_t *count, errbuf *err) {
@@ -385,18 +405,8 @@ KERNEL(k_gather) {
         return err_set(err, TILEOPT_LIMIT, "output rank exceeds %d", TENSOR_MAX_RANK);
     int64_t *idx;
     size_t ni;
-    rc = read_ints_alloc(ind, "indices", lim, &idx, &ni, err);
+    rc = read_indices(ind, x->dims[axis], lim, &idx, &ni, err);
     if (rc) return rc;
-    int64_t dim = x->dims[axis];
-    for (size_t i = 0; i < ni; i++) {
-        if (idx[i] < -dim || idx[i] >= dim) {
-            rc = err_set(err, TILEOPT_INVALID, "index %lld out of range [%lld, %lld]",
-                         (long long)idx[i], (long long)-dim, (long long)(dim - 1));
-            free(idx);
-            return rc;
-        }
-        if (idx[i] < 0) idx[i] += dim;
-    }
     int64_t od[TENSOR_MAX_RANK];
     int32_t orank = 0;
     for (int64_t i = 0; i < axis; i++) od[orank++] = x->dims[i];
@@ -417,7 +427,7 @@ KERNEL(k_gather) {
     uint8_t *dst = o->data;
     if (inner && tensor_numel(o)) {
         for (uint64_t a = 0; a < outer; a++) {
-            const uint8_t *base = c->data + a * (uint64_t)dim * inner;
+            const uint8_t *base = c->data + a * (uint64_t)x->dims[axis] * inner;
             for (size_t j = 0; j < ni; j++, dst += inner)
                 memcpy(dst, base + (uint64_t)idx[j] * inner, inner);
         }
@@ -1349,18 +1359,8 @@ KERNEL(k_gather_elements) {
                            (int)i, (long long)ind->dims[i], (long long)x->dims[i]);
     int64_t *idx;
     size_t ni;
-    rc = read_ints_alloc(ind, "indices", lim, &idx, &ni, err);
+    rc = read_indices(ind, x->dims[axis], lim, &idx, &ni, err);
     if (rc) return rc;
-    int64_t dim = x->dims[axis];
-    for (size_t i = 0; i < ni; i++) {
-        if (idx[i] < -dim || idx[i] >= dim) {
-            rc = err_set(err, TILEOPT_INVALID, "index %lld out of range [%lld, %lld]",
-                         (long long)idx[i], (long long)-dim, (long long)(dim - 1));
-            free(idx);
-            return rc;
-        }
-        if (idx[i] < 0) idx[i] += dim;
-    }
     tensor *c = NULL, *o = NULL;
     rc = tensor_contiguous(x, lim, &c, err);
     if (!rc) rc = new_tensor(x->elem, ind->dims, r, lim, &o, err);
