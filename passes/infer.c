@@ -37,6 +37,14 @@ typedef struct ival {
     const char **syms;       /* per unknown entry: symbolic dim name or NULL */
 } ival;
 
+/* Entry k of ov becomes entry i of xv: value, whether known, symbol. */
+static void ival_take(ival *ov, int64_t k, const ival *xv, int64_t i) {
+    if (xv->v) ov->v[k] = xv->v[i];
+    else ov->f[k] = xv->f[i];
+    ov->known[k] = xv->known[i];
+    ov->syms[k] = xv->syms[i];
+}
+
 typedef struct iscope {
     graph *g;
     ival **iv;               /* per value index */
@@ -844,12 +852,7 @@ static void inf_reshape(ictx *c) {
         if (n == xv->n) {
             ival *ov = ival_new(c->r, xv->elem, o->rank, n, xv->f != NULL);
             if (ov) {
-                for (int64_t k = 0; k < n; k++) {
-                    if (xv->v) ov->v[k] = xv->v[k];
-                    else ov->f[k] = xv->f[k];
-                    ov->known[k] = xv->known[k];
-                    ov->syms[k] = xv->syms[k];
-                }
+                for (int64_t k = 0; k < n; k++) ival_take(ov, k, xv, k);
                 c->outv[0] = ov;
             }
         }
@@ -998,12 +1001,7 @@ static void inf_unsqueeze(ictx *c) {
     if (xv && r == 1) {
         ival *ov = ival_new(c->r, xv->elem, 1, xv->n, xv->f != NULL);
         if (ov) {
-            for (int64_t k = 0; k < xv->n; k++) {
-                if (xv->v) ov->v[k] = xv->v[k];
-                else ov->f[k] = xv->f[k];
-                ov->known[k] = xv->known[k];
-                ov->syms[k] = xv->syms[k];
-            }
+            for (int64_t k = 0; k < xv->n; k++) ival_take(ov, k, xv, k);
             c->outv[0] = ov;
         }
     }
@@ -1219,10 +1217,7 @@ static void inf_slice(ictx *c) {
         for (int64_t k = 0; k < o->d[0]; k++) {
             int64_t i = first[0] + k * stepv[0];
             if (i < 0 || i >= xv->n) return;
-            if (xv->v) ov->v[k] = xv->v[i];
-            else ov->f[k] = xv->f[i];
-            ov->known[k] = xv->known[i];
-            ov->syms[k] = xv->syms[i];
+            ival_take(ov, k, xv, i);
         }
         c->outv[0] = ov;
     }
@@ -1251,10 +1246,7 @@ static void inf_gather(ictx *c) {
         int64_t i = iv->v[k];
         if (i < 0) i += xv->n;
         if (i < 0 || i >= xv->n) return;
-        if (xv->v) ov->v[k] = xv->v[i];
-        else ov->f[k] = xv->f[i];
-        ov->known[k] = xv->known[i];
-        ov->syms[k] = xv->syms[i];
+        ival_take(ov, k, xv, i);
     }
     c->outv[0] = ov;
 }
