@@ -70,11 +70,11 @@ static inline void ENGINE(copy_to)(const engine *e, uint8_t *restrict d,
 
 /* r copies of src[0..b). Few copies of a big block: chunk by chunk to every
 ** destination, so each source chunk is read from L1 instead of from L3 or
-** memory once per copy. With many copies, interleaving that many destination
-** streams costs more than it saves. */
+** memory once per copy. With many copies, or destinations only a few KB
+** apart, interleaving the destination streams costs more than it saves. */
 static void ENGINE(scatter)(const engine *e, uint8_t *dst, const uint8_t *src, size_t b,
                             size_t r) {
-    if (r > FEW_COPIES) {
+    if (r > FEW_COPIES || b < CHUNKED_BLOCK) {
         for (size_t k = 0; k < r; k++) ENGINE(copy_to)(e, dst + k * b, src, b);
         return;
     }
@@ -87,7 +87,7 @@ static void ENGINE(scatter)(const engine *e, uint8_t *dst, const uint8_t *src, s
 /* dst[0..b) is written; repeat it until dst[0..total) is. */
 static void ENGINE(replicate)(const engine *e, uint8_t *dst, size_t b, size_t total) {
     if (b >= total) return;
-    if (b > CHUNK_BYTES) {
+    if (b > 2 * PATTERN_BYTES) {
         ENGINE(scatter)(e, dst + b, dst, b, total / b - 1);
         return;
     }

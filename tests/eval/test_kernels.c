@@ -132,12 +132,14 @@ static void tile_should_match_reference_on_small_shapes(void **state) {
     }
 }
 
-/* The paths for big blocks: chunked copies (few), whole copies (many), blocks
+/* The paths for big blocks: chunked copies (few copies of a block of 64 KB or
+** more), whole copies (many, or a smaller block), blocks
 ** written again from a small input, and non-temporal stores past 32 MB. */
 static void tile_should_match_reference_on_big_blocks(void **state) {
     (void)state;
     check_tile_case(DT_FLOAT, (int64_t[]){300000}, 1, (int64_t[]){3});
     check_tile_case(DT_FLOAT, (int64_t[]){5000}, 1, (int64_t[]){20});
+    check_tile_case(DT_FLOAT, (int64_t[]){5000}, 1, (int64_t[]){3});
     check_tile_case(DT_FLOAT, (int64_t[]){1, 64, 1, 1}, 4, (int64_t[]){3, 1, 40, 40});
     check_tile_case(DT_FLOAT, (int64_t[]){1, 600, 1, 1}, 4, (int64_t[]){4, 1, 60, 60});
     check_tile_case(DT_INT8, (int64_t[]){7, 3}, 2, (int64_t[]){1, 1700000});
