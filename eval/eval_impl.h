@@ -61,7 +61,7 @@ int tile_plan(const tensor *x, const int64_t *repeats, size_t n, tile_axis *ax,
 void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
                  int n);
 /* The same with the instruction set chosen (tests run every variant). */
-enum { TILE_ISA_BEST, TILE_ISA_BASE };
+enum { TILE_ISA_BEST, TILE_ISA_AVX2, TILE_ISA_BASE };
 void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz,
                      const tile_axis *ax, int n);
 

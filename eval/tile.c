@@ -45,10 +45,18 @@
 ** the output: the input stays in L1/L2 and the output is only written. */
 #define REGEN_BYTES ((size_t)256 << 10)
 
+/* Blocks of REG_MIN..REG_MAX bytes repeated in a row are stored from AVX-512
+** registers (16 of them hold a kilobyte): measured on Zen 4 for 768-byte rows
+** repeated 16 times (the [64,64,3] x [16,16,1] case), 96-107% of the memset
+** ceiling against 82-85% for copies out of L1. */
+#define REG_MIN 64
+#define REG_MAX 1024
+
 typedef struct engine {
     size_t esz;
     int n;
     bool stream;
+    bool regs512; /* repeat_from_registers is usable */
     tile_axis ax[TENSOR_MAX_RANK];
     size_t blk[TENSOR_MAX_RANK + 1]; /* output bytes of axes i..n-1 */
     size_t in[TENSOR_MAX_RANK + 1];  /* input bytes under one copy of those axes */
@@ -57,6 +65,49 @@ typedef struct engine {
     size_t small_p;
     _Alignas(32) uint8_t shuf[32 * SMALL_BLOCK];
 } engine;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX512_REPEAT 1
+/*
+** r copies of src[0..b), REG_MIN <= b <= REG_MAX, stored from registers: the
+** block is loaded once into the top n = b / 64 of sixteen registers and each
+** copy jumps into the unrolled stores so that they run at ascending addresses
+** (descending stores lost a third of the speed); an unaligned tail is one
+** overlapping store of the block's last 64 bytes.
+*/
+#define RLOAD(i) __m512i v##i = _mm512_loadu_si512(i >= 16 - n ? sb + 64 * i : src)
+#define RSTORE(i)                                                                      \
+    case 16 - i:                                                                       \
+        _mm512_storeu_si512(qb + 64 * i, v##i);                                        \
+        __attribute__((fallthrough));
+__attribute__((target("avx512f"))) static void repeat_from_registers(uint8_t *dst,
+                                                                     const uint8_t *src,
+                                                                     size_t b, size_t r) {
+    size_t n = b / 64;
+    const uint8_t *sb = src - (16 - n) * 64;
+    RLOAD(0); RLOAD(1); RLOAD(2); RLOAD(3); RLOAD(4); RLOAD(5); RLOAD(6); RLOAD(7);
+    RLOAD(8); RLOAD(9); RLOAD(10); RLOAD(11); RLOAD(12); RLOAD(13); RLOAD(14); RLOAD(15);
+    __m512i tail = _mm512_loadu_si512(src + b - 64);
+    for (size_t j = 0; j < r; j++) {
+        uint8_t *q = dst + j * b, *qb = q - (16 - n) * 64;
+        switch (n) {
+            RSTORE(0) RSTORE(1) RSTORE(2) RSTORE(3) RSTORE(4) RSTORE(5) RSTORE(6) RSTORE(7)
+            RSTORE(8) RSTORE(9) RSTORE(10) RSTORE(11) RSTORE(12) RSTORE(13) RSTORE(14)
+            RSTORE(15)
+        default:
+            break;
+        }
+        if (b % 64) _mm512_storeu_si512(q + b - 64, tail);
+    }
+    _mm256_zeroupper();
+}
+#undef RLOAD
+#undef RSTORE
+#else
+static void repeat_from_registers(uint8_t *dst, const uint8_t *src, size_t b, size_t r) {
+    (void)dst, (void)src, (void)b, (void)r; /* never called: regs512 is false */
+}
+#endif
 
 /*
 ** The engine is compiled twice: for the baseline (SSE2, 16-byte vectors) and,
@@ -149,6 +200,10 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
         while (e.small_p % b) e.small_p += 32;
         for (size_t i = 0; i < e.small_p; i++) e.shuf[i] = (uint8_t)(i % b);
     }
+    e.regs512 = false;
+#ifdef HAVE_AVX512_REPEAT
+    e.regs512 = isa == TILE_ISA_BEST && __builtin_cpu_supports("avx512f");
+#endif
     (void)isa;
 #ifdef HAVE_AVX2_ENGINE
     if (isa != TILE_ISA_BASE && __builtin_cpu_supports("avx2")) {

@@ -243,6 +243,16 @@ static void ENGINE(fill)(const engine *e, int i, uint8_t *dst, const uint8_t *sr
             ENGINE(fill_small)(e, dst, blk, b, e->blk[i]);
             return;
         }
+        if (e->regs512 && b >= REG_MIN && b <= REG_MAX && r > 1 && !e->stream) {
+            uint8_t blk[REG_MAX];
+            const uint8_t *from = src;
+            if (a->s != (int64_t)e->esz) {
+                ENGINE(gather)(blk, src, e->esz, a->d, a->s);
+                from = blk;
+            }
+            repeat_from_registers(dst, from, b, r);
+            return;
+        }
         /* every copy straight from the input: fewer, larger copies than doubling
         ** unless the block is small and repeated many times */
         if (a->s == (int64_t)e->esz && (b >= PATTERN_BYTES || (b >= 256 && r <= 32))) {
