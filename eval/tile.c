@@ -7,10 +7,12 @@
 ** block, innermost first, each repetition a copy of what is already written:
 ** - a block of at most 16 bytes (one element broadcast, a short row) is stored
 **   from a pattern held in vector registers;
+** - a row of 64 bytes to 1 KB repeated in place is stored from AVX-512
+**   registers, where the machine has them;
 ** - a small block is doubled up to a few KB, then that L1-resident pattern is
 **   copied over the rest;
-** - a big block is copied chunk by chunk when it has few copies (the source
-**   chunk stays in L1), whole otherwise;
+** - a big block is copied chunk by chunk when it has few copies and is 64 KB
+**   or more (the source chunk stays in L1), whole otherwise;
 ** - a big block that is mostly repetition of a small input is written again
 **   from the input for each copy, so the output is only written, never read.
 ** Outputs bigger than the last-level cache use non-temporal stores, which skip
