@@ -77,22 +77,25 @@ typedef struct engine {
 ** (descending stores lost a third of the speed); an unaligned tail is one
 ** overlapping store of the block's last 64 bytes.
 */
-#define RLOAD(i) __m512i v##i = _mm512_loadu_si512(i >= 16 - n ? sb + 64 * i : src)
+#define RLOAD(i) __m512i v##i = _mm512_loadu_si512(i >= k0 ? (const void *)(sb + 64 * i) : src)
 #define RSTORE(i)                                                                      \
     case 16 - i:                                                                       \
-        _mm512_storeu_si512(qb + 64 * i, v##i);                                        \
+        _mm512_storeu_si512((void *)(qb + 64 * i), v##i);                              \
         __attribute__((fallthrough));
 __attribute__((target("avx512f"))) static void repeat_from_registers(uint8_t *dst,
                                                                      const uint8_t *src,
                                                                      size_t b, size_t r) {
-    size_t n = b / 64;
-    const uint8_t *sb = src - (16 - n) * 64;
+    size_t n = b / 64, k0 = 16 - n; /* the block is in v[k0..16) */
+    /* v[i] is at offset 64 (i - k0); integers, so that no pointer is formed
+    ** before the buffers (the offsets stay constants in the stores) */
+    uintptr_t sb = (uintptr_t)src - 64 * k0;
     RLOAD(0); RLOAD(1); RLOAD(2); RLOAD(3); RLOAD(4); RLOAD(5); RLOAD(6); RLOAD(7);
     RLOAD(8); RLOAD(9); RLOAD(10); RLOAD(11); RLOAD(12); RLOAD(13); RLOAD(14); RLOAD(15);
     __m512i tail = _mm512_loadu_si512(src + b - 64);
     for (size_t j = 0; j < r; j++) {
-        uint8_t *q = dst + j * b, *qb = q - (16 - n) * 64;
-        switch (n) {
+        uint8_t *q = dst + j * b;
+        uintptr_t qb = (uintptr_t)q - 64 * k0;
+        switch (n) { /* case n stores v[k0] first: the stores ascend */
             RSTORE(0) RSTORE(1) RSTORE(2) RSTORE(3) RSTORE(4) RSTORE(5) RSTORE(6) RSTORE(7)
             RSTORE(8) RSTORE(9) RSTORE(10) RSTORE(11) RSTORE(12) RSTORE(13) RSTORE(14)
             RSTORE(15)
