@@ -61,7 +61,7 @@ typedef struct engine {
     size_t esz;
     int n;
     bool stream;
-    bool avx512; /* repeat_from_registers and copy_avx512 are usable */
+    bool regs512; /* repeat_from_registers is usable */
     tile_axis ax[TENSOR_MAX_RANK];
     size_t blk[TENSOR_MAX_RANK + 1]; /* output bytes of axes i..n-1 */
     size_t in[TENSOR_MAX_RANK + 1];  /* input bytes under one copy of those axes */
@@ -72,7 +72,7 @@ typedef struct engine {
 } engine;
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define HAVE_AVX512 1
+#define HAVE_AVX512_REPEAT 1
 /*
 ** r copies of src[0..b), REG_MIN <= b <= REG_MAX: the first n = min(b,
 ** REG_BYTES) / 64 vectors are loaded once into the top n of sixteen registers
@@ -114,26 +114,9 @@ __attribute__((target("avx512f"))) static void repeat_from_registers(uint8_t *ds
 }
 #undef RLOAD
 #undef RSTORE
-
-/* 64-byte copies: a little faster than the AVX2 engine's 32-byte ones on Zen 4
-** for sources in L3 or memory (in-process A/B, median share of the ceiling over
-** 12 passes: 4 copies of a 4 MB block +1 to +9 points in 8 runs of 9, -8 in
-** one; 4 copies of 4 KB rows +1 to +6 points in all 7) */
-__attribute__((target("avx512f"))) static void copy_avx512(uint8_t *restrict d,
-                                                           const uint8_t *restrict s,
-                                                           size_t n) {
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) _mm512_storeu_si512(d + i, _mm512_loadu_si512(s + i));
-    if (i < n) memcpy(d + i, s + i, n - i);
-    _mm256_zeroupper();
-}
 #else
-/* never called: avx512 is false */
 static void repeat_from_registers(uint8_t *dst, const uint8_t *src, size_t b, size_t r) {
-    (void)dst, (void)src, (void)b, (void)r;
-}
-static void copy_avx512(uint8_t *restrict d, const uint8_t *restrict s, size_t n) {
-    (void)d, (void)s, (void)n;
+    (void)dst, (void)src, (void)b, (void)r; /* never called: regs512 is false */
 }
 #endif
 
@@ -228,9 +211,9 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
         while (e.small_p % b) e.small_p += 32;
         for (size_t i = 0; i < e.small_p; i++) e.shuf[i] = (uint8_t)(i % b);
     }
-    e.avx512 = false;
-#ifdef HAVE_AVX512
-    e.avx512 = isa == TILE_ISA_BEST && __builtin_cpu_supports("avx512f");
+    e.regs512 = false;
+#ifdef HAVE_AVX512_REPEAT
+    e.regs512 = isa == TILE_ISA_BEST && __builtin_cpu_supports("avx512f");
 #endif
     (void)isa;
 #ifdef HAVE_AVX2_ENGINE

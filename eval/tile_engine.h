@@ -64,8 +64,6 @@ static inline void ENGINE(copy_to)(const engine *e, uint8_t *restrict d,
                                    const uint8_t *restrict s, size_t n) {
     if (e->stream)
         ENGINE(copy_stream)(d, s, n);
-    else if (e->avx512)
-        copy_avx512(d, s, n);
     else
         ENGINE(copy_block)(d, s, n);
 }
@@ -101,7 +99,7 @@ static void ENGINE(replicate)(const engine *e, uint8_t *dst, size_t b, size_t to
     }
     /* p is a whole number of blocks: copy that pattern over the rest */
     size_t o = p;
-    if (e->avx512 && !e->stream && p >= REG_MIN && p <= REG_MAX) {
+    if (e->regs512 && !e->stream && p >= REG_MIN && p <= REG_MAX) {
         size_t k = (total - p) / p;
         repeat_from_registers(dst + p, dst, p, k);
         o += k * p;
@@ -256,7 +254,7 @@ static void ENGINE(fill)(const engine *e, int i, uint8_t *dst, const uint8_t *sr
         ** rows repeated 4 times: 49-66% of the ceiling this way against 51-80%
         ** copied whole) */
         bool regs = b <= REG_BYTES ? r > 1 : b <= REG_MAX && r > FEW_COPIES;
-        if (e->avx512 && regs && b >= REG_MIN && !e->stream) {
+        if (e->regs512 && regs && b >= REG_MIN && !e->stream) {
             uint8_t blk[REG_MAX];
             const uint8_t *from = src;
             if (a->s != (int64_t)e->esz) {
