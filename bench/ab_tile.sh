@@ -22,6 +22,7 @@ for f in $(git ls-tree --name-only "$rev" eval/ | grep -E '\.h$|/tile\.c$'); do
     git show "$rev:$f" >"$tmp/$f"
 done
 
+libs=$(pkg-config --libs libprotobuf-c libcjson)
 cflags="-std=c11 -O3 -D_GNU_SOURCE -fno-strict-aliasing -I$root/include -I$root/$build -I$root/$build/proto"
 rename=""
 for s in tile_engine tile_engine_isa kernel_tile kernel_tile1 kernel_tile_promoted; do
@@ -32,7 +33,7 @@ done
     cc $cflags -I"$tmp" -I"$root" $rename -c "$tmp/eval/tile.c" -o "$tmp/old_tile.o"
     cc $cflags -I"$root" -Wall -Wextra -c bench/ab_tile.c -o "$tmp/ab_tile.o"
     cc "$tmp/ab_tile.o" "$tmp/old_tile.o" "$build/libtileopt.a" \
-        $(pkg-config --libs libprotobuf-c libcjson) -lm -o "$tmp/ab_tile"
+        $libs -lm -o "$tmp/ab_tile"
 }
 echo "old: $(git rev-parse --short "$rev"), new: this tree"
 "$tmp/ab_tile" "${3:-0}" "${4:-12}"
