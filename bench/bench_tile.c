@@ -11,8 +11,10 @@
 ** bench/bench_tile.py joins with numpy's times.
 **
 **   bench_tile [ROUNDS [CASE]]
+**   bench_tile cliff
 **
-** CASE, a number from 1, runs that Tile case alone (for a profiler).
+** CASE, a number from 1, runs that Tile case alone (for a profiler). cliff
+** prints memset's speed over buffers of 4 to 64 MB instead.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +166,31 @@ static const tcase cases[] = {
     {"i8 [4096,3] x [1,1024]", DT_INT8, 2, {4096, 3}, {1, 1024}},
 };
 
+/* memset speed over buffer sizes: where it drops is how much last-level cache
+** the machine gives this process (a buffer rewritten in a loop stays there) */
+static void cache_cliff(void) {
+    static const int mbs[] = {4, 8, 12, 16, 18, 20, 24, 32, 64};
+    for (size_t k = 0; k < sizeof mbs / sizeof *mbs; k++) {
+        size_t n = (size_t)mbs[k] << 20;
+        uint8_t *p = big_buffer(n);
+        double best = 1e30;
+        for (int r = 0; r < 30; r++) {
+            double t0 = now_ms();
+            memset(p, 1 + r % 255, n);
+            double dt = now_ms() - t0;
+            if (dt < best) best = dt;
+        }
+        sink = p[n - 1];
+        munmap(p, n);
+        printf("{\"cliff_mb\": %d, \"memset_gbs\": %.1f}\n", mbs[k], (double)n / best / 1e6);
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "cliff")) {
+        cache_cliff();
+        return 0;
+    }
     int rounds = argc > 1 ? atoi(argv[1]) : 30;
     if (rounds < 1) rounds = 1;
     size_t only = argc > 2 ? (size_t)atoi(argv[2]) : 0;
