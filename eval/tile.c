@@ -7,8 +7,9 @@
 ** block, innermost first, each repetition a copy of what is already written:
 ** - a block of at most 16 bytes (one element broadcast, a short row) is stored
 **   from a pattern held in vector registers;
-** - a row or pattern of 64 bytes to 4 KB repeated in place is stored with its
-**   first kilobyte held in AVX-512 registers, where the machine has them;
+** - a row or pattern of 64 bytes to 1 KB repeated in place is stored from
+**   AVX-512 registers where the machine has them, and one of up to 4 KB
+**   repeated many times with its first kilobyte from them;
 ** - a small block is doubled up to a few KB, then that L1-resident pattern is
 **   copied over the rest;
 ** - a big block is copied chunk by chunk when it has few copies and is 64 KB
@@ -51,8 +52,8 @@
 ** first REG_BYTES from AVX-512 registers (sixteen hold a kilobyte) and the rest
 ** copied from the L1-resident source. Measured on Zen 4, share of the memset
 ** ceiling: 768-byte rows repeated 16 times (the [64,64,3] x [16,16,1] case)
-** 96-107% against 82-85% for copies out of L1; a 4 KB pattern over 16 MB
-** 83-100% against 78-84%. */
+** 98-103% against 67-78% for copies out of L1; a 4 KB row repeated 4096 times
+** 94-101% against 81-90% (medians of in-process A/B runs, bench/ab_tile.sh). */
 #define REG_MIN 64
 #define REG_BYTES 1024
 #define REG_MAX 4096
