@@ -7,9 +7,9 @@
 ** block, innermost first, each repetition a copy of what is already written:
 ** - a block of at most 16 bytes (one element broadcast, a short row) is stored
 **   from a pattern held in vector registers;
-** - a row or pattern of 64 bytes to 1 KB repeated in place is stored from
-**   AVX-512 registers where the machine has them, and one of up to 4 KB
-**   repeated many times with its first kilobyte from them;
+** - a row or pattern of 64 bytes to 1792 bytes repeated in place is stored
+**   from AVX-512 registers where the machine has them, and one of up to 4 KB
+**   repeated many times with its first 1792 bytes from them;
 ** - a small block is doubled up to a few KB, then that L1-resident pattern is
 **   copied over the rest;
 ** - a big block is copied chunk by chunk when it has few copies and is 64 KB
@@ -49,13 +49,14 @@
 #define REGEN_BYTES ((size_t)256 << 10)
 
 /* Blocks of REG_MIN..REG_MAX bytes repeated in a row are stored with their
-** first REG_BYTES from AVX-512 registers (sixteen hold a kilobyte) and the rest
-** copied from the L1-resident source. Measured on Zen 4, share of the memset
-** ceiling: 768-byte rows repeated 16 times (the [64,64,3] x [16,16,1] case)
-** 98-103% against 67-78% for copies out of L1; a 4 KB row repeated 4096 times
-** 94-101% against 81-90% (medians of in-process A/B runs, bench/ab_tile.sh). */
+** first REG_BYTES from AVX-512 registers (28 of the 32 hold 1792 bytes), the
+** rest copied from the L1-resident source. Measured on Zen 4, share of the
+** memset ceiling: 768-byte rows repeated 16 times (the [64,64,3] x [16,16,1]
+** case) 98-103% against 67-78% for copies out of L1; a 4 KB row repeated 4096
+** times 94-101% with 16 registers against 81-90%, and 1-7 points more with 28
+** (medians of in-process A/B runs, bench/ab_tile.sh). */
 #define REG_MIN 64
-#define REG_BYTES 1024
+#define REG_BYTES 1792
 #define REG_MAX 4096
 
 typedef struct engine {
@@ -76,7 +77,7 @@ typedef struct engine {
 #define HAVE_AVX512_REPEAT 1
 /*
 ** r copies of src[0..b), REG_MIN <= b <= REG_MAX: the first n = min(b,
-** REG_BYTES) / 64 vectors are loaded once into the top n of sixteen registers
+** REG_BYTES) / 64 vectors are loaded once into the top n of 28 registers
 ** and each copy jumps into the unrolled stores so that they run at ascending
 ** addresses (descending stores lost a third of the speed); the rest of a
 ** longer block is copied from src, and an unaligned tail is one overlapping
@@ -84,18 +85,20 @@ typedef struct engine {
 */
 #define RLOAD(i) __m512i v##i = _mm512_loadu_si512(i >= k0 ? (const void *)(sb + 64 * i) : src)
 #define RSTORE(i)                                                                      \
-    case 16 - i:                                                                       \
+    case 28 - i:                                                                       \
         _mm512_storeu_si512((void *)(qb + 64 * i), v##i);                              \
         __attribute__((fallthrough));
 __attribute__((target("avx512f"))) static void repeat_from_registers(uint8_t *dst,
                                                                      const uint8_t *src,
                                                                      size_t b, size_t r) {
-    size_t n = (b < REG_BYTES ? b : REG_BYTES) / 64, k0 = 16 - n; /* in v[k0..16) */
+    size_t n = (b < REG_BYTES ? b : REG_BYTES) / 64, k0 = 28 - n; /* in v[k0..28) */
     /* v[i] is at offset 64 (i - k0); integers, so that no pointer is formed
     ** before the buffers (the offsets stay constants in the stores) */
     uintptr_t sb = (uintptr_t)src - 64 * k0;
     RLOAD(0); RLOAD(1); RLOAD(2); RLOAD(3); RLOAD(4); RLOAD(5); RLOAD(6); RLOAD(7);
     RLOAD(8); RLOAD(9); RLOAD(10); RLOAD(11); RLOAD(12); RLOAD(13); RLOAD(14); RLOAD(15);
+    RLOAD(16); RLOAD(17); RLOAD(18); RLOAD(19); RLOAD(20); RLOAD(21); RLOAD(22); RLOAD(23);
+    RLOAD(24); RLOAD(25); RLOAD(26); RLOAD(27);
     __m512i tail = _mm512_loadu_si512(src + b - 64);
     for (size_t j = 0; j < r; j++) {
         uint8_t *q = dst + j * b;
@@ -103,7 +106,8 @@ __attribute__((target("avx512f"))) static void repeat_from_registers(uint8_t *ds
         switch (n) { /* case n stores v[k0] first: the stores ascend */
             RSTORE(0) RSTORE(1) RSTORE(2) RSTORE(3) RSTORE(4) RSTORE(5) RSTORE(6) RSTORE(7)
             RSTORE(8) RSTORE(9) RSTORE(10) RSTORE(11) RSTORE(12) RSTORE(13) RSTORE(14)
-            RSTORE(15)
+            RSTORE(15) RSTORE(16) RSTORE(17) RSTORE(18) RSTORE(19) RSTORE(20) RSTORE(21)
+            RSTORE(22) RSTORE(23) RSTORE(24) RSTORE(25) RSTORE(26) RSTORE(27)
         default:
             break;
         }

@@ -153,10 +153,10 @@ static void tile_should_match_reference_on_big_blocks(void **state) {
     check_tile_case(DT_FLOAT, (int64_t[]){8, 100}, 2, (int64_t[]){2, 50});
 }
 
-/* Rows of 64 bytes to 4 KB repeated in place are stored with their first
-** kilobyte from registers where AVX-512 is: one register, sixteen, a tail that
-** is not a whole one, longer rows with many copies (the rest copied) and with
-** few (not this path), and a doubled pattern of 2560 bytes. */
+/* Rows of 64 bytes to 4 KB repeated in place are stored with their first 1792
+** bytes from registers where AVX-512 is: one register, sixteen, all 28, a tail
+** that is not a whole one, longer rows with many copies (the rest copied) and
+** with few (not this path), and a doubled pattern of 2560 bytes. */
 static void tile_should_match_reference_on_rows_stored_from_registers(void **state) {
     (void)state;
     check_tile_case(DT_FLOAT, (int64_t[]){3, 16}, 2, (int64_t[]){2, 5});
@@ -165,7 +165,9 @@ static void tile_should_match_reference_on_rows_stored_from_registers(void **sta
     check_tile_case(DT_FLOAT, (int64_t[]){2, 255}, 2, (int64_t[]){3, 2});
     check_tile_case(DT_UINT8, (int64_t[]){3, 65}, 2, (int64_t[]){2, 9});
     check_tile_case(DT_FLOAT, (int64_t[]){64, 64, 3}, 3, (int64_t[]){2, 16, 1});
+    check_tile_case(DT_FLOAT, (int64_t[]){3, 448}, 2, (int64_t[]){1, 3});
     check_tile_case(DT_FLOAT, (int64_t[]){300}, 1, (int64_t[]){12});
+    check_tile_case(DT_FLOAT, (int64_t[]){460}, 1, (int64_t[]){11});
     check_tile_case(DT_FLOAT, (int64_t[]){333}, 1, (int64_t[]){10});
     check_tile_case(DT_FLOAT, (int64_t[]){1024}, 1, (int64_t[]){9});
     check_tile_case(DT_FLOAT, (int64_t[]){3, 300}, 2, (int64_t[]){2, 4});
