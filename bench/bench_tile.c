@@ -26,25 +26,12 @@
 #include <emmintrin.h>
 #endif
 
+#include "bench/tile_cases.h"
 #include "eval/eval_impl.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void die(const char *what, const errbuf *err) {
     fprintf(stderr, "bench_tile: %s: %s\n", what, err ? err->msg : "");
     exit(1);
-}
-
-static uint8_t *big_buffer(size_t n) {
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) die("mmap", NULL);
-    madvise(p, n, MADV_HUGEPAGE);
-    memset(p, 1, n); /* fault it in: the ceiling is the write speed, not page faults */
-    return p;
 }
 
 static void nt_memset(uint8_t *p, int v, size_t n) {
@@ -150,22 +137,6 @@ static tensor *out_tensor(const shape *s) {
     return t;
 }
 
-typedef struct tcase {
-    const char *name;
-    int32_t elem;
-    int32_t rank;
-    int64_t dims[6], reps[6];
-} tcase;
-
-static const tcase cases[] = {
-    {"f32 [1024] x [4096]", DT_FLOAT, 1, {1024}, {4096}},
-    {"f32 [1024,1024] x [4,1]", DT_FLOAT, 2, {1024, 1024}, {4, 1}},
-    {"f32 [1024,1024] x [1,4]", DT_FLOAT, 2, {1024, 1024}, {1, 4}},
-    {"f32 [64,64,3] x [16,16,1]", DT_FLOAT, 3, {64, 64, 3}, {16, 16, 1}},
-    {"f32 [1,512,1,1] x [32,1,56,56]", DT_FLOAT, 4, {1, 512, 1, 1}, {32, 1, 56, 56}},
-    {"i8 [4096,3] x [1,1024]", DT_INT8, 2, {4096, 3}, {1, 1024}},
-};
-
 /* memset speed over buffer sizes: where it drops is how much last-level cache
 ** the machine gives this process (a buffer rewritten in a loop stays there) */
 static void cache_cliff(void) {
@@ -195,9 +166,9 @@ int main(int argc, char **argv) {
     if (rounds < 1) rounds = 1;
     size_t only = argc > 2 ? (size_t)atoi(argv[2]) : 0;
     errbuf err;
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    for (size_t c = 0; c < TILE_CASES; c++) {
         if (only && c + 1 != only) continue;
-        const tcase *tc = &cases[c];
+        const tile_case *tc = &tile_cases[c];
         tensor *x = random_tensor(tc->elem, tc->dims, tc->rank, 7u + (unsigned)c);
         tensor *y;
         if (kernel_tile(x, tc->reps, (size_t)tc->rank, NULL, &y, &err)) die(tc->name, &err);
