@@ -16,10 +16,10 @@ what that costs.
 
 BENCH_TILE_EXE is bench/bench_tile built by meson (build/bench/bench_tile; use a
 release build). Times are the best of N runs, each operation in its own loop,
-over K passes. The ceiling
-is the faster of memset and a non-temporal memset of a non-zero byte (zero lines
-reach memory twice as fast on the Zen 4 host) over the buffer the evaluator
-allocates for the output, which every contender but numpy writes into. numpy runs in a child process with OPENBLAS_CORETYPE unset.
+over K passes. The ceiling is the faster of memset and a non-temporal memset of
+a non-zero byte (zero lines reach memory twice as fast on the Zen 4 host) over
+the buffer the evaluator allocates for the output, which every contender but
+numpy writes into. numpy runs in a child process with OPENBLAS_CORETYPE unset.
 
 Targets: ours >= 90% of the ceiling on cases 1, 2, 3 and 5, >= 75% on 4 and 6,
 ahead of numpy on all; the view Add >= 2x faster than materialize-then-add and
