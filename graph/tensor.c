@@ -455,6 +455,16 @@ int graph_tensor_encode(const char *name, int32_t elem, const int64_t *dims, siz
     return rc;
 }
 
+/* Values in a Constant's value_<type>s attribute (list): a 1-D tensor of n, its
+** one dim kept in hdr; value_<type> is a scalar of one. */
+static size_t const_count(Onnx__TensorProto *tp, graph_const_hdr *hdr, bool list, size_t n) {
+    if (!list) return 1;
+    hdr->dim = (int64_t)n;
+    tp->n_dims = 1;
+    tp->dims = &hdr->dim;
+    return n;
+}
+
 int graph_constant_value(const Onnx__NodeProto *n, graph_const_hdr *hdr,
                          const Onnx__TensorProto **out, errbuf *err) {
     *out = NULL;
@@ -473,46 +483,27 @@ int graph_constant_value(const Onnx__NodeProto *n, graph_const_hdr *hdr,
     Onnx__TensorProto *tp = &hdr->tp;
     onnx__tensor_proto__init(tp);
     tp->has_data_type = 1;
+    size_t al = strlen(an);
+    bool list = al && an[al - 1] == 's'; /* value_floats, value_ints, value_strings */
     if (!strcmp(an, "value")) {
         if (!found->t) return err_set(err, TILEOPT_INVALID, "attribute value has no tensor");
         *out = found->t;
         return TILEOPT_OK;
     } else if (!strcmp(an, "sparse_value")) {
         return err_set(err, TILEOPT_UNSUPPORTED, "sparse_value is not supported");
-    } else if (!strcmp(an, "value_float")) {
+    } else if (!strcmp(an, "value_float") || !strcmp(an, "value_floats")) {
         tp->data_type = DT_FLOAT;
-        tp->n_float_data = 1;
-        tp->float_data = (float *)&found->f;
-    } else if (!strcmp(an, "value_floats")) {
-        hdr->dim = (int64_t)found->n_floats;
-        tp->data_type = DT_FLOAT;
-        tp->n_dims = 1;
-        tp->dims = &hdr->dim;
-        tp->n_float_data = found->n_floats;
-        tp->float_data = found->floats;
-    } else if (!strcmp(an, "value_int")) {
+        tp->n_float_data = const_count(tp, hdr, list, found->n_floats);
+        tp->float_data = list ? found->floats : (float *)&found->f;
+    } else if (!strcmp(an, "value_int") || !strcmp(an, "value_ints")) {
         tp->data_type = DT_INT64;
-        tp->n_int64_data = 1;
-        tp->int64_data = (int64_t *)&found->i;
-    } else if (!strcmp(an, "value_ints")) {
-        hdr->dim = (int64_t)found->n_ints;
-        tp->data_type = DT_INT64;
-        tp->n_dims = 1;
-        tp->dims = &hdr->dim;
-        tp->n_int64_data = found->n_ints;
-        tp->int64_data = found->ints;
-    } else if (!strcmp(an, "value_string")) {
+        tp->n_int64_data = const_count(tp, hdr, list, found->n_ints);
+        tp->int64_data = list ? found->ints : (int64_t *)&found->i;
+    } else if (!strcmp(an, "value_string") || !strcmp(an, "value_strings")) {
         hdr->one = found->s;
         tp->data_type = DT_STRING;
-        tp->n_string_data = 1;
-        tp->string_data = &hdr->one;
-    } else if (!strcmp(an, "value_strings")) {
-        hdr->dim = (int64_t)found->n_strings;
-        tp->data_type = DT_STRING;
-        tp->n_dims = 1;
-        tp->dims = &hdr->dim;
-        tp->n_string_data = found->n_strings;
-        tp->string_data = found->strings;
+        tp->n_string_data = const_count(tp, hdr, list, found->n_strings);
+        tp->string_data = list ? found->strings : &hdr->one;
     } else {
         return err_set(err, TILEOPT_INVALID, "unknown attribute %s", an);
     }

@@ -339,6 +339,16 @@ static void constant_value_should_cover_every_attribute_form(void **state) {
     assert_int_equal(t->data_type, DT_STRING);
     assert_int_equal(t->n_dims, 0);
     assert_int_equal(t->n_string_data, 1);
+    a.name = (char *)"value_float";
+    a.f = 2.5f;
+    assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_OK);
+    assert_int_equal(t->data_type, DT_FLOAT);
+    assert_int_equal(t->n_dims, 0);
+    assert_int_equal(t->n_float_data, 1);
+    assert_true(t->float_data[0] == 2.5f);
+    a.name = (char *)""; /* neither form: no list suffix to read before the name */
+    assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "unknown attribute"));
     a.name = (char *)"sparse_value";
     assert_int_equal(graph_constant_value(&n, &hdr, &t, &err), TILEOPT_UNSUPPORTED);
     a.name = (char *)"value_int";
