@@ -486,6 +486,7 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
         if (p >= 0 && (uint32_t)p < n && !g->removed[p]) off[p + 1]++;
     }
     for (uint32_t i = 0; i < n; i++) off[i + 1] += off[i];
+    /* indeg, still zero, serves as each node's fill cursor, then is cleared */
     for (uint32_t v = 0, *fill = indeg; v < g->n_values; v++) {
         int32_t p = g->values[v].producer;
         if (p >= 0 && (uint32_t)p < n && !g->removed[p]) vals[off[p] + fill[p]++] = v;
