@@ -11,24 +11,54 @@
 #define CHUNK_MAX ((size_t)8 << 20)
 #define BIG ((size_t)1 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
+#define PAGE ((size_t)4096)
+
+/* AddressSanitizer cannot see inside our mappings on its own: an overrun of one
+** allocation lands in the next, or in chunk space nobody was given, and goes
+** unreported. In sanitizer builds every byte the arena has not handed out is
+** poisoned and each allocation is followed by a poisoned redzone, so an overrun
+** is a sanitizer report like any malloc overrun. Release builds pay nothing. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define REDZONE ((size_t)16)
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define REDZONE ((size_t)0)
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 typedef struct block {
     struct block *next;
     size_t size;             /* bytes mapped, header included */
 } block;
 
+/* Where a block's payload starts: after the header, 16-byte aligned. */
+#define PAYLOAD_OFFSET ((sizeof(block) + 15) & ~(size_t)15)
+
 struct arena {
     block *blocks;
-    uint8_t *cur, *end;
+    uint8_t *cur, *end;      /* the current chunk's free space; NULL before the first */
     size_t next_chunk;
     size_t total;
     ProtobufCAllocator pb;
 };
 
 static block *map_block(arena *a, size_t payload) {
-    size_t size = payload + sizeof(block);
+    size_t size = payload + PAYLOAD_OFFSET;
     if (size < payload) return NULL;
-    if (size >= HUGE_PAGE) size = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    /* The kernel maps whole pages anyway; owning them keeps the slack poisoned. */
+    size_t unit = size >= HUGE_PAGE ? HUGE_PAGE : PAGE;
+    if (size > SIZE_MAX - unit) return NULL;
+    size = (size + unit - 1) & ~(unit - 1);
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
@@ -39,6 +69,7 @@ static block *map_block(arena *a, size_t payload) {
     b->next = a->blocks;
     a->blocks = b;
     a->total += size;
+    POISON((uint8_t *)b + PAYLOAD_OFFSET, size - PAYLOAD_OFFSET);
     return b;
 }
 
@@ -68,6 +99,9 @@ void arena_free(arena *a) {
     if (!a) return;
     for (block *b = a->blocks, *next; b; b = next) {
         next = b->next;
+        /* The shadow outlives the mapping: a later mmap at the same address would
+        ** otherwise start out poisoned. */
+        UNPOISON(b, b->size);
         munmap(b, b->size);
     }
     free(a);
@@ -77,25 +111,33 @@ void *arena_alloc(arena *a, size_t size) {
     /* Small blocks (names, protobuf structs) need 8-byte alignment; larger ones get
     ** 16 so tensor payloads suit vector loads. Every byte here is a fresh page
     ** written once, so padding costs time. */
-    size_t align = size <= 64 ? 8 : 16;
     if (size > SIZE_MAX / 2) return NULL;
-    if (size == 0) size = 8;
-    a->cur = (uint8_t *)(((uintptr_t)a->cur + align - 1) & ~(uintptr_t)(align - 1));
-    size = (size + 7) & ~(size_t)7;
-    if (size >= BIG) {
-        block *b = map_block(a, size + 16);
-        return b ? (uint8_t *)b + ((sizeof(block) + 15) & ~(size_t)15) : NULL;
-    }
-    if ((size_t)(a->end - a->cur) < size) {
-        size_t chunk = a->next_chunk > size ? a->next_chunk : size;
-        if (a->next_chunk < CHUNK_MAX) a->next_chunk *= 2;
-        block *b = map_block(a, chunk);
+    size_t align = size <= 64 ? 8 : 16;
+    /* A zero-byte request still gets a distinct pointer, with nothing readable. */
+    size_t need = ((size ? size : 1) + 7) / 8 * 8 + REDZONE;
+    uint8_t *p;
+    if (need >= BIG) {
+        block *b = map_block(a, need);
         if (!b) return NULL;
-        a->cur = (uint8_t *)b + ((sizeof(block) + 15) & ~(size_t)15);
-        a->end = (uint8_t *)b + b->size;
+        p = (uint8_t *)b + PAYLOAD_OFFSET;
+    } else {
+        /* Align by offset, never by moving cur first: the rounded pointer can lie
+        ** past the end of the chunk, and end - cur would then wrap around. */
+        size_t pad = a->cur ? (size_t)(-(uintptr_t)a->cur & (align - 1)) : 0;
+        size_t room = a->cur ? (size_t)(a->end - a->cur) : 0;
+        if (!a->cur || room < pad || room - pad < need) {
+            size_t chunk = a->next_chunk > need ? a->next_chunk : need;
+            if (a->next_chunk < CHUNK_MAX) a->next_chunk *= 2;
+            block *b = map_block(a, chunk);
+            if (!b) return NULL;
+            a->cur = (uint8_t *)b + PAYLOAD_OFFSET;
+            a->end = (uint8_t *)b + b->size;
+            pad = 0;
+        }
+        p = a->cur + pad;
+        a->cur = p + need;
     }
-    void *p = a->cur;
-    a->cur += size;
+    UNPOISON(p, size);
     return p;
 }
 
@@ -117,6 +159,8 @@ char *arena_strdup(arena *a, const char *s) {
 void *arena_grow(arena *a, void *old, size_t old_size, size_t new_size) {
     void *p = arena_alloc(a, new_size);
     if (p && old && old_size) memcpy(p, old, old_size < new_size ? old_size : new_size);
+    /* The old array is dead: a pointer still aimed at it is a bug worth a report. */
+    if (p && old) POISON(old, old_size);
     return p;
 }
 
