@@ -761,8 +761,19 @@ static int need(const Onnx__NodeProto *n, size_t n_in, size_t lo, size_t hi, siz
 static int legacy_b(const Onnx__NodeProto *n, int64_t opset, tensor *a, tensor *b,
                     tensor **nb, errbuf *err) {
     *nb = NULL;
-    if (opset >= 7 || !graph_attr_int(n, "broadcast", 0) || !graph_attr(n, "axis"))
+    if (opset >= 7) return TILEOPT_OK;
+    /* Without broadcast=1 the old schemas demand equal shapes: running such a node
+    ** with numpy broadcasting would give a result the model never defined. */
+    if (!graph_attr_int(n, "broadcast", 0)) {
+        bool same = a->rank == b->rank;
+        for (int32_t i = 0; same && i < a->rank; i++) same = a->dims[i] == b->dims[i];
+        if (!same)
+            return err_set(err, TILEOPT_INVALID,
+                           "%s %s: inputs of different shapes need broadcast=1 before opset 7",
+                           n->op_type, node_name(n));
         return TILEOPT_OK;
+    }
+    if (!graph_attr(n, "axis")) return TILEOPT_OK;
     int64_t axis = graph_attr_int(n, "axis", 0);
     if (axis < 0) axis += a->rank;
     if (axis < 0 || axis + b->rank > a->rank)
@@ -1072,9 +1083,12 @@ static int k_tile(KERNEL_ARGS) {
         for (int32_t i = 0; i < x->rank; i++) rep[i] = i == axis ? tiles : 1;
     } else {
         size_t c;
-        if (in[1]->rank != 1 || (in[1]->elem != DT_INT64 && in[1]->elem != DT_INT32))
-            return err_set(err, TILEOPT_INVALID, "Tile %s: repeats must be a 1-D int64 tensor",
-                           node_name(n));
+        /* The schema allows int64 alone; taking int32 too would run models that
+        ** every conforming runtime refuses. */
+        if (in[1]->rank != 1 || in[1]->elem != DT_INT64)
+            return err_set(err, TILEOPT_INVALID,
+                           "Tile %s: repeats must be a 1-D int64 tensor, not %s of rank %d",
+                           node_name(n), dtype_name(in[1]->elem), (int)in[1]->rank);
         if (!tensor_to_i64(in[1], rep, TENSOR_MAX_RANK, &c) || c != (size_t)x->rank)
             return err_set(err, TILEOPT_INVALID,
                            "Tile %s: repeats has %lld entries for an input of rank %d",

@@ -168,6 +168,8 @@ static inline bool graph_node_removed(const graph *g, int32_t i) { return g->rem
 const char *graph_node_id(graph *g, int32_t i);
 /* Default domain test ("" or "ai.onnx"). */
 bool graph_node_is(const Onnx__NodeProto *n, const char *op_type);
+/* True for the default ONNX domain, spelled "" or "ai.onnx". */
+bool graph_domain_is_default(const char *domain);
 /* The producing node of a value in this scope, or NULL. */
 Onnx__NodeProto *graph_producer(graph *g, const char *name, int32_t *index);
 /* The initializer for a name in this or an outer scope, or NULL. */

@@ -226,12 +226,18 @@ static int index_definitions(graph *g, errbuf *err) {
         const Onnx__SparseTensorProto *sp = pb->sparse_initializer[i];
         graph_value *v = value_get(g, safe(sp->values ? sp->values->name : NULL));
         if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        if (v->initializer >= 0 || v->sparse >= 0)
+            return err_set(err, TILEOPT_INVALID, "initializer '%s' is defined twice%s",
+                           v->name, graph_where(g));
         v->sparse = (int32_t)i;
         v->type.elem = sp->values && sp->values->has_data_type ? sp->values->data_type : 0;
     }
     for (size_t i = 0; i < pb->n_input; i++) {
         graph_value *v = value_get(g, safe(pb->input[i]->name));
         if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        if (v->input >= 0)
+            return err_set(err, TILEOPT_INVALID, "graph input '%s' is listed twice%s", v->name,
+                           graph_where(g));
         v->input = (int32_t)i;
         if (v->initializer < 0) {
             int rc = type_from_proto(g, pb->input[i]->type, &v->type, err);
@@ -249,10 +255,18 @@ static int index_definitions(graph *g, errbuf *err) {
                                "value '%s' is produced by two nodes: %s and %s%s", v->name,
                                graph_node_id(g, v->producer), graph_node_id(g, (int32_t)i),
                                graph_where(g));
-            if (v->input >= 0 && !g->parent)
+            /* A node may not redefine what the graph already defines: readers would
+            ** see two values under one name, and fold would use the wrong one. */
+            if (v->input >= 0)
                 return err_set(err, TILEOPT_INVALID,
-                               "value '%s' is both a graph input and the output of node %s",
-                               v->name, graph_node_id(g, (int32_t)i));
+                               "value '%s' is defined twice: as a graph input and as the "
+                               "output of node %s%s",
+                               v->name, graph_node_id(g, (int32_t)i), graph_where(g));
+            if (v->initializer >= 0 || v->sparse >= 0)
+                return err_set(err, TILEOPT_INVALID,
+                               "value '%s' is defined twice: as an initializer and as the "
+                               "output of node %s%s",
+                               v->name, graph_node_id(g, (int32_t)i), graph_where(g));
             v->producer = (int32_t)i;
             v->producer_out = (int32_t)o;
         }
@@ -404,9 +418,13 @@ const char *graph_node_id(graph *g, int32_t i) {
     return s ? s : "#?";
 }
 
+bool graph_domain_is_default(const char *domain) {
+    return !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+}
+
 bool graph_node_is(const Onnx__NodeProto *n, const char *op_type) {
     if (!n->op_type || strcmp(n->op_type, op_type) != 0) return false;
-    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+    return graph_domain_is_default(n->domain);
 }
 
 Onnx__NodeProto *graph_producer(graph *g, const char *name, int32_t *index) {
@@ -464,12 +482,12 @@ const char *graph_attr_string(const Onnx__NodeProto *n, const char *name,
 }
 
 int64_t graph_opset(const graph_model *m, const char *domain) {
-    bool dflt = !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+    bool dflt = graph_domain_is_default(domain);
     for (size_t i = 0; i < m->pb->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         const char *d = o->domain ? o->domain : "";
-        bool odflt = !d[0] || strcmp(d, "ai.onnx") == 0;
-        if (dflt ? odflt : strcmp(d, domain) == 0) return o->has_version ? o->version : 0;
+        if (dflt ? graph_domain_is_default(d) : strcmp(d, domain) == 0)
+            return o->has_version ? o->version : 0;
     }
     return 0;
 }

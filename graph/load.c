@@ -154,6 +154,80 @@ static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf
     return TILEOPT_OK;
 }
 
+/* ------------------------------------------------------------ validity */
+
+/* Without an IR version nothing says how to read the rest (initializers as
+** inputs, opset imports), and without a default-domain import no standard node
+** has a schema: ONNX's checker refuses both, and so do we rather than guess. */
+static int check_header(const Onnx__ModelProto *pb, errbuf *err) {
+    if (!pb->has_ir_version || pb->ir_version <= 0)
+        return err_set(err, TILEOPT_INVALID, "the model has no ir_version");
+    if (pb->ir_version < 3) return TILEOPT_OK; /* opset 1 was implied then */
+    for (size_t i = 0; i < pb->n_opset_import; i++) {
+        const char *d = pb->opset_import[i]->domain ? pb->opset_import[i]->domain : "";
+        if (!d[0] || strcmp(d, "ai.onnx") == 0) return TILEOPT_OK;
+    }
+    /* A model of custom-domain nodes alone needs no default-domain import. */
+    const Onnx__GraphProto *g = pb->graph;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (!graph_domain_is_default(n->domain)) continue;
+        if (n->name && n->name[0])
+            return err_set(err, TILEOPT_INVALID,
+                           "the model imports no opset for the default domain (ai.onnx), "
+                           "which node %s (%s) needs", n->name, n->op_type ? n->op_type : "");
+        return err_set(err, TILEOPT_INVALID,
+                       "the model imports no opset for the default domain (ai.onnx), which "
+                       "node #%zu (%s) needs", i, n->op_type ? n->op_type : "");
+    }
+    return TILEOPT_OK;
+}
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* Adds name to an open-addressing set of cap slots (a power of two, never more than
+** half full); false when it was there already. */
+static bool name_set_add(const char **set, size_t cap, const char *name) {
+    for (size_t i = name_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        if (!set[i]) {
+            set[i] = name;
+            return true;
+        }
+        if (strcmp(set[i], name) == 0) return false;
+    }
+}
+
+/* A function body follows the graph rules: every name is defined once, by a
+** function input or by one node output. */
+static int check_function_names(const Onnx__FunctionProto *f, errbuf *err) {
+    size_t n = f->n_input;
+    for (size_t i = 0; i < f->n_node; i++) n += f->node[i]->n_output;
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    const char **set = calloc(cap, sizeof *set);
+    if (!set) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    const char *fname = f->name ? f->name : "";
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < f->n_input; i++)
+        if (!name_set_add(set, cap, f->input[i] ? f->input[i] : ""))
+            rc = err_set(err, TILEOPT_INVALID, "function %s: input '%s' is listed twice", fname,
+                         f->input[i]);
+    for (size_t i = 0; !rc && i < f->n_node; i++) {
+        const Onnx__NodeProto *nd = f->node[i];
+        for (size_t o = 0; !rc && o < nd->n_output; o++)
+            if (nd->output[o][0] && !name_set_add(set, cap, nd->output[o]))
+                rc = err_set(err, TILEOPT_INVALID,
+                             "function %s: value '%s' is defined twice (again by node #%zu, %s)",
+                             fname, nd->output[o], i, nd->op_type ? nd->op_type : "");
+    }
+    free(set);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ load */
 
 static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf *err) {
@@ -167,10 +241,12 @@ static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf 
                        "not a valid ONNX model: the protobuf is malformed or truncated");
     if (!m->pb->graph)
         return err_set(err, TILEOPT_INVALID, "not an ONNX model: it has no graph");
-    if (m->pb->n_opset_import == 0 && m->pb->has_ir_version && m->pb->ir_version >= 3)
-        return err_set(err, TILEOPT_INVALID, "the model imports no opset");
+    rc = check_header(m->pb, err);
+    if (rc) return rc;
     m->file_bytes = size;
     rc = check_graph_tensors(m, m->pb->graph, err);
+    for (size_t i = 0; !rc && i < m->pb->n_functions; i++)
+        rc = check_function_names(m->pb->functions[i], err);
     for (size_t i = 0; !rc && i < m->pb->n_functions; i++)
         for (size_t j = 0; !rc && j < m->pb->functions[i]->n_node; j++)
             rc = check_node_tensors(m, m->pb->functions[i]->node[j], err);

@@ -1,4 +1,5 @@
 /* The pass registry and the helpers every pass uses to report what it did. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,5 +138,10 @@ int pass_check_repeats(pass_ctx *pc, graph *g, int32_t node, const tensor *repea
                            id, i, (long long)input->dims[i], (long long)rep[i]);
         if (known) total *= (uint64_t)d;
     }
+    const dtype_info *di = known ? dtype_get(input->elem) : NULL;
+    if (di && total > UINT64_MAX / di->size)
+        return err_set(pc->err, TILEOPT_INVALID,
+                       "node %s (Tile): the output byte size overflows (%" PRIu64
+                       " elements of %zu bytes)", id, total, (size_t)di->size);
     return TILEOPT_OK;
 }

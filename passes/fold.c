@@ -360,13 +360,17 @@ static bool still_partial(const tensor *t) {
 }
 
 /* Bytes of a value's inferred type, or 0 when not static. */
-static uint64_t predicted_bytes(fold_graph *f, const char *name) {
+/* The inferred byte size of value `name` (0 when unknown); false when a static
+** shape's byte size does not fit in 64 bits, which no machine could hold. */
+static bool predicted_bytes(fold_graph *f, const char *name, uint64_t *bytes) {
     const graph_type *t = type_of(f, name);
     uint64_t numel;
     const dtype_info *di = t ? dtype_get(t->elem) : NULL;
-    if (!di || !graph_type_numel(t, &numel)) return 0;
-    if (numel > UINT64_MAX / di->size) return UINT64_MAX;
-    return numel * di->size;
+    *bytes = 0;
+    if (!di || !graph_type_static(t)) return true;
+    if (!graph_type_numel(t, &numel) || numel > UINT64_MAX / di->size) return false;
+    *bytes = numel * di->size;
+    return true;
 }
 
 /* The node stays: output `name` takes (or, predicted, would take) more than
@@ -498,7 +502,13 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (in_partial) rule = "static dims of a shape";
         /* refuse before evaluating when the inferred output size says so */
         for (size_t o = 0; o < n_out; o++) {
-            uint64_t b = n->output[o][0] ? predicted_bytes(f, n->output[o]) : 0;
+            uint64_t b = 0;
+            if (n->output[o][0] && !predicted_bytes(f, n->output[o], &b)) {
+                rc = err_set(pc->err, TILEOPT_INVALID,
+                             "node %s (%s): output '%s' has more bytes than fit in 64 bits",
+                             graph_node_id(g, idx), n->op_type, n->output[o]);
+                goto out;
+            }
             if (b > opt->fold_limit) {
                 skip_over_limit(pc, g, idx, n->output[o], "would take", in_bytes, b);
                 goto out;

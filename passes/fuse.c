@@ -222,7 +222,8 @@ typedef struct fz_tile {
 } fz_tile;
 
 /* Read Tile node i: constant repeats, static input shape. 1 with *why set when
-** the Tile cannot be analysed. */
+** the Tile cannot be analysed; a negated status when the Tile is invalid (an
+** output too large for any machine is an error, never a skip). */
 static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why,
                         size_t cap) {
     const Onnx__NodeProto *n = graph_node(g, i);
@@ -271,19 +272,21 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
             return 1;
         }
         if (t->r[k] && t->xs.d[k] > INT64_MAX / t->r[k]) {
-            snprintf(why, cap, "tiled size overflows on axis %" PRId32, k);
-            return 1;
+            return -err_set(pc->err, TILEOPT_INVALID,
+                            "node %s (Tile): the output size overflows on axis %" PRId32,
+                            graph_node_id(g, i), k);
         }
         t->t[k] = t->xs.d[k] * t->r[k];
         if (t->t[k] && numel > UINT64_MAX / (uint64_t)t->t[k]) {
-            snprintf(why, cap, "tiled element count overflows");
-            return 1;
+            return -err_set(pc->err, TILEOPT_INVALID,
+                            "node %s (Tile): the output element count overflows",
+                            graph_node_id(g, i));
         }
         numel *= (uint64_t)t->t[k];
     }
     if (numel > UINT64_MAX / t->esize) {
-        snprintf(why, cap, "tiled byte size overflows");
-        return 1;
+        return -err_set(pc->err, TILEOPT_INVALID,
+                        "node %s (Tile): the output byte size overflows", graph_node_id(g, i));
     }
     t->t_numel = numel;
     return 0;

@@ -537,11 +537,26 @@ static int align_at_axis(up *u, graph *g, int32_t *node, size_t slot, const char
     return graph_node_set_input(g, *node, slot, nb) ? nomem(u) : 0;
 }
 
+/* False when the known parts of two shapes already differ: a rank or a static dim. */
+static bool same_shape_possible(graph *g, const char *a, const char *b) {
+    graph_value *va = value_of(g, a), *vb = value_of(g, b);
+    if (!va || !vb || va->type.rank < 0 || vb->type.rank < 0) return true;
+    if (va->type.rank != vb->type.rank) return false;
+    for (int32_t i = 0; i < va->type.rank; i++)
+        if (va->type.dims[i] >= 0 && vb->type.dims[i] >= 0 && va->type.dims[i] != vb->type.dims[i])
+            return false;
+    return true;
+}
+
 static int a_broadcast(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     int64_t bc = graph_attr_int(n, "broadcast", 0);
     bool has_axis = graph_attr(n, "axis") != NULL;
     int64_t axis = graph_attr_int(n, "axis", 0);
+    if (!bc && !same_shape_possible(g, graph_node_input(n, 0), graph_node_input(n, 1)))
+        return err_set(u->err, TILEOPT_INVALID,
+                       "node %s (%s): inputs of different shapes need broadcast=1 before "
+                       "opset 7", graph_node_id(g, *node), n->op_type);
     graph_node_del_attr(n, "broadcast");
     graph_node_del_attr(n, "axis");
     if (!bc || !has_axis) return 0;
