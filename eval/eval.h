@@ -121,8 +121,9 @@ extern const size_t kernel_table_shape_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 
-/* actual against expected, numpy.isclose style: |a - e| <= atol + rtol * |e|,
-** NaN equals NaN; strings and 8-bit floats compare exactly. */
+/* actual against expected: floating types numpy.isclose style, |a - e| <= atol +
+** rtol * |e| with NaN equal to NaN; integers, bool, strings and 8-bit floats
+** exactly. */
 typedef struct tensor_diff {
     bool same_shape;            /* element type and shape agree (else nothing else set) */
     uint64_t n_bad;             /* elements outside the tolerance */

@@ -144,6 +144,9 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err);
 int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *err);
 /* Serialized size in bytes, as the saver would write it (without external data). */
 size_t graph_model_packed_size(const graph_model *m);
+/* Write n bytes to path through a temporary file beside it, fsync and rename: the
+** file is either its old self or complete, never half written. */
+int graph_write_atomic(const char *path, const void *data, size_t n, errbuf *err);
 
 /* ------------------------------------------------------------------ opsets */
 

@@ -124,6 +124,29 @@ static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) 
     return rc;
 }
 
+typedef struct bytes_job {
+    const void *data;
+    size_t n;
+} bytes_job;
+
+static int write_bytes(int fd, void *user, errbuf *err) {
+    const bytes_job *j = user;
+    const uint8_t *p = j->data;
+    for (size_t left = j->n; left;) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return err_set(err, TILEOPT_IO, "write failed: %s", strerror(errno));
+        p += w;
+        left -= (size_t)w;
+    }
+    return TILEOPT_OK;
+}
+
+int graph_write_atomic(const char *path, const void *data, size_t n, errbuf *err) {
+    bytes_job j = {data, n};
+    return write_atomic(path, write_bytes, &j, err);
+}
+
 typedef struct pack_job {
     const graph_model *model;
     uint64_t total;

@@ -153,6 +153,9 @@ TILEOPT_API tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *o
 TILEOPT_API const void *tileopt_report_json(const tileopt_ctx *ctx);
 /* The report as a new string, freed with tileopt_free(). */
 TILEOPT_API tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out);
+/* Write the report to path atomically (a temporary file beside it, then rename):
+** a failed write leaves whatever path held before. */
+TILEOPT_API tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path);
 
 /* ---------------------------------------------------------------- tensors */
 

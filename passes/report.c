@@ -93,6 +93,17 @@ tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out) {
     return *out ? TILEOPT_OK : TILEOPT_NOMEM;
 }
 
+tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path) {
+    if (!ctx->report) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
+    char *text = cJSON_Print(ctx->report);
+    if (!text) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    size_t n = strlen(text);
+    text[n] = '\n'; /* the terminator becomes the final newline a text file wants */
+    int rc = graph_write_atomic(path, text, n + 1, &ctx->err);
+    free(text);
+    return rc ? err_prefix(&ctx->err, "report: ") : TILEOPT_OK;
+}
+
 cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array) {
     if (!ctx->report) return NULL;
     cJSON *s = cJSON_GetObjectItemCaseSensitive(ctx->report, key);

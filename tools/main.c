@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -128,19 +130,64 @@ static int parse_passes(const char *spec, const char **names, size_t cap, size_t
 }
 
 static int write_report(tileopt_ctx *ctx, const char *dest) {
-    char *text;
-    if (tileopt_report_string(ctx, &text) != TILEOPT_OK) return EXIT_FAIL;
-    int rc = EXIT_OK;
-    if (strcmp(dest, "-") == 0) {
-        puts(text);
-    } else {
-        FILE *f = fopen(dest, "w");
-        if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) rc = EXIT_FAIL;
-        if (f && fclose(f) != 0) rc = EXIT_FAIL;
-        if (rc) tool_error(EXIT_FAIL, "cannot write the report to '%s'", dest);
+    if (strcmp(dest, "-") != 0) {
+        if (tileopt_report_save(ctx, dest) == TILEOPT_OK) return EXIT_OK;
+        return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
     }
+    char *text;
+    if (tileopt_report_string(ctx, &text) != TILEOPT_OK)
+        return tool_error(EXIT_FAIL, "report: out of memory");
+    puts(text);
     tileopt_free(text);
-    return rc;
+    return EXIT_OK;
+}
+
+/* path with its folder resolved (symlinks, "." and ".."): two spellings of a file
+** that does not exist yet resolve alike. false when the folder does not exist. */
+static bool resolve_path(const char *path, char *out) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return false;
+    return snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX;
+}
+
+/* True when a and b name one file, however spelled: ./m.onnx, a symlink, a hard
+** link (one inode), or the same resolved path when either does not exist yet. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return false;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return resolve_path(a, ra) && resolve_path(b, rb) && strcmp(ra, rb) == 0;
+}
+
+/* Refuse, before anything is read or written, the paths that would destroy data:
+** OUT or the report naming the input, the report naming OUT, and a destination
+** that exists but is no regular file (the atomic rename would replace a device
+** such as /dev/null with a file, or fail on a folder only after all the work). */
+static int check_paths(const opt_args *a) {
+    if (same_file(a->in, a->out))
+        return tool_error(EXIT_USAGE, "-o '%s' is the input model: write to another file",
+                          a->out);
+    const char *dests[2] = {a->out, a->report && strcmp(a->report, "-") ? a->report : NULL};
+    for (size_t i = 0; i < 2; i++) {
+        struct stat st;
+        if (dests[i] && stat(dests[i], &st) == 0 && !S_ISREG(st.st_mode))
+            return tool_error(EXIT_USAGE, "'%s' exists and is not a regular file%s", dests[i],
+                              i ? " (--report - writes to stdout)" : "");
+    }
+    if (!dests[1]) return EXIT_OK;
+    if (same_file(a->in, a->report))
+        return tool_error(EXIT_USAGE, "--report '%s' is the input model", a->report);
+    if (same_file(a->out, a->report))
+        return tool_error(EXIT_USAGE, "--report '%s' is the output model", a->report);
+    return EXIT_OK;
 }
 
 static void print_summary(tileopt_ctx *ctx, FILE *f) {
@@ -199,6 +246,11 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         tool_error(EXIT_FAIL, "verify: %s", tileopt_ctx_errmsg(ctx));
         goto report;
     }
+    /* The report goes first, with the size the output will have: when it cannot
+    ** be written the run fails before OUT is touched. */
+    tileopt_report_end(ctx, model, a->out);
+    if (a->report && strcmp(a->report, "-") != 0 && write_report(ctx, a->report) != EXIT_OK)
+        goto done;
     if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto report;
@@ -247,6 +299,8 @@ static int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
     }
     if (!a.in) return tool_error(EXIT_USAGE, "optimize needs an input model");
     if (!a.out) return tool_error(EXIT_USAGE, "optimize needs -o OUT.onnx");
+    int prc = check_paths(&a);
+    if (prc) return prc;
     if (!a.quiet && isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, progress, NULL);
     const char *names[64];
     size_t n_names;

@@ -199,16 +199,17 @@ def external_should_not_clobber_another_models_data_in_the_output_folder():
             assert_same_tensors(dst, src)
 
 
-def external_should_keep_the_input_when_output_is_the_input_path():
-    # Writing over the input itself: the data file the model points to must still
-    # hold the right bytes afterwards (atomic rename, data read before replace).
+def external_should_refuse_the_input_path_as_output_and_keep_its_data():
+    # Writing over the input would leave its data file half replaced on a crash:
+    # refused before anything is read, and the model and its data stay as they were.
     with h.tempdir() as d:
         src = external_model(d)
-        ref = initializers(src)
-        h.expect_ok(h.tileopt("optimize", src, "-o", src, "--passes", "none", "--quiet"))
-        got = initializers(src)
-        for k in ref:
-            h.assert_close(got[k], ref[k], rtol=0, atol=0, what=f"initializer {k}")
+        before = snapshot(d)
+        cp = h.tileopt("optimize", src, "-o", src, "--passes", "none", "--quiet")
+        if cp.returncode != 2 or "is the input model" not in cp.stderr:
+            raise AssertionError(f"exit {cp.returncode}: {cp.stderr!r}")
+        if snapshot(d) != before:
+            raise AssertionError("the refused run changed the model's folder")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """`tileopt optimize` output conventions: --quiet prints nothing, the summary goes
 to stdout otherwise, no progress in pipes, OUT is replaced atomically (no temporary
 files left behind), the input is never touched, and saving to a missing folder is
-an error."""
+an error. tests/cli/test_out_paths.py covers the paths that are refused."""
 import os
 import sys
 
@@ -68,18 +68,6 @@ def optimize_should_fail_cleanly_when_the_output_folder_is_missing():
             raise AssertionError(f"exit {cp.returncode}, stderr {cp.stderr!r}")
         if os.listdir(d):
             raise AssertionError(f"created {os.listdir(d)}")
-
-
-def optimize_should_overwrite_its_input_atomically_when_asked():
-    # OUT == IN is allowed: the file is replaced by a complete, valid model.
-    with h.tempdir() as d:
-        src = os.path.join(d, "m.onnx")
-        with open(SRC, "rb") as f, open(src, "wb") as g:
-            g.write(f.read())
-        h.expect_ok(h.tileopt("optimize", src, "-o", src, "--quiet"))
-        h.check(src)
-        if os.listdir(d) != ["m.onnx"]:
-            raise AssertionError(f"folder holds {sorted(os.listdir(d))}")
 
 
 if __name__ == "__main__":

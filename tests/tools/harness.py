@@ -73,15 +73,17 @@ SANITIZER_REPORT = re.compile(
     r"MemorySanitizer|ThreadSanitizer")
 
 
-def tileopt(*args, input=None, timeout=600):
-    """Run `tileopt ARGS...`; returns the CompletedProcess (text stdout/stderr).
+def tileopt(*args, input=None, timeout=600, cwd=None):
+    """Run `tileopt ARGS...` (in folder cwd when given); returns the
+    CompletedProcess (text stdout/stderr).
 
     Never raises on a non-zero exit: check cp.returncode yourself or use expect_ok.
     Does raise AssertionError when the run printed a sanitizer report (a UBSan
     `runtime error:` does not change the exit code, so it would pass unseen).
     """
-    cp = subprocess.run([tileopt_path(), *[str(a) for a in args]], input=input,
-                        capture_output=True, text=True, timeout=timeout)
+    cp = subprocess.run([os.path.abspath(tileopt_path()), *[str(a) for a in args]],
+                        input=input, capture_output=True, text=True, timeout=timeout,
+                        cwd=cwd)
     if SANITIZER_REPORT.search(cp.stderr):
         raise AssertionError(f"{' '.join(cp.args)}: sanitizer report (exit "
                              f"{cp.returncode}):\n{cp.stderr[-4000:]}")

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""Where `tileopt optimize` may write. OUT naming the input, however spelled
+(./m.onnx, a symlink, a hard link), is refused with exit 2 before anything is
+read; so is a --report naming the input or OUT, and a destination that exists but
+is no regular file. A run that fails after its passes (the report or the external
+data cannot be written) never creates or changes OUT; verify runs before the
+save, so its failure cannot either."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+import harness as h  # noqa: E402
+
+SRC = os.path.join(h.MODELS, "legacy_tile1.onnx")
+
+
+def _copy_model(d, name="m.onnx"):
+    path = os.path.join(d, name)
+    with open(SRC, "rb") as f, open(path, "wb") as g:
+        g.write(f.read())
+    return path
+
+
+def _snapshot(d):
+    out = {}
+    for name in sorted(os.listdir(d)):
+        p = os.path.join(d, name)
+        st = os.lstat(p)
+        data = open(p, "rb").read() if os.path.isfile(p) and not os.path.islink(p) else None
+        out[name] = (st.st_mode, st.st_ino, st.st_mtime_ns, data)
+    return out
+
+
+def _expect_refused(cp, code, words):
+    lines = cp.stderr.splitlines()
+    if cp.returncode != code or not lines or not lines[0].startswith("tileopt: error: ") \
+            or words not in lines[0]:
+        raise AssertionError(f"expected exit {code} with '{words}', got exit "
+                             f"{cp.returncode}: {cp.stderr!r}")
+
+
+def optimize_should_refuse_an_output_that_is_the_input_however_spelled():
+    with h.tempdir() as d:
+        src = _copy_model(d)
+        os.symlink(src, os.path.join(d, "link.onnx"))
+        os.link(src, os.path.join(d, "hard.onnx"))
+        os.mkdir(os.path.join(d, "sub"))
+        before = _snapshot(d)
+        for out in (src, os.path.join(d, ".", "m.onnx"), os.path.join(d, "sub", "..", "m.onnx"),
+                    os.path.join(d, "link.onnx"), os.path.join(d, "hard.onnx")):
+            cp = h.tileopt("optimize", src, "-o", out, "--quiet")
+            _expect_refused(cp, 2, "is the input model")
+        # the same, relative to the working folder
+        cp = h.tileopt("optimize", "m.onnx", "-o", "./m.onnx", "--quiet", cwd=d)
+        _expect_refused(cp, 2, "is the input model")
+        if _snapshot(d) != before:
+            raise AssertionError("a refused run changed the folder")
+
+
+def optimize_should_refuse_a_report_that_names_the_input_or_the_output():
+    with h.tempdir() as d:
+        src = _copy_model(d)
+        out = os.path.join(d, "o.onnx")
+        before = _snapshot(d)
+        _expect_refused(h.tileopt("optimize", src, "-o", out, "--report", src), 2,
+                        "is the input model")
+        _expect_refused(h.tileopt("optimize", src, "-o", out, "--report", out), 2,
+                        "is the output model")
+        _expect_refused(h.tileopt("optimize", src, "-o", out, "--report",
+                                  os.path.join(d, ".", "o.onnx")), 2, "is the output model")
+        if _snapshot(d) != before:
+            raise AssertionError("a refused run changed the folder")
+
+
+def optimize_should_refuse_a_destination_that_is_not_a_regular_file():
+    with h.tempdir() as d:
+        src = _copy_model(d)
+        os.mkdir(os.path.join(d, "folder"))
+        os.mkfifo(os.path.join(d, "fifo"))
+        for out in (os.path.join(d, "folder"), os.path.join(d, "fifo"), "/dev/null"):
+            _expect_refused(h.tileopt("optimize", src, "-o", out, "--quiet"), 2,
+                            "not a regular file")
+            _expect_refused(h.tileopt("optimize", src, "-o", os.path.join(d, "o.onnx"),
+                                      "--report", out), 2, "not a regular file")
+        if not os.path.exists("/dev/null") or os.path.isfile("/dev/null"):
+            raise AssertionError("/dev/null was replaced")
+        if os.path.exists(os.path.join(d, "o.onnx")):
+            raise AssertionError("a refused run wrote OUT")
+
+
+def optimize_should_leave_out_alone_when_the_report_cannot_be_written():
+    with h.tempdir() as d:
+        src = _copy_model(d)
+        for existing in (False, True):
+            out = os.path.join(d, "o.onnx")
+            if existing:
+                with open(out, "wb") as f:
+                    f.write(b"previous contents")
+            before = _snapshot(d)
+            cp = h.tileopt("optimize", src, "-o", out, "--quiet",
+                           "--report", os.path.join(d, "missing", "r.json"))
+            if cp.returncode != 1 or "missing" not in cp.stderr:
+                raise AssertionError(f"exit {cp.returncode}: {cp.stderr!r}")
+            if _snapshot(d) != before:
+                raise AssertionError(f"OUT {'changed' if existing else 'created'} by a run "
+                                     f"whose report failed")
+
+
+def optimize_should_leave_out_alone_when_its_external_data_cannot_be_written():
+    # Saved into another folder, a model's external data moves to OUT.data, which
+    # is written before OUT. A folder in that place makes the data write fail: the
+    # run fails and OUT neither appears nor changes.
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    with h.tempdir() as d:
+        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
+        os.mkdir(src_dir)
+        os.mkdir(out_dir)
+        m = onnx.load(os.path.join(h.MODELS, "bias_tile.onnx"))
+        m.graph.initializer.append(numpy_helper.from_array(
+            np.ones((64, 64), np.float32), "unused_weight"))
+        src = os.path.join(src_dir, "m.onnx")
+        onnx.save_model(m, src, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="w.bin", size_threshold=0)
+        out = os.path.join(out_dir, "o.onnx")
+        os.mkdir(out + ".data")
+        for existing in (False, True):
+            if existing:
+                with open(out, "wb") as f:
+                    f.write(b"previous contents")
+            before = _snapshot(out_dir)
+            cp = h.tileopt("optimize", src, "-o", out, "--passes", "none", "--quiet")
+            if cp.returncode != 1 or not cp.stderr.startswith("tileopt: error: "):
+                raise AssertionError(f"exit {cp.returncode}: {cp.stderr!r}")
+            if _snapshot(out_dir) != before:
+                raise AssertionError("OUT touched by a run whose external data failed")
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
