@@ -83,6 +83,30 @@ def run_should_exit_1_on_mismatch_naming_output_and_index():
         assert not os.path.exists(f"{d}/out/output_0.pb"), "a failed run wrote outputs"
 
 
+def run_should_compare_integers_and_bool_exactly():
+    # An int64 off by one at 1e18 is within rtol 1e-3 of the expected value, and
+    # so is a uint8 off by one at 250: only floating types may differ by rounding.
+    cases = [(np.array([10**18, 5], np.int64), np.array([10**18 + 1, 5], np.int64)),
+             (np.array([250, 3], np.uint8), np.array([251, 3], np.uint8)),
+             (np.array([True, False]), np.array([True, True]))]
+    for value, expected in cases:
+        with h.tempdir() as d:
+            elem = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype]
+            g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id")], "g",
+                                  [helper.make_tensor_value_info("x", elem, list(value.shape))],
+                                  [helper.make_tensor_value_info("y", elem, list(value.shape))])
+            onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+                      f"{d}/m.onnx")
+            os.mkdir(f"{d}/t")
+            save_pb(value, f"{d}/t/input_0.pb", "x")
+            save_pb(value, f"{d}/t/output_0.pb", "y")
+            h.expect_ok(h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t"))
+            save_pb(expected, f"{d}/t/output_0.pb", "y")
+            cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t")
+            assert cp.returncode == 1 and "1 of 2 values differ" in cp.stderr, \
+                (value.dtype, cp.returncode, cp.stderr)
+
+
 def run_should_exit_1_on_shape_or_type_mismatch():
     with h.tempdir() as d:
         tile_model(f"{d}/m.onnx")
