@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,43 @@ static const char *ext_field(const Onnx__TensorProto *t, const char *key) {
         if (t->external_data[i]->key && strcmp(t->external_data[i]->key, key) == 0)
             return t->external_data[i]->value;
     return NULL;
+}
+
+/* The first key listed twice, or NULL. Readers disagree on which copy counts (onnx
+** takes the last, ext_field the first): a second `location` could point one
+** reader at a file the checks never saw. */
+static const char *ext_duplicate_key(const Onnx__TensorProto *t) {
+    for (size_t i = 0; i < t->n_external_data; i++)
+        for (size_t j = 0; j < i; j++)
+            if (t->external_data[i]->key && t->external_data[j]->key &&
+                strcmp(t->external_data[i]->key, t->external_data[j]->key) == 0)
+                return t->external_data[i]->key;
+    return NULL;
+}
+
+/* The real path of the data file, refused unless it lies inside the model's real
+** folder: the textual check of the location cannot see a symlink (w.bin ->
+** ../secret.bin, or an absolute link) that would copy a file from elsewhere
+** into the output. */
+static int ext_resolve(const graph_model *m, const char *name, char **path, errbuf *err) {
+    char base[PATH_MAX], real[PATH_MAX];
+    if (!realpath(m->base_dir, base))
+        return err_set(err, TILEOPT_IO, "tensor '%s': cannot resolve the model's folder '%s': %s",
+                       name, m->base_dir, strerror(errno));
+    if (!realpath(*path, real))
+        return err_set(err, TILEOPT_IO, "tensor '%s': external data '%s' is missing: %s", name,
+                       *path, strerror(errno));
+    size_t n = strlen(base);
+    bool inside = strncmp(real, base, n) == 0 && (real[n] == '/' || (n == 1 && base[0] == '/'));
+    if (!inside)
+        return err_set(err, TILEOPT_INVALID,
+                       "tensor '%s': external data '%s' resolves to '%s', outside the model's "
+                       "folder", name, *path, real);
+    char *copy = strdup(real);
+    if (!copy) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    free(*path);
+    *path = copy;
+    return TILEOPT_OK;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -65,6 +103,10 @@ int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
         return err_set(err, TILEOPT_INVALID, "tensor '%s': bad external data length", name);
     if (!loc || !loc[0] || !m->base_dir)
         return err_set(err, TILEOPT_INVALID, "tensor '%s': external data has no location", name);
+    const char *dup = ext_duplicate_key(t);
+    if (dup)
+        return err_set(err, TILEOPT_INVALID, "tensor '%s': external data key '%s' is given twice",
+                       name, dup);
     if (out->length != nbytes)
         return err_set(err, TILEOPT_INVALID,
                        "tensor '%s': external data length %" PRIu64 " does not match its shape (%" PRIu64 " bytes)",
@@ -74,14 +116,15 @@ int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
     if (!out->path) return err_set(err, TILEOPT_NOMEM, "out of memory");
     snprintf(out->path, n, "%s/%s", m->base_dir, loc);
     struct stat st;
-    int rc = TILEOPT_OK;
-    if (stat(out->path, &st) != 0)
+    int rc = ext_resolve(m, name, &out->path, err);
+    if (!rc && stat(out->path, &st) != 0)
         rc = err_set(err, TILEOPT_IO, "tensor '%s': external data '%s' is missing: %s", name,
                      out->path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        rc = err_set(err, TILEOPT_INVALID, "tensor '%s': external data '%s' is not a file", name,
-                     out->path);
-    else if (out->offset > (uint64_t)st.st_size || out->length > (uint64_t)st.st_size - out->offset)
+    else if (!rc && !S_ISREG(st.st_mode))
+        rc = err_set(err, TILEOPT_INVALID,
+                     "tensor '%s': external data '%s' is not a regular file", name, out->path);
+    else if (!rc && (out->offset > (uint64_t)st.st_size ||
+                     out->length > (uint64_t)st.st_size - out->offset))
         rc = err_set(err, TILEOPT_INVALID,
                      "tensor '%s': external data '%s' (%lld bytes) is shorter than offset %" PRIu64 " + length %" PRIu64,
                      name, out->path, (long long)st.st_size, out->offset, out->length);
@@ -93,7 +136,8 @@ int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
 }
 
 int graph_extent_read(const graph_extent *e, void *dst, errbuf *err) {
-    int fd = open(e->path, O_RDONLY | O_CLOEXEC);
+    /* The path was resolved at load: a symlink planted there since is refused. */
+    int fd = open(e->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return err_set(err, TILEOPT_IO, "cannot open external data '%s': %s", e->path,
                        strerror(errno));

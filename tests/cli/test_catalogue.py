@@ -134,6 +134,28 @@ def external(location, length=24, offset=None):
     return init_model(t)
 
 
+def external_twice(first, second):
+    m = external(first)
+    e = m.graph.initializer[0].external_data.add()
+    e.key, e.value = "location", second
+    return m
+
+
+def external_in_if_branch(location):
+    # The data file is read by a Constant inside an If branch.
+    t = TensorProto(name="w_branch", data_type=F, dims=[2, 3])
+    t.data_location = TensorProto.EXTERNAL
+    t.external_data.add(key="location", value=location)
+    t.external_data.add(key="length", value="24")
+    then_g = helper.make_graph([helper.make_node("Constant", [], ["t0"], name="then_c", value=t)],
+                               "then", [], [vi("t0")])
+    else_g = helper.make_graph([helper.make_node("Relu", ["x"], ["e0"], name="else_relu")],
+                               "else", [], [vi("e0")])
+    return model([helper.make_node("If", ["c"], ["y"], name="if_ext",
+                                   then_branch=then_g, else_branch=else_g)],
+                 [vi("x"), vi("c", (), TensorProto.BOOL)], [vi("y")])
+
+
 def if_mismatch():
     then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t0"], name="then_relu")],
                                "then", [], [vi("t0")])
@@ -332,6 +354,24 @@ def cases():
          r"w_ext.*absolute", LOAD),
         ("external data escaping the folder", lambda: external("../secret.bin"),
          r"w_ext.*leaves", LOAD, {"secret.bin": bytes(24)}),
+        ("external data through a symlink leaving the folder", lambda: external("w.bin"),
+         r"w_ext.*outside", LOAD, {"secret.bin": bytes(24), "in/w.bin": Symlink("../secret.bin")}),
+        ("external data through an absolute symlink", lambda: external("w.bin"),
+         r"w_ext.*outside", LOAD,
+         {"secret.bin": bytes(24), "in/w.bin": Symlink("{d}/secret.bin")}),
+        ("external data through a symlinked folder", lambda: external("sub/w.bin"),
+         r"w_ext.*outside", LOAD, {"secret/w.bin": bytes(24), "in/sub": Symlink("../secret")}),
+        ("external data of an If branch's Constant through a symlink",
+         lambda: external_in_if_branch("w.bin"),
+         r"w_branch.*outside", LOAD, {"secret.bin": bytes(24), "in/w.bin": Symlink("../secret.bin")}),
+        ("external data with two locations", lambda: external_twice("w.bin", "../secret.bin"),
+         r"w_ext.*location.*twice", LOAD, {"in/w.bin": bytes(24), "secret.bin": bytes(24)}),
+        ("external data that is a FIFO", lambda: external("w.bin"),
+         r"w_ext.*regular file", LOAD, {"in/w.bin": FIFO}),
+        ("external data that is a folder", lambda: external("w.bin"),
+         r"w_ext.*regular file", LOAD, {"in/w.bin": FOLDER}),
+        ("external data that is a device", lambda: external("w.bin"),
+         r"w_ext.*(regular file|outside)", LOAD, {"in/w.bin": Symlink("/dev/zero")}),
         ("external data escaping through a subfolder",
          lambda: external("sub/../../secret.bin"),
          r"w_ext.*leaves", LOAD, {"secret.bin": bytes(24), "in/sub/x": b""}),
@@ -359,6 +399,28 @@ def known_gap(name, cmd, args, pattern, d, out_dir):
         os.remove(out)
 
 
+class Symlink(str):
+    """A file of a row that is a symbolic link to this target ({d} is the row's
+    folder, for absolute links)."""
+
+
+FIFO, FOLDER = object(), object()
+
+
+def place(root, rel, content):
+    """Write one extra file of a row under root: bytes, a Symlink, FIFO or FOLDER."""
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if isinstance(content, Symlink):
+        os.symlink(str(content).format(d=root), path)
+    elif content is FIFO:
+        os.mkfifo(path)
+    elif content is FOLDER:
+        os.mkdir(path)
+    else:
+        x.write(path, content)
+
+
 def run_case(name, build, pattern, cmds, files=None, available=(), gaps=()):
     """One row: write the model in a fresh folder, run each command on it."""
     with h.tempdir() as d:
@@ -369,7 +431,7 @@ def run_case(name, build, pattern, cmds, files=None, available=(), gaps=()):
         data = build()
         x.write(src, data)
         for rel, content in (files or {}).items():
-            x.write(os.path.join(d, rel), content)
+            place(d, rel, content)
         dst = os.path.join(out_dir, "out.onnx")
         feeds_dir = os.path.join(d, "feeds")
         os.makedirs(feeds_dir)

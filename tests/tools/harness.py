@@ -34,6 +34,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -140,8 +141,14 @@ def snapshot(folder):
     for root, _dirs, files in os.walk(folder):
         for f in files:
             p = os.path.join(root, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, folder)] = (fh.read(), os.stat(p).st_mtime_ns)
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):     # the link itself, not what it points to
+                out[os.path.relpath(p, folder)] = ("->" + os.readlink(p), st.st_mtime_ns)
+            elif not stat.S_ISREG(st.st_mode):  # a FIFO or device: never opened
+                out[os.path.relpath(p, folder)] = (stat.S_IFMT(st.st_mode), st.st_mtime_ns)
+            else:
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, folder)] = (fh.read(), st.st_mtime_ns)
     return out
 
 
