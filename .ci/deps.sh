@@ -28,6 +28,8 @@ deps_test() {
     deps_build
     _apt_install libcmocka-dev python3-onnx python3-numpy python3-jsonschema \
         libonnx-testdata clang libclang-rt-14-dev
+    # The real-model suite (tests/real) exports its PyTorch models with these.
+    _apt_install python3-torch python3-torchvision
     # Node.js may come from elsewhere than Debian (its own npm bundled): only a
     # machine without the commands gets Debian's.
     command -v node >/dev/null 2>&1 || _apt_install nodejs

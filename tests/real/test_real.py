@@ -1,0 +1,392 @@
+#!/usr/bin/python3
+"""The real-model suite: tileopt over models that other projects ship or that
+PyTorch exports (tests/real/fetch_models.py puts them in .cache/real/).
+
+Every model goes through these stages, each judged on its own:
+
+  load       `tileopt inspect` and `inspect --json` exit 0 (the JSON matches
+             tests/inspect.schema.json)
+  roundtrip  `optimize --passes none` exits 0 and writes the input's bytes exactly
+  optimize   `optimize` with the default passes and `--report` exits 0; the report
+             matches tests/report.schema.json
+  checker    onnx.checker full check of the output (skipped when the original
+             model fails it too: onnx 1.12 does not know opset 18, for one)
+  ort        ONNX Runtime gives the same outputs for the original and the output
+             on the model's seeded inputs (rtol 1e-3, atol 1e-7: the contract's
+             tolerance; skipped when the original does not run in ONNX Runtime)
+  torch      PyTorch exports only: ONNX Runtime's outputs of the original and of
+             the output both equal PyTorch's own saved outputs, with rtol 1e-3 and
+             an atol of 1e-4 times the output's largest magnitude. ORT and PyTorch
+             add in different orders, so their float32 results differ by a few
+             ulps of the largest terms of each sum, not of the result: after a
+             few dozen layers that is up to 3e-5 of the output's scale here, and
+             an element that nearly cancels to zero can differ by 50% of itself
+
+A table (model, source, one column per stage) and a summary line with the count
+of models passing each stage are printed. The test fails when a stage fails for a
+model, unless tests/real/known_failures.txt lists that model and stage with the
+reason; an entry whose stage now passes fails the test too, so the list cannot go
+stale.
+
+Environment (set by tests/real/meson.build): TILEOPT, SRCDIR; REAL_SUBSET=sanitize
+in a sanitizer build runs only the tileopt stages (load, roundtrip, optimize) of
+the models under REAL_SANITIZE_MAX_BYTES (default 4 MB), which is what the
+sanitizers can judge; TILEOPT_REAL_CACHE overrides the cache folder; REAL_JOBS
+the number of models run at once (default: one per core).
+
+    /usr/bin/python3 tests/real/test_real.py [NAME_SUBSTRING...]
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.environ.get("SRCDIR", os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "tools"))
+import harness as h  # noqa: E402
+from validate_report import report_errors  # noqa: E402
+
+CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(SRCDIR, ".cache", "real"))
+KNOWN = os.path.join(HERE, "known_failures.txt")
+STAGES = ["load", "roundtrip", "optimize", "checker", "ort", "torch"]
+TOOL_STAGES = ["load", "roundtrip", "optimize"]
+ORT_RTOL, ORT_ATOL = 1e-3, 1e-7
+TORCH_RTOL, TORCH_ATOL_SCALE = 1e-3, 1e-4
+
+PASS, FAIL, KNOWN_FAIL, SKIP, NOT_RUN = "ok", "FAIL", "known", "skip", "-"
+
+
+class StageFailure(Exception):
+    pass
+
+
+def one_line(s, limit=600):
+    s = " ".join(str(s).split())
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+def describe_exit(cp):
+    """'exit N' or 'signal SIGSEGV' and the end of stderr: what a C engineer needs."""
+    rc = cp.returncode
+    if rc < 0:
+        try:
+            what = f"signal {signal.Signals(-rc).name}"
+        except ValueError:
+            what = f"signal {-rc}"
+    else:
+        what = f"exit {rc}"
+    err = cp.stderr.strip().splitlines()
+    return f"{what}: {' | '.join(err[-3:]) if err else '(no stderr)'}"
+
+
+def run_tool(*args):
+    cmd = "tileopt " + " ".join(os.path.basename(str(a)) for a in args)
+    try:
+        cp = h.tileopt(*args)
+    except subprocess.TimeoutExpired:
+        raise StageFailure(f"`{cmd}`: timed out")
+    except AssertionError as e:  # a sanitizer report
+        raise StageFailure(f"`{cmd}`: {one_line(e, 1500)}")
+    if cp.returncode != 0:
+        raise StageFailure(f"`{cmd}`: {describe_exit(cp)}")
+    return cp
+
+
+def read_known():
+    """{(model, stage): reason} from known_failures.txt ('MODEL STAGE REASON...')."""
+    known = {}
+    if not os.path.isfile(KNOWN):
+        return known
+    with open(KNOWN) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split(None, 2)
+            if len(parts) < 3 or parts[1] not in STAGES + ["fetch"]:
+                raise SystemExit(f"{KNOWN}:{n}: expected 'MODEL STAGE REASON' with STAGE "
+                                 f"one of {STAGES + ['fetch']}: {line!r}")
+            known[(parts[0], parts[1])] = parts[2]
+    return known
+
+
+def load_tensors(folder, prefix):
+    files = sorted((f for f in os.listdir(folder)
+                    if f.startswith(prefix + "_") and f.endswith(".pb")),
+                   key=lambda f: int(f[len(prefix) + 1:-3]))
+    out = []
+    for f in files:
+        t = onnx.load_tensor(os.path.join(folder, f))
+        out.append((t.name, numpy_helper.to_array(t)))
+    return out
+
+
+class ModelRun:
+    """The stages of one model; results[stage] = (status, message)."""
+
+    def __init__(self, name, meta, subset):
+        self.name, self.meta, self.subset = name, meta, subset
+        self.folder = os.path.join(CACHE, name)
+        self.model = os.path.join(self.folder, "model.onnx")
+        self.results = {}
+        self.seconds = 0.0
+
+    def stage(self, name, fn):
+        try:
+            r = fn()
+            self.results[name] = (SKIP, r) if isinstance(r, str) else (PASS, "")
+        except StageFailure as e:
+            self.results[name] = (FAIL, str(e))
+        except Exception as e:  # any other error is this stage's failure, not a crash
+            self.results[name] = (FAIL, f"{type(e).__name__}: {one_line(e)}")
+        return self.results[name][0] == PASS
+
+    def run(self, tmp):
+        t0 = time.time()
+        opt = os.path.join(tmp, "opt.onnx")
+        self.stage("load", self.load)
+        self.stage("roundtrip", lambda: self.roundtrip(tmp))
+        optimized = self.stage("optimize", lambda: self.optimize(opt))
+        if self.subset != "sanitize":
+            if optimized:
+                self.stage("checker", lambda: self.checker(opt))
+                self.stage("ort", lambda: self.ort(opt))
+            if self.meta.get("expected_outputs"):
+                if optimized:
+                    self.stage("torch", self.torch)
+                else:
+                    # The original's agreement with PyTorch still says whether the
+                    # export itself is sound.
+                    self.stage("torch", lambda: self.torch(only_original=True))
+        self.seconds = time.time() - t0
+        return self
+
+    def load(self):
+        run_tool("inspect", self.model)
+        cp = run_tool("inspect", self.model, "--json")
+        try:
+            doc = json.loads(cp.stdout)
+        except ValueError as e:
+            raise StageFailure(f"`tileopt inspect --json`: not JSON: {e}")
+        import jsonschema
+        with open(os.path.join(SRCDIR, "tests", "inspect.schema.json")) as f:
+            schema = json.load(f)
+        errs = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                for e in jsonschema.Draft7Validator(schema).iter_errors(doc)]
+        if errs:
+            raise StageFailure(f"`tileopt inspect --json`: schema: {'; '.join(errs[:3])}")
+
+    def roundtrip(self, tmp):
+        out = os.path.join(tmp, "roundtrip.onnx")
+        run_tool("optimize", self.model, "-o", out, "--passes", "none", "--quiet")
+        with open(self.model, "rb") as a, open(out, "rb") as b:
+            x, y = a.read(), b.read()
+        if x != y:
+            first = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q),
+                         min(len(x), len(y)))
+            raise StageFailure(f"`optimize --passes none`: output differs from the input "
+                               f"({len(y)} bytes vs {len(x)}, first difference at byte "
+                               f"{first})")
+
+    def optimize(self, opt):
+        rep = opt + ".report.json"
+        run_tool("optimize", self.model, "-o", opt, "--report", rep, "--quiet")
+        with open(rep) as f:
+            report = json.load(f)
+        errs = report_errors(report)
+        if errs:
+            raise StageFailure(f"report does not match the schema: {'; '.join(errs[:3])}")
+        self.report = report
+
+    def checker(self, opt):
+        try:
+            h.check(self.model)
+        except AssertionError as e:
+            return f"the original fails the checker too: {one_line(e, 200)}"
+        try:
+            h.check(opt)
+        except AssertionError as e:
+            raise StageFailure(one_line(e))
+
+    def feeds(self):
+        return {n: a for n, a in load_tensors(os.path.join(self.folder, "test_data_set_0"),
+                                              "input")}
+
+    def ort_outputs(self, path):
+        if not hasattr(self, "_ort"):
+            self._ort = {}
+        if path not in self._ort:
+            try:
+                self._ort[path] = (h.run_ort(path, self.feeds()), None)
+            except h.OrtError as e:
+                self._ort[path] = (None, one_line(e))
+        return self._ort[path]
+
+    def ort(self, opt):
+        want, err = self.ort_outputs(self.model)
+        if err:
+            return f"the original does not run in ONNX Runtime: {err}"
+        got, err = self.ort_outputs(opt)
+        if err:
+            raise StageFailure(f"the output does not run in ONNX Runtime: {err}")
+        try:
+            h.assert_close(got, want, ORT_RTOL, ORT_ATOL)
+        except AssertionError as e:
+            raise StageFailure(f"output vs original in ONNX Runtime: {one_line(e)}")
+
+    def torch(self, only_original=False):
+        expected = [a for _n, a in load_tensors(os.path.join(self.folder,
+                                                             "test_data_set_0"), "output")]
+        paths = [("original", self.model)]
+        if not only_original:
+            paths.append(("output", os.path.join(self.tmp, "opt.onnx")))
+        for what, p in paths:
+            got, err = self.ort_outputs(p)
+            if err:
+                raise StageFailure(f"{what} does not run in ONNX Runtime: {err}")
+            if len(got) != len(expected):
+                raise StageFailure(f"{what}: {len(got)} outputs, PyTorch gave "
+                                   f"{len(expected)}")
+            for i, (g, e) in enumerate(zip(got, expected)):
+                scale = float(np.abs(e).max()) if e.dtype.kind == "f" and e.size else 0.0
+                try:
+                    h.assert_close(g, e, TORCH_RTOL, TORCH_ATOL_SCALE * scale,
+                                   f"output {i}")
+                except AssertionError as err:
+                    raise StageFailure(f"{what} in ONNX Runtime vs PyTorch: "
+                                       f"{one_line(err)}")
+        if only_original:
+            raise StageFailure("the output was not made (optimize failed)")
+
+
+def run_model(name, meta, subset):
+    m = ModelRun(name, meta, subset)
+    tmp = tempfile.mkdtemp(prefix=f"real_{name}_")
+    m.tmp = tmp
+    try:
+        return m.run(tmp)
+    finally:
+        if os.environ.get("KEEP_TMP") != "1":
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch(names_wanted):
+    """Run fetch_models.py (fast when the cache is complete); the expected names."""
+    script = os.path.join(HERE, "fetch_models.py")
+    t0 = time.time()
+    cp = subprocess.run([sys.executable, script], capture_output=True, text=True)
+    made = [ln for ln in cp.stdout.splitlines() if "cached" not in ln]
+    print("\n".join(made), flush=True)
+    if cp.returncode != 0 and cp.stderr.strip():
+        print(cp.stderr.strip()[-3000:], flush=True)
+    print(f"(fetch_models.py: {time.time() - t0:.0f}s)", flush=True)
+    listed = subprocess.run([sys.executable, script, "--list"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    return [n for n in listed if not names_wanted or any(w in n for w in names_wanted)]
+
+
+def main(argv):
+    ok, why = h.ort_available()
+    subset = os.environ.get("REAL_SUBSET", "")
+    if not ok and subset != "sanitize":
+        print(f"test_real: ONNX Runtime is needed: {why}")
+        return 1
+    known = read_known()
+    names = fetch(argv[1:])
+    max_bytes = int(os.environ.get("REAL_SANITIZE_MAX_BYTES", 4 << 20))
+    runs, missing = [], []
+    for n in names:
+        try:
+            with open(os.path.join(CACHE, n, "meta.json")) as f:
+                meta = json.load(f)
+        except (OSError, ValueError):
+            missing.append(n)
+            continue
+        if subset == "sanitize" and os.path.getsize(os.path.join(CACHE, n,
+                                                                 "model.onnx")) > max_bytes:
+            continue
+        runs.append((n, meta))
+    jobs = int(os.environ.get("REAL_JOBS", os.cpu_count() or 1))
+    t0 = time.time()
+    done = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        futs = {ex.submit(run_model, n, meta, subset): n for n, meta in runs}
+        for fut in concurrent.futures.as_completed(futs):
+            m = fut.result()
+            done[m.name] = m
+            bad = [s for s in STAGES if m.results.get(s, (PASS,))[0] == FAIL]
+            print(f"  {m.name}: {'FAIL ' + ','.join(bad) if bad else 'ok'} "
+                  f"({m.seconds:.1f}s)", flush=True)
+    models = [done[n] for n, _meta in runs]
+
+    # Judge every stage against known_failures.txt.
+    unexpected, stale, details = [], [], []
+    shown_stages = TOOL_STAGES if subset == "sanitize" else STAGES
+    for m in models:
+        for s in shown_stages:
+            status, msg = m.results.get(s, (NOT_RUN, ""))
+            key = (m.name, s)
+            if status == FAIL:
+                if key in known:
+                    m.results[s] = (KNOWN_FAIL, msg)
+                else:
+                    unexpected.append(key)
+                details.append(f"{m.name} [{s}]{' (known)' if key in known else ''}: "
+                               f"{msg}")
+            elif status == PASS and key in known:
+                stale.append(key)
+            elif status == SKIP:
+                details.append(f"{m.name} [{s}] skipped: {msg}")
+    for n in missing:
+        if (n, "fetch") not in known:
+            unexpected.append((n, "fetch"))
+        details.append(f"{n} [fetch]: not in {CACHE} (fetch_models.py failed for it)")
+
+    w = max([len(m.name) for m in models] + [5])
+    ws = max([len(m.meta["source"]) for m in models] + [6])
+    print()
+    print(f"{'model':{w}}  {'source':{ws}}  " + "  ".join(f"{s:9}" for s in shown_stages))
+    for m in models:
+        print(f"{m.name:{w}}  {m.meta['source']:{ws}}  " +
+              "  ".join(f"{m.results.get(s, (NOT_RUN,))[0]:9}" for s in shown_stages))
+    if details:
+        print("\nfailures and skips:")
+        for d in details:
+            print(f"  {d}")
+    sources = sorted({m.meta["source"] for m in models})
+    counts = {s: sum(m.results.get(s, (NOT_RUN,))[0] == PASS for m in models)
+              for s in STAGES}
+    n_torch = sum(bool(m.meta.get("expected_outputs")) for m in models)
+    label = {"load": "load", "roundtrip": "round trip", "optimize": "optimize",
+             "checker": "checker", "ort": "ORT match", "torch": "PyTorch match"}
+    parts = [f"{label[s]} {counts[s]}/{n_torch if s == 'torch' else len(models)}"
+             for s in shown_stages]
+    skips = {s: sum(m.results.get(s, (NOT_RUN,))[0] == SKIP for m in models)
+             for s in shown_stages}
+    skip_txt = ", ".join(f"{label[s]} {k}" for s, k in skips.items() if k)
+    print(f"\nreal models{' (sanitize subset)' if subset == 'sanitize' else ''}: "
+          f"{len(models)} models from {len(sources)} sources ({', '.join(sources)}), "
+          f"{len(missing)} missing; passed: {', '.join(parts)}"
+          f"{'; skipped: ' + skip_txt if skip_txt else ''}; {time.time() - t0:.0f}s")
+    for n, s in unexpected:
+        print(f"UNEXPECTED FAILURE: {n} {s}")
+    for n, s in stale:
+        print(f"PASSES NOW, remove from known_failures.txt: {n} {s}")
+    n_bad = len(unexpected) + len(stale)
+    print(f"{len(models) + len(missing) - len({n for n, _ in unexpected + stale})} passed, "
+          f"{len({n for n, _ in unexpected + stale})} failed")
+    return 1 if n_bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
