@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "graph/graph.h"
@@ -74,6 +75,42 @@ size_t graph_model_packed_size(const graph_model *m) {
 /* Write `n` bytes via a temporary file in path's folder, atomically. */
 typedef int (*write_fn)(int fd, void *user, errbuf *err);
 
+/* A fresh temporary file in dir, named .tileopt-XXXXXXXX: short, so a path whose
+** own name is near NAME_MAX still has room, and hidden. It is created with mode
+** 0666 and the kernel applies the umask, as for any new file; reading the umask
+** would mean setting it, process-wide state that a threaded caller races on. */
+static int open_temp(const char *dir, char **tmp_out) {
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    size_t n = strlen(dir) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        errno = ENOMEM;
+        return -1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
+                 (uint64_t)(uintptr_t)tmp;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char name[9];
+        for (int k = 0; k < 8; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            name[k] = digits[(x >> 33) % 36];
+        }
+        name[8] = '\0';
+        snprintf(tmp, n, "%s/.tileopt-%s", dir, name);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) {
+            if (fd >= 0) *tmp_out = tmp;
+            else free(tmp);
+            return fd;
+        }
+    }
+    free(tmp);
+    errno = EEXIST;
+    return -1;
+}
+
 static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) {
     char *copy = strdup(path);
     if (!copy) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -85,27 +122,16 @@ static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) 
         free(copy);
         return rc;
     }
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        free(copy);
-        return err_set(err, TILEOPT_NOMEM, "out of memory");
-    }
-    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    char *tmp = NULL;
+    int fd = open_temp(dir, &tmp);
     if (fd < 0) {
         int rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-        free(tmp);
         free(copy);
         return rc;
     }
     int rc = fn(fd, user, err);
     if (!rc && fsync(fd) != 0)
         rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-    /* mkstemp makes 0600; a model file should be as readable as cp would make it. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (!rc) fchmod(fd, 0666 & ~mask);
     if (close(fd) != 0 && !rc)
         rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
     if (!rc && rename(tmp, path) != 0)

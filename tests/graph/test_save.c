@@ -1,0 +1,143 @@
+/* Unit tests of graph/save.c's atomic writes: the mode a new file gets, the umask
+** left alone while threads save at once, names near NAME_MAX, no leftovers. */
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "graph/graph.h"
+
+static graph_model *load_sample(const char *name) {
+    char path[1024];
+    const char *src = getenv("SRCDIR");
+    snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", name);
+    graph_model *m = NULL;
+    errbuf err = {0};
+    assert_int_equal(graph_model_load_path(path, NULL, &m, &err), TILEOPT_OK);
+    return m;
+}
+
+static char *make_dir(void) {
+    char tmpl[] = "/tmp/tileopt_save_XXXXXX";
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+static size_t count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void remove_dir(char *dir) {
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+    free(dir);
+}
+
+static void save_should_give_new_files_the_mode_the_umask_allows(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    char *dir = make_dir();
+    mode_t old = umask(027);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    errbuf err = {0};
+    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    assert_int_equal(umask(old), 027); /* still what the caller set */
+    assert_int_equal(count_entries(dir), 1);
+    graph_model_free(m);
+    remove_dir(dir);
+}
+
+typedef struct job {
+    graph_model *m;
+    const char *dir;
+    int id, failures;
+} job;
+
+static void *save_many(void *arg) {
+    job *j = arg;
+    for (int i = 0; i < 150; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/t%d_%d.onnx", j->dir, j->id, i % 5);
+        errbuf err = {0};
+        if (graph_model_save_path(j->m, path, &err) != TILEOPT_OK) j->failures++;
+        struct stat st;
+        if (stat(path, &st) != 0 || (st.st_mode & 0777) != 0644) j->failures++;
+    }
+    return NULL;
+}
+
+/* Saving reads no process-wide state: with four threads saving at once, every
+** file gets 0644 under umask 022 and the umask is 022 afterwards. */
+static void save_should_leave_the_umask_alone_while_threads_save(void **state) {
+    (void)state;
+    char *dir = make_dir();
+    mode_t old = umask(022);
+    enum { THREADS = 4 };
+    job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        jobs[t] = (job){load_sample("legacy_tile1.onnx"), dir, t, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, save_many, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(jobs[t].failures, 0);
+        graph_model_free(jobs[t].m);
+    }
+    assert_int_equal(umask(old), 022);
+    assert_int_equal(count_entries(dir), THREADS * 5); /* no temporary files left */
+    remove_dir(dir);
+}
+
+static void save_should_write_a_file_whose_name_is_near_name_max(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    char *dir = make_dir();
+    char name[251];
+    memset(name, 'n', 245);
+    memcpy(name + 245, ".onnx", 6);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    errbuf err = {0};
+    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+    assert_int_equal(access(path, R_OK), 0);
+    assert_int_equal(count_entries(dir), 1);
+    graph_model_free(m);
+    remove_dir(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(save_should_give_new_files_the_mode_the_umask_allows),
+        cmocka_unit_test(save_should_leave_the_umask_alone_while_threads_save),
+        cmocka_unit_test(save_should_write_a_file_whose_name_is_near_name_max),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
