@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Is tileopt's output ever slower than its input? Times every model of the
+real-model suite (tests/real/, fetched into .cache/real/ by
+tests/real/fetch_models.py) and `tileopt optimize`'s output of it (default passes)
+in ONNX Runtime, and prints orig_time / opt_time per model (> 1: the output is
+faster), then the lowest and the median ratio. The target: no ratio below 0.95.
+
+The time is the median duration of the "model_run" event of ONNX Runtime's own
+profiler, with 1 intra-op thread, both models of a pair in one node process,
+interleaved round by round (bench/ort_time_real.js), on the model's saved seeded
+inputs. Sub-millisecond models get more rounds (up to --max-rounds). Ratios of
+models that tileopt leaves as they were measure the noise of this machine.
+
+    /usr/bin/python3 bench/bench_real.py [--tileopt PATH] [--only SUBSTR]
+        [--repeat N] [--min-rounds R] [--max-rounds R] [--budget-ms B] [--json FILE]
+
+--repeat N times each pair N times (separate processes) and reports the median
+ratio with the range. Not part of ./test: timings are no test on a shared VM.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+ORT_TIME = os.path.join(HERE, "ort_time_real.js")
+FETCH = os.path.join(REPO, "tests", "real", "fetch_models.py")
+CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(REPO, ".cache", "real"))
+TARGET = 0.95
+
+ORT_TYPES = {np.float32: "float32", np.float64: "float64", np.float16: "float16",
+             np.int8: "int8", np.uint8: "uint8", np.int16: "int16", np.uint16: "uint16",
+             np.int32: "int32", np.uint32: "uint32", np.int64: "int64",
+             np.uint64: "uint64", np.bool_: "bool"}
+
+
+def find_tileopt(given):
+    if given:
+        return given
+    if os.environ.get("TILEOPT"):
+        return os.environ["TILEOPT"]
+    p = os.path.join(REPO, "build", "release", "tools", "tileopt")
+    if os.path.isfile(p):
+        return p
+    sys.exit("bench_real: no build/release/tools/tileopt (build it, or pass --tileopt)")
+
+
+def write_feeds(model_dir, tmp):
+    """The saved inputs as raw files plus their description for ort_time_real.js."""
+    feeds = []
+    for i, f in enumerate(sorted(glob.glob(os.path.join(model_dir, "test_data_set_0",
+                                                        "input_*.pb")),
+                                 key=lambda p: int(p.rsplit("_", 1)[1][:-3]))):
+        t = onnx.load_tensor(f)
+        a = np.ascontiguousarray(numpy_helper.to_array(t))
+        typ = ORT_TYPES.get(a.dtype.type)
+        if typ is None:
+            raise RuntimeError(f"{f}: dtype {a.dtype} not supported")
+        raw = os.path.join(tmp, f"input_{i}.bin")
+        (a.view(np.uint16) if a.dtype == np.float16 else a).tofile(raw)
+        feeds.append({"name": t.name, "type": typ, "dims": list(a.shape), "file": raw})
+    return feeds
+
+
+def time_pair(orig, opt, feeds, args, tmp):
+    prof = tempfile.mkdtemp(dir=tmp)
+    spec = {"models": [{"label": "orig", "path": orig}, {"label": "opt", "path": opt}],
+            "feeds": feeds, "threads": 1, "warmup": 5, "min_rounds": args.min_rounds,
+            "max_rounds": args.max_rounds, "budget_ms": args.budget_ms,
+            "profile_dir": prof}
+    sp = os.path.join(tmp, "spec.json")
+    with open(sp, "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run(["node", ORT_TIME, sp], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"ort_time_real: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tileopt")
+    ap.add_argument("--only", help="only models whose name contains this")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--min-rounds", type=int, default=20)
+    ap.add_argument("--max-rounds", type=int, default=400)
+    ap.add_argument("--budget-ms", type=float, default=1500,
+                    help="aim for this much run time per model and pass")
+    ap.add_argument("--json", help="write the figures to this file")
+    args = ap.parse_args()
+    tileopt = find_tileopt(args.tileopt)
+    fetch = [sys.executable, FETCH] + (["--only", args.only] if args.only else [])
+    r = subprocess.run(fetch, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout[-3000:], r.stderr[-2000:], file=sys.stderr)
+        sys.exit("bench_real: fetch_models.py failed")
+    names = sorted(n for n in os.listdir(CACHE)
+                   if os.path.isfile(os.path.join(CACHE, n, "meta.json"))
+                   and (not args.only or args.only in n))
+    print(f"ONNX Runtime, 1 intra-op thread, median model_run of its profiler; "
+          f"ratio = original / optimized (target >= {TARGET})")
+    print(f"{'model':36} {'orig ms':>9} {'opt ms':>9} {'ratio':>6}  {'rounds':>6}  note")
+    rows, failed = [], []
+    with tempfile.TemporaryDirectory(prefix="bench_real_") as tmp:
+        for n in names:
+            d = os.path.join(CACHE, n)
+            orig = os.path.join(d, "model.onnx")
+            opt = os.path.join(tmp, f"{n}.opt.onnx")
+            rep = os.path.join(tmp, f"{n}.report.json")
+            cp = subprocess.run([tileopt, "optimize", orig, "-o", opt, "--quiet",
+                                 "--report", rep], capture_output=True, text=True)
+            if cp.returncode != 0:
+                failed.append(n)
+                print(f"{n:36} optimize failed (exit {cp.returncode}): "
+                      f"{cp.stderr.strip()[-200:]}", flush=True)
+                continue
+            with open(rep) as f:
+                report = json.load(f)
+            changed = [p["name"] for p in report["passes"] if p.get("changed")]
+            try:
+                feeds = write_feeds(d, tmp)
+                runs = [time_pair(orig, opt, feeds, args, tmp) for _ in range(args.repeat)]
+            except (RuntimeError, OSError) as e:
+                failed.append(n)
+                print(f"{n:36} timing failed: {e}", flush=True)
+                continue
+            ratios = [x["orig"]["ort_median_ms"] / x["opt"]["ort_median_ms"] for x in runs]
+            ratio = statistics.median(ratios)
+            o = statistics.median(x["orig"]["ort_median_ms"] for x in runs)
+            p = statistics.median(x["opt"]["ort_median_ms"] for x in runs)
+            note = ("changed by " + ",".join(changed)) if changed else "unchanged"
+            if len(ratios) > 1:
+                note += f"; ratios {min(ratios):.3f}-{max(ratios):.3f}"
+            if ratio < TARGET:
+                note += f"; BELOW {TARGET}"
+            rows.append({"model": n, "orig_ms": o, "opt_ms": p, "ratio": ratio,
+                         "ratios": ratios, "changed": changed,
+                         "rounds": runs[0]["orig"]["rounds"]})
+            print(f"{n:36} {o:9.3f} {p:9.3f} {ratio:6.3f}  {runs[0]['orig']['rounds']:6}  "
+                  f"{note}", flush=True)
+    if not rows:
+        sys.exit("bench_real: nothing timed")
+    rs = [r["ratio"] for r in rows]
+    low = min(rows, key=lambda r: r["ratio"])
+    below = [r["model"] for r in rows if r["ratio"] < TARGET]
+    ch = [r["ratio"] for r in rows if r["changed"]]
+    print(f"\n{len(rows)} models timed, {len(failed)} failed; ratio lowest "
+          f"{low['ratio']:.3f} ({low['model']}), median {statistics.median(rs):.3f}, "
+          f"highest {max(rs):.3f}; models tileopt changed: {len(ch)}"
+          f"{f', their median {statistics.median(ch):.3f}' if ch else ''}; "
+          f"below {TARGET}: {', '.join(below) if below else 'none'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "failed": failed}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
