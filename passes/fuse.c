@@ -173,6 +173,14 @@ static void fz_shape_str(char *buf, size_t cap, const int64_t *d, int32_t rank) 
 
 /* ----------------------------------------------------------- constants */
 
+/* A graph input can be overridden at run time, unless it is an initializer of a
+** model before IR 4, where every initializer had to be listed as an input too. */
+static bool fz_overridable(const graph *g, const graph_value *v) {
+    if (v->input < 0) return false;
+    const Onnx__ModelProto *mp = g->model->pb;
+    return v->initializer < 0 || !mp->has_ir_version || mp->ir_version >= 4;
+}
+
 /* Constant repeats of Tile node `node`: a non-input initializer or a Constant node
 ** of this scope. *found false when they are not constant. Constant repeats that
 ** break the spec make the model invalid (pass_check_repeats, as in fold). */
@@ -180,7 +188,7 @@ static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *na
                             const graph_type *xt, int64_t *out, size_t *n, bool *found) {
     *found = false;
     graph_value *v = graph_resolve(g, name);
-    if (!v || v->input >= 0) return TILEOPT_OK; /* a graph input can be overridden */
+    if (!v || fz_overridable(g, v)) return TILEOPT_OK;
     const Onnx__TensorProto *tp = graph_initializer(g, name);
     graph_const_hdr hdr; /* tp may point into it */
     if (!tp) {
@@ -203,7 +211,7 @@ static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *na
 static bool fz_input_constant(graph *g, const char *name) {
     if (!name) return true;
     graph_value *v = graph_resolve(g, name);
-    if (!v || v->input >= 0) return false;
+    if (!v || fz_overridable(g, v)) return false;
     if (graph_initializer(g, name)) return true;
     Onnx__NodeProto *c = graph_producer(g, name, NULL);
     return c && graph_node_is(c, "Constant");
