@@ -77,6 +77,19 @@ void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total
 int pass_check_repeats(pass_ctx *pc, graph *g, int32_t node, const tensor *repeats,
                        const graph_type *input);
 
+/*
+** What a pass changed beyond its actions (passes/changes.c): take a snapshot
+** before the pass; after it, pass_snapshot_report adds an "eliminated" action for
+** each node gone without an action naming it, gives the report entry's "changes"
+** object in *out (opset and IR version, initializers, graph inputs and value_info
+** removed or added; NULL when there are none), and sets pc->changed when
+** anything changed.
+*/
+typedef struct pass_snapshot pass_snapshot;
+int pass_snapshot_take(graph_model *m, pass_snapshot **out);
+int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out);
+void pass_snapshot_free(pass_snapshot *s);
+
 /* Apply fn to g and every subgraph below it, depth first. */
 int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *));
 

@@ -144,12 +144,23 @@ tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const ch
     };
     err_clear(&ctx->err);
     double t0 = now_ms();
-    int rc = p->run(&pc);
-    tbuf_cache_drop();
+    pass_snapshot *snap;
+    cJSON *changes = NULL;
+    int rc = pass_snapshot_take(model->g, &snap);
+    if (rc) {
+        err_set(&ctx->err, rc, "out of memory");
+    } else {
+        rc = p->run(&pc);
+        tbuf_cache_drop();
+        if (!rc && (rc = pass_snapshot_report(snap, &pc, &changes)))
+            err_set(&ctx->err, rc, "out of memory");
+        pass_snapshot_free(snap);
+    }
     cJSON_AddStringToObject(entry, "name", name);
     cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);
     cJSON_AddBoolToObject(entry, "changed", pc.changed);
     cJSON_AddItemToObject(entry, "actions", actions);
+    if (changes) cJSON_AddItemToObject(entry, "changes", changes);
     if (rc) cJSON_AddStringToObject(entry, "error", ctx->err.msg);
     cJSON *passes = ctx_report_section(ctx, "passes", 1);
     if (passes)

@@ -190,6 +190,27 @@ static int check_paths(const opt_args *a) {
     return EXIT_OK;
 }
 
+/* The name lists of a pass's "changes" in the report, as the summary words them. */
+static const struct {
+    const char *key, *words;
+} change_words[] = {
+    {"initializers_removed", "initializers removed"},
+    {"initializers_added", "initializers added"},
+    {"inputs_removed", "graph inputs removed"},
+    {"inputs_added", "graph inputs added"},
+    {"value_info_removed", "value_info removed"},
+};
+
+static double default_opset(const cJSON *summary) {
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(summary, "opset_import")) {
+        const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "domain"));
+        if (d && (!d[0] || strcmp(d, "ai.onnx") == 0))
+            return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "version"));
+    }
+    return 0;
+}
+
 static void print_summary(tileopt_ctx *ctx, FILE *f) {
     const cJSON *r = tileopt_report_json(ctx);
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
@@ -206,14 +227,31 @@ static void print_summary(tileopt_ctx *ctx, FILE *f) {
             if (kind && strcmp(kind, "skipped") == 0) skipped++;
             else done++;
         }
-        fprintf(f, "  %-8s %4d changes, %4d skipped, %.1f ms\n",
+        fprintf(f, "  %-8s %4d changes, %4d skipped, %.1f ms",
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done, skipped,
                 NUM(p, "duration_ms"));
+        const cJSON *changes = cJSON_GetObjectItemCaseSensitive(p, "changes");
+        const char *sep = "; ";
+        for (size_t k = 0; k < sizeof change_words / sizeof change_words[0]; k++) {
+            int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(changes, change_words[k].key));
+            if (!n) continue;
+            fprintf(f, "%s%d %s", sep, n, change_words[k].words);
+            sep = ", ";
+        }
+        fputc('\n', f);
     }
     fprintf(f, "  nodes %.0f -> %.0f, Tile %.0f -> %.0f, initializers %.0f -> %.0f bytes, file %.0f -> %.0f bytes\n",
             NUM(in, "nodes"), NUM(out, "nodes"), NUM(in, "tiles"), NUM(out, "tiles"),
             NUM(in, "initializer_bytes"), NUM(out, "initializer_bytes"), NUM(in, "file_bytes"),
             NUM(out, "file_bytes"));
+    double op_in = default_opset(in), op_out = default_opset(out);
+    double ir_in = NUM(in, "ir_version"), ir_out = NUM(out, "ir_version");
+    if (op_in != op_out && ir_in != ir_out)
+        fprintf(f, "  opset %.0f -> %.0f, IR %.0f -> %.0f\n", op_in, op_out, ir_in, ir_out);
+    else if (op_in != op_out)
+        fprintf(f, "  opset %.0f -> %.0f\n", op_in, op_out);
+    else if (ir_in != ir_out)
+        fprintf(f, "  IR %.0f -> %.0f\n", ir_in, ir_out);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
     if (v) fprintf(f, "  verify: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "verdict")));
     const cJSON *w;

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The JSON report of `tileopt optimize --report FILE|-`: valid against
-tests/report.schema.json, and its input/output summaries agree with what onnx
-says about the files (see the schema for how each count is defined)."""
+tests/report.schema.json, its input/output summaries agree with what onnx says
+about the files (see the schema for how each count is defined), and it names
+every difference between the input and the output model (model_diff)."""
+import glob
 import json
 import os
 import sys
@@ -12,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
 import harness as h  # noqa: E402
+from model_diff import unreported_differences  # noqa: E402
 from validate_report import report_errors  # noqa: E402
 
 SAMPLES = ["legacy_tile1.onnx", "const_tile.onnx", "shape_repeats.onnx",
@@ -219,12 +222,133 @@ def report_validation_should_reject_a_broken_report():
         ("unknown action", lambda r: r["passes"][0]["actions"][0].update(action="zapped")),
         ("negative nodes", lambda r: r["input"].update(nodes=-1)),
         ("opset as dict", lambda r: r["output"].update(opset_import={"": 13})),
+        ("changes in an unchanged pass",
+         lambda r: r["passes"][0].update(changes={"initializers_removed": ["w"]})),
+        ("empty changes", lambda r: r["passes"][0].update(changed=True, changes={})),
+        ("unknown change", lambda r: r["passes"][0].update(changed=True,
+                                                           changes={"nodes_gone": 1})),
+        ("subgraph name without graph",
+         lambda r: r["passes"][0].update(changed=True,
+                                         changes={"value_info_removed": [{"name": "t"}]})),
     ]
     for what, mutate in broken:
         r = json.loads(json.dumps(good))
         mutate(r)
         if not report_errors(r):
             raise AssertionError(f"schema accepted a report with {what}")
+
+
+
+def _swept_model():
+    """Opset 17 with what the fold pass's sweep drops: three initializers nobody
+    reads, value_info of a value that does not exist, a node nobody reads; and an
+    unused initializer inside an If branch."""
+    F = TensorProto.FLOAT
+    then_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["o_then"], name="relu_then")], "then", [],
+        [helper.make_tensor_value_info("o_then", F, [2, 3])],
+        initializer=[numpy_helper.from_array(np.ones(2, np.float32), "then_unused")])
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["o_else"], name="neg_else")], "else", [],
+        [helper.make_tensor_value_info("o_else", F, [2, 3])])
+    g = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+         helper.make_node("Relu", ["t"], ["y"], name="relu"),
+         helper.make_node("Neg", ["x"], ["dead"], name="dead_neg"),
+         helper.make_node("If", ["c"], ["z"], name="if0", then_branch=then_g,
+                          else_branch=else_g)],
+        "swept", [helper.make_tensor_value_info("x", F, [2, 3]),
+                  helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", F, [4, 3]),
+         helper.make_tensor_value_info("z", F, [2, 3])],
+        initializer=[numpy_helper.from_array(np.array([2, 1], np.int64), "reps")] +
+        [numpy_helper.from_array(np.ones(3, np.float32), f"unused{i}") for i in range(3)],
+        value_info=[helper.make_tensor_value_info("ghost", F, [1])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def report_should_name_what_the_sweep_drops():
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "swept.onnx"), os.path.join(d, "o.onnx")
+        onnx.save(_swept_model(), src)
+        for extra in ((), ("--target-opset", "17")):
+            r = optimize_with_report(src, dst, *extra)
+            validate(r, "swept model")
+            errs = unreported_differences(src, dst, r)
+            assert not errs, errs
+            fold = {p["name"]: p for p in r["passes"]}["fold"]
+            assert fold["changed"] is True, fold
+            assert fold["changes"]["initializers_removed"] == \
+                ["unused0", "unused1", "unused2",
+                 {"name": "then_unused", "graph": "if0"}], fold["changes"]
+            assert fold["changes"]["value_info_removed"] == ["ghost"], fold["changes"]
+            assert [a for a in fold["actions"] if a["action"] == "eliminated"] == \
+                [{"node": "dead_neg", "op": "Neg", "action": "eliminated",
+                  "rule": "outputs unused"}], fold["actions"]
+            cp = h.expect_ok(h.tileopt("optimize", src, "-o", dst, *extra))
+            assert "fold" in cp.stdout and \
+                "4 initializers removed, 1 value_info removed" in cp.stdout, cp.stdout
+            assert "opset" not in cp.stdout, cp.stdout
+
+
+def report_should_name_every_difference_between_input_and_output():
+    """Over ONNX's test models and the samples: every initializer, graph input and
+    value_info gone or added, every named node gone, every opset and IR change
+    is in the report (tests/tools/model_diff.py), with the default passes and
+    with --fold-scope all."""
+    data = "/usr/share/libonnx-testdata/data"
+    models = sorted(glob.glob(os.path.join(data, "pytorch-*", "*", "model.onnx")) +
+                    glob.glob(os.path.join(data, "simple", "*", "model.onnx")))
+    models += [os.path.join(h.MODELS, s) for s in SAMPLES]
+    nodes = sorted(glob.glob(os.path.join(data, "node", "*", "model.onnx")))
+    runs = [(m, ()) for m in models] + [(m, ("--fold-scope", "all")) for m in nodes[::4]]
+    assert len(runs) > 300, len(runs)
+    changed = 0
+    with h.tempdir() as d:
+        for k, (src, extra) in enumerate(runs):
+            dst = os.path.join(d, f"{k}.onnx")
+            r = optimize_with_report(src, dst, *extra)
+            errs = report_errors(r) + unreported_differences(src, dst, r)
+            if errs:
+                raise AssertionError(f"{src} {extra}:\n  " + "\n  ".join(errs))
+            changed += any(p.get("changes") for p in r["passes"])
+    # the corpus must exercise the check: IR-3 models lose initializer inputs,
+    # fold sweeps what it leaves unread
+    assert changed > 100, changed
+
+
+def report_diff_should_catch_what_a_report_leaves_out():
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "swept.onnx"), os.path.join(d, "o.onnx")
+        onnx.save(_swept_model(), src)
+        r = optimize_with_report(src, dst)
+        assert not unreported_differences(src, dst, r)
+        fold = {p["name"]: p for p in r["passes"]}["fold"]
+        silent = json.loads(json.dumps(r))
+        for p in silent["passes"]:
+            p.pop("changes", None)
+            p["actions"] = [a for a in p["actions"] if a["node"] != "dead_neg"]
+        errs = unreported_differences(src, dst, silent)
+        for what in ("unused0", "then_unused", "ghost", "dead_neg", "changed is True"):
+            assert any(what in e for e in errs), (what, errs)
+        # nor may a report claim what did not happen
+        false = json.loads(json.dumps(r))
+        {p["name"]: p for p in false["passes"]}["fold"]["changes"][
+            "initializers_removed"].append("reps")
+        assert any("'reps') reported removed" in e
+                   for e in unreported_differences(src, dst, false)), fold
+        # opset and IR steps
+        m = onnx.load(src)
+        m.opset_import[0].version, m.ir_version = 11, 6
+        onnx.save(m, src)
+        r = optimize_with_report(src, dst, "--target-opset", "13")
+        assert not unreported_differences(src, dst, r)
+        for p in r["passes"]:
+            p.get("changes", {}).pop("opset_import", None)
+            p.get("changes", {}).pop("ir_version", None)
+        errs = unreported_differences(src, dst, r)
+        assert any("opset '' 11 -> 13" in e for e in errs) and \
+            any("IR 6 -> 7" in e for e in errs), errs
 
 
 if __name__ == "__main__":
