@@ -71,11 +71,19 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 
 /*
 ** Options, by the CLI flag's name without dashes and the flag's text value:
-**   "target-opset"     6..17, default 13 (upgrade)
+**   "target-opset"     6..17 (upgrade); by default a model keeps its opset from
+**                      7 on and goes to 13 below 7. A target below the model's
+**                      opset is reached only when no node's schema differs
+**                      between the two (TILEOPT_UNSUPPORTED naming them else)
 **   "fold-limit"       bytes, default 1048576 (fold)
 **   "fold-max-growth"  factor, default 0 = off (fold)
 **   "fold-scope"       "tile" (default) or "all" (fold)
 **   "fuse-split"       "0" (default) or "1" (fuse)
+**   "keep-initializer-inputs" "0" (default) or "1" (upgrade): when the IR
+**                      version goes from below 4 to 4 or more, initializers
+**                      stay listed among the graph inputs (by default they are
+**                      taken out: from IR 4 on a listed initializer is an input
+**                      the caller may override, which runtimes do not fold)
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
 **   "max-eval-bytes"   bytes all live evaluator tensors may take, default 16 GiB
 **   "max-depth"        subgraph nesting depth, default 64

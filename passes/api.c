@@ -74,6 +74,7 @@ static const opt_def options[] = {
     OPT("fold-max-growth", OPT_FACTOR, fold_max_growth),
     OPT("fold-scope", OPT_SCOPE, fold_scope_all),
     OPT("fuse-split", OPT_BOOL, fuse_split),
+    OPT("keep-initializer-inputs", OPT_BOOL, keep_initializer_inputs),
     OPT("max-tensor-bytes", OPT_U64, eval_lim.max_tensor_bytes),
     OPT("max-eval-bytes", OPT_U64, eval_lim.max_total_bytes),
     OPT("max-depth", OPT_U32, graph_lim.max_depth),
@@ -81,7 +82,7 @@ static const opt_def options[] = {
     OPT("seed", OPT_U64, seed),
 };
 #undef OPT
-_Static_assert(sizeof options / sizeof options[0] == 10, "option table and docs agree");
+_Static_assert(sizeof options / sizeof options[0] == 11, "option table and docs agree");
 
 static bool parse_u64(const char *s, uint64_t *out) {
     if (!s || !*s || *s == '-') return false;

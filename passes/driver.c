@@ -25,7 +25,7 @@ const pass_def *pass_find(const char *name) {
 
 void pass_options_default(pass_options *o) {
     memset(o, 0, sizeof *o);
-    o->target_opset = 13;
+    o->target_opset = 0;
     o->fold_limit = (uint64_t)1 << 20;
     o->seed = 1;
     graph_limits_default(&o->graph_lim);

@@ -8,6 +8,12 @@
 ** is a known change we cannot migrate. Steps with no row only extended types and
 ** need nothing. The pass plans first: if any node needs a step nobody can adapt,
 ** it fails with one error listing them all and changes nothing.
+**
+** Without a target the model keeps its opset from UPGRADE_KEEP_FROM on (fold and
+** fuse work at any such opset, and a new opset may change what a runtime does);
+** older models, whose Tile-1 and legacy broadcast no current runtime runs, go to
+** UPGRADE_DEFAULT_TARGET. A target below the model's opset is reached only when
+** no node's schema differs between the two: there are no downgrade adapters yet.
 */
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +66,15 @@ int64_t upgrade_ir_for_opset(int64_t opset) {
     for (size_t i = 0; i < IR_ROWS; i++)
         if (ir_for_opset[i].opset <= opset) ir = ir_for_opset[i].ir;
     return ir;
+}
+
+#define UPGRADE_KEEP_FROM 7
+#define UPGRADE_DEFAULT_TARGET 13
+
+/* The opset a model at opset src goes to, for an asked target (0: none asked). */
+static int64_t upgrade_target_for(int64_t src, int64_t asked) {
+    if (asked) return asked;
+    return src >= UPGRADE_KEEP_FROM ? src : UPGRADE_DEFAULT_TARGET;
 }
 
 /* ----------------------------------------------------------------- state */
@@ -1594,11 +1609,35 @@ static void record(up *u, graph *g, int32_t i, cJSON *details, const char *step_
     cJSON_Delete(details);
 }
 
+/* Going down, a node passes unchanged when its schema is the same at both
+** opsets; anything else would need an adapter, and none exists yet. */
+static void downgrade_node(up *u, graph *g, int32_t i) {
+    const Onnx__NodeProto *n = graph_node(g, i);
+    const char *op = n->op_type ? n->op_type : "";
+    const opset_entry *e = opset_table_find(op);
+    int32_t from = e ? opset_schema_at(e, u->src) : 0, to = e ? opset_schema_at(e, u->tgt) : 0;
+    if (!e)
+        block(u, g, i, op, u->src, u->tgt, "no ai.onnx schema for this op");
+    else if (from == 0)
+        block(u, g, i, op, u->src, u->tgt, "op does not exist at the source opset");
+    else if (to == 0)
+        block(u, g, i, op, from, u->tgt, "op does not exist at the target opset");
+    else if (from != to)
+        block(u, g, i, op, from, to, "no downgrade adapter for this schema change");
+}
+
 /* Walk node i of g from the source opset to the target, one schema step at a
 ** time; in planning mode only record what would block. */
 static int upgrade_node(up *u, graph *g, int32_t i) {
     Onnx__NodeProto *n = graph_node(g, i);
     if (!default_domain(n)) return 0;
+    if (u->src > u->tgt) {
+        if (u->plan) downgrade_node(u, g, i);
+        return 0;
+    }
+    /* At its own opset a node needs no step: an op this table does not know
+    ** (a newer opset's) is left to the runtime, as it was. */
+    bool converting = u->src != u->tgt;
     const char *op = n->op_type ? n->op_type : "";
     const opset_entry *e = opset_table_find(op);
     const retired *r = (!e || opset_schema_at(e, u->src) == 0) ? retired_find(op) : NULL;
@@ -1620,12 +1659,13 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
         return rc;
     }
     if (!e) {
-        if (u->plan) block(u, g, i, op, u->src, u->tgt, "no ai.onnx schema for this op");
+        if (u->plan && converting)
+            block(u, g, i, op, u->src, u->tgt, "no ai.onnx schema for this op");
         return 0;
     }
     int32_t cur = opset_schema_at(e, u->src);
     if (cur == 0) {
-        if (u->plan)
+        if (u->plan && converting)
             block(u, g, i, op, u->src, u->tgt, "op does not exist at the source opset");
         return 0;
     }
@@ -1691,31 +1731,68 @@ static int upgrade_graph(up *u, graph *g) {
     return 0;
 }
 
+/*
+** From IR 4 on, an initializer listed among the graph inputs is only a default
+** the caller may override: ONNX Runtime then no longer folds it as a constant.
+** Below IR 4 every initializer had to be listed, so raising the IR past 3 takes
+** them out (unless the caller asked to keep them). The values keep their
+** index entries; graph_commit rebuilds the index.
+*/
+static void drop_initializer_inputs(up *u) {
+    graph *g = u->m->main;
+    Onnx__GraphProto *pb = g->pb;
+    size_t k = 0;
+    for (size_t i = 0; i < pb->n_input; i++) {
+        const char *name = pb->input[i]->name ? pb->input[i]->name : "";
+        graph_value *v = graph_find(g, name);
+        if (v && (v->initializer >= 0 || v->sparse >= 0)) {
+            v->input = -1;
+            continue;
+        }
+        pb->input[k++] = pb->input[i];
+    }
+    pb->n_input = k;
+}
+
 int pass_upgrade(pass_ctx *pc) {
     up u;
     memset(&u, 0, sizeof u);
     u.pc = pc;
     u.m = pc->model;
     u.err = pc->err;
-    u.tgt = pc->opt->target_opset ? pc->opt->target_opset : 13;
-    if (u.tgt < 6 || u.tgt > opset_table_max_opset)
+    int64_t asked = pc->opt->target_opset;
+    if (asked && (asked < 6 || asked > opset_table_max_opset))
         return err_set(u.err, TILEOPT_MISUSE, "upgrade: target opset %lld outside 6..%d",
-                       (long long)u.tgt, (int)opset_table_max_opset);
+                       (long long)asked, (int)opset_table_max_opset);
     u.src = graph_opset(u.m, "");
     if (u.src == 0) {
         pass_warn(pc, "upgrade: the model imports no ai.onnx opset; nothing to migrate");
         return 0;
     }
-    /* At the target already, the walk below still rewrites retired ops. */
-    if (u.src > u.tgt) {
-        pass_warn(pc, "upgrade: model opset %lld is above the target %lld; left as is",
-                  (long long)u.src, (long long)u.tgt);
-        return 0;
-    }
+    u.tgt = upgrade_target_for(u.src, asked);
+    /* The table's schemas end at its newest opset: past it, whether a node's
+    ** schema changed is unknown, so nothing can be shown to go down exactly. */
+    if (u.src > u.tgt && u.src > opset_table_max_opset)
+        return err_set(u.err, TILEOPT_UNSUPPORTED,
+                       "upgrade: model opset %lld is newer than the newest opset known "
+                       "here (%d); it cannot be converted to %lld",
+                       (long long)u.src, (int)opset_table_max_opset, (long long)u.tgt);
     int64_t ir_in = u.m->pb->ir_version;
     u.ir_in = ir_in;
     int64_t ir_need = upgrade_ir_for_opset(u.tgt);
     u.ir_out = ir_in > ir_need ? ir_in : ir_need;
+
+    /* Planning needs no shapes: it only looks up schema versions. */
+    u.plan = true;
+    int rc = upgrade_graph(&u, u.m->main);
+    if (rc) return rc;
+    if (u.n_blocked)
+        return err_set(u.err, TILEOPT_UNSUPPORTED,
+                       "%s to opset %lld: %u node%s need%s a step with no adapter: %s%s",
+                       u.src > u.tgt ? "downgrade" : "upgrade", (long long)u.tgt,
+                       u.n_blocked, u.n_blocked > 1 ? "s" : "", u.n_blocked > 1 ? "" : "s",
+                       u.msg, u.msg_full ? ", ..." : "");
+    if (u.src == u.tgt && u.n_work == 0) return 0; /* leave the model untouched */
     if (ir_in < upgrade_ir_for_opset(u.src))
         pass_warn(pc, "upgrade: source IR version %lld is below what opset %lld needs (%lld); "
                   "the source fails the checker, migrated anyway", (long long)ir_in,
@@ -1726,19 +1803,9 @@ int pass_upgrade(pass_ctx *pc) {
     ** when it gives up, values stay unknown and the run-time forms take over. */
     errbuf ie;
     err_clear(&ie);
-    if (infer_shapes(u.m, pc->opt, &ie))
+    if (u.n_work && infer_shapes(u.m, pc->opt, &ie))
         pass_warn(pc, "upgrade: shape inference stopped (%s); ranks it did not reach are "
                   "treated as unknown", ie.msg);
-
-    u.plan = true;
-    int rc = upgrade_graph(&u, u.m->main);
-    if (rc) return rc;
-    if (u.n_blocked)
-        return err_set(u.err, TILEOPT_UNSUPPORTED,
-                       "upgrade to opset %lld: %u node%s need%s a step with no adapter: %s%s",
-                       (long long)u.tgt, u.n_blocked, u.n_blocked > 1 ? "s" : "",
-                       u.n_blocked > 1 ? "" : "s", u.msg, u.msg_full ? ", ..." : "");
-    if (u.src == u.tgt && u.n_work == 0) return 0; /* leave the model untouched */
     u.plan = false;
     /* Raised first so graph_add_initializer sees the result's IR (below 4 it also
     ** lists new initializers as graph inputs). There is no graph.h setter for
@@ -1747,6 +1814,8 @@ int pass_upgrade(pass_ctx *pc) {
     u.m->pb->has_ir_version = 1;
     if ((rc = upgrade_graph(&u, u.m->main))) return rc;
     if ((rc = graph_set_opset(u.m, "", u.tgt, u.err))) return rc;
+    if (ir_in < 4 && u.ir_out >= 4 && !pc->opt->keep_initializer_inputs)
+        drop_initializer_inputs(&u);
     pc->changed = true;
     return graph_commit(u.m->main, u.err);
 }

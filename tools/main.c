@@ -23,6 +23,7 @@ static const char usage_text[] =
     "  tileopt optimize IN.onnx -o OUT.onnx [--passes upgrade,fold,fuse|none]\n"
     "                   [--target-opset N] [--fold-limit BYTES] [--fold-max-growth K]\n"
     "                   [--fold-scope tile|all] [--fuse-split] [--infer-shapes]\n"
+    "                   [--keep-initializer-inputs]\n"
     "                   [--report FILE|-] [--verify] [--quiet]\n"
     "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-depth N]\n"
     "                   [--max-rank N] [--seed N]\n"
@@ -67,6 +68,7 @@ static const struct {
     {"--fold-max-growth", "fold-max-growth", true, false},
     {"--fold-scope", "fold-scope", true, false},
     {"--fuse-split", "fuse-split", false, false},
+    {"--keep-initializer-inputs", "keep-initializer-inputs", false, false},
     {"--seed", "seed", true, false},
     {"--max-tensor-bytes", "max-tensor-bytes", true, true},
     {"--max-eval-bytes", "max-eval-bytes", true, true},
