@@ -294,19 +294,96 @@ static int index_definitions(graph *g, errbuf *err) {
 
 static int index_graph(graph_model *m, graph *g, errbuf *err);
 
-/* Issue 7: an If branch must give as many outputs as the node has, or every pass
-** and the evaluator would wire the node's outputs to the wrong values (ONNX's
-** checker refuses such a model too). */
-static int check_if_branch(graph *g, int32_t node, const Onnx__AttributeProto *at,
-                           errbuf *err) {
+/* The graph attribute `name` of n; NULL when it is missing or not a graph. */
+static const Onnx__GraphProto *body_of(const Onnx__NodeProto *n, const char *name) {
+    const Onnx__AttributeProto *a = graph_attr(n, name);
+    return a ? a->g : NULL;
+}
+
+/*
+** Structure ONNX's checker enforces and every pass and the evaluator rely on:
+** control-flow bodies whose inputs and outputs fit their node, and Tile with the
+** inputs of its opset. A model that breaks it would run with values wired to the
+** wrong places, so it is refused here, once, with the node named.
+*/
+static int check_node_structure(graph *g, int32_t node, errbuf *err) {
     const Onnx__NodeProto *n = graph_node(g, node);
-    if (!at->g || !graph_node_is(n, "If") ||
-        (strcmp(safe(at->name), "then_branch") && strcmp(safe(at->name), "else_branch")))
+    if (!graph_domain_is_default(n->domain) || !n->op_type) return TILEOPT_OK;
+    const char *id = graph_node_id(g, node), *op = n->op_type, *where = graph_where(g);
+    int64_t opset = graph_opset(g->model, "");
+    if (strcmp(op, "Tile") == 0) {
+        size_t want = opset >= 6 ? 2 : 3;
+        bool all = n->n_input == want;
+        for (size_t k = 0; all && k < want; k++) all = n->input[k][0] != '\0';
+        if (!all)
+            return err_set(err, TILEOPT_INVALID,
+                           "node %s (Tile): takes %s at opset %lld, not these %zu inputs%s", id,
+                           want == 2 ? "input and repeats" : "input, tiles and axis",
+                           (long long)opset, n->n_input, where);
         return TILEOPT_OK;
-    if (at->g->n_output != n->n_output)
-        return err_set(err, TILEOPT_INVALID, "node %s (If): %s has %zu outputs but the node has %zu%s",
-                       graph_node_id(g, node), safe(at->name), at->g->n_output, n->n_output,
-                       graph_where(g));
+    }
+    if (strcmp(op, "If") == 0) {
+        static const char *const branches[2] = {"then_branch", "else_branch"};
+        for (size_t b = 0; b < 2; b++) {
+            const Onnx__GraphProto *body = body_of(n, branches[b]);
+            if (!body)
+                return err_set(err, TILEOPT_INVALID, "node %s (If): %s is missing or not a graph%s",
+                               id, branches[b], where);
+            if (body->n_output != n->n_output)
+                return err_set(err, TILEOPT_INVALID,
+                               "node %s (If): %s has %zu outputs but the node has %zu%s", id,
+                               branches[b], body->n_output, n->n_output, where);
+        }
+        return TILEOPT_OK;
+    }
+    if (strcmp(op, "Loop") == 0) {
+        /* inputs M, cond, N loop-carried; body (iter, cond, N) -> (cond, N, K scans) */
+        const Onnx__GraphProto *body = body_of(n, "body");
+        if (!body)
+            return err_set(err, TILEOPT_INVALID, "node %s (Loop): body is missing or not a graph%s",
+                           id, where);
+        if (n->n_input < 2 || body->n_input != n->n_input || body->n_output != n->n_output + 1)
+            return err_set(err, TILEOPT_INVALID,
+                           "node %s (Loop): a node of %zu inputs and %zu outputs needs a body of "
+                           "%zu inputs and %zu outputs, not %zu and %zu%s",
+                           id, n->n_input, n->n_output, n->n_input < 2 ? 2 : n->n_input,
+                           n->n_output + 1, body->n_input, body->n_output, where);
+        return TILEOPT_OK;
+    }
+    if (strcmp(op, "Scan") == 0) {
+        const Onnx__GraphProto *body = body_of(n, "body");
+        if (!body)
+            return err_set(err, TILEOPT_INVALID, "node %s (Scan): body is missing or not a graph%s",
+                           id, where);
+        /* Scan-8 has sequence_lens first, which the body does not see. */
+        size_t lens = opset < 9 ? 1 : 0;
+        size_t states_and_scans = n->n_input >= lens ? n->n_input - lens : 0;
+        int64_t m = graph_attr_int(n, "num_scan_inputs", -1);
+        if (m < 1 || (uint64_t)m > states_and_scans)
+            return err_set(err, TILEOPT_INVALID,
+                           "node %s (Scan): num_scan_inputs %lld is not in 1..%zu%s", id,
+                           (long long)m, states_and_scans, where);
+        if (body->n_input != states_and_scans || body->n_output != n->n_output)
+            return err_set(err, TILEOPT_INVALID,
+                           "node %s (Scan): the body has %zu inputs and %zu outputs, the node "
+                           "needs %zu and %zu%s",
+                           id, body->n_input, body->n_output, states_and_scans, n->n_output, where);
+        const Onnx__AttributeProto *axes = graph_attr(n, "scan_input_axes");
+        if (axes && axes->n_ints != (size_t)m)
+            return err_set(err, TILEOPT_INVALID,
+                           "node %s (Scan): scan_input_axes has %zu entries for %lld scan inputs%s",
+                           id, axes->n_ints, (long long)m, where);
+        for (size_t k = 0; axes && k < axes->n_ints; k++) {
+            const char *in = graph_node_input(n, lens + states_and_scans - (size_t)m + k);
+            graph_value *v = in ? graph_resolve(g, in) : NULL;
+            int64_t r = v ? v->type.rank : -1;
+            if (r >= 0 && (axes->ints[k] < -r || axes->ints[k] >= r))
+                return err_set(err, TILEOPT_INVALID,
+                               "node %s (Scan): scan_input_axes[%zu] = %lld is out of range for "
+                               "input '%s' of rank %lld%s",
+                               id, k, (long long)axes->ints[k], in, (long long)r, where);
+        }
+    }
     return TILEOPT_OK;
 }
 
@@ -345,9 +422,9 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
                 if (rc) return err_prefix(err, "node %s attribute '%s': ",
                                           graph_node_id(g, (int32_t)i), safe(at->name));
             }
-            int rc = check_if_branch(g, (int32_t)i, at, err);
-            if (rc) return rc;
         }
+        int rc = check_node_structure(g, (int32_t)i, err);
+        if (rc) return rc;
     }
     for (size_t i = 0; i < pb->n_output; i++) {
         const char *name = safe(pb->output[i]->name);

@@ -216,6 +216,38 @@ def function_defining_twice():
     return m
 
 
+def tile_inputs(inputs):
+    return model([helper.make_node("Tile", inputs, ["y"], name="bad_tile")],
+                 [vi("x")], [vi("y", None)], [const("reps", np.array([2, 1], np.int64)),
+                                              const("axis", np.array(0, np.int64))])
+
+
+def if_branch_not_a_graph():
+    else_g = helper.make_graph([helper.make_node("Relu", ["x"], ["e0"], name="else_relu")],
+                               "else", [], [vi("e0")])
+    return model([helper.make_node("If", ["c"], ["y"], name="bad_if", then_branch=3,
+                                   else_branch=else_g)],
+                 [vi("x"), vi("c", (), TensorProto.BOOL)], [vi("y")])
+
+
+def loop_with_body(inputs, outputs, nodes):
+    body = helper.make_graph(nodes, "body", inputs, outputs)
+    return model([helper.make_node("Loop", ["n", "", "x"], ["y"], name="bad_loop", body=body)],
+                 [vi("x")], [vi("y")], [const("n", np.array(2, np.int64))])
+
+
+def scan(num_scan_inputs, axes=None):
+    body = helper.make_graph([helper.make_node("Add", ["s", "xi"], ["s2"], name="acc"),
+                              helper.make_node("Identity", ["s2"], ["o"], name="out")],
+                             "body", [vi("s", (3,)), vi("xi", (3,))], [vi("s2", (3,)), vi("o", (3,))])
+    attrs = {"num_scan_inputs": num_scan_inputs}
+    if axes is not None:
+        attrs["scan_input_axes"] = axes
+    return model([helper.make_node("Scan", ["s0", "x"], ["sf", "ys"], name="bad_scan",
+                                   body=body, **attrs)],
+                 [vi("s0", (3,)), vi("x", (2, 3))], [vi("sf", (3,)), vi("ys", (2, 3))])
+
+
 def legacy_add(a_shape, b_shape, **attrs):
     return model([helper.make_node("Add", ["a", "b"], ["y"], name="legacy_add", **attrs)],
                  [vi("a", a_shape), vi("b", b_shape)], [vi("y", None)], opset=5, ir=3)
@@ -334,6 +366,27 @@ def cases():
         ("legacy Add without broadcast=1 on unequal shapes",
          lambda: legacy_add((2, 3), (3,)),
          r"legacy_add.*broadcast", ("optimize", "upgrade", "run")),
+        ("Tile with its repeats input omitted", lambda: tile_inputs(["x", ""]),
+         r"bad_tile.*input and repeats", LOAD),
+        ("Tile with three inputs at opset 13", lambda: tile_inputs(["x", "reps", "axis"]),
+         r"bad_tile.*input and repeats", LOAD),
+        ("If whose branch attribute is not a graph", if_branch_not_a_graph,
+         r"bad_if.*then_branch.*not a graph", LOAD),
+        ("Loop whose body has no inputs",
+         lambda: loop_with_body([], [vi("c", (), TensorProto.BOOL), vi("v")],
+                                [helper.make_node("Constant", [], ["c"], name="cc",
+                                                  value=helper.make_tensor("t", TensorProto.BOOL,
+                                                                           [], [True])),
+                                 helper.make_node("Relu", ["x"], ["v"], name="r")]),
+         r"bad_loop.*body of 3 inputs", LOAD),
+        ("Loop whose body gives too few outputs",
+         lambda: loop_with_body([vi("i", (), TensorProto.INT64), vi("c", (), TensorProto.BOOL),
+                                 vi("v")], [vi("c", (), TensorProto.BOOL)], []),
+         r"bad_loop.*2 outputs", LOAD),
+        ("Scan with a negative num_scan_inputs", lambda: scan(-1),
+         r"bad_scan.*num_scan_inputs", LOAD),
+        ("Scan with an input axis out of range", lambda: scan(1, [5]),
+         r"bad_scan.*scan_input_axes.*out of range", LOAD),
         ("Tile-1 tiles not a whole number", lambda: tile1(2.5, 0),
          r"legacy_tile.*(whole|integ|2\.5)", ("optimize", "upgrade", "run")),
         ("Tile-1 axis out of range", lambda: tile1(2.0, 5),
@@ -565,6 +618,31 @@ def catalogue_should_refuse_an_output_that_is_the_input():
             raise AssertionError("a refused run changed the input")
         if sorted(os.listdir(os.path.dirname(src))) != ["model.onnx"]:
             raise AssertionError(f"left files behind: {os.listdir(os.path.dirname(src))}")
+
+
+def catalogue_should_keep_errors_one_line_with_their_reason():
+    # A node name with a newline, ANSI escapes and 5000 more characters, and an
+    # input name with bytes that are not UTF-8: the error is one line of text,
+    # with no control byte, and still ends with its reason.
+    name = "evil\n\x1b[31mRED\x1b[0m" + "x" * 5000
+    m = model([helper.make_node("Add", ["x", "ghQQost"], ["y"], name=name)], [vi("x")],
+              [vi("y")])
+    data = m.SerializeToString().replace(b"ghQQost", b"gh\xff\xfeost")
+    with h.tempdir() as d:
+        src = os.path.join(d, "m.onnx")
+        x.write(src, data)
+        for args in (["inspect", src], ["optimize", src, "-o", os.path.join(d, "o.onnx")],
+                     ["run", src]):
+            cp = h.tileopt(*args)
+            err = cp.stderr.encode("utf-8", "surrogateescape") if isinstance(cp.stderr, str) \
+                else cp.stderr
+            lines = cp.stderr.splitlines()
+            if cp.returncode != 1 or len(lines) != 1:
+                raise AssertionError(f"{args[0]}: exit {cp.returncode}, {len(lines)} lines")
+            if any(c < 0x20 and c != 0x0a for c in err) or b"\x1b" in err:
+                raise AssertionError(f"{args[0]}: control bytes in {cp.stderr[:200]!r}")
+            if not lines[0].endswith("reads undefined value 'gh\\xff\\xfeost'"):
+                raise AssertionError(f"{args[0]}: reason lost: ...{lines[0][-200:]!r}")
 
 
 # -------------------------------------------------------------- run inputs
