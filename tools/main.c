@@ -32,12 +32,19 @@ static const char usage_text[] =
     "  tileopt --help | --version\n";
 
 int tool_error(int code, const char *fmt, ...) {
+    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
-    fputs("tileopt: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* The library escapes what it reports; paths from the command line get the
+    ** same treatment, so an error is one line that cannot drive the terminal. */
+    fputs("tileopt: error: ", stderr);
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f) fprintf(stderr, "\\x%02x", *c);
+        else fputc(*c, stderr);
+    }
+    fputc('\n', stderr);
     if (code == EXIT_USAGE) fputs("(tileopt --help shows the usage)\n", stderr);
     return code;
 }
@@ -181,7 +188,7 @@ static int check_paths(const opt_args *a) {
     for (size_t i = 0; i < 2; i++) {
         struct stat st;
         if (dests[i] && stat(dests[i], &st) == 0 && !S_ISREG(st.st_mode))
-            return tool_error(EXIT_USAGE, "'%s' exists and is not a regular file%s", dests[i],
+            return tool_error(EXIT_FAIL, "'%s' exists and is not a regular file%s", dests[i],
                               i ? " (--report - writes to stdout)" : "");
     }
     if (!dests[1]) return EXIT_OK;

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Where `tileopt optimize` may write. OUT naming the input, however spelled
 (./m.onnx, a symlink, a hard link), is refused with exit 2 before anything is
-read; so is a --report naming the input or OUT, and a destination that exists but
-is no regular file. A run that fails after its passes (the report or the external
+read, and so is a --report naming the input or OUT; a destination that exists but
+is no regular file fails with exit 1, also before anything is read. A run that fails after its passes (the report or the external
 data cannot be written) never creates or changes OUT; verify runs before the
 save, so its failure cannot either."""
 import os
@@ -78,10 +78,10 @@ def optimize_should_refuse_a_destination_that_is_not_a_regular_file():
         os.mkdir(os.path.join(d, "folder"))
         os.mkfifo(os.path.join(d, "fifo"))
         for out in (os.path.join(d, "folder"), os.path.join(d, "fifo"), "/dev/null"):
-            _expect_refused(h.tileopt("optimize", src, "-o", out, "--quiet"), 2,
+            _expect_refused(h.tileopt("optimize", src, "-o", out, "--quiet"), 1,
                             "not a regular file")
             _expect_refused(h.tileopt("optimize", src, "-o", os.path.join(d, "o.onnx"),
-                                      "--report", out), 2, "not a regular file")
+                                      "--report", out), 1, "not a regular file")
         if not os.path.exists("/dev/null") or os.path.isfile("/dev/null"):
             raise AssertionError("/dev/null was replaced")
         if os.path.exists(os.path.join(d, "o.onnx")):
