@@ -292,6 +292,14 @@ int graph_model_load_path(const char *path, const graph_limits *lim, graph_model
         return err_set(err, TILEOPT_IO, "'%s' is %s, not a model file", path,
                        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     }
+    /* Protobuf messages stop at 2 GiB; a bigger file is no model, and mapping it
+    ** whole first would only cost memory. */
+    if (st.st_size > INT32_MAX) {
+        close(fd);
+        return err_set(err, TILEOPT_INVALID,
+                       "'%s' is %lld bytes, over the 2 GiB a protobuf model can hold (big "
+                       "tensors belong in external data)", path, (long long)st.st_size);
+    }
     graph_model *m = model_new(lim);
     if (!m) {
         close(fd);

@@ -86,7 +86,7 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **                      the caller may override, which runtimes do not fold)
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
 **   "max-eval-bytes"   bytes all live evaluator tensors may take, default 16 GiB
-**   "max-depth"        subgraph nesting depth, default 64
+**   "max-depth"        subgraph nesting depth, 1 to 256, default 64
 **   "max-rank"         tensor rank, default 64
 **   "seed"             seed for --verify inputs, default 1
 ** Unknown names and malformed values give TILEOPT_MISUSE.

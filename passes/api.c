@@ -59,6 +59,8 @@ void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn, void *us
 
 /* ---------------------------------------------------------------- options */
 
+#define MAX_DEPTH_CEILING 256
+
 typedef enum opt_kind { OPT_U64, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE } opt_kind;
 
 typedef struct opt_def {
@@ -106,6 +108,13 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     case OPT_U32:
         if (!parse_u64(value, &u) || (o->kind == OPT_U32 && (u == 0 || u > UINT32_MAX)))
             break;
+        /* The loader's wire scan, protobuf-c's unpacker, the index, every pass and
+        ** the evaluator recurse once per subgraph level: 256 levels stay well inside
+        ** a default thread stack, under the sanitizers too (3,000 overflowed it). */
+        if (strcmp(name, "max-depth") == 0 && u > MAX_DEPTH_CEILING)
+            return err_set(&ctx->err, TILEOPT_MISUSE,
+                           "--%s takes 1 to %d levels of subgraphs, not '%s'", name,
+                           MAX_DEPTH_CEILING, value);
         if (o->kind == OPT_U32) {
             uint32_t v = (uint32_t)u;
             memcpy(field, &v, sizeof v);
@@ -114,6 +123,9 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         }
         /* The loader enforces the same per-tensor limit as the evaluator. */
         if (strcmp(name, "max-tensor-bytes") == 0) ctx->opt.graph_lim.max_tensor_bytes = u;
+        /* ...and the same subgraph depth: run's evaluator would stop at its own
+        ** default otherwise. */
+        if (strcmp(name, "max-depth") == 0) ctx->opt.eval_lim.max_depth = (uint32_t)u;
         return TILEOPT_OK;
     case OPT_OPSET:
         if (!parse_u64(value, &u) || u < 6 || u > 17) {

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile as x  # noqa: E402
@@ -263,6 +263,63 @@ def limits_should_bound_protobuf_nesting():
         # 70 levels (over the default 64, under a raised limit) loads with --max-depth 80.
         x.write(src, x.deep_nesting(70))
         expect_fail(["inspect", src], r"nest|deep", "70 levels, default limit")
+
+
+def _valid_deep_ifs(levels):
+    """A valid model whose If nodes nest `levels` deep through then_branch (each
+    else_branch a one-node graph), as raw bytes: onnx's serializer refuses such
+    depth. Built inside out, so its size is linear in levels."""
+    field, varint = x.field, x.varint
+    out_y = field(12, 2, field(1, 2, b"y"))
+    leaf = field(1, 2, field(1, 2, b"x") + field(2, 2, b"y") + field(4, 2, b"Identity")) + out_y
+    else_attr = field(1, 2, b"else_branch") + field(20, 0, varint(5)) + field(6, 2, leaf)
+    g, node = leaf, b""
+    for _ in range(levels):
+        then_attr = field(1, 2, b"then_branch") + field(20, 0, varint(5)) + field(6, 2, g)
+        node = (field(1, 2, b"c") + field(2, 2, b"y") + field(4, 2, b"If") +
+                field(5, 2, else_attr) + field(5, 2, then_attr))
+        g = field(1, 2, node) + out_y
+    top = (field(1, 2, node) + field(11, 2, vi("c", (), TensorProto.BOOL).SerializeToString()) +
+           field(11, 2, vi("x", (2,)).SerializeToString()) +
+           field(12, 2, vi("y", (2,)).SerializeToString()))
+    return field(1, 0, varint(8)) + field(7, 2, top) + field(8, 2, field(2, 0, varint(13)))
+
+
+def limits_should_cap_max_depth_where_every_stage_recurses_safely():
+    # 256 levels, the ceiling, run through the loader, every pass, verify and the
+    # evaluator (run honours --max-depth too, not a limit of its own); a ceiling
+    # past that (3,000 levels once overflowed protobuf-c's stack) is a usage error.
+    with h.tempdir() as d:
+        src, out = os.path.join(d, "m.onnx"), os.path.join(d, "o.onnx")
+        x.write(src, _valid_deep_ifs(256))
+        h.expect_ok(h.tileopt("optimize", src, "-o", out, "--max-depth", "256", "--verify",
+                              "-q"))
+        feeds = os.path.join(d, "feeds")
+        os.makedirs(feeds)
+        for k, (name, value) in enumerate((("c", np.array(True)),
+                                           ("x", np.array([1.5, -2.0], np.float32)))):
+            with open(os.path.join(feeds, f"input_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(value, name).SerializeToString())
+        cp = h.expect_ok(h.tileopt("run", src, os.path.join(feeds, "input_0.pb"),
+                                   os.path.join(feeds, "input_1.pb"), "--max-depth", "256"))
+        if "1.5" not in cp.stdout:
+            raise AssertionError(f"run printed {cp.stdout!r}")
+        for cmd in (["optimize", src, "-o", out], ["run", src], ["inspect", src]):
+            cp = h.tileopt(*cmd, "--max-depth", "6000")
+            if cp.returncode != 2 or "max-depth" not in cp.stderr:
+                raise AssertionError(f"{cmd[0]} --max-depth 6000: exit {cp.returncode} "
+                                     f"{cp.stderr!r}")
+
+
+def limits_should_refuse_a_file_over_2_gib_before_reading_it():
+    # A sparse 2.5 GiB file: protobuf cannot hold such a model, and saying so must
+    # not take mapping (or reading) the whole file first.
+    with h.tempdir() as d:
+        src = os.path.join(d, "big.onnx")
+        with open(src, "wb") as f:
+            f.truncate((5 << 30) // 2)
+        for cmd in (["inspect", src], ["optimize", src, "-o", os.path.join(d, "o.onnx")]):
+            expect_fail(cmd, r"over the 2 GiB", f"2.5 GiB file: {cmd[0]}")
 
 
 # ----------------------------------------------------------------- max-rank
