@@ -11,7 +11,8 @@
 ** never reuses memory while the model lives), initializers, graph inputs and
 ** value_info by name within their graph. Graphs that appear during the pass
 ** (clones) are new; graphs that disappear went with a node that is reported.
-** One hash table over all of it keeps the comparison linear in the model.
+** Two hash tables sized once (names, node pointers) keep the comparison linear
+** in the model.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 
 #include "passes/pass.h"
 
-enum { K_GRAPH, K_NODE, K_INIT, K_INPUT, K_VI, K_COUNT };
+enum { K_GRAPH, K_INIT, K_INPUT, K_VI, K_COUNT };
 enum { SEEN_BEFORE = 1, SEEN_AFTER = 2 };
 
 /* Report keys of the removed (and added) names, per kind. */
@@ -27,45 +28,47 @@ static const struct {
     const char *removed, *added;
 } kind_keys[K_COUNT] = {
     [K_GRAPH] = {NULL, NULL},
-    [K_NODE] = {NULL, NULL},
     [K_INIT] = {"initializers_removed", "initializers_added"},
     [K_INPUT] = {"inputs_removed", "inputs_added"},
     [K_VI] = {"value_info_removed", NULL},
 };
 
 typedef struct slot {
-    const void *ptr;         /* GraphProto (names), or the NodeProto/GraphProto itself */
-    const char *name;        /* NULL for nodes and graphs */
+    const void *ptr;         /* the GraphProto the name belongs to, or the graph itself */
+    const char *name;        /* NULL for graphs */
     uint32_t hash;
     uint8_t kind, seen;      /* kind + 1; 0 = empty */
 } slot;
 
-/* One graph as it was: its place, to name it in the report. */
+/* One graph as it was: its place, to name it in the report, and its nodes. */
 typedef struct snap_graph {
     const Onnx__GraphProto *pb;
     int32_t parent;          /* index in graphs, -1 for the main graph */
     const char *parent_name; /* the holding node's name, or NULL */
     uint32_t parent_index;   /* its index then, for "#index" */
     char *path;              /* built on first use */
+    const Onnx__NodeProto **nodes; /* live nodes then, by index (NULL: removed) */
+    uint32_t n_nodes;
+    bool alive;              /* still in the model after the pass */
 } snap_graph;
 
-/* One thing as it was, in model order. */
+/* One initializer, graph input or value_info name as it was, in model order. */
 typedef struct item {
     uint8_t kind;
     uint32_t graph;
-    const void *node;        /* K_NODE */
-    const char *name;        /* K_INIT, K_INPUT, K_VI; the node's name for K_NODE */
-    const char *op;          /* K_NODE */
-    uint32_t index;          /* K_NODE: index in its graph then */
+    const char *name;
 } item;
 
 struct pass_snapshot {
-    slot *slots;
+    slot *slots;             /* names (and graphs), open addressing */
     uint32_t cap, used;
+    uintptr_t *node_set;     /* NodeProto pointers, open addressing; bit 0: seen after */
+    uint32_t node_cap;
     snap_graph *graphs;
     uint32_t n_graphs, cap_graphs;
     item *items;
     size_t n_items, cap_items;
+    size_t n_nodes;
     int64_t ir;
     size_t n_opsets;
     const char **opset_domain;
@@ -74,7 +77,7 @@ struct pass_snapshot {
     size_t n_keys;
 };
 
-/* ------------------------------------------------------------ hash table */
+/* ----------------------------------------------------------- hash tables */
 
 static uint32_t hash_of(const void *ptr, const char *name, uint8_t kind) {
     uint64_t h = (uint64_t)(uintptr_t)ptr * 0x9E3779B97F4A7C15ull ^ kind;
@@ -95,8 +98,16 @@ static slot *lookup(pass_snapshot *s, const void *ptr, const char *name, uint8_t
     }
 }
 
-static int grow(pass_snapshot *s) {
-    uint32_t cap = s->cap ? s->cap * 2 : 1024;
+/* A power of two at least twice n (and 64). */
+static uint32_t table_cap(size_t n) {
+    uint32_t cap = 64;
+    while (cap < 2 * n && cap < (1u << 31)) cap *= 2;
+    return cap;
+}
+
+static int grow(pass_snapshot *s, size_t want) {
+    uint32_t cap = table_cap(want);
+    if (cap <= s->cap) cap = s->cap * 2;
     slot *old = s->slots;
     uint32_t old_cap = s->cap;
     s->slots = calloc(cap, sizeof *s->slots);
@@ -111,17 +122,16 @@ static int grow(pass_snapshot *s) {
     return TILEOPT_OK;
 }
 
-/* Mark (ptr, name, kind) seen; *was receives the marks it had before. */
+/* Mark (ptr, name, kind) seen. */
 static int mark(pass_snapshot *s, const void *ptr, const char *name, uint8_t kind,
-                uint8_t seen, uint8_t *was) {
-    if (s->used + 1 > s->cap / 2 && grow(s)) return TILEOPT_NOMEM;
+                uint8_t seen) {
+    if (s->used + 1 > s->cap / 2 && grow(s, (size_t)s->used + 1)) return TILEOPT_NOMEM;
     uint32_t h = hash_of(ptr, name, kind);
     slot *e = lookup(s, ptr, name, kind, h);
     if (!e->kind) {
         *e = (slot){ptr, name, h, (uint8_t)(kind + 1), 0};
         s->used++;
     }
-    if (was) *was = e->seen;
     e->seen |= seen;
     return TILEOPT_OK;
 }
@@ -131,9 +141,21 @@ static uint8_t seen_of(pass_snapshot *s, const void *ptr, const char *name, uint
     return e->kind ? e->seen : 0;
 }
 
+/* The node set's slot for n (empty or holding n). */
+static uintptr_t *node_slot(pass_snapshot *s, const Onnx__NodeProto *n) {
+    uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull;
+    uint32_t mask = s->node_cap - 1;
+    for (uint32_t i = (uint32_t)(h >> 32) & mask;; i = (i + 1) & mask) {
+        uintptr_t e = s->node_set[i];
+        if (!e || (e & ~(uintptr_t)1) == (uintptr_t)n) return &s->node_set[i];
+    }
+}
+
 /* ------------------------------------------------------------------ walk */
 
-static int push_item(pass_snapshot *s, item it) {
+static const char *safe(const char *s) { return s ? s : ""; }
+
+static int push_name(pass_snapshot *s, uint8_t kind, uint32_t gi, const char *name) {
     if (s->n_items == s->cap_items) {
         size_t cap = s->cap_items ? s->cap_items * 2 : 256;
         item *p = realloc(s->items, cap * sizeof *p);
@@ -141,13 +163,11 @@ static int push_item(pass_snapshot *s, item it) {
         s->items = p;
         s->cap_items = cap;
     }
-    s->items[s->n_items++] = it;
+    s->items[s->n_items++] = (item){kind, gi, safe(name)};
     return TILEOPT_OK;
 }
 
-static const char *safe(const char *s) { return s ? s : ""; }
-
-/* Before the pass: record g (at index gi) and everything below it. */
+/* Before the pass: record g and everything below it. */
 static int take_graph(pass_snapshot *s, graph *g, int32_t parent, int32_t parent_node) {
     if (s->n_graphs == s->cap_graphs) {
         uint32_t cap = s->cap_graphs ? s->cap_graphs * 2 : 8;
@@ -159,30 +179,25 @@ static int take_graph(pass_snapshot *s, graph *g, int32_t parent, int32_t parent
     uint32_t gi = s->n_graphs++;
     const Onnx__GraphProto *pb = g->pb;
     const Onnx__NodeProto *holder = parent >= 0 ? graph_node(g->parent, parent_node) : NULL;
-    s->graphs[gi] = (snap_graph){pb, parent, holder && holder->name && holder->name[0]
-                                                 ? holder->name : NULL,
-                                 (uint32_t)parent_node, NULL};
-    int rc = mark(s, pb, NULL, K_GRAPH, SEEN_BEFORE, NULL);
-    for (size_t i = 0; !rc && i < pb->n_initializer; i++) {
-        const char *n = safe(pb->initializer[i]->name);
-        rc = mark(s, pb, n, K_INIT, SEEN_BEFORE, NULL);
-        if (!rc) rc = push_item(s, (item){K_INIT, gi, NULL, n, NULL, 0});
-    }
-    for (size_t i = 0; !rc && i < pb->n_input; i++) {
-        const char *n = safe(pb->input[i]->name);
-        rc = mark(s, pb, n, K_INPUT, SEEN_BEFORE, NULL);
-        if (!rc) rc = push_item(s, (item){K_INPUT, gi, NULL, n, NULL, 0});
-    }
-    for (size_t i = 0; !rc && i < pb->n_value_info; i++) {
-        const char *n = safe(pb->value_info[i]->name);
-        rc = mark(s, pb, n, K_VI, SEEN_BEFORE, NULL);
-        if (!rc) rc = push_item(s, (item){K_VI, gi, NULL, n, NULL, 0});
-    }
-    for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
-        if (graph_node_removed(g, (int32_t)i)) continue;
-        const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
-        rc = mark(s, n, NULL, K_NODE, SEEN_BEFORE, NULL);
-        if (!rc) rc = push_item(s, (item){K_NODE, gi, n, n->name, safe(n->op_type), i});
+    uint32_t nn = graph_n_nodes(g);
+    s->graphs[gi] = (snap_graph){pb, parent,
+                                 holder && holder->name && holder->name[0] ? holder->name : NULL,
+                                 (uint32_t)parent_node, NULL, NULL, nn, false};
+    const Onnx__NodeProto **nodes = malloc((nn ? nn : 1) * sizeof *nodes);
+    if (!nodes) return TILEOPT_NOMEM;
+    s->graphs[gi].nodes = nodes;
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < pb->n_initializer; i++)
+        rc = push_name(s, K_INIT, gi, pb->initializer[i]->name);
+    for (size_t i = 0; !rc && i < pb->n_input; i++)
+        rc = push_name(s, K_INPUT, gi, pb->input[i]->name);
+    for (size_t i = 0; !rc && i < pb->n_value_info; i++)
+        rc = push_name(s, K_VI, gi, pb->value_info[i]->name);
+    for (uint32_t i = 0; !rc && i < nn; i++) {
+        bool removed = graph_node_removed(g, (int32_t)i);
+        nodes[i] = removed ? NULL : graph_node(g, (int32_t)i);
+        if (removed) continue;
+        s->n_nodes++;
         for (graph *sub = graph_node_subgraphs(g, (int32_t)i); !rc && sub; sub = sub->next_sibling)
             rc = take_graph(s, sub, (int32_t)gi, (int32_t)i);
     }
@@ -193,17 +208,20 @@ static int take_graph(pass_snapshot *s, graph *g, int32_t parent, int32_t parent
 ** are skipped with everything below them. */
 static int mark_graph(pass_snapshot *s, graph *g) {
     const Onnx__GraphProto *pb = g->pb;
-    if (!(seen_of(s, pb, NULL, K_GRAPH) & SEEN_BEFORE)) return TILEOPT_OK;
-    int rc = mark(s, pb, NULL, K_GRAPH, SEEN_AFTER, NULL);
+    slot *e = lookup(s, pb, NULL, K_GRAPH, hash_of(pb, NULL, K_GRAPH));
+    if (!e->kind) return TILEOPT_OK;
+    e->seen |= SEEN_AFTER;
+    int rc = TILEOPT_OK;
     for (size_t i = 0; !rc && i < pb->n_initializer; i++)
-        rc = mark(s, pb, safe(pb->initializer[i]->name), K_INIT, SEEN_AFTER, NULL);
+        rc = mark(s, pb, safe(pb->initializer[i]->name), K_INIT, SEEN_AFTER);
     for (size_t i = 0; !rc && i < pb->n_input; i++)
-        rc = mark(s, pb, safe(pb->input[i]->name), K_INPUT, SEEN_AFTER, NULL);
+        rc = mark(s, pb, safe(pb->input[i]->name), K_INPUT, SEEN_AFTER);
     for (size_t i = 0; !rc && i < pb->n_value_info; i++)
-        rc = mark(s, pb, safe(pb->value_info[i]->name), K_VI, SEEN_AFTER, NULL);
+        rc = mark(s, pb, safe(pb->value_info[i]->name), K_VI, SEEN_AFTER);
     for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
         if (graph_node_removed(g, (int32_t)i)) continue;
-        rc = mark(s, graph_node(g, (int32_t)i), NULL, K_NODE, SEEN_AFTER, NULL);
+        uintptr_t *ns = node_slot(s, graph_node(g, (int32_t)i));
+        if (*ns) *ns |= 1;
         for (graph *sub = graph_node_subgraphs(g, (int32_t)i); !rc && sub; sub = sub->next_sibling)
             rc = mark_graph(s, sub);
     }
@@ -218,12 +236,28 @@ int pass_snapshot_take(graph_model *m, pass_snapshot **out) {
     s->n_opsets = m->pb->n_opset_import;
     s->opset_domain = calloc(s->n_opsets ? s->n_opsets : 1, sizeof *s->opset_domain);
     s->opset_version = calloc(s->n_opsets ? s->n_opsets : 1, sizeof *s->opset_version);
-    int rc = s->opset_domain && s->opset_version ? grow(s) : TILEOPT_NOMEM;
+    int rc = s->opset_domain && s->opset_version ? TILEOPT_OK : TILEOPT_NOMEM;
     for (size_t i = 0; !rc && i < s->n_opsets; i++) {
         s->opset_domain[i] = safe(m->pb->opset_import[i]->domain);
         s->opset_version[i] = m->pb->opset_import[i]->version;
     }
     if (!rc) rc = take_graph(s, m->main, -1, -1);
+    /* Both tables sized once, now that the counts are known. */
+    if (!rc) rc = grow(s, s->n_items + s->n_graphs);
+    if (!rc) {
+        s->node_cap = table_cap(s->n_nodes);
+        s->node_set = calloc(s->node_cap, sizeof *s->node_set);
+        if (!s->node_set) rc = TILEOPT_NOMEM;
+    }
+    for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {
+        const snap_graph *sg = &s->graphs[gi];
+        rc = mark(s, sg->pb, NULL, K_GRAPH, SEEN_BEFORE);
+        for (uint32_t i = 0; i < sg->n_nodes; i++)
+            if (sg->nodes[i]) *node_slot(s, sg->nodes[i]) = (uintptr_t)sg->nodes[i];
+    }
+    for (size_t i = 0; !rc && i < s->n_items; i++)
+        rc = mark(s, s->graphs[s->items[i].graph].pb, s->items[i].name, s->items[i].kind,
+                  SEEN_BEFORE);
     if (rc) {
         pass_snapshot_free(s);
         return rc;
@@ -234,10 +268,14 @@ int pass_snapshot_take(graph_model *m, pass_snapshot **out) {
 
 void pass_snapshot_free(pass_snapshot *s) {
     if (!s) return;
-    for (uint32_t i = 0; i < s->n_graphs; i++) free(s->graphs[i].path);
+    for (uint32_t i = 0; i < s->n_graphs; i++) {
+        free(s->graphs[i].path);
+        free(s->graphs[i].nodes);
+    }
     free(s->graphs);
     free(s->items);
     free(s->slots);
+    free(s->node_set);
     free(s->opset_domain);
     free(s->opset_version);
     for (size_t i = 0; i < s->n_keys; i++) free(s->keys[i]);
@@ -266,9 +304,9 @@ static const char *graph_path_of(pass_snapshot *s, uint32_t gi) {
     return sg->path;
 }
 
-static const char *node_id(const item *it, char *buf, size_t cap) {
-    if (it->name && it->name[0]) return it->name;
-    snprintf(buf, cap, "#%u", it->index);
+static const char *node_id(const Onnx__NodeProto *n, uint32_t index, char *buf, size_t cap) {
+    if (n->name && n->name[0]) return n->name;
+    snprintf(buf, cap, "#%u", index);
     return buf;
 }
 
@@ -300,7 +338,7 @@ static int named_nodes(pass_snapshot *s, const cJSON *actions) {
             if (!key) rc = TILEOPT_NOMEM;
             else {
                 s->keys[s->n_keys++] = key;
-                rc = mark(s, NULL, key, K_COUNT, SEEN_BEFORE, NULL);
+                rc = mark(s, NULL, key, K_COUNT, SEEN_BEFORE);
             }
         }
         if (rc) break;
@@ -370,72 +408,70 @@ static int opset_changes(pass_snapshot *s, graph_model *m, cJSON *changes) {
     return TILEOPT_OK;
 }
 
+/* A node gone without an action naming it: graph_commit swept it because
+** nothing read its outputs. */
+static int swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) {
+    if (!s->keys) {
+        int rc = named_nodes(s, pc->actions);
+        if (rc) return rc;
+    }
+    const Onnx__NodeProto *n = s->graphs[gi].nodes[i];
+    char buf[32];
+    const char *id = node_id(n, i, buf, sizeof buf);
+    const char *path = graph_path_of(s, gi);
+    char *key = node_key(path, id);
+    if (!key) return TILEOPT_NOMEM;
+    bool named = seen_of(s, NULL, key, K_COUNT) != 0;
+    free(key);
+    if (named) return TILEOPT_OK;
+    cJSON *a = cJSON_CreateObject();
+    if (!a) return TILEOPT_NOMEM;
+    cJSON_AddStringToObject(a, "node", id);
+    cJSON_AddStringToObject(a, "op", n->op_type && n->op_type[0] ? n->op_type : "?");
+    if (path) cJSON_AddStringToObject(a, "graph", path);
+    cJSON_AddStringToObject(a, "action", "eliminated");
+    cJSON_AddStringToObject(a, "rule", "outputs unused");
+    cJSON_AddItemToArray(pc->actions, a);
+    pc->changed = true;
+    return TILEOPT_OK;
+}
+
 int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
     *out = NULL;
     graph_model *m = pc->model;
     cJSON *changes = cJSON_CreateObject();
     if (!changes) return TILEOPT_NOMEM;
     int rc = mark_graph(s, m->main);
+    for (uint32_t gi = 0; gi < s->n_graphs; gi++)
+        s->graphs[gi].alive = seen_of(s, s->graphs[gi].pb, NULL, K_GRAPH) & SEEN_AFTER;
     if (!rc) rc = opset_changes(s, m, changes);
     if (!rc && m->pb->ir_version != s->ir) {
         cJSON *e = from_to(NULL, s->ir, true, m->pb->ir_version, true);
         if (!e || !cJSON_AddItemToObject(changes, "ir_version", e)) rc = TILEOPT_NOMEM;
     }
     /* Removed: what was there before, in a graph still there, and is gone. */
-    bool keys_built = false;
     for (size_t i = 0; !rc && i < s->n_items; i++) {
         const item *it = &s->items[i];
         const snap_graph *sg = &s->graphs[it->graph];
-        if (!(seen_of(s, sg->pb, NULL, K_GRAPH) & SEEN_AFTER)) continue;
-        const void *ptr = it->kind == K_NODE ? it->node : (const void *)sg->pb;
-        if (seen_of(s, ptr, it->kind == K_NODE ? NULL : it->name, it->kind) & SEEN_AFTER)
-            continue;
-        if (it->kind != K_NODE) {
+        if (sg->alive && !(seen_of(s, sg->pb, it->name, it->kind) & SEEN_AFTER))
             rc = add_ref(changes, kind_keys[it->kind].removed, name_ref(s, it));
-            continue;
-        }
-        if (!keys_built) {
-            rc = named_nodes(s, pc->actions);
-            keys_built = true;
-            if (rc) break;
-        }
-        char buf[32];
-        const char *id = node_id(it, buf, sizeof buf);
-        const char *path = graph_path_of(s, it->graph);
-        char *key = node_key(path, id);
-        if (!key) {
-            rc = TILEOPT_NOMEM;
-            break;
-        }
-        bool named = seen_of(s, NULL, key, K_COUNT) != 0;
-        free(key);
-        if (named) continue;
-        /* Removed without an action of its own: graph_commit swept it because
-        ** nothing read its outputs. */
-        cJSON *a = cJSON_CreateObject();
-        if (!a) {
-            rc = TILEOPT_NOMEM;
-            break;
-        }
-        cJSON_AddStringToObject(a, "node", id);
-        cJSON_AddStringToObject(a, "op", it->op[0] ? it->op : "?");
-        if (path) cJSON_AddStringToObject(a, "graph", path);
-        cJSON_AddStringToObject(a, "action", "eliminated");
-        cJSON_AddStringToObject(a, "rule", "outputs unused");
-        cJSON_AddItemToArray(pc->actions, a);
-        pc->changed = true;
+    }
+    for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {
+        const snap_graph *sg = &s->graphs[gi];
+        for (uint32_t i = 0; !rc && sg->alive && i < sg->n_nodes; i++)
+            if (sg->nodes[i] && !(*node_slot(s, sg->nodes[i]) & 1)) rc = swept_node(s, pc, gi, i);
     }
     /* Added: initializers and graph inputs of graphs that were there before. */
     for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {
         const Onnx__GraphProto *pb = s->graphs[gi].pb;
-        if (!(seen_of(s, pb, NULL, K_GRAPH) & SEEN_AFTER)) continue;
+        if (!s->graphs[gi].alive) continue;
         for (size_t i = 0; !rc && i < pb->n_initializer; i++) {
-            item it = {K_INIT, gi, NULL, safe(pb->initializer[i]->name), NULL, 0};
+            item it = {K_INIT, gi, safe(pb->initializer[i]->name)};
             if (!(seen_of(s, pb, it.name, K_INIT) & SEEN_BEFORE))
                 rc = add_ref(changes, kind_keys[K_INIT].added, name_ref(s, &it));
         }
         for (size_t i = 0; !rc && i < pb->n_input; i++) {
-            item it = {K_INPUT, gi, NULL, safe(pb->input[i]->name), NULL, 0};
+            item it = {K_INPUT, gi, safe(pb->input[i]->name)};
             if (!(seen_of(s, pb, it.name, K_INPUT) & SEEN_BEFORE))
                 rc = add_ref(changes, kind_keys[K_INPUT].added, name_ref(s, &it));
         }
