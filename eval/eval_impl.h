@@ -7,9 +7,12 @@
 
 #include "eval/eval.h"
 
-/* Checked products: false on overflow. */
+/* Checked products and sums: false on overflow. */
 static inline bool eval_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool eval_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
 }
 static inline bool eval_mul_i64(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out);

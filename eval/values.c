@@ -150,6 +150,30 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) 
         *out = c;
         return TILEOPT_OK;
     }
+    /* A detached string tensor owns a copy of every element's bytes: a Tile of a
+    ** 1 MiB string 100,000 times is 100 GB here, though the view shared one copy.
+    ** The limit counts those bytes, not only the 16-byte element headers. */
+    if (c->elem == DT_STRING) {
+        const eval_limits *l = lim;
+        eval_limits dflt;
+        if (!l) {
+            eval_limits_default(&dflt);
+            l = &dflt;
+        }
+        const graph_bytes *s = (const graph_bytes *)(const void *)c->data;
+        uint64_t total = tensor_nbytes(c), n = tensor_numel(c);
+        for (uint64_t i = 0; i < n; i++) {
+            if (!eval_add_u64(total, s[i].len, &total) ||
+                (l->max_tensor_bytes && total > l->max_tensor_bytes) ||
+                (l->max_total_bytes && total > l->max_total_bytes)) {
+                tensor_free(c);
+                return err_set(err, TILEOPT_LIMIT,
+                               "a string tensor of %" PRIu64 " elements holds more than %" PRIu64
+                               " bytes of text (max-tensor-bytes, max-eval-bytes)", n,
+                               l->max_tensor_bytes);
+            }
+        }
+    }
     tensor *o = NULL;
     rc = tensor_alloc(c->elem, c->dims, c->rank, lim, &o, err);
     if (rc) {

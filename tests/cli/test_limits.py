@@ -322,6 +322,21 @@ def limits_should_refuse_a_file_over_2_gib_before_reading_it():
             expect_fail(cmd, r"over the 2 GiB", f"2.5 GiB file: {cmd[0]}")
 
 
+def limits_should_count_the_bytes_of_strings():
+    # A 1 MiB string tiled 100,000 times: the Tile is a view sharing one copy, but
+    # the output handed back holds 100 GB of text. The limits count those bytes,
+    # not 16 per element, so run stops at once.
+    with h.tempdir() as d:
+        src = os.path.join(d, "m.onnx")
+        s = np.array(["a" * (1 << 20)], dtype=object)
+        x.write(src, model([helper.make_node("Tile", ["s", "r"], ["y"], name="tile_str")],
+                           [], [vi("y", None, TensorProto.STRING)],
+                           [const("s", s), const("r", np.array([100000], np.int64))]))
+        expect_fail(["run", src], r"string.*bytes of text", "1 MiB string x 100000", capped=True)
+        expect_fail(["run", src, "--max-tensor-bytes", str(1 << 40)], r"string.*bytes of text",
+                    "the same with max-tensor-bytes raised", capped=True)
+
+
 # ----------------------------------------------------------------- max-rank
 
 def limits_should_enforce_max_rank():
