@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid:
-** overlong forms, surrogates and code points past U+10FFFF included. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t graph_utf8_len(const unsigned char *s, size_t n) {
     unsigned c = s[0];
     size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
     if (!len || len > n) return 0;
@@ -40,7 +38,7 @@ static void store(errbuf *err, const char *text) {
     size_t k = 0;
     for (size_t i = 0; i < n;) {
         const unsigned char *s = (const unsigned char *)text + i;
-        size_t len = utf8_len(s, n - i);
+        size_t len = graph_utf8_len(s, n - i);
         if (len && (len > 1 || (s[0] >= 0x20 && s[0] != 0x7f))) {
             memcpy(esc + k, s, len);
             k += len;

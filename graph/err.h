@@ -3,6 +3,8 @@
 #ifndef TILEOPT_ERR_H
 #define TILEOPT_ERR_H
 
+#include <stddef.h>
+
 #include "tileopt.h"
 
 typedef struct errbuf {
@@ -22,5 +24,9 @@ __attribute__((format(printf, 2, 3)))
 #endif
 tileopt_status err_prefix(errbuf *err, const char *fmt, ...);
 void err_clear(errbuf *err);
+/* Length of the valid UTF-8 sequence at s (at most n bytes, n > 0), 0 when it is
+** invalid: overlong forms, surrogates and code points past U+10FFFF included.
+** Messages and JSON output escape the bytes it refuses as \xNN. */
+size_t graph_utf8_len(const unsigned char *s, size_t n);
 
 #endif

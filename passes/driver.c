@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/pass.h"
@@ -83,10 +84,22 @@ void pass_warn(pass_ctx *pc, const char *fmt, ...) {
     if (pc->warnings) cJSON_AddItemToArray(pc->warnings, cJSON_CreateString(msg));
 }
 
+cJSON *pass_json_int(int64_t v) {
+    cJSON *item = cJSON_CreateNumber((double)v);
+    char text[24];
+    snprintf(text, sizeof text, "%" PRId64, v);
+    /* A double holds integers exactly only up to 2^53: the exact digits ride
+    ** along in valuestring, which cJSON frees with the item, for report_print. */
+    if (item && !(item->valuestring = strdup(text))) {
+        cJSON_Delete(item);
+        return NULL;
+    }
+    return item;
+}
+
 cJSON *pass_json_ints(const int64_t *v, size_t n) {
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < n; i++)
-        cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]));
+    for (size_t i = 0; arr && i < n; i++) cJSON_AddItemToArray(arr, pass_json_int(v[i]));
     return arr;
 }
 

@@ -66,6 +66,8 @@ __attribute__((format(printf, 2, 3)))
 #endif
 void pass_warn(pass_ctx *pc, const char *fmt, ...);
 /* A JSON int array. */
+/* An int64 as a JSON number printed exactly, even past 2^53. */
+cJSON *pass_json_int(int64_t v);
 cJSON *pass_json_ints(const int64_t *v, size_t n);
 void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total);
 

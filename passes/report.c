@@ -1,5 +1,7 @@
 /* The JSON report (schema: tests/report.schema.json), model summaries, inspect,
 ** and running a pass with its report entry. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,7 +43,7 @@ static cJSON *opsets_json(const graph_model *m) {
         const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "domain", o->domain ? o->domain : "");
-        cJSON_AddNumberToObject(e, "version", (double)o->version);
+        cJSON_AddItemToObject(e, "version", pass_json_int(o->version));
         cJSON_AddItemToArray(arr, e);
     }
     return arr;
@@ -52,7 +54,7 @@ static cJSON *summary(const graph_model *m, const char *path, uint64_t file_byte
     count_graph(m->pb->graph, &c);
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "path", path ? path : "");
-    cJSON_AddNumberToObject(s, "ir_version", (double)m->pb->ir_version);
+    cJSON_AddItemToObject(s, "ir_version", pass_json_int(m->pb->ir_version));
     cJSON_AddItemToObject(s, "opset_import", opsets_json(m));
     cJSON_AddNumberToObject(s, "nodes", (double)c.nodes);
     cJSON_AddNumberToObject(s, "tiles", (double)c.tiles);
@@ -86,16 +88,74 @@ tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
     return TILEOPT_OK;
 }
 
+/*
+** JSON text that any parser reads back exactly: integers as integers, never in
+** exponent form (an opset of 2^62 is not 4.611686018427388e+18), with the exact
+** digits pass_json_int kept; and valid UTF-8, names from the model included,
+** with each byte that is not UTF-8 written as the text \xNN, as error messages
+** do. The tree stays as callers of tileopt_report_json see it: a copy is printed.
+*/
+static void make_printable(cJSON *item) {
+    for (; item; item = item->next) {
+        if (cJSON_IsNumber(item)) {
+            char text[32];
+            const char *exact = item->valuestring;
+            double v = item->valuedouble;
+            if (!exact && v == floor(v) && fabs(v) < 9.2e18) {
+                snprintf(text, sizeof text, "%lld", (long long)v);
+                exact = text;
+            }
+            char *copy = exact ? strdup(exact) : NULL;
+            if (copy) {
+                free(item->valuestring);
+                item->valuestring = copy;
+                item->type = cJSON_Raw;
+            }
+        } else if (cJSON_IsString(item) && item->valuestring) {
+            const unsigned char *t = (const unsigned char *)item->valuestring;
+            size_t n = strlen(item->valuestring), bad = 0;
+            for (size_t i = 0, len; i < n; i += len ? len : 1)
+                if (!(len = graph_utf8_len(t + i, n - i))) bad++;
+            char *fixed = bad ? malloc(n + 3 * bad + 1) : NULL;
+            if (fixed) {
+                size_t k = 0;
+                for (size_t i = 0, len; i < n; i += len ? len : 1) {
+                    len = graph_utf8_len(t + i, n - i);
+                    if (len) {
+                        memcpy(fixed + k, t + i, len);
+                        k += len;
+                    } else {
+                        k += (size_t)sprintf(fixed + k, "\\x%02x", t[i]);
+                    }
+                }
+                fixed[k] = '\0';
+                free(item->valuestring);
+                item->valuestring = fixed;
+            }
+        }
+        make_printable(item->child);
+    }
+}
+
+static char *report_print(const cJSON *root) {
+    cJSON *copy = cJSON_Duplicate(root, 1);
+    if (!copy) return NULL;
+    make_printable(copy);
+    char *text = cJSON_Print(copy);
+    cJSON_Delete(copy);
+    return text;
+}
+
 const void *tileopt_report_json(const tileopt_ctx *ctx) { return ctx->report; }
 
 tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out) {
-    *out = ctx->report ? cJSON_Print(ctx->report) : NULL;
+    *out = ctx->report ? report_print(ctx->report) : NULL;
     return *out ? TILEOPT_OK : TILEOPT_NOMEM;
 }
 
 tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path) {
     if (!ctx->report) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
-    char *text = cJSON_Print(ctx->report);
+    char *text = report_print(ctx->report);
     if (!text) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     size_t n = strlen(text);
     text[n] = '\n'; /* the terminator becomes the final newline a text file wants */
@@ -215,7 +275,7 @@ static cJSON *shape_json(const graph_type *t) {
     cJSON *arr = cJSON_CreateArray();
     for (int32_t i = 0; i < t->rank; i++) {
         if (t->dims[i] >= 0)
-            cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)t->dims[i]));
+            cJSON_AddItemToArray(arr, pass_json_int(t->dims[i]));
         else if (t->syms && t->syms[i])
             cJSON_AddItemToArray(arr, cJSON_CreateString(t->syms[i]));
         else
@@ -301,7 +361,7 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     cJSON *o = cJSON_CreateObject();
     if (!o) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     cJSON_AddStringToObject(o, "path", m->path ? m->path : "");
-    cJSON_AddNumberToObject(o, "ir_version", (double)m->pb->ir_version);
+    cJSON_AddItemToObject(o, "ir_version", pass_json_int(m->pb->ir_version));
     cJSON_AddStringToObject(o, "producer", m->pb->producer_name ? m->pb->producer_name : "");
     cJSON_AddItemToObject(o, "opset_import", opsets_json(m));
     cJSON_AddNumberToObject(o, "nodes", (double)c.nodes);
@@ -311,7 +371,7 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     cJSON *tiles = cJSON_CreateArray();
     inspect_tiles(m->main, graph_opset(m, ""), tiles);
     cJSON_AddItemToObject(o, "tiles", tiles);
-    *json_out = cJSON_Print(o);
+    *json_out = report_print(o);
     cJSON_Delete(o);
     return *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }

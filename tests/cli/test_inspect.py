@@ -192,5 +192,38 @@ def inspect_should_load_a_large_constant_followed_by_many_small_nodes():
                 raise AssertionError("--passes none changed the bytes")
 
 
+def json_outputs_should_be_utf8_with_exact_integers():
+    # A node name with bytes that are not UTF-8, a custom opset of 2^62 + 1 and a
+    # declared dim of 2^53 + 1: inspect --json and the report parse with Python's
+    # json, the bad bytes read as the text \xNN and the integers come back exact.
+    with h.tempdir() as d:
+        g = helper.make_graph(
+            [helper.make_node("Tile", ["x", "r"], ["y"], name="tQQ")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**53 + 1, 1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([1, 2], np.int64), "r")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                                helper.make_opsetid("com.x", 2**62 + 1)])
+        src = os.path.join(d, "m.onnx")
+        with open(src, "wb") as f:
+            f.write(m.SerializeToString().replace(b"tQQ", b"t\xff\xfe"))
+        rep = os.path.join(d, "r.json")
+        h.expect_ok(h.tileopt("optimize", src, "-o", os.path.join(d, "o.onnx"), "--report",
+                              rep, "-q"))
+        cp = h.expect_ok(h.tileopt("inspect", src, "--json"))
+        for what, text in (("inspect --json", cp.stdout), ("report", open(rep, "rb").read())):
+            doc = json.loads(text)
+            found = {o["domain"]: o["version"] for o in doc.get("opset_import") or
+                     doc["input"]["opset_import"]}
+            if found.get("com.x") != 2**62 + 1:
+                raise AssertionError(f"{what}: opset {found}")
+            blob = json.dumps(doc)
+            if "t\\\\xff\\\\xfe" not in blob:
+                raise AssertionError(f"{what}: the node name is not t\\xff\\xfe: {blob[:300]}")
+        tile = json.loads(cp.stdout)["tiles"][0]
+        if tile["input_shape"] != [2**53 + 1, 1]:
+            raise AssertionError(f"inspect: input_shape {tile['input_shape']}")
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
