@@ -39,6 +39,7 @@ typedef struct tensor {
 typedef struct eval_limits {
     uint64_t max_tensor_bytes;
     uint64_t max_total_bytes;
+    uint64_t max_steps;      /* nodes run plus Loop iterations, over the whole run */
     uint32_t max_depth;
 } eval_limits;
 void eval_limits_default(eval_limits *lim);

@@ -17,14 +17,31 @@
 
 #include "eval/eval_impl.h"
 
+/* What one evaluation has used so far, shared by all its frames. */
+typedef struct eval_usage {
+    uint64_t bytes;          /* held by live tensors */
+    uint64_t steps;          /* nodes run and Loop iterations begun */
+} eval_usage;
+
 struct eval_scope {
     graph *g;
     tensor **vals;           /* per index entry of g */
     eval_scope *parent;
     const eval_limits *lim;
-    uint64_t *live;          /* bytes held by live tensors, shared by all frames */
+    eval_usage *use;
     uint32_t depth;
 };
+
+/* One unit of work against the run's budget. A per-Loop cap alone would let
+** nested Loops multiply it (40 nested Loops of 2 trips, or 10^6 x 10^6); one
+** count for the whole run bounds them all. */
+static int step(eval_scope *f, errbuf *err) {
+    if (f->lim->max_steps && ++f->use->steps > f->lim->max_steps)
+        return err_set(err, TILEOPT_LIMIT,
+                       "the evaluation ran more than %" PRIu64 " nodes and Loop iterations "
+                       "(max-eval-steps)", f->lim->max_steps);
+    return TILEOPT_OK;
+}
 
 /* ------------------------------------------------------------ dispatch */
 
@@ -91,18 +108,18 @@ static uint64_t storage_bytes(const tensor *t) {
 
 static int account(eval_scope *f, const tensor *t, const char *what, errbuf *err) {
     uint64_t b = storage_bytes(t);
-    *f->live += b;
-    if (f->lim->max_total_bytes && *f->live > f->lim->max_total_bytes)
+    f->use->bytes += b;
+    if (f->lim->max_total_bytes && f->use->bytes > f->lim->max_total_bytes)
         return err_set(err, TILEOPT_LIMIT,
                        "%s: live tensors take %" PRIu64 " bytes, over the limit %" PRIu64,
-                       what, *f->live, f->lim->max_total_bytes);
+                       what, f->use->bytes, f->lim->max_total_bytes);
     return TILEOPT_OK;
 }
 
 static void release(eval_scope *f, tensor **slot) {
     if (!*slot) return;
     uint64_t b = storage_bytes(*slot);
-    *f->live = *f->live >= b ? *f->live - b : 0;
+    f->use->bytes = f->use->bytes >= b ? f->use->bytes - b : 0;
     tensor_free(*slot);
     *slot = NULL;
 }
@@ -110,12 +127,12 @@ static void release(eval_scope *f, tensor **slot) {
 /* ------------------------------------------------------------ frames */
 
 static int frame_open(eval_scope *f, graph *g, eval_scope *parent, const eval_limits *lim,
-                      uint64_t *live, errbuf *err) {
+                      eval_usage *use, errbuf *err) {
     memset(f, 0, sizeof *f);
     f->g = g;
     f->parent = parent;
     f->lim = lim;
-    f->live = live;
+    f->use = use;
     f->depth = parent ? parent->depth + 1 : 0;
     if (lim->max_depth && f->depth > lim->max_depth)
         return err_set(err, TILEOPT_LIMIT, "subgraphs nest deeper than the limit %" PRIu32,
@@ -328,9 +345,9 @@ static int read_bool(tensor *t, const char *what, const eval_limits *lim, bool *
 static int run_sub(graph *sg, const exec_plan *plan, eval_scope *parent,
                    const eval_limits *lim, tensor *const *in, size_t n_in, tensor **outs,
                    size_t n_outs, errbuf *err) {
-    uint64_t own_live = 0;
+    eval_usage own = {0, 0};
     eval_scope f;
-    int rc = frame_open(&f, sg, parent, lim, parent ? parent->live : &own_live, err);
+    int rc = frame_open(&f, sg, parent, lim, parent ? parent->use : &own, err);
     if (!rc) rc = run_frame(&f, plan, in, n_in, outs, n_outs, err);
     frame_close(&f);
     return rc;
@@ -426,8 +443,8 @@ static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_sco
     s->len += nb;
     tensor_free(c);
     if (!scope) return TILEOPT_OK;
-    *scope->live += nb;
-    if (lim->max_total_bytes && *scope->live > lim->max_total_bytes)
+    scope->use->bytes += nb;
+    if (lim->max_total_bytes && scope->use->bytes > lim->max_total_bytes)
         return err_set(err, TILEOPT_LIMIT,
                        "Loop scan outputs take %zu bytes, over the limit %" PRIu64, s->len,
                        lim->max_total_bytes);
@@ -435,7 +452,7 @@ static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_sco
 }
 
 static void scan_free(scan_acc *s, eval_scope *scope) {
-    if (scope) *scope->live = *scope->live >= s->len ? *scope->live - s->len : 0;
+    if (scope) scope->use->bytes = scope->use->bytes >= s->len ? scope->use->bytes - s->len : 0;
     for (size_t i = 0; i < s->n_items; i++) tensor_free(s->items[i]);
     free(s->items);
     free(s->bytes);
@@ -546,6 +563,7 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
                          EVAL_MAX_LOOP_ITERATIONS);
             goto done;
         }
+        if (scope && (rc = step(scope, err))) goto done;
         rc = new_scalar(DT_INT64, &it, sizeof it, lim, &bin[0], err);
         uint8_t cb = 1;
         if (!rc) rc = new_scalar(DT_BOOL, &cb, 1, lim, &bin[1], err);
@@ -661,9 +679,9 @@ int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
     if (!scope && graph_node_subgraphs(g, node)) {
         /* A pass evaluating a control-flow node: a frame for g with nothing in
         ** it, so the subgraph reads only constants from outside. */
-        uint64_t live = 0;
+        eval_usage use = {0, 0};
         eval_scope f;
-        rc = frame_open(&f, g, NULL, lim, &live, err);
+        rc = frame_open(&f, g, NULL, lim, &use, err);
         if (!rc) {
             f.depth = g->depth;
             rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, lim, &f, err);
@@ -755,6 +773,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
         int32_t ni = plan->order[p];
         const Onnx__NodeProto *n = graph_node(g, ni);
         graph_value **pv = plan->vals + plan->first[p];
+        if ((rc = step(f, err))) goto done;
         for (size_t i = 0; i < n->n_input; i++) {
             const char *name = graph_node_input(n, i);
             nin[i] = NULL;
@@ -827,9 +846,9 @@ int eval_graph(graph_model *m, tensor *const *inputs, size_t n_inputs, tensor **
     size_t no = m->main->pb->n_output;
     tensor **outs = calloc(no ? no : 1, sizeof *outs);
     if (!outs) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    uint64_t live = 0;
+    eval_usage use = {0, 0};
     eval_scope f;
-    int rc = frame_open(&f, m->main, NULL, lim, &live, err);
+    int rc = frame_open(&f, m->main, NULL, lim, &use, err);
     if (!rc) rc = run_frame(&f, NULL, inputs, n_inputs, outs, no, err);
     frame_close(&f);
     /* Outputs leave contiguous: callers compare and serialize them. */

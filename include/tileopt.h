@@ -85,7 +85,9 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **                      taken out: from IR 4 on a listed initializer is an input
 **                      the caller may override, which runtimes do not fold)
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
-**   "max-eval-bytes"   bytes all live evaluator tensors may take, default 16 GiB
+**   "max-eval-bytes"   bytes all live evaluator tensors may take, default 8 GiB
+**   "max-eval-steps"   nodes run plus Loop iterations in one evaluation (run,
+**                      verify, each fold), default 2^22; 0 = no limit
 **   "max-depth"        subgraph nesting depth, 1 to 256, default 64
 **   "max-rank"         tensor rank, default 64
 **   "seed"             seed for --verify inputs, default 1

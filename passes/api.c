@@ -79,12 +79,13 @@ static const opt_def options[] = {
     OPT("keep-initializer-inputs", OPT_BOOL, keep_initializer_inputs),
     OPT("max-tensor-bytes", OPT_U64, eval_lim.max_tensor_bytes),
     OPT("max-eval-bytes", OPT_U64, eval_lim.max_total_bytes),
+    OPT("max-eval-steps", OPT_U64, eval_lim.max_steps),
     OPT("max-depth", OPT_U32, graph_lim.max_depth),
     OPT("max-rank", OPT_U32, graph_lim.max_rank),
     OPT("seed", OPT_U64, seed),
 };
 #undef OPT
-_Static_assert(sizeof options / sizeof options[0] == 11, "option table and docs agree");
+_Static_assert(sizeof options / sizeof options[0] == 12, "option table and docs agree");
 
 static bool parse_u64(const char *s, uint64_t *out) {
     if (!s || !*s || *s == '-') return false;

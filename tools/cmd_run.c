@@ -29,9 +29,11 @@ static const char run_usage[] =
     "  Evaluate MODEL with the built-in evaluator. Inputs are serialized TensorProto\n"
     "  files bound in order to the graph inputs that have no initializer.\n"
     "  --test-dir DIR  read DIR/input_*.pb, compare the outputs with DIR/output_*.pb\n"
-    "                  (rtol 1e-3, atol 1e-7); exit 1 on a mismatch\n"
+    "                  (floats: rtol 1e-3, atol 1e-7; other types exactly); exit 1 on a\n"
+    "                  mismatch\n"
     "  -o OUTDIR       write the outputs as OUTDIR/output_N.pb\n"
-    "  --max-tensor-bytes B, --max-eval-bytes B, --max-depth N, --max-rank N\n"
+    "  --max-tensor-bytes B, --max-eval-bytes B, --max-eval-steps N, --max-depth N,\n"
+    "  --max-rank N\n"
     "                  resource limits, as for optimize\n"
     "  Without --test-dir or -o the outputs are printed.\n";
 

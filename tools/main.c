@@ -25,8 +25,8 @@ static const char usage_text[] =
     "                   [--fold-scope tile|all] [--fuse-split] [--infer-shapes]\n"
     "                   [--keep-initializer-inputs]\n"
     "                   [--report FILE|-] [--verify] [--quiet]\n"
-    "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-depth N]\n"
-    "                   [--max-rank N] [--seed N]\n"
+    "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-eval-steps N]\n"
+    "                   [--max-depth N] [--max-rank N] [--seed N]\n"
     "  tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR] [--max-... as above]\n"
     "  tileopt inspect MODEL.onnx [--json] [--max-... as above]\n"
     "  tileopt --help | --version\n";
@@ -79,6 +79,7 @@ static const struct {
     {"--seed", "seed", true, false},
     {"--max-tensor-bytes", "max-tensor-bytes", true, true},
     {"--max-eval-bytes", "max-eval-bytes", true, true},
+    {"--max-eval-steps", "max-eval-steps", true, true},
     {"--max-depth", "max-depth", true, true},
     {"--max-rank", "max-rank", true, true},
 };

@@ -337,6 +337,51 @@ def limits_should_count_the_bytes_of_strings():
                     "the same with max-tensor-bytes raised", capped=True)
 
 
+def _nested_loops(levels, trips):
+    """Loops nested `levels` deep, each running `trips` times; the innermost
+    body adds 1, so y = x + trips ** levels."""
+    def body(level):
+        inner = (helper.make_node("Add", ["v_in", "one"], ["v_out"], name=f"add{level}")
+                 if level == 0 else
+                 helper.make_node("Loop", ["trips", "", "v_in"], ["v_out"], name=f"loop{level}",
+                                  body=body(level - 1)))
+        return helper.make_graph(
+            [helper.make_node("Identity", ["cond_in"], ["cond_out"], name=f"c{level}"), inner],
+            f"body{level}", [vi("i", (), I64), vi("cond_in", (), TensorProto.BOOL),
+                             vi("v_in", (1,))],
+            [vi("cond_out", (), TensorProto.BOOL), vi("v_out", (1,))])
+    return model([helper.make_node("Loop", ["trips", "", "x"], ["y"], name="outer",
+                                   body=body(levels - 1))],
+                 [vi("x", (1,))], [vi("y", (1,))],
+                 [const("trips", np.array(trips, np.int64)), const("one", np.ones(1, np.float32))])
+
+
+def limits_should_bound_the_work_of_nested_loops_in_total():
+    # Each Loop stays under the per-Loop cap of 2^20 iterations, but nested they
+    # multiply: 40 levels of 2 trips, or 3 levels of 2^20. One budget of nodes run
+    # and iterations begun for the whole evaluation stops them.
+    with h.tempdir() as d:
+        feed = os.path.join(d, "x.pb")
+        with open(feed, "wb") as f:
+            f.write(numpy_helper.from_array(np.zeros(1, np.float32), "x").SerializeToString())
+        for levels, trips in ((40, 2), (3, 1 << 20)):
+            src = os.path.join(d, f"loops{levels}.onnx")
+            x.write(src, _nested_loops(levels, trips))
+            expect_fail(["run", src, feed, "--max-eval-steps", "100000"],
+                        r"more than 100000 nodes and Loop iterations.*max-eval-steps",
+                        f"{levels} nested Loops of {trips}")
+            rep = report_of("optimize", src, "-o", os.path.join(d, "o.onnx"), "--verify",
+                            "--max-eval-steps", "100000")
+            if "max-eval-steps" not in json.dumps(rep["verify"]):
+                raise AssertionError(f"verify of {levels} nested Loops: {rep['verify']}")
+        # Under the budget the same model runs and gives the right answer.
+        src = os.path.join(d, "small.onnx")
+        x.write(src, _nested_loops(3, 10))
+        cp = h.expect_ok(h.tileopt("run", src, feed, "--max-eval-steps", "100000"))
+        if "1000" not in cp.stdout:
+            raise AssertionError(f"3 Loops of 10 printed {cp.stdout!r}")
+
+
 # ----------------------------------------------------------------- max-rank
 
 def limits_should_enforce_max_rank():
