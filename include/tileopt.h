@@ -153,7 +153,9 @@ TILEOPT_API tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *mod
 /*
 ** The report of everything run on ctx since tileopt_report_begin(): an object
 ** with tool, version, input, output, passes, verify and warnings (schema:
-** tests/report.schema.json).
+** tests/report.schema.json). Each pass entry names every change the pass made
+** to the model: its actions, and "changes" for what they do not name (opset
+** and IR steps, initializers, graph inputs and value_info removed or added).
 */
 TILEOPT_API tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
                                                 const char *input_path);
