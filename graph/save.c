@@ -79,25 +79,34 @@ typedef int (*write_fn)(int fd, void *user, errbuf *err);
 ** own name is near NAME_MAX still has room, and hidden. It is created with mode
 ** 0666 and the kernel applies the umask, as for any new file; reading the umask
 ** would mean setting it, process-wide state that a threaded caller races on. */
-static int open_temp(const char *dir, char **tmp_out) {
+/* Eight characters of [0-9a-z] that differ from call to call and process to
+** process (time, pid, an address), for names no other save is using. */
+static void random_tag(char tag[9], uint64_t *state) {
     static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    if (!*state) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        *state = (((uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull) ^
+                  ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)state) | 1;
+    }
+    for (int k = 0; k < 8; k++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        tag[k] = digits[(*state >> 33) % 36];
+    }
+    tag[8] = '\0';
+}
+
+static int open_temp(const char *dir, char **tmp_out) {
     size_t n = strlen(dir) + 32;
     char *tmp = malloc(n);
     if (!tmp) {
         errno = ENOMEM;
         return -1;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
-                 (uint64_t)(uintptr_t)tmp;
+    uint64_t x = 0;
     for (int attempt = 0; attempt < 100; attempt++) {
         char name[9];
-        for (int k = 0; k < 8; k++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            name[k] = digits[(x >> 33) % 36];
-        }
-        name[8] = '\0';
+        random_tag(name, &x);
         snprintf(tmp, n, "%s/.tileopt-%s", dir, name);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST) {
@@ -393,14 +402,22 @@ static bool same_dir(const char *a, const char *b) {
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     relocation r = {m, NULL, 0, 0, NULL, NULL, false, false};
     char *copy = strdup(path);
-    size_t dlen = strlen(path) + 6;
+    size_t dlen = strlen(path) + 16;
     r.data_path = malloc(dlen);
     if (!copy || !r.data_path) {
         free(copy);
         free(r.data_path);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
-    snprintf(r.data_path, dlen, "%s.data", path);
+    /* Each save's data goes to a file of its own, "<path>.<tag>.data", and OUT is
+    ** renamed last: until then the old OUT still reads the old data, and a save
+    ** that fails part way leaves the old pair as it was. */
+    uint64_t x = 0;
+    do {
+        char tag[9];
+        random_tag(tag, &x);
+        snprintf(r.data_path, dlen, "%s.%s.data", path, tag);
+    } while (access(r.data_path, F_OK) == 0);
     const char *slash = strrchr(r.data_path, '/');
     r.data_name = slash ? slash + 1 : r.data_path;
     r.move_external = m->base_dir && !same_dir(m->base_dir, dirname(copy));
@@ -409,9 +426,11 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     uint64_t total = graph_model_packed_size(m);
     r.move_inline = total > limit;
     int rc = r.move_external || r.move_inline ? reloc_model(&r, err) : TILEOPT_OK;
+    bool wrote_data = false;
     if (!rc && r.n) {
         rc = reloc_apply(&r, err);
         if (!rc) rc = write_atomic(r.data_path, write_data_file, &r, err);
+        wrote_data = !rc;
         total = graph_model_packed_size(m);
         if (!rc && total > limit)
             rc = err_set(err, TILEOPT_LIMIT,
@@ -422,6 +441,7 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     pack_job job = {m, total, &written};
     if (!rc) rc = write_atomic(path, pack_to_fd, &job, err);
     if (!rc) m->saved_bytes = written;
+    if (rc && wrote_data) unlink(r.data_path); /* no OUT refers to it */
     reloc_restore(&r);
     return rc;
 }

@@ -2,9 +2,10 @@
 """Where `tileopt optimize` may write. OUT naming the input, however spelled
 (./m.onnx, a symlink, a hard link), is refused with exit 2 before anything is
 read, and so is a --report naming the input or OUT; a destination that exists but
-is no regular file fails with exit 1, also before anything is read. A run that fails after its passes (the report or the external
-data cannot be written) never creates or changes OUT; verify runs before the
-save, so its failure cannot either."""
+is no regular file fails with exit 1, also before anything is read. A run that
+fails after its passes never creates or changes OUT: the report is written
+first, verify runs before the save, and each save's external data goes to a file
+of its own that only the new OUT names."""
 import os
 import sys
 
@@ -106,10 +107,10 @@ def optimize_should_leave_out_alone_when_the_report_cannot_be_written():
                                      f"whose report failed")
 
 
-def optimize_should_leave_out_alone_when_its_external_data_cannot_be_written():
-    # Saved into another folder, a model's external data moves to OUT.data, which
-    # is written before OUT. A folder in that place makes the data write fail: the
-    # run fails and OUT neither appears nor changes.
+def optimize_should_pair_out_with_a_data_file_of_its_own():
+    # Saved into another folder, a model's external data moves beside OUT. Each
+    # save writes a data file of its own that the new OUT names, and OUT is renamed
+    # last: the previous OUT keeps reading the previous data until it is replaced.
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -124,17 +125,24 @@ def optimize_should_leave_out_alone_when_its_external_data_cannot_be_written():
         onnx.save_model(m, src, save_as_external_data=True, all_tensors_to_one_file=True,
                         location="w.bin", size_threshold=0)
         out = os.path.join(out_dir, "o.onnx")
-        os.mkdir(out + ".data")
-        for existing in (False, True):
-            if existing:
-                with open(out, "wb") as f:
-                    f.write(b"previous contents")
-            before = _snapshot(out_dir)
-            cp = h.tileopt("optimize", src, "-o", out, "--passes", "none", "--quiet")
-            if cp.returncode != 1 or not cp.stderr.startswith("tileopt: error: "):
-                raise AssertionError(f"exit {cp.returncode}: {cp.stderr!r}")
-            if _snapshot(out_dir) != before:
-                raise AssertionError("OUT touched by a run whose external data failed")
+
+        def location():
+            t = onnx.load(out, load_external_data=False).graph.initializer[0]
+            return {e.key: e.value for e in t.external_data}["location"]
+
+        h.expect_ok(h.tileopt("optimize", src, "-o", out, "--passes", "none", "--quiet"))
+        first = location()
+        first_bytes = open(os.path.join(out_dir, first), "rb").read()
+        h.expect_ok(h.tileopt("optimize", src, "-o", out, "--passes", "none", "--quiet"))
+        second = location()
+        if first == second or not second.startswith("o.onnx.") or \
+                not second.endswith(".data"):
+            raise AssertionError(f"data files {first!r} then {second!r}")
+        if open(os.path.join(out_dir, first), "rb").read() != first_bytes:
+            raise AssertionError("the second save changed the first save's data")
+        h.check(out)
+        if sorted(f for f in os.listdir(out_dir) if f.startswith(".tileopt-")):
+            raise AssertionError(f"temporary files left: {os.listdir(out_dir)}")
 
 
 if __name__ == "__main__":

@@ -207,7 +207,7 @@ static void save_path_should_fail_cleanly_in_a_missing_folder(void **state) {
     graph_model_free(m);
 }
 
-/* Past max_inline_bytes the big initializers move to "<output>.data"; the
+/* Past max_inline_bytes the big initializers move to "<output>.<tag>.data"; the
 ** model reloads with equal values and the in-memory model is left as it was. */
 static void save_should_externalize_a_model_over_the_inline_limit(void **state) {
     (void)state;
@@ -225,14 +225,20 @@ static void save_should_externalize_a_model_over_the_inline_limit(void **state) 
     assert_non_null(mkdtemp(dir));
     char path[256], data[256];
     snprintf(path, sizeof path, "%s/out.onnx", dir);
-    snprintf(data, sizeof data, "%s/out.onnx.data", dir);
     assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
     assert_true(graph_initializer(g, name)->has_raw_data); /* restored in memory */
-    assert_int_equal(access(data, R_OK), 0);
     graph_model *back = NULL;
     assert_int_equal(graph_model_load_path(path, NULL, &back, &err), TILEOPT_OK);
     const Onnx__TensorProto *t = graph_initializer(back->main, name);
     assert_true(graph_tensor_is_external(t));
+    const char *loc = NULL;
+    for (size_t k = 0; k < t->n_external_data; k++)
+        if (!strcmp(t->external_data[k]->key, "location")) loc = t->external_data[k]->value;
+    assert_non_null(loc);
+    assert_int_equal(strlen(loc), strlen("out.onnx.12345678.data"));
+    assert_int_equal(strncmp(loc, "out.onnx.", 9), 0);
+    snprintf(data, sizeof data, "%s/%s", dir, loc);
+    assert_int_equal(access(data, R_OK), 0);
     graph_tensor_data d;
     assert_int_equal(graph_tensor_read(back, t, &d, &err), TILEOPT_OK);
     assert_true(d.owned);

@@ -133,11 +133,40 @@ static void save_should_write_a_file_whose_name_is_near_name_max(void **state) {
     remove_dir(dir);
 }
 
+/* A save whose OUT cannot be written (here OUT is a folder, which rename cannot
+** replace) removes the data file it wrote: no OUT refers to it. A second save
+** writes a data file of its own, so the first pair stays whole until the switch. */
+static void save_should_pair_out_with_a_data_file_of_its_own(void **state) {
+    (void)state;
+    graph_model *m = load_sample("tile_add.onnx");
+    static float w[4096];
+    const int64_t dims[] = {4096};
+    const char *name;
+    errbuf err = {0};
+    assert_int_equal(graph_add_initializer(m->main, "w", DT_FLOAT, dims, 1, w, sizeof w, &name,
+                                           &err), TILEOPT_OK);
+    m->limits.max_inline_bytes = 4096;
+    char *dir = make_dir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/out.onnx", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_not_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+    assert_int_equal(count_entries(dir), 1); /* the folder named OUT, nothing else */
+    assert_int_equal(rmdir(path), 0);
+    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+    assert_int_equal(count_entries(dir), 2);
+    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+    assert_int_equal(count_entries(dir), 3); /* a new data file; the old one untouched */
+    graph_model_free(m);
+    remove_dir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(save_should_give_new_files_the_mode_the_umask_allows),
         cmocka_unit_test(save_should_leave_the_umask_alone_while_threads_save),
         cmocka_unit_test(save_should_write_a_file_whose_name_is_near_name_max),
+        cmocka_unit_test(save_should_pair_out_with_a_data_file_of_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
