@@ -27,6 +27,11 @@ typedef struct graph_model graph_model;
 typedef void (*graph_progress_fn)(void *user, const char *what, uint64_t done,
                                   uint64_t total);
 
+/* Told the path of each temporary file a save creates, once it exists, and NULL
+** once it is renamed or removed: a program that is killed in between can remove
+** it (the CLI does, on SIGINT and SIGTERM). */
+typedef void (*graph_temp_fn)(void *user, const char *tmp_path);
+
 /* Limits the loader enforces (resource limits of the hardening issue). */
 typedef struct graph_limits {
     uint32_t max_depth;      /* subgraph and protobuf message nesting */
@@ -119,6 +124,8 @@ struct graph_model {
     uint64_t saved_bytes;    /* size the last graph_model_save_path wrote, 0 = none */
     graph_progress_fn progress; /* NULL: none */
     void *progress_user;
+    graph_temp_fn temp_hook;    /* NULL: none */
+    void *temp_user;
     /* the input file, mapped, when loaded from a path */
     void *map;
     size_t map_size;
@@ -146,7 +153,8 @@ int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *er
 size_t graph_model_packed_size(const graph_model *m);
 /* Write n bytes to path through a temporary file beside it, fsync and rename: the
 ** file is either its old self or complete, never half written. */
-int graph_write_atomic(const char *path, const void *data, size_t n, errbuf *err);
+int graph_write_atomic(const char *path, const void *data, size_t n, graph_temp_fn hook,
+                       void *hook_user, errbuf *err);
 
 /* ------------------------------------------------------------------ opsets */
 

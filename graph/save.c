@@ -120,7 +120,8 @@ static int open_temp(const char *dir, char **tmp_out) {
     return -1;
 }
 
-static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) {
+static int write_atomic(const char *path, write_fn fn, void *user, graph_temp_fn hook,
+                        void *hook_user, errbuf *err) {
     char *copy = strdup(path);
     if (!copy) return err_set(err, TILEOPT_NOMEM, "out of memory");
     char *dir = dirname(copy);
@@ -138,6 +139,7 @@ static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) 
         free(copy);
         return rc;
     }
+    if (hook) hook(hook_user, tmp);
     int rc = fn(fd, user, err);
     if (!rc && fsync(fd) != 0)
         rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
@@ -145,9 +147,9 @@ static int write_atomic(const char *path, write_fn fn, void *user, errbuf *err) 
         rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
     if (!rc && rename(tmp, path) != 0)
         rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-    if (rc) {
-        unlink(tmp);
-    } else {
+    if (rc) unlink(tmp);
+    if (hook) hook(hook_user, NULL);
+    if (!rc) {
         int dfd = open(dir, O_RDONLY | O_DIRECTORY);
         if (dfd >= 0) {
             fsync(dfd);
@@ -177,9 +179,10 @@ static int write_bytes(int fd, void *user, errbuf *err) {
     return TILEOPT_OK;
 }
 
-int graph_write_atomic(const char *path, const void *data, size_t n, errbuf *err) {
+int graph_write_atomic(const char *path, const void *data, size_t n, graph_temp_fn hook,
+                       void *hook_user, errbuf *err) {
     bytes_job j = {data, n};
-    return write_atomic(path, write_bytes, &j, err);
+    return write_atomic(path, write_bytes, &j, hook, hook_user, err);
 }
 
 typedef struct pack_job {
@@ -429,7 +432,8 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     bool wrote_data = false;
     if (!rc && r.n) {
         rc = reloc_apply(&r, err);
-        if (!rc) rc = write_atomic(r.data_path, write_data_file, &r, err);
+        if (!rc)
+            rc = write_atomic(r.data_path, write_data_file, &r, m->temp_hook, m->temp_user, err);
         wrote_data = !rc;
         total = graph_model_packed_size(m);
         if (!rc && total > limit)
@@ -439,7 +443,7 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     }
     uint64_t written = 0;
     pack_job job = {m, total, &written};
-    if (!rc) rc = write_atomic(path, pack_to_fd, &job, err);
+    if (!rc) rc = write_atomic(path, pack_to_fd, &job, m->temp_hook, m->temp_user, err);
     if (!rc) m->saved_bytes = written;
     if (rc && wrote_data) unlink(r.data_path); /* no OUT refers to it */
     reloc_restore(&r);

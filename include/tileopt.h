@@ -105,6 +105,16 @@ typedef void (*tileopt_progress_fn)(void *user, const char *what, uint64_t done,
 TILEOPT_API void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn,
                                           void *user);
 
+/*
+** Called with the path of each temporary file a save creates (OUT, its external
+** data, a report), once the file exists, and with NULL once it has been renamed
+** into place or removed. A program that may be killed while saving keeps the
+** last path and removes it from its signal handler (unlink is async-signal-safe);
+** the CLI does so on SIGINT and SIGTERM. NULL (the default) tells nothing.
+*/
+typedef void (*tileopt_temp_fn)(void *user, const char *tmp_path);
+TILEOPT_API void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user);
+
 /* ------------------------------------------------------------------ model */
 
 typedef struct tileopt_model tileopt_model;

@@ -57,6 +57,11 @@ void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn, void *us
     ctx->progress_user = user;
 }
 
+void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user) {
+    ctx->temp_hook = fn;
+    ctx->temp_user = user;
+}
+
 /* ---------------------------------------------------------------- options */
 
 #define MAX_DEPTH_CEILING 256
@@ -196,8 +201,11 @@ void tileopt_model_free(tileopt_model *model) {
 tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const char *path) {
     model->g->progress = ctx->progress;
     model->g->progress_user = ctx->progress_user;
+    model->g->temp_hook = ctx->temp_hook;
+    model->g->temp_user = ctx->temp_user;
     int rc = graph_model_save_path(model->g, path, &ctx->err);
     model->g->progress = NULL;
+    model->g->temp_hook = NULL;
     if (rc) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }

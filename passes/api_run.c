@@ -111,48 +111,12 @@ tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *path, tileopt_t
     return TILEOPT_OK;
 }
 
-/* Write bytes to path atomically: a temporary file beside it, fsync, rename. */
-static int write_atomic(const char *path, const void *data, size_t size, errbuf *err) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int rc = err_set(err, TILEOPT_IO, "cannot create a file beside '%s': %s", path,
-                         strerror(errno));
-        free(tmp);
-        return rc;
-    }
-    const uint8_t *p = data;
-    size_t done = 0;
-    int rc = TILEOPT_OK;
-    while (done < size) {
-        ssize_t w = write(fd, p + done, size - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) {
-            rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-            break;
-        }
-        done += (size_t)w;
-    }
-    if (!rc && fsync(fd) != 0)
-        rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-    if (close(fd) != 0 && !rc)
-        rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-    if (!rc && rename(tmp, path) != 0)
-        rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
-    if (rc) unlink(tmp);
-    free(tmp);
-    return rc;
-}
-
 tileopt_status tileopt_tensor_save(tileopt_ctx *ctx, const tileopt_tensor *t,
                                    const char *path) {
     void *bytes;
     size_t size;
     if (tensor_encode(t->t, t->name, &bytes, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
-    int rc = write_atomic(path, bytes, size, &ctx->err);
+    int rc = graph_write_atomic(path, bytes, size, ctx->temp_hook, ctx->temp_user, &ctx->err);
     free(bytes);
     return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
 }

@@ -13,6 +13,8 @@ struct tileopt_ctx {
     cJSON *report;           /* NULL until tileopt_report_begin() */
     tileopt_progress_fn progress;
     void *progress_user;
+    tileopt_temp_fn temp_hook;
+    void *temp_user;
 };
 
 struct tileopt_model {

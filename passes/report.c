@@ -159,7 +159,7 @@ tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path) {
     if (!text) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     size_t n = strlen(text);
     text[n] = '\n'; /* the terminator becomes the final newline a text file wants */
-    int rc = graph_write_atomic(path, text, n + 1, &ctx->err);
+    int rc = graph_write_atomic(path, text, n + 1, ctx->temp_hook, ctx->temp_user, &ctx->err);
     free(text);
     return rc ? err_prefix(&ctx->err, "report: ") : TILEOPT_OK;
 }

@@ -2,11 +2,12 @@
 ** The tileopt command line. The only code that prints or exits: everything else
 ** is the library behind include/tileopt.h.
 */
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +48,40 @@ int tool_error(int code, const char *fmt, ...) {
     fputc('\n', stderr);
     if (code == EXIT_USAGE) fputs("(tileopt --help shows the usage)\n", stderr);
     return code;
+}
+
+/* The temporary file a save is writing right now (the library tells us through
+** tileopt_ctx_set_temp_hook), so that SIGINT or SIGTERM in the middle of a long
+** write leaves no half-written file behind. */
+static char pending_tmp[PATH_MAX];
+static volatile sig_atomic_t pending_set;
+
+static void note_temp(void *user, const char *tmp) {
+    (void)user;
+    pending_set = 0;
+    size_t n = tmp ? strlen(tmp) : 0;
+    if (n && n < sizeof pending_tmp) {
+        memcpy(pending_tmp, tmp, n + 1);
+        pending_set = 1;
+    }
+}
+
+static void on_fatal_signal(int sig) {
+    if (pending_set) unlink(pending_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void clean_up_on_signals(tileopt_ctx *ctx) {
+    tileopt_ctx_set_temp_hook(ctx, note_temp, NULL);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* Progress on a terminal only: a single line redrawn in place. */
@@ -450,6 +485,7 @@ int main(int argc, char **argv) {
     }
     tileopt_ctx *ctx;
     if (tileopt_ctx_new(&ctx) != TILEOPT_OK) return tool_error(EXIT_FAIL, "out of memory");
+    clean_up_on_signals(ctx);
     int rc;
     if (strcmp(cmd, "run") == 0)
         rc = cmd_run(ctx, argc - 1, argv + 1);

@@ -145,5 +145,46 @@ def optimize_should_pair_out_with_a_data_file_of_its_own():
             raise AssertionError(f"temporary files left: {os.listdir(out_dir)}")
 
 
+def optimize_should_remove_its_temporary_file_when_interrupted():
+    # SIGINT or SIGTERM while a 256 MB model is being written: the temporary file
+    # beside OUT is removed and OUT never appears half written.
+    import signal
+    import subprocess
+    import time
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    with h.tempdir() as d:
+        src = os.path.join(d, "big.onnx")
+        w = numpy_helper.from_array(np.ones((64, 1 << 20), np.float32), "w")
+        g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
+        out_dir = os.path.join(d, "out")
+        os.mkdir(out_dir)
+        out = os.path.join(out_dir, "o.onnx")
+        caught = 0
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            p = subprocess.Popen([os.path.abspath(h.tileopt_path()), "optimize", src, "-o", out,
+                                  "--passes", "none", "-q"], stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 120
+            while p.poll() is None and time.monotonic() < deadline:
+                if any(f.startswith(".tileopt-") for f in os.listdir(out_dir)):
+                    p.send_signal(sig)
+                    caught += 1
+                    break
+                time.sleep(0.002)
+            p.wait(timeout=120)
+            left = os.listdir(out_dir)
+            if any(f.startswith(".tileopt-") for f in left):
+                raise AssertionError(f"{sig.name}: temporary file left: {left}")
+            if os.path.exists(out):
+                h.check(out)          # finished before the signal: then it is whole
+                os.remove(out)
+        if not caught:
+            raise AssertionError("the save never showed a temporary file to interrupt")
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
