@@ -115,11 +115,11 @@ NPM_INPUTS = {
 }
 
 # ------------------------------------------------------------------ torch models
-# Each recipe: name -> (builder, inputs, opset, batch). builder names a function
-# below (with keyword arguments); inputs are the shapes of the example inputs with
-# the batch size as "B" (the batch axis is where "B" stands); batch is "static"
-# (exported with B=1) or "dynamic" (exported with B=2 and a symbolic batch axis).
-# Small input sizes keep export and test time low.
+# Each recipe: name -> (builder, keyword arguments, inputs, opset, batch[, export
+# options]). builder names a case of build() below; inputs are the shapes of the
+# example inputs with the batch size as "B" (the batch axis is where "B" stands);
+# batch is "static" (exported with B=1) or "dynamic" (exported with B=2 and a
+# symbolic batch axis). Small input sizes keep export and test time low.
 IMG = ["B", 3, 64, 64]
 TORCH_RECIPES = {
     # classification (torchvision.models)
@@ -137,6 +137,10 @@ TORCH_RECIPES = {
                                           [IMG], 17, "static"),
     "tv_squeezenet1_1_op9_dyn": ("tv_classifier", {"arch": "squeezenet1_1"}, [IMG], 9,
                                  "dynamic"),
+    # Weights listed among the graph inputs too, as older PyTorch exports did.
+    "tv_squeezenet1_1_op9_static_init_inputs": ("tv_classifier", {"arch": "squeezenet1_1"},
+                                                [IMG], 9, "static",
+                                                {"keep_initializers_as_inputs": True}),
     "tv_squeezenet1_0_op13_static": ("tv_classifier", {"arch": "squeezenet1_0"}, [IMG], 13,
                                      "static"),
     "tv_shufflenet_v2_x0_5_op11_static": ("tv_classifier", {"arch": "shufflenet_v2_x0_5"},
@@ -487,7 +491,8 @@ def flatten(out):
 
 def export_torch(name, recipe, folder, stamp):
     torch, tv = _torch()
-    builder, kw, shapes, opset, batch = recipe
+    builder, kw, shapes, opset, batch = recipe[:5]
+    export_options = recipe[5] if len(recipe) > 5 else {}
     m = build(builder, kw)
     b = 2 if batch == "dynamic" else 1
     g = torch.Generator().manual_seed(SEED + 1)
@@ -518,7 +523,7 @@ def export_torch(name, recipe, folder, stamp):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(m, args, buf, opset_version=opset, input_names=in_names,
-                          output_names=out_names, dynamic_axes=dyn)
+                          output_names=out_names, dynamic_axes=dyn, **export_options)
     with open(path, "wb") as f:
         f.write(buf.getvalue())
     exported = onnx.load(path, load_external_data=False)
