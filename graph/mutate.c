@@ -419,11 +419,16 @@ static bool value_exists(graph *g, const char *name) {
     return v && (graph_value_defined(v) || v->outer >= 0);
 }
 
-int graph_commit(graph *g, errbuf *err) {
+/* Sweeps and sorts g and its subgraphs, innermost first, without reindexing:
+** each reindex covers the whole subtree below it, so reindexing at every level
+** would cost the square of the nesting depth. The caller reindexes once. Between
+** the two, a parent still counts the outer-scope reads of removed subgraph nodes
+** as uses, so a sweep may keep a value one commit longer, never drop a live one. */
+static int commit_tree(graph *g, errbuf *err) {
     for (uint32_t i = 0; i < graph_n_nodes(g); i++)
         for (graph *s = g->subgraphs[i]; s; s = s->next_sibling)
             if (!g->removed[i]) {
-                int rc = graph_commit(s, err);
+                int rc = commit_tree(s, err);
                 if (rc) return rc;
             }
     if (dead_code(g)) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -462,7 +467,12 @@ int graph_commit(graph *g, errbuf *err) {
         if (vi->name && value_exists(g, vi->name)) g->pb->value_info[k++] = vi;
     }
     g->pb->n_value_info = k;
-    return graph_reindex(g, err);
+    return TILEOPT_OK;
+}
+
+int graph_commit(graph *g, errbuf *err) {
+    int rc = commit_tree(g, err);
+    return rc ? rc : graph_reindex(g, err);
 }
 
 int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
