@@ -74,6 +74,12 @@ static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
                 int rc = scan_message(f->descriptor, p, p + len, level + 1, max, err);
                 if (rc) return rc;
             }
+            /* protobuf-c hands strings out NUL-terminated: a NUL inside one would
+            ** cut it short here while other readers see all of it (a name, or an
+            ** external-data location, meaning two different things). */
+            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, (size_t)len))
+                return err_set(err, TILEOPT_INVALID, "%s.%s holds a NUL byte", d->short_name,
+                               f->name);
             p += len;
         } else {
             break;
