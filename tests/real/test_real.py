@@ -285,8 +285,9 @@ def fetch(names_wanted):
     script = os.path.join(HERE, "fetch_models.py")
     t0 = time.time()
     cp = subprocess.run([sys.executable, script], capture_output=True, text=True)
-    made = [ln for ln in cp.stdout.splitlines() if "cached" not in ln]
-    print("\n".join(made), flush=True)
+    made = [ln for ln in cp.stdout.splitlines() if not ln.rstrip().endswith(" cached")]
+    if made:
+        print("\n".join(made), flush=True)
     if cp.returncode != 0 and cp.stderr.strip():
         print(cp.stderr.strip()[-3000:], flush=True)
     print(f"(fetch_models.py: {time.time() - t0:.0f}s)", flush=True)
