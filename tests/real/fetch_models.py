@@ -628,8 +628,13 @@ def main(argv=None):
     fcntl.flock(lock, fcntl.LOCK_EX)
     t0 = time.time()
 
+    import threading
+    log_lock = threading.Lock()
+
     def log(name, source, what):
-        print(f"{name:38} {source:28} {what}", flush=True)
+        # The npm thread and the main thread both log: one line at a time.
+        with log_lock:
+            print(f"{name:38} {source:28} {what}", flush=True)
 
     # npm downloads wait on the network, exports on the CPU: run them side by side.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
