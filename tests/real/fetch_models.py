@@ -352,13 +352,12 @@ def make_npm_models(cache, only, log):
 # --------------------------------------------------------------------- torch side
 
 def _torch():
+    """torch and torchvision, imported on first use: a complete cache needs neither."""
     try:
-        import torch  # noqa: F401
-        import torchvision  # noqa: F401
+        import torch
+        import torchvision
     except ImportError as e:
         raise RuntimeError(f"{e}: apt-get install python3-torch python3-torchvision")
-    import torch
-    import torchvision
     return torch, torchvision
 
 
