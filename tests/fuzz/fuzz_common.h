@@ -32,7 +32,7 @@ static inline tileopt_ctx *fuzz_ctx(void) {
     static const char *const opts[][2] = {
         {"max-tensor-bytes", "262144"}, {"max-eval-bytes", "2097152"},
         {"max-depth", "16"},            {"max-rank", "16"},
-        {"fold-limit", "65536"},
+        {"fold-limit", "65536"},        {"max-eval-steps", "20000"},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         FUZZ_CHECK(tileopt_ctx_set(ctx, opts[i][0], opts[i][1]) == TILEOPT_OK, "%s",
