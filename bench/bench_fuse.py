@@ -6,7 +6,7 @@ with the median times and the ratio original/optimized (> 1: faster).
 
     /usr/bin/python3 bench/bench_fuse.py [--tileopt PATH] [--rounds N] [--quick]
 
-Cases (from issue 6):
+Cases (the fuse rules' typical shapes):
   bias_input  Add(Tile(b[1,64,1,1], [8,1,56,56]), y[8,64,56,56]), b a graph input
   bias_init   the same with b an initializer (ORT constant-folds that Tile itself)
   unary       Relu(Tile(x[256,256], [8,8]))

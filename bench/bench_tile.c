@@ -53,7 +53,7 @@ static void nt_memset(uint8_t *p, int v, size_t n) {
 }
 
 /*
-** The plain C Tile issue 3 quotes as a baseline: axis by axis from the innermost
+** The plain C Tile the targets are stated against: axis by axis from the innermost
 ** out, the block is written (a memcpy of an input row at the innermost axis) and
 ** then doubled with memcpy until it holds all its repeats. ob[i] and ib[i] are
 ** the output and input bytes under one index of axis i-1.

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Tile benchmark: the write ceiling, numpy.tile and tileopt's kernel_tile on the
-cases of issue 3, in one run; then Add(Tile(x), y) through the Tile view against
+six cases whose targets the kernel was built to (tile_cases.h), in one run; then Add(Tile(x), y) through the Tile view against
 materialize-then-add. Prints a table with the ratios.
 
     /usr/bin/python3 bench/bench_tile.py BENCH_TILE_EXE [--rounds N] [--runs K]
 
-"plain" is a plain memcpy-and-double C Tile (the baseline issue 3 quotes),
+"plain" is a plain memcpy-and-double C Tile (the baseline the targets are stated against),
 plain% and ours% their shares of the ceiling. "move" is the output memset
 and then the input read, in each round, and of-move ours' share of it (over 100%:
 ours is faster than writing the output and then reading the input). The write

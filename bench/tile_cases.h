@@ -1,6 +1,7 @@
 /*
-** What bench_tile.c and ab_tile.c share: issue 3's Tile cases (bench_tile.py's
-** numpy child lists the same), a clock, and big buffers faulted in up front.
+** What bench_tile.c and ab_tile.c share: the Tile kernel's benchmark cases
+** (bench_tile.py's numpy child lists the same), a clock, and big buffers faulted
+** in up front.
 ** Static definitions: each benchmark is one source file.
 */
 #ifndef TILEOPT_BENCH_TILE_CASES_H

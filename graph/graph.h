@@ -290,7 +290,7 @@ typedef struct graph_tensor_data {
 int graph_tensor_read(graph_model *m, const Onnx__TensorProto *t, graph_tensor_data *out,
                       errbuf *err);
 /* Dims, data length and external file size agree, without reading any data
-** (the loader checks every tensor with it; issue 7). */
+** (the loader checks every tensor with it). */
 int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err);
 /* A new TensorProto in the model's arena, raw_data (or string_data) filled. */
 Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t elem,

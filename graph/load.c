@@ -53,7 +53,7 @@ static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
         if (!read_varint(&p, end, &key)) break; /* protobuf-c reports the details */
         /* protobuf-c accepts field number 0 when its key is over-long (80 00) but
         ** rejects the 1-byte key it writes back, so such a model would save into
-        ** bytes that do not load (found by fuzz_load; issue 7). */
+        ** bytes that do not load (fuzz_load found this). */
         if (key >> 3 == 0)
             return err_set(err, TILEOPT_PARSE,
                            "not a valid ONNX model: the protobuf has a field number 0");
@@ -99,7 +99,7 @@ static const char *ext_location(const Onnx__TensorProto *t) {
 
 /* CVE-2022-25882: an external-data location must stay inside the model's folder. */
 static int check_external(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
-    /* Every tensor's dims and data length too (graph_tensor_check, issue 7). */
+    /* Every tensor's dims and data length too (graph_tensor_check). */
     if (!graph_tensor_is_external(t)) return graph_tensor_check(m, t, err);
     const char *name = t->name ? t->name : "";
     const char *loc = ext_location(t);

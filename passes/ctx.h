@@ -28,7 +28,8 @@ struct tileopt_tensor {
 
 /* Copy an errbuf failure into ctx and return its code. */
 tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err);
-/* The report's "verify" object (created on first use), owned by the report. */
+/* The report's top-level section `key`, an array when type_array is set and an
+** object otherwise, created on first use; owned by the report. */
 cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array);
 
 #endif

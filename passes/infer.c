@@ -1969,7 +1969,7 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
     }
     /* Inference functions may read input slots past n_input (a hostile node can
     ** have fewer inputs than its op takes, as fuzz_load found for ConstantOfShape):
-    ** spare slots that read NULL keep them in bounds (issue 7). */
+    ** spare slots that read NULL keep them in bounds. */
     enum { SPARE_SLOTS = 4 };
     int rc = grow_scratch(r, n->n_input + SPARE_SLOTS, n->n_output + 1);
     if (rc) return rc;

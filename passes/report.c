@@ -256,7 +256,7 @@ static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, siz
         case DT_FLOAT:
         case DT_DOUBLE: {
             /* Tile-1 tiles/axis may be floats; converting NaN or a value past int64
-            ** is undefined behaviour, so such repeats are just unknown (issue 7). */
+            ** is undefined behaviour, so such repeats are just unknown. */
             double v = d.elem == DT_FLOAT ? ((const float *)d.data)[i] : ((const double *)d.data)[i];
             if (v >= -9.2e18 && v <= 9.2e18) out[i] = (int64_t)v;
             else ok = false;
@@ -331,7 +331,7 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
         if (known && it->rank == (int32_t)nr) {
             for (size_t k = 0; k < nr; k++) {
                 /* Hostile repeats (negative, or overflowing the product) give an
-                ** unknown dim rather than signed overflow (issue 7). */
+                ** unknown dim rather than signed overflow. */
                 int64_t od;
                 dims[k] = it->dims[k] >= 0 && reps[k] >= 0 &&
                           !__builtin_mul_overflow(it->dims[k], reps[k], &od) ? od : -1;

@@ -1,6 +1,7 @@
 /*
-** The tileopt command line. The only code that prints or exits: everything else
-** is the library behind include/tileopt.h.
+** The tileopt command line: usage, dispatch, optimize and inspect (cmd_run.c has
+** run). tools/ is the only code that prints or exits: everything else is the
+** library behind include/tileopt.h.
 */
 #include <limits.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-"""Helpers for the hardening tests (issue 7): malformed models built byte by byte
+"""Helpers for the hardening tests: malformed models built byte by byte
 or with onnx.helper (never checked), and one runner that holds every bad input to
 the same rules:
 

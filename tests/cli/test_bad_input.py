@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bad input (issue 2): every malformed model or path gives exit 1 and exactly one
+"""Bad input: every malformed model or path gives exit 1 and exactly one
 stderr line `tileopt: error: ...` naming the problem, creates no output file
 (nothing at all appears in the output folder) and leaves the input untouched.
 Usage errors give exit 2. The malformed models are built here with onnx.helper and

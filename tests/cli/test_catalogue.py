@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bad-input catalogue (issue 7): a table of malformed inputs, each run through
+"""Bad-input catalogue: a table of malformed inputs, each run through
 the loader, every pass alone, the default pipeline, `run` and `inspect` (the
 commands its row lists). For each: exit 1 (2 for usage), one `tileopt: error:`
 line naming the problem and the node or field, no sanitizer report (the ASan

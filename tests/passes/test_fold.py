@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Model-level tests of the fold pass (issue 5), one or more per rule.
+"""Model-level tests of the fold pass, one or more per rule.
 
 Each case builds a small model, runs `tileopt optimize --passes fold`, checks the
 output with onnx.checker (full check), validates the report against the schema,

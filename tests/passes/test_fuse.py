@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Model-level tests of the fuse pass (issue 6).
+"""Model-level tests of the fuse pass.
 
 Every case builds a small model, runs `tileopt optimize --passes fuse`, checks the
 output with onnx.checker (full check), validates the report against the schema,

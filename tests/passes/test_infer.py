@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Shape inference cases (issue 5), through `tileopt optimize --passes none --infer-shapes`.
+"""Shape inference cases, through `tileopt optimize --passes none --infer-shapes`.
 
 Each case builds a model, writes the inferred shapes to value_info and checks the
 types of named values: symbolic dims, shape values computed by Shape chains, both
