@@ -45,10 +45,6 @@ static int step(eval_scope *f, errbuf *err) {
 
 /* ------------------------------------------------------------ dispatch */
 
-static bool default_domain(const Onnx__NodeProto *n) {
-    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
-}
-
 /* The kernel for op at opset: the entry with the highest since <= opset. */
 static const kernel_def *find_kernel(const char *op, int64_t opset) {
     static const struct {
@@ -283,7 +279,8 @@ static int plan_build(graph *g, exec_plan *p, errbuf *err) {
     int64_t opset = graph_opset(g->model, "");
     for (uint32_t k = 0; k < p->count; k++) {
         const Onnx__NodeProto *n = graph_node(g, p->order[k]);
-        p->kern[k] = default_domain(n) ? find_kernel(n->op_type, opset) : NULL;
+        p->kern[k] =
+            graph_domain_is_default(n->domain) ? find_kernel(n->op_type, opset) : NULL;
     }
     p->gin = malloc((g->pb->n_input ? g->pb->n_input : 1) * sizeof *p->gin);
     p->gout = malloc((g->pb->n_output ? g->pb->n_output : 1) * sizeof *p->gout);
@@ -627,7 +624,7 @@ static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *
                     const eval_limits *lim, eval_scope *scope, errbuf *err) {
     const Onnx__NodeProto *n = graph_node(g, node);
     for (size_t i = 0; i < n_outputs; i++) outputs[i] = NULL;
-    if (!default_domain(n))
+    if (!graph_domain_is_default(n->domain))
         return err_set(err, TILEOPT_UNSUPPORTED, "op %s:%s is not supported by the evaluator",
                        n->domain, n->op_type ? n->op_type : "?");
     int64_t opset = graph_opset(g->model, "");
@@ -882,7 +879,7 @@ typedef struct missing {
 
 static void note_missing(missing *ms, const Onnx__NodeProto *n) {
     const char *op = n->op_type ? n->op_type : "?";
-    const char *dom = default_domain(n) ? "" : n->domain;
+    const char *dom = graph_domain_is_default(n->domain) ? "" : n->domain;
     for (size_t i = 0; i < ms->n_seen; i++)
         if (strcmp(ms->seen[i], op) == 0 && strcmp(ms->seen_dom[i], dom) == 0) return;
     if (ms->n_seen == ms->cap_seen) {
@@ -909,7 +906,8 @@ static void scan_missing(graph *g, int64_t opset, missing *ms) {
     for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
         if (graph_node_removed(g, (int32_t)i)) continue;
         const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
-        if (!default_domain(n) || !eval_supports(n->op_type, opset)) note_missing(ms, n);
+        if (!graph_domain_is_default(n->domain) || !eval_supports(n->op_type, opset))
+            note_missing(ms, n);
         for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
             scan_missing(s, opset, ms);
     }

@@ -171,7 +171,7 @@ static int check_header(const Onnx__ModelProto *pb, errbuf *err) {
     if (pb->ir_version < 3) return TILEOPT_OK; /* opset 1 was implied then */
     for (size_t i = 0; i < pb->n_opset_import; i++) {
         const char *d = pb->opset_import[i]->domain ? pb->opset_import[i]->domain : "";
-        if (!d[0] || strcmp(d, "ai.onnx") == 0) return TILEOPT_OK;
+        if (graph_domain_is_default(d)) return TILEOPT_OK;
     }
     /* A model of custom-domain nodes alone needs no default-domain import. */
     const Onnx__GraphProto *g = pb->graph;

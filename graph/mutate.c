@@ -569,12 +569,11 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
 /* ------------------------------------------------------------------ opsets */
 
 int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf *err) {
-    bool dflt = !domain || !domain[0] || strcmp(domain, "ai.onnx") == 0;
+    bool dflt = graph_domain_is_default(domain);
     for (size_t i = 0; i < m->pb->n_opset_import; i++) {
         Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         const char *d = o->domain ? o->domain : "";
-        bool odflt = !d[0] || strcmp(d, "ai.onnx") == 0;
-        if (dflt ? odflt : strcmp(d, domain) == 0) {
+        if (dflt ? graph_domain_is_default(d) : strcmp(d, domain) == 0) {
             o->has_version = 1;
             o->version = version;
             return TILEOPT_OK;

@@ -95,10 +95,6 @@ static graph_value *home(graph *g, graph_value *v, graph **hg) {
     return v;
 }
 
-static bool is_default_domain(const Onnx__NodeProto *n) {
-    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
-}
-
 static bool never_folds(const char *op) {
     for (size_t i = 0; i < NEVER_FOLD_COUNT; i++)
         if (strcmp(op, never_fold[i]) == 0) return true;
@@ -214,7 +210,7 @@ static void phase_candidates(fold_graph *f) {
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];
         const Onnx__NodeProto *n = graph_node(g, idx);
-        if (!n->op_type || !is_default_domain(n) || n->n_output == 0) continue;
+        if (!n->op_type || !graph_domain_is_default(n->domain) || n->n_output == 0) continue;
         if (graph_node_subgraphs(g, idx) || never_folds(n->op_type)) continue;
         uint8_t out = VS_NONE;
         if (graph_node_is(n, "Constant")) {

@@ -1858,7 +1858,7 @@ static int infer_cmp(const void *key, const void *elem) {
 
 static infer_fn infer_lookup(const Onnx__NodeProto *n) {
     if (!n->op_type) return NULL;
-    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return NULL;
+    if (!graph_domain_is_default(n->domain)) return NULL;
     const infer_def *d = bsearch(n->op_type, infer_table, INFER_TABLE_COUNT,
                                  sizeof infer_table[0], infer_cmp);
     return d ? d->fn : NULL;

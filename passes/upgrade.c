@@ -107,10 +107,6 @@ static int nomem(up *u) { return err_set(u->err, TILEOPT_NOMEM, "upgrade: out of
 
 /* ------------------------------------------------------- graph helpers */
 
-static bool default_domain(const Onnx__NodeProto *n) {
-    return !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
-}
-
 static graph_value *value_of(graph *g, const char *name) {
     return name && *name ? graph_resolve(g, name) : NULL;
 }
@@ -243,7 +239,7 @@ static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
     Onnx__NodeProto *p = graph_producer(g, name, &pi);
     /* depth and fan-in bounds keep a hostile DAG from costing more than 3^depth */
     if (!p || p->n_output != 1 || p->n_input > 3 || graph_node_subgraphs(g, pi) ||
-        !default_domain(p) || !eval_supports(p->op_type, u->src))
+        !graph_domain_is_default(p->domain) || !eval_supports(p->op_type, u->src))
         return NULL;
     tensor *in[3] = {NULL};
     bool ok = true;
@@ -1630,7 +1626,7 @@ static void downgrade_node(up *u, graph *g, int32_t i) {
 ** time; in planning mode only record what would block. */
 static int upgrade_node(up *u, graph *g, int32_t i) {
     Onnx__NodeProto *n = graph_node(g, i);
-    if (!default_domain(n)) return 0;
+    if (!graph_domain_is_default(n->domain)) return 0;
     if (u->src > u->tgt) {
         if (u->plan) downgrade_node(u, g, i);
         return 0;
