@@ -21,6 +21,18 @@ Every model goes through these stages, each judged on its own:
              ulps of the largest terms of each sum, not of the result: after a
              few dozen layers that is up to 3e-5 of the output's scale here, and
              an element that nearly cancels to zero can differ by 50% of itself
+  migrate    IR-3 models only (meta.json's ir_version below 4): `optimize
+             --target-opset 13`, which raises the IR past 3, exits 0 with a
+             report that matches the schema; the output is at opset 13 and IR 4 or
+             more, passes the checker, lists none of its initializers among the
+             graph inputs (the report's inputs_removed names them all), and gives
+             the original's outputs in ONNX Runtime (the ort stage's tolerance)
+             and PyTorch's (the torch stage's). The same again with
+             `--keep-initializer-inputs`, whose output still lists the original's
+             initializers among the graph inputs and whose report removes none;
+             its outputs are compared with the original's with the torch stage's
+             tolerance, since ORT runs it with other kernels (listed initializers
+             may be overridden, so their weights are not prepacked)
 
 A table (model, source, one column per stage) and a summary line with the count
 of models passing each stage are printed. The test fails when a stage fails for a
@@ -29,7 +41,8 @@ reason; an entry whose stage now passes fails the test too, so the list cannot g
 stale.
 
 Environment (set by tests/real/meson.build): TILEOPT, SRCDIR; REAL_SUBSET=sanitize
-in a sanitizer build runs only the tileopt stages (load, roundtrip, optimize),
+in a sanitizer build runs only the tileopt stages (load, roundtrip, optimize, and
+of migrate the tileopt runs and the checks of their reports and outputs),
 which is what the sanitizers judge (about 10 s for every model; the other stages
 take a minute and do not depend on the build); TILEOPT_REAL_CACHE overrides the
 cache folder; REAL_JOBS the number of models run at once (default: one per core).
@@ -58,8 +71,9 @@ from validate_report import report_errors  # noqa: E402
 
 CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(SRCDIR, ".cache", "real"))
 KNOWN = os.path.join(HERE, "known_failures.txt")
-STAGES = ["load", "roundtrip", "optimize", "checker", "ort", "torch"]
-TOOL_STAGES = ["load", "roundtrip", "optimize"]
+STAGES = ["load", "roundtrip", "optimize", "checker", "ort", "torch", "migrate"]
+TOOL_STAGES = ["load", "roundtrip", "optimize", "migrate"]
+MIGRATE_OPSET = 13
 ORT_RTOL, ORT_ATOL = 1e-3, 1e-7
 TORCH_RTOL, TORCH_ATOL_SCALE = 1e-3, 1e-4
 
@@ -168,6 +182,8 @@ class ModelRun:
                     # The original's agreement with PyTorch still says whether the
                     # export itself is sound.
                     self.stage("torch", lambda: self.torch(only_original=True))
+        if self.migrates():
+            self.stage("migrate", lambda: self.migrate(tmp))
         self.seconds = time.time() - t0
         return self
 
@@ -245,28 +261,111 @@ class ModelRun:
             raise StageFailure(f"output vs original in ONNX Runtime: {one_line(e)}")
 
     def torch(self, only_original=False):
-        expected = [a for _n, a in load_tensors(os.path.join(self.folder,
-                                                             "test_data_set_0"), "output")]
         paths = [("original", self.model)]
         if not only_original:
             paths.append(("output", os.path.join(self.tmp, "opt.onnx")))
         for what, p in paths:
-            got, err = self.ort_outputs(p)
-            if err:
-                raise StageFailure(f"{what} does not run in ONNX Runtime: {err}")
-            if len(got) != len(expected):
-                raise StageFailure(f"{what}: {len(got)} outputs, PyTorch gave "
-                                   f"{len(expected)}")
-            for i, (g, e) in enumerate(zip(got, expected)):
-                scale = float(np.abs(e).max()) if e.dtype.kind == "f" and e.size else 0.0
-                try:
-                    h.assert_close(g, e, TORCH_RTOL, TORCH_ATOL_SCALE * scale,
-                                   f"output {i}")
-                except AssertionError as err:
-                    raise StageFailure(f"{what} in ONNX Runtime vs PyTorch: "
-                                       f"{one_line(err)}")
+            self.match_torch(what, p)
         if only_original:
             raise StageFailure("the output was not made (optimize failed)")
+
+    def match_torch(self, what, path):
+        """ONNX Runtime's outputs of path equal PyTorch's saved outputs."""
+        expected = [a for _n, a in load_tensors(os.path.join(self.folder,
+                                                             "test_data_set_0"), "output")]
+        got, err = self.ort_outputs(path)
+        if err:
+            raise StageFailure(f"{what} does not run in ONNX Runtime: {err}")
+        if len(got) != len(expected):
+            raise StageFailure(f"{what}: {len(got)} outputs, PyTorch gave "
+                               f"{len(expected)}")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            scale = float(np.abs(e).max()) if e.dtype.kind == "f" and e.size else 0.0
+            try:
+                h.assert_close(g, e, TORCH_RTOL, TORCH_ATOL_SCALE * scale, f"output {i}")
+            except AssertionError as err:
+                raise StageFailure(f"{what} in ONNX Runtime vs PyTorch: {one_line(err)}")
+
+    def migrates(self):
+        return self.meta.get("ir_version", 4) < 4
+
+    def migrate(self, tmp):
+        orig = onnx.load(self.model, load_external_data=False)
+        inits = [t.name for t in orig.graph.initializer]
+        for keep in (False, True):
+            flag = ["--keep-initializer-inputs"] if keep else []
+            what = "`" + " ".join(["optimize --target-opset", str(MIGRATE_OPSET)] +
+                                  flag) + "`"
+            out = os.path.join(tmp, f"migrated{'_keep' if keep else ''}.onnx")
+            rep = out + ".report.json"
+            run_tool("optimize", self.model, "-o", out, "--target-opset", MIGRATE_OPSET,
+                     "--report", rep, "--quiet", *flag)
+            with open(rep) as f:
+                report = json.load(f)
+            errs = report_errors(report)
+            if errs:
+                raise StageFailure(f"{what}: report does not match the schema: "
+                                   f"{'; '.join(errs[:3])}")
+            m = onnx.load(out, load_external_data=False)
+            opset = [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")]
+            if opset != [MIGRATE_OPSET] or m.ir_version < 4:
+                raise StageFailure(f"{what}: output at opset {opset}, IR {m.ir_version}")
+            out_inits = {t.name for t in m.graph.initializer}
+            listed = sorted(out_inits & {v.name for v in m.graph.input})
+            removed = [n for p in report["passes"]
+                       for n in p.get("changes", {}).get("inputs_removed", [])]
+            if keep:
+                # The original's initializers stay listed; those the upgrade adds
+                # (Clip-11's min and max, say) need not be.
+                kept = [n for n in inits if n in out_inits]
+                unlisted = [n for n in kept if n not in set(listed)]
+                if unlisted or removed:
+                    raise StageFailure(f"{what}: {len(unlisted)} of the original's "
+                                       f"{len(kept)} initializers left the graph "
+                                       f"inputs ({unlisted[:3]}), {len(removed)} "
+                                       f"reported removed")
+            else:
+                if listed:
+                    raise StageFailure(f"{what}: initializers still among the graph "
+                                       f"inputs: {listed[:5]}")
+                if sorted(removed) != sorted(inits):
+                    raise StageFailure(f"{what}: the report removes {len(removed)} "
+                                       f"inputs, the model listed {len(inits)} "
+                                       f"initializers")
+            if self.subset == "sanitize":
+                continue
+            try:
+                h.check(out)
+            except AssertionError as e:
+                raise StageFailure(f"{what}: {one_line(e)}")
+            want, err = self.ort_outputs(self.model)
+            if err:
+                raise StageFailure(f"the original does not run in ONNX Runtime: {err}")
+            got, err = self.ort_outputs(out)
+            if err:
+                raise StageFailure(f"{what}: the output does not run in ONNX Runtime: "
+                                   f"{err}")
+            try:
+                if keep:
+                    # Initializers that are graph inputs may be overridden, so ORT
+                    # runs this output with other kernels than the original (no
+                    # prepacked weights, no NCHWc layout): its results differ by
+                    # rounding, as ORT's and PyTorch's do, hence the torch stage's
+                    # tolerance.
+                    for i, (g, w) in enumerate(zip(got, want)):
+                        scale = float(np.abs(w).max()) if w.dtype.kind == "f" and w.size \
+                            else 0.0
+                        h.assert_close(g, w, TORCH_RTOL, TORCH_ATOL_SCALE * scale,
+                                       f"output {i}")
+                    if len(got) != len(want):
+                        raise AssertionError(f"{len(got)} outputs, expected {len(want)}")
+                else:
+                    h.assert_close(got, want, ORT_RTOL, ORT_ATOL)
+            except AssertionError as e:
+                raise StageFailure(f"{what}: output vs original in ONNX Runtime: "
+                                   f"{one_line(e)}")
+            if self.meta.get("expected_outputs"):
+                self.match_torch(f"{what}'s output", out)
 
 
 def run_model(name, meta, subset):
@@ -363,11 +462,13 @@ def main(argv):
     sources = sorted({m.meta["source"] for m in models})
     counts = {s: sum(m.results.get(s, (NOT_RUN,))[0] == PASS for m in models)
               for s in STAGES}
-    n_torch = sum(bool(m.meta.get("expected_outputs")) for m in models)
+    of = {s: len(models) for s in STAGES}
+    of["torch"] = sum(bool(m.meta.get("expected_outputs")) for m in models)
+    of["migrate"] = sum(m.migrates() for m in models)
     label = {"load": "load", "roundtrip": "round trip", "optimize": "optimize",
-             "checker": "checker", "ort": "ORT match", "torch": "PyTorch match"}
-    parts = [f"{label[s]} {counts[s]}/{n_torch if s == 'torch' else len(models)}"
-             for s in shown_stages]
+             "checker": "checker", "ort": "ORT match", "torch": "PyTorch match",
+             "migrate": f"IR-3 migration to {MIGRATE_OPSET}"}
+    parts = [f"{label[s]} {counts[s]}/{of[s]}" for s in shown_stages]
     skips = {s: sum(m.results.get(s, (NOT_RUN,))[0] == SKIP for m in models)
              for s in shown_stages}
     skip_txt = ", ".join(f"{label[s]} {k}" for s, k in skips.items() if k)
