@@ -142,7 +142,8 @@ def main():
                 row[f"ratios_{label}"] = rs
             rows.append(row)
             spread = "; ".join(f"{label} {min(row[f'ratios_{label}']):.3f}-"
-                               f"{max(row[f'ratios_{label}']):.3f}" for label, _ in VARIANTS)
+                               f"{max(row[f'ratios_{label}']):.3f}"
+                               for label, _ in VARIANTS)
             print(f"{n:28} {row['orig_ms']:8.2f} {row['keep_ms']:8.2f} {row['mig_ms']:8.2f}"
                   f"  {row['ratio_keep']:9.3f} {row['ratio_keep_min']:6.3f}"
                   f"  {row['ratio_mig']:8.3f} {row['ratio_mig_min']:6.3f}"
