@@ -8,11 +8,14 @@ faster), then the lowest and the median ratio. The target: no ratio below 0.95.
 The time is the median duration of the "model_run" event of ONNX Runtime's own
 profiler, with 1 intra-op thread, both models of a pair in one node process,
 interleaved round by round (bench/ort_time_real.js), on the model's saved seeded
-inputs. Sub-millisecond models get more rounds (up to --max-rounds). Ratios of
-models that tileopt leaves as they were measure the noise of this machine.
+inputs. Sub-millisecond models get more rounds (up to --max-rounds). An output
+that is the input byte for byte runs the same by construction: it counts as 1.000
+and is not timed, unless --time-identical asks (its ratio then measures only the
+noise of this machine).
 
     /usr/bin/python3 bench/bench_real.py [--tileopt PATH] [--only SUBSTR]
         [--repeat N] [--min-rounds R] [--max-rounds R] [--budget-ms B] [--json FILE]
+        [--time-identical]
 
 --repeat N times each pair N times (separate processes, every other one with the
 output's session created first) and reports the median ratio with the range.
@@ -99,6 +102,9 @@ def main():
     ap.add_argument("--budget-ms", type=float, default=1500,
                     help="aim for this much run time per model and pass")
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--time-identical", action="store_true",
+                    help="time models whose output is the input byte for byte too "
+                         "(their ratio measures only the machine's noise)")
     args = ap.parse_args()
     tileopt = find_tileopt(args.tileopt)
     fetch = [sys.executable, FETCH] + (["--only", args.only] if args.only else [])
@@ -130,6 +136,15 @@ def main():
             with open(rep) as f:
                 report = json.load(f)
             changed = [p["name"] for p in report["passes"] if p.get("changed")]
+            with open(orig, "rb") as f, open(opt, "rb") as g:
+                identical = f.read() == g.read()
+            if identical and not args.time_identical:
+                # The same bytes run the same way: a timed ratio would be noise.
+                rows.append({"model": n, "ratio": 1.0, "ratio_min": 1.0, "ratios": [],
+                             "changed": changed, "identical": True})
+                print(f"{n:36} {'':>9} {'':>9} {1.0:6.3f} {1.0:6.3f}  {'':>6}  "
+                      f"output identical to the input: not timed", flush=True)
+                continue
             try:
                 feeds = write_feeds(d, tmp)
                 # Every other repeat creates and runs the output's session first:
@@ -154,7 +169,7 @@ def main():
                 note += f"; BELOW {TARGET}"
             rows.append({"model": n, "orig_ms": o, "opt_ms": p, "ratio": ratio,
                          "ratio_min": ratio_min, "ratios": ratios, "changed": changed,
-                         "rounds": runs[0]["orig"]["rounds"]})
+                         "identical": identical, "rounds": runs[0]["orig"]["rounds"]})
             print(f"{n:36} {o:9.3f} {p:9.3f} {ratio:6.3f} {ratio_min:6.3f}  "
                   f"{runs[0]['orig']['rounds']:6}  {note}", flush=True)
     if not rows:
@@ -164,12 +179,20 @@ def main():
     below = [r["model"] for r in rows if r["ratio"] < TARGET]
     ch = [r["ratio"] for r in rows if r["changed"]]
     rm = [r["ratio_min"] for r in rows]
-    print(f"\n{len(rows)} models timed, {len(failed)} failed; ratio lowest "
+    timed = [r for r in rows if not r["identical"] or args.time_identical]
+    print(f"\n{len(rows)} models, {len(timed)} timed (the rest came out byte for byte "
+          f"the same), {len(failed)} failed")
+    print(f"ratio lowest "
           f"{low['ratio']:.3f} ({low['model']}), median {statistics.median(rs):.3f}, "
           f"highest {max(rs):.3f}; models tileopt changed: {len(ch)}"
           f"{f', their median {statistics.median(ch):.3f}' if ch else ''}; "
           f"below {TARGET}: {', '.join(below) if below else 'none'}; ratio of the "
           f"fastest runs: lowest {min(rm):.3f}, median {statistics.median(rm):.3f}")
+    if timed:
+        tr = [r["ratio"] for r in timed]
+        tlow = min(timed, key=lambda r: r["ratio"])
+        print(f"timed models alone: lowest {tlow['ratio']:.3f} ({tlow['model']}), "
+              f"median {statistics.median(tr):.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "failed": failed}, f, indent=1)
