@@ -25,23 +25,7 @@
 const fs = require('fs');
 const path = require('path');
 
-function loadOrt() {
-    const tries = [];
-    if (process.env.ORT_NODE_PATH) {
-        tries.push(process.env.ORT_NODE_PATH,
-                   path.join(process.env.ORT_NODE_PATH, 'onnxruntime-node'));
-    }
-    tries.push(path.join(__dirname, '..', '.cache', 'node_modules', 'onnxruntime-node'));
-    tries.push('onnxruntime-node');
-    for (const t of tries) {
-        try {
-            return require(t);
-        } catch (e) { /* next */ }
-    }
-    process.stderr.write('ort_time_real: cannot load onnxruntime-node\n');
-    process.exit(1);
-    return null;
-}
+const { loadOrt, median, profiledRuns } = require('./ort_common.js');
 
 const ARRAYS = {
     float32: Float32Array, float64: Float64Array, float16: Uint16Array,
@@ -49,21 +33,6 @@ const ARRAYS = {
     int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array,
     uint64: BigUint64Array, bool: Uint8Array,
 };
-
-function median(a) {
-    const s = a.slice().sort((x, y) => x - y);
-    const m = s.length >> 1;
-    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-function profiledRuns(session, dir, prefix) {
-    session.endProfiling();
-    const file = fs.readdirSync(dir).find((f) => f.startsWith(prefix + '_') && f.endsWith('.json'));
-    if (!file) throw new Error(`no ORT profile ${prefix}_*.json in ${dir}`);
-    const events = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
-    return events.filter((e) => e.cat === 'Session' && e.name === 'model_run')
-        .map((e) => e.dur / 1e3);
-}
 
 async function main() {
     if (process.argv.length !== 3) {
