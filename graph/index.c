@@ -350,14 +350,14 @@ static int check_node_structure(graph *g, int32_t node, errbuf *err) {
                            n->n_output + 1, body->n_input, body->n_output, where);
         return TILEOPT_OK;
     }
-    if (strcmp(op, "Scan") == 0) {
+    /* Scan-8 (sequence_lens first) is checked by the upgrade pass that rewrites
+    ** it: mid-migration a body holds Scan-9 nodes while the opset still says 8. */
+    if (strcmp(op, "Scan") == 0 && opset >= 9) {
         const Onnx__GraphProto *body = body_of(n, "body");
         if (!body)
             return err_set(err, TILEOPT_INVALID, "node %s (Scan): body is missing or not a graph%s",
                            id, where);
-        /* Scan-8 has sequence_lens first, which the body does not see. */
-        size_t lens = opset < 9 ? 1 : 0;
-        size_t states_and_scans = n->n_input >= lens ? n->n_input - lens : 0;
+        size_t states_and_scans = n->n_input;
         int64_t m = graph_attr_int(n, "num_scan_inputs", -1);
         if (m < 1 || (uint64_t)m > states_and_scans)
             return err_set(err, TILEOPT_INVALID,
@@ -374,7 +374,7 @@ static int check_node_structure(graph *g, int32_t node, errbuf *err) {
                            "node %s (Scan): scan_input_axes has %zu entries for %lld scan inputs%s",
                            id, axes->n_ints, (long long)m, where);
         for (size_t k = 0; axes && k < axes->n_ints; k++) {
-            const char *in = graph_node_input(n, lens + states_and_scans - (size_t)m + k);
+            const char *in = graph_node_input(n, states_and_scans - (size_t)m + k);
             graph_value *v = in ? graph_resolve(g, in) : NULL;
             int64_t r = v ? v->type.rank : -1;
             if (r >= 0 && (axes->ints[k] < -r || axes->ints[k] >= r))
@@ -566,5 +566,7 @@ int64_t graph_opset(const graph_model *m, const char *domain) {
         if (dflt ? graph_domain_is_default(d) : strcmp(d, domain) == 0)
             return o->has_version ? o->version : 0;
     }
+    /* Before IR 3 there were no opset imports: such a model is at opset 1. */
+    if (dflt && m->pb->n_opset_import == 0 && m->pb->ir_version < 3) return 1;
     return 0;
 }

@@ -77,7 +77,8 @@ static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
             /* protobuf-c hands strings out NUL-terminated: a NUL inside one would
             ** cut it short here while other readers see all of it (a name, or an
             ** external-data location, meaning two different things). */
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, (size_t)len))
+            if (f && f->type == PROTOBUF_C_TYPE_STRING && strcmp(f->name, "doc_string") != 0 &&
+                memchr(p, 0, (size_t)len))
                 return err_set(err, TILEOPT_INVALID, "%s.%s holds a NUL byte", d->short_name,
                                f->name);
             p += len;

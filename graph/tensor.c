@@ -36,20 +36,31 @@ static const char *ext_duplicate_key(const Onnx__TensorProto *t) {
     return NULL;
 }
 
+/* True when real (a resolved path) lies below folder dir, itself resolved. */
+static bool path_below(const char *real, const char *dir) {
+    char base[PATH_MAX];
+    if (!dir || !realpath(dir, base)) return false;
+    size_t n = strlen(base);
+    return strncmp(real, base, n) == 0 && (real[n] == '/' || (n == 1 && base[0] == '/'));
+}
+
 /* The real path of the data file, refused unless it lies inside the model's real
 ** folder: the textual check of the location cannot see a symlink (w.bin ->
 ** ../secret.bin, or an absolute link) that would copy a file from elsewhere
-** into the output. */
+** into the output. The folder of the model file's own target counts too, as in
+** ONNX Runtime: caches such as Hugging Face's link both the model and its data
+** from a snapshot folder into one folder of blobs. */
 static int ext_resolve(const graph_model *m, const char *name, char **path, errbuf *err) {
-    char base[PATH_MAX], real[PATH_MAX];
-    if (!realpath(m->base_dir, base))
-        return err_set(err, TILEOPT_IO, "tensor '%s': cannot resolve the model's folder '%s': %s",
-                       name, m->base_dir, strerror(errno));
+    char real[PATH_MAX], model_real[PATH_MAX];
     if (!realpath(*path, real))
         return err_set(err, TILEOPT_IO, "tensor '%s': external data '%s' is missing: %s", name,
                        *path, strerror(errno));
-    size_t n = strlen(base);
-    bool inside = strncmp(real, base, n) == 0 && (real[n] == '/' || (n == 1 && base[0] == '/'));
+    bool inside = path_below(real, m->base_dir);
+    if (!inside && m->path && realpath(m->path, model_real)) {
+        char *slash = strrchr(model_real, '/');
+        if (slash) *slash = '\0';
+        inside = path_below(real, slash == model_real ? "/" : model_real);
+    }
     if (!inside)
         return err_set(err, TILEOPT_INVALID,
                        "tensor '%s': external data '%s' resolves to '%s', outside the model's "

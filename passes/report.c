@@ -95,8 +95,39 @@ tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
 ** with each byte that is not UTF-8 written as the text \xNN, as error messages
 ** do. The tree stays as callers of tileopt_report_json see it: a copy is printed.
 */
+/* s with each byte that is not UTF-8 written as the text \xNN; NULL when s is
+** valid already (or out of memory, which leaves s as it is). */
+static char *utf8_fixed(const char *s) {
+    const unsigned char *t = (const unsigned char *)s;
+    size_t n = strlen(s), bad = 0;
+    for (size_t i = 0, len; i < n; i += len ? len : 1)
+        if (!(len = graph_utf8_len(t + i, n - i))) bad++;
+    char *fixed = bad ? malloc(n + 3 * bad + 1) : NULL;
+    if (!fixed) return NULL;
+    size_t k = 0;
+    for (size_t i = 0, len; i < n; i += len ? len : 1) {
+        len = graph_utf8_len(t + i, n - i);
+        if (len) {
+            memcpy(fixed + k, t + i, len);
+            k += len;
+        } else {
+            k += (size_t)sprintf(fixed + k, "\\x%02x", t[i]);
+        }
+    }
+    fixed[k] = '\0';
+    return fixed;
+}
+
 static void make_printable(cJSON *item) {
     for (; item; item = item->next) {
+        /* Keys come from the model too (a dim_param naming a verify input). */
+        char *key = item->string ? utf8_fixed(item->string) : NULL;
+        if (key && !(item->type & cJSON_StringIsConst)) {
+            free(item->string);
+            item->string = key;
+        } else {
+            free(key);
+        }
         if (cJSON_IsNumber(item)) {
             char text[32];
             const char *exact = item->valuestring;
@@ -112,23 +143,8 @@ static void make_printable(cJSON *item) {
                 item->type = cJSON_Raw;
             }
         } else if (cJSON_IsString(item) && item->valuestring) {
-            const unsigned char *t = (const unsigned char *)item->valuestring;
-            size_t n = strlen(item->valuestring), bad = 0;
-            for (size_t i = 0, len; i < n; i += len ? len : 1)
-                if (!(len = graph_utf8_len(t + i, n - i))) bad++;
-            char *fixed = bad ? malloc(n + 3 * bad + 1) : NULL;
+            char *fixed = utf8_fixed(item->valuestring);
             if (fixed) {
-                size_t k = 0;
-                for (size_t i = 0, len; i < n; i += len ? len : 1) {
-                    len = graph_utf8_len(t + i, n - i);
-                    if (len) {
-                        memcpy(fixed + k, t + i, len);
-                        k += len;
-                    } else {
-                        k += (size_t)sprintf(fixed + k, "\\x%02x", t[i]);
-                    }
-                }
-                fixed[k] = '\0';
                 free(item->valuestring);
                 item->valuestring = fixed;
             }

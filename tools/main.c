@@ -77,6 +77,9 @@ static void clean_up_on_signals(tileopt_ctx *ctx) {
     tileopt_ctx_set_temp_hook(ctx, note_temp, NULL);
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        /* A signal the caller ignores (nohup, a background job) stays ignored. */
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_fatal_signal;
@@ -306,6 +309,12 @@ static void print_summary(tileopt_ctx *ctx, FILE *f) {
 #undef NUM
 }
 
+/* The output size the report states now. */
+static double output_file_bytes(tileopt_ctx *ctx) {
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(tileopt_report_json(ctx), "output");
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(out, "file_bytes"));
+}
+
 static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *passes,
                     size_t n_passes) {
     tileopt_model *model = NULL, *before = NULL;
@@ -335,14 +344,26 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     tileopt_report_end(ctx, model, a->out);
     if (a->report && strcmp(a->report, "-") != 0 && write_report(ctx, a->report) != EXIT_OK)
         goto done;
+    double predicted = output_file_bytes(ctx);
     if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto report;
     }
     rc = EXIT_OK;
+    /* OUT is in place: the report is rewritten only when the save's size differs
+    ** from the prediction (tensors moved to external data), and a rewrite that
+    ** fails leaves the first report and a warning, never a failed run. */
+    tileopt_report_end(ctx, model, a->out);
+    if (a->report && strcmp(a->report, "-") != 0 && output_file_bytes(ctx) != predicted &&
+        tileopt_report_save(ctx, a->report) != TILEOPT_OK)
+        fprintf(stderr, "tileopt: warning: %s (it states the predicted output size)\n",
+                tileopt_ctx_errmsg(ctx));
+    if (a->report && strcmp(a->report, "-") == 0) write_report(ctx, a->report);
+    goto summary;
 report:
     tileopt_report_end(ctx, model, a->out);
-    if (a->report && write_report(ctx, a->report) != EXIT_OK) rc = EXIT_FAIL;
+    if (a->report) write_report(ctx, a->report);
+summary:
     if (rc == EXIT_OK && !a->quiet)
         print_summary(ctx, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
 done:

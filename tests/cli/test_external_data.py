@@ -212,5 +212,25 @@ def external_should_refuse_the_input_path_as_output_and_keep_its_data():
             raise AssertionError("the refused run changed the model's folder")
 
 
+def external_should_follow_a_model_linked_from_a_cache_folder():
+    # Hugging Face's cache: snapshots/v/model.onnx and its data are links into one
+    # folder of blobs. The data lies beside the model's own target, which counts
+    # as the model's folder (ONNX Runtime accepts this layout too).
+    with h.tempdir() as d:
+        blobs, snap = os.path.join(d, "blobs"), os.path.join(d, "snapshots", "v")
+        os.makedirs(blobs)
+        os.makedirs(snap)
+        src = external_model(blobs)
+        os.rename(src, os.path.join(blobs, "guid1"))
+        os.rename(os.path.join(blobs, "w.bin"), os.path.join(blobs, "guid2"))
+        os.symlink("../../blobs/guid1", os.path.join(snap, "model.onnx"))
+        os.symlink("../../blobs/guid2", os.path.join(snap, "w.bin"))
+        model = os.path.join(snap, "model.onnx")
+        h.expect_ok(h.tileopt("inspect", model))
+        out = os.path.join(d, "o.onnx")
+        h.expect_ok(h.tileopt("optimize", model, "-o", out, "--passes", "none", "-q"))
+        h.check(out)
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))

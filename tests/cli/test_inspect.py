@@ -225,5 +225,24 @@ def json_outputs_should_be_utf8_with_exact_integers():
             raise AssertionError(f"inspect: input_shape {tile['input_shape']}")
 
 
+def report_should_stay_utf8_when_keys_come_from_the_model():
+    # --verify names each symbolic dim in the report by its dim_param: a long
+    # non-ASCII one is cut to fit, and the cut must not leave half a character.
+    with h.tempdir() as d:
+        sym = "\u00e9" * 200
+        g = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"], name="relu")], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [sym])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [sym])])
+        src = os.path.join(d, "m.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
+        rep = os.path.join(d, "r.json")
+        h.expect_ok(h.tileopt("optimize", src, "-o", os.path.join(d, "o.onnx"), "--verify",
+                              "--report", rep, "-q"))
+        with open(rep, encoding="utf-8") as f:
+            doc = json.load(f)
+        if doc["verify"]["verdict"] != "match":
+            raise AssertionError(f"verify: {doc['verify']}")
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
