@@ -68,39 +68,18 @@ def migrate(tileopt, orig, out, flags):
 
 
 def time_set(models, feeds, args, tmp, rotate):
-    """One node process timing every (label, path) of models interleaved."""
-    prof = tempfile.mkdtemp(dir=tmp)
-    order = models[rotate % len(models):] + models[:rotate % len(models)]
-    spec = {"models": [{"label": l, "path": p} for l, p in order], "feeds": feeds,
-            "threads": 1, "warmup": 5, "min_rounds": args.min_rounds,
-            "max_rounds": args.max_rounds, "budget_ms": args.budget_ms,
-            "profile_dir": prof}
-    sp = os.path.join(tmp, "spec.json")
-    with open(sp, "w") as f:
-        json.dump(spec, f)
-    r = subprocess.run(["node", br.ORT_TIME, sp], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"ort_time_real: {r.stderr.strip()[-500:]}")
-    return json.loads(r.stdout)
+    """One node process timing every (label, path) of models interleaved, the
+    order rotated so that no model is always the first session."""
+    k = rotate % len(models)
+    return br.time_models(models[k:] + models[:k], feeds, args, tmp)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tileopt")
-    ap.add_argument("--only", help="only models whose name contains this")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--min-rounds", type=int, default=20)
-    ap.add_argument("--max-rounds", type=int, default=400)
-    ap.add_argument("--budget-ms", type=float, default=1500,
-                    help="aim for this much run time per model and process")
-    ap.add_argument("--json", help="write the figures to this file")
+    br.add_timing_args(ap)
     args = ap.parse_args()
     tileopt = br.find_tileopt(args.tileopt)
-    fetch = [sys.executable, br.FETCH] + (["--only", args.only] if args.only else [])
-    r = subprocess.run(fetch, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-2000:], file=sys.stderr)
-        sys.exit("bench_ir3: fetch_models.py failed")
+    br.fetch_models(args.only, "bench_ir3")
     names = ir3_models(args.only)
     if not names:
         sys.exit("bench_ir3: no IR-3 model in the cache")

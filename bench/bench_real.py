@@ -76,10 +76,11 @@ def write_feeds(model_dir, tmp):
     return feeds
 
 
-def time_pair(orig, opt, feeds, args, tmp, swap=False):
+def time_models(models, feeds, args, tmp):
+    """One node process timing every (label, path) of models, interleaved round by
+    round in the order given; {label: figures} from ort_time_real.js."""
     prof = tempfile.mkdtemp(dir=tmp)
-    models = [{"label": "orig", "path": orig}, {"label": "opt", "path": opt}]
-    spec = {"models": models[::-1] if swap else models,
+    spec = {"models": [{"label": l, "path": p} for l, p in models],
             "feeds": feeds, "threads": 1, "warmup": 5, "min_rounds": args.min_rounds,
             "max_rounds": args.max_rounds, "budget_ms": args.budget_ms,
             "profile_dir": prof}
@@ -92,26 +93,41 @@ def time_pair(orig, opt, feeds, args, tmp, swap=False):
     return json.loads(r.stdout)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def time_pair(orig, opt, feeds, args, tmp, swap=False):
+    models = [("orig", orig), ("opt", opt)]
+    return time_models(models[::-1] if swap else models, feeds, args, tmp)
+
+
+def add_timing_args(ap):
+    """The options every ORT benchmark over the suite's cache takes."""
     ap.add_argument("--tileopt")
     ap.add_argument("--only", help="only models whose name contains this")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--min-rounds", type=int, default=20)
     ap.add_argument("--max-rounds", type=int, default=400)
     ap.add_argument("--budget-ms", type=float, default=1500,
-                    help="aim for this much run time per model and pass")
+                    help="aim for this much run time per model and process")
     ap.add_argument("--json", help="write the figures to this file")
+
+
+def fetch_models(only, who):
+    """Fill the cache (tests/real/fetch_models.py); exit naming `who` on failure."""
+    r = subprocess.run([sys.executable, FETCH] + (["--only", only] if only else []),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout[-3000:], r.stderr[-2000:], file=sys.stderr)
+        sys.exit(f"{who}: fetch_models.py failed")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_timing_args(ap)
     ap.add_argument("--time-identical", action="store_true",
                     help="time models whose output is the input byte for byte too "
                          "(their ratio measures only the machine's noise)")
     args = ap.parse_args()
     tileopt = find_tileopt(args.tileopt)
-    fetch = [sys.executable, FETCH] + (["--only", args.only] if args.only else [])
-    r = subprocess.run(fetch, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-2000:], file=sys.stderr)
-        sys.exit("bench_real: fetch_models.py failed")
+    fetch_models(args.only, "bench_real")
     names = sorted(n for n in os.listdir(CACHE)
                    if os.path.isfile(os.path.join(CACHE, n, "meta.json"))
                    and (not args.only or args.only in n))
