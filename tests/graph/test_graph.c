@@ -12,18 +12,7 @@
 #include <cmocka.h>
 
 #include "graph/graph.h"
-
-static graph_model *load_sample(const char *name) {
-    char path[1024];
-    const char *src = getenv("SRCDIR");
-    snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", name);
-    graph_model *m = NULL;
-    errbuf err = {0};
-    int rc = graph_model_load_path(path, NULL, &m, &err);
-    if (rc) fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(rc, TILEOPT_OK);
-    return m;
-}
+#include "tests/graph/sample.h"
 
 static void index_should_link_producers_and_uses(void **state) {
     (void)state;

@@ -15,16 +15,7 @@
 #include <cmocka.h>
 
 #include "graph/graph.h"
-
-static graph_model *load_sample(const char *name) {
-    char path[1024];
-    const char *src = getenv("SRCDIR");
-    snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", name);
-    graph_model *m = NULL;
-    errbuf err = {0};
-    assert_int_equal(graph_model_load_path(path, NULL, &m, &err), TILEOPT_OK);
-    return m;
-}
+#include "tests/graph/sample.h"
 
 static char *make_dir(void) {
     char tmpl[] = "/tmp/tileopt_save_XXXXXX";
