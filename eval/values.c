@@ -160,17 +160,22 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) 
             eval_limits_default(&dflt);
             l = &dflt;
         }
+        /* The smaller limit that is set, and its flag, for the message. */
+        uint64_t cap = l->max_tensor_bytes;
+        const char *flag = "max-tensor-bytes";
+        if (l->max_total_bytes && (!cap || l->max_total_bytes < cap)) {
+            cap = l->max_total_bytes;
+            flag = "max-eval-bytes";
+        }
         const graph_bytes *s = (const graph_bytes *)(const void *)c->data;
         uint64_t total = tensor_nbytes(c), n = tensor_numel(c);
         for (uint64_t i = 0; i < n; i++) {
-            if (!eval_add_u64(total, s[i].len, &total) ||
-                (l->max_tensor_bytes && total > l->max_tensor_bytes) ||
-                (l->max_total_bytes && total > l->max_total_bytes)) {
+            bool over = !eval_add_u64(total, s[i].len, &total) || (cap && total > cap);
+            if (over) {
                 tensor_free(c);
                 return err_set(err, TILEOPT_LIMIT,
                                "a string tensor of %" PRIu64 " elements holds more than %" PRIu64
-                               " bytes of text (max-tensor-bytes, max-eval-bytes)", n,
-                               l->max_tensor_bytes);
+                               " bytes of text (%s)", n, cap ? cap : UINT64_MAX, flag);
             }
         }
     }

@@ -358,8 +358,10 @@ def limits_should_count_the_bytes_of_strings():
         x.write(src, model([helper.make_node("Tile", ["s", "r"], ["y"], name="tile_str")],
                            [], [vi("y", None, TensorProto.STRING)],
                            [const("s", s), const("r", np.array([100000], np.int64))]))
-        expect_fail(["run", src], r"string.*bytes of text", "1 MiB string x 100000", capped=True)
-        expect_fail(["run", src, "--max-tensor-bytes", str(1 << 40)], r"string.*bytes of text",
+        expect_fail(["run", src], r"string.*bytes of text \(max-tensor-bytes\)",
+                    "1 MiB string x 100000", capped=True)
+        expect_fail(["run", src, "--max-tensor-bytes", str(1 << 40)],
+                    r"string.*bytes of text \(max-eval-bytes\)",
                     "the same with max-tensor-bytes raised", capped=True)
 
 
