@@ -365,6 +365,48 @@ def upgrade_should_drop_the_batch_axis_of_scan8():
         assert not os.path.exists(dst)
 
 
+def upgrade_should_migrate_a_scan8_nested_in_a_scan8():
+    # The inner Scan is rewritten to the Scan-9 form while the model still says
+    # opset 8: checks made on the way must not refuse the half-migrated body.
+    inner = helper.make_graph([helper.make_node("Add", ["is", "ie"], ["io"])], "inner",
+                              [vi("is", [4]), vi("ie", [4])], [vi("io", [4])])
+    outer = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["os"], ["os1"], axes=[0]),
+         helper.make_node("Unsqueeze", ["ox"], ["ox1"], axes=[0]),
+         helper.make_node("Scan", ["", "os1", "ox1"], ["is_out"], body=inner,
+                          num_scan_inputs=1),
+         helper.make_node("Squeeze", ["is_out"], ["oo"], axes=[0])],
+        "outer", [vi("os", [4]), vi("ox", [2, 4])], [vi("oo", [4])])
+    m = model([helper.make_node("Scan", ["", "s0", "X"], ["S"], body=outer, num_scan_inputs=1)],
+              [vi("s0", [1, 4]), vi("X", [1, 3, 2, 4])], [vi("S", [1, 4])], opset=8)
+    s0 = RNG.standard_normal((1, 4)).astype(np.float32)
+    xs = RNG.standard_normal((1, 3, 2, 4)).astype(np.float32)
+    migrate(m, {"s0": s0, "X": xs}, [s0 + xs.sum(axis=(1, 2))], target=9,
+            tag="nested Scan-8")
+
+
+def upgrade_should_migrate_a_model_from_before_opset_imports():
+    # IR 2 had no opset imports: the model is at opset 1, and its Tile-1 migrates.
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("Tile", ["X", "t", "a"], ["Y"], name="tile1")], "g",
+        [vi("X", [2, 3])], [vi("Y", [4, 3])],
+        [numpy_helper.from_array(np.array([2], np.int64), "t"),
+         numpy_helper.from_array(np.array([0], np.int64), "a")]))
+    m.ir_version = 2
+    del m.opset_import[:]
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        with open(src, "wb") as f:
+            f.write(m.SerializeToString())
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "-q"))
+        out = onnx.load(dst)
+        assert [o.version for o in out.opset_import if o.domain in ("", "ai.onnx")] == [13], \
+            out.opset_import
+        h.check(dst)
+        h.assert_close(h.run_ort(dst, {"X": x}), [np.tile(x, (2, 1))])
+
+
 def upgrade_should_fail_once_listing_every_blocked_node():
     """Nodes no step can migrate (an op unknown to ai.onnx, an op the source opset does
     not have yet) fail the pass with one error naming all of them."""
