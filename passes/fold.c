@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/infer.h"
+#include "shape/infer.h"
 #include "passes/passes.h"
 
 /* Outputs up to this size never count as growth (--fold-max-growth): a Shape
@@ -876,7 +876,7 @@ static int fold_tree(pass_ctx *pc, graph *g) {
 
 int pass_fold(pass_ctx *pc) {
     graph_model *m = pc->model;
-    int rc = infer_shapes(m, pc->opt, pc->err);
+    int rc = infer_shapes(m, pc->err);
     if (rc) return rc;
     rc = fold_tree(pc, m->main);
     if (rc) return rc;

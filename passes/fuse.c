@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/infer.h"
+#include "shape/infer.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
 
@@ -1053,7 +1053,7 @@ static int fz_graph(pass_ctx *pc, graph *g) {
 
 int pass_fuse(pass_ctx *pc) {
     /* Types the model declares come from the loader; inference adds the rest. */
-    int rc = infer_shapes(pc->model, pc->opt, pc->err);
+    int rc = infer_shapes(pc->model, pc->err);
     if (rc) return rc;
     rc = pass_for_each_graph(pc, pc->model->main, fz_graph);
     if (rc) return rc;

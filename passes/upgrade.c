@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "passes/infer.h"
+#include "shape/infer.h"
 #include "passes/opset_table.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
@@ -1799,7 +1799,7 @@ int pass_upgrade(pass_ctx *pc) {
     ** when it gives up, values stay unknown and the run-time forms take over. */
     errbuf ie;
     err_clear(&ie);
-    if (u.n_work && infer_shapes(u.m, pc->opt, &ie))
+    if (u.n_work && infer_shapes(u.m, &ie))
         pass_warn(pc, "upgrade: shape inference stopped (%s); ranks it did not reach are "
                   "treated as unknown", ie.msg);
     u.plan = false;

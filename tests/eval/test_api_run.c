@@ -1,4 +1,4 @@
-/* Public API around the evaluator (passes/api_run.c): tensors, tileopt_model_run,
+/* Public API around the evaluator (api/run.c): tensors, tileopt_model_run,
 ** tileopt_tile with OpenVINO promotion, tileopt_model_verify. */
 #include <math.h>
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "builder.h"
-#include "passes/ctx.h"
+#include "api/ctx.h"
 #include "tileopt.h"
 
 /* A public tensor from values, through the serialized form. */

@@ -7,12 +7,12 @@
 #ifndef TILEOPT_INFER_H
 #define TILEOPT_INFER_H
 
-#include "passes/pass.h"
+#include "graph/graph.h"
 
 /* Fill graph_value.type everywhere. Where the model declares a type (value_info,
 ** graph outputs) that disagrees with the inferred one, the disagreeing parts are
 ** left unknown. opt may be NULL. */
-int infer_shapes(graph_model *m, const pass_options *opt, errbuf *err);
+int infer_shapes(graph_model *m, errbuf *err);
 
 /* Infer, then write the inferred types into value_info (and refine the declared
 ** shapes of graph outputs and value_info where they leave dims unknown). A

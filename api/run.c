@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "eval/eval.h"
-#include "passes/ctx.h"
+#include "api/ctx.h"
 
 /* rtol/atol of ONNX's backend tests, used by --verify and run --test-dir */
 #define VERIFY_RTOL 1e-3

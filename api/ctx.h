@@ -1,4 +1,5 @@
-/* The public context (tileopt_ctx) behind the API in tileopt.h. */
+/* api/: the public API in tileopt.h over the passes. The context (tileopt_ctx),
+** the model and tensor handles, and what the API files share. */
 #ifndef TILEOPT_CTX_H
 #define TILEOPT_CTX_H
 
@@ -31,5 +32,16 @@ tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err);
 /* The report's top-level section `key`, an array when type_array is set and an
 ** object otherwise, created on first use; owned by the report. */
 cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array);
+
+/* Node, Tile and initializer counts over the main graph and every subgraph. */
+typedef struct api_counts {
+    uint64_t nodes, tiles, inits, init_bytes;
+} api_counts;
+void api_count(const graph_model *m, api_counts *c);
+/* The model's opset_import as a JSON array of {domain, version}. */
+cJSON *api_opsets_json(const graph_model *m);
+/* JSON text for reports and inspect: exact int64s, \xNN for bytes that are not
+** UTF-8. Free with free(). */
+char *api_json_print(const cJSON *root);
 
 #endif

@@ -7,7 +7,7 @@
 ** unknown. That is what turns Reshape/Tile/Expand inputs computed from Shape into
 ** known dims.
 */
-#include "passes/infer.h"
+#include "shape/infer.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -2072,8 +2072,7 @@ static int infer_model(graph_model *m, bool strict, errbuf *err) {
     return rc;
 }
 
-int infer_shapes(graph_model *m, const pass_options *opt, errbuf *err) {
-    (void)opt;
+int infer_shapes(graph_model *m, errbuf *err) {
     return infer_model(m, false, err);
 }
 

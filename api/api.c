@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/ctx.h"
-#include "passes/infer.h"
+#include "api/ctx.h"
+#include "shape/infer.h"
 
 static const char *const status_text[] = {
     [TILEOPT_OK] = "ok",

@@ -1,0 +1,150 @@
+/* tileopt_model_inspect: the model summary plus every Tile with its input shape,
+** repeats and output shape, as JSON (schema: tests/inspect.schema.json). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/ctx.h"
+#include "shape/infer.h"
+
+/* Values of a small constant int tensor from an initializer or Constant node. */
+static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, size_t *n) {
+    if (!name) return false;
+    const Onnx__TensorProto *t = graph_initializer(g, name);
+    if (!t) {
+        const Onnx__NodeProto *p = NULL;
+        for (graph *s = g; s && !p; s = s->parent) p = graph_producer(s, name, NULL);
+        const Onnx__AttributeProto *a = p && graph_node_is(p, "Constant") ? graph_attr(p, "value") : NULL;
+        t = a ? a->t : NULL;
+    }
+    if (!t) return false;
+    graph_tensor_data d;
+    errbuf err;
+    if (graph_tensor_read(g->model, t, &d, &err) || d.numel > cap) return false;
+    bool ok = true;
+    for (uint64_t i = 0; i < d.numel; i++) {
+        switch (d.elem) {
+        case DT_INT64: out[i] = ((const int64_t *)d.data)[i]; break;
+        case DT_INT32: out[i] = ((const int32_t *)d.data)[i]; break;
+        case DT_FLOAT:
+        case DT_DOUBLE: {
+            /* Tile-1 tiles/axis may be floats; converting NaN or a value past int64
+            ** is undefined behaviour, so such repeats are just unknown. */
+            double v = d.elem == DT_FLOAT ? ((const float *)d.data)[i] : ((const double *)d.data)[i];
+            if (v >= -9.2e18 && v <= 9.2e18) out[i] = (int64_t)v;
+            else ok = false;
+            break;
+        }
+        default: ok = false;
+        }
+    }
+    *n = (size_t)d.numel;
+    if (d.owned) free(d.data);
+    return ok;
+}
+
+static cJSON *shape_json(const graph_type *t) {
+    if (t->rank < 0) return cJSON_CreateNull();
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] >= 0)
+            cJSON_AddItemToArray(arr, pass_json_int(t->dims[i]));
+        else if (t->syms && t->syms[i])
+            cJSON_AddItemToArray(arr, cJSON_CreateString(t->syms[i]));
+        else
+            cJSON_AddItemToArray(arr, cJSON_CreateNull());
+    }
+    return arr;
+}
+
+static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
+            inspect_tiles(s, opset, list);
+        if (!graph_node_is(n, "Tile")) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "node", graph_node_id(g, (int32_t)i));
+        if (g->parent) cJSON_AddStringToObject(e, "graph", graph_node_id(g->parent, g->parent_node));
+        cJSON_AddStringToObject(e, "form", opset < 6 ? "Tile-1" : "Tile-6");
+        const char *in = graph_node_input(n, 0);
+        graph_value *v = in ? graph_find(g, in) : NULL;
+        graph_type none = {0, -1, NULL, NULL};
+        const graph_type *it = v ? &v->type : &none;
+        if (v && v->outer >= 0) it = &v->outer_graph->values[v->outer].type;
+        cJSON_AddStringToObject(e, "input", in ? in : "");
+        cJSON_AddItemToObject(e, "input_shape", shape_json(it));
+        int64_t reps[64];
+        size_t nr = 0;
+        bool known = false;
+        if (opset < 6) {
+            int64_t tiles[1], axis[1];
+            size_t a, b;
+            if (const_ints(g, graph_node_input(n, 1), tiles, 1, &a) &&
+                const_ints(g, graph_node_input(n, 2), axis, 1, &b) && a == 1 && b == 1) {
+                cJSON_AddNumberToObject(e, "tiles", (double)tiles[0]);
+                cJSON_AddNumberToObject(e, "axis", (double)axis[0]);
+                if (it->rank > 0 && it->rank <= 64) {
+                    int64_t ax = axis[0] < 0 ? axis[0] + it->rank : axis[0];
+                    if (ax >= 0 && ax < it->rank) {
+                        nr = (size_t)it->rank;
+                        for (size_t k = 0; k < nr; k++) reps[k] = (int64_t)k == ax ? tiles[0] : 1;
+                        known = true;
+                    }
+                }
+            }
+        } else {
+            known = const_ints(g, graph_node_input(n, 1), reps, 64, &nr);
+        }
+        cJSON_AddItemToObject(e, "repeats", known ? pass_json_ints(reps, nr) : cJSON_CreateNull());
+        /* A symbolic dim keeps its name only where it is repeated once. */
+        const char *syms[64];
+        int64_t dims[64];
+        graph_type ot = *it;
+        if (known && it->rank == (int32_t)nr) {
+            for (size_t k = 0; k < nr; k++) {
+                /* Hostile repeats (negative, or overflowing the product) give an
+                ** unknown dim rather than signed overflow. */
+                int64_t od;
+                dims[k] = it->dims[k] >= 0 && reps[k] >= 0 &&
+                          !__builtin_mul_overflow(it->dims[k], reps[k], &od) ? od : -1;
+                syms[k] = it->dims[k] < 0 && reps[k] == 1 && it->syms ? it->syms[k] : NULL;
+            }
+            ot.dims = dims;
+            ot.syms = syms;
+        } else {
+            const char *out = n->n_output ? n->output[0] : NULL;
+            graph_value *ov = out ? graph_find(g, out) : NULL;
+            ot = ov ? ov->type : none;
+        }
+        cJSON_AddItemToObject(e, "output_shape", shape_json(&ot));
+        cJSON_AddItemToArray(list, e);
+    }
+}
+
+tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, char **json_out) {
+    *json_out = NULL;
+    graph_model *m = model->g;
+    api_counts c;
+    api_count(m, &c);
+    /* Shapes the model does not declare come from inference; a model inference
+    ** cannot follow still gets inspected with what is declared. */
+    errbuf ignored;
+    infer_shapes(m, &ignored);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    cJSON_AddStringToObject(o, "path", m->path ? m->path : "");
+    cJSON_AddItemToObject(o, "ir_version", pass_json_int(m->pb->ir_version));
+    cJSON_AddStringToObject(o, "producer", m->pb->producer_name ? m->pb->producer_name : "");
+    cJSON_AddItemToObject(o, "opset_import", api_opsets_json(m));
+    cJSON_AddNumberToObject(o, "nodes", (double)c.nodes);
+    cJSON_AddNumberToObject(o, "initializers", (double)c.inits);
+    cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes);
+    cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes);
+    cJSON *tiles = cJSON_CreateArray();
+    inspect_tiles(m->main, graph_opset(m, ""), tiles);
+    cJSON_AddItemToObject(o, "tiles", tiles);
+    *json_out = api_json_print(o);
+    cJSON_Delete(o);
+    return *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+}
