@@ -19,15 +19,15 @@
 #define IV_MAX 4096      /* most entries of a tracked constant value */
 
 /* A type under construction. */
-typedef struct ity {
+typedef struct build_type {
     int32_t elem;
     int32_t rank;
     int64_t d[IR_MAX];
     const char *s[IR_MAX];
-} ity;
+} build_type;
 
 /* A compile-time value: rank 0 or 1 (n entries), integers in v, floats in f. */
-typedef struct ival {
+typedef struct known_value {
     int32_t elem;
     int32_t rank;
     int64_t n;
@@ -35,51 +35,51 @@ typedef struct ival {
     double *f;               /* float elements (NULL for integer elements) */
     uint8_t *known;          /* per entry */
     const char **syms;       /* per unknown entry: symbolic dim name or NULL */
-} ival;
+} known_value;
 
 /* Entry k of ov becomes entry i of xv: value, whether known, symbol. */
-static void ival_take(ival *ov, int64_t k, const ival *xv, int64_t i) {
+static void known_take(known_value *ov, int64_t k, const known_value *xv, int64_t i) {
     if (xv->v) ov->v[k] = xv->v[i];
     else ov->f[k] = xv->f[i];
     ov->known[k] = xv->known[i];
     ov->syms[k] = xv->syms[i];
 }
 
-typedef struct iscope {
+typedef struct value_scope {
     graph *g;
-    ival **iv;               /* per value index */
+    known_value **iv;               /* per value index */
     uint8_t *tried;          /* initializer values read already */
-    struct iscope *parent;
-} iscope;
+    struct value_scope *parent;
+} value_scope;
 
-typedef struct irun {
+typedef struct infer_run {
     graph_model *m;
-    arena *tmp;              /* ivals and per-scope tables of this run */
+    arena *tmp;              /* known values and per-scope tables of this run */
     int64_t opset;
     bool strict;             /* conflicts with declared types are errors */
     errbuf *err;
-    ity *outs;               /* per-node output scratch */
-    ival **outv;
+    build_type *outs;               /* per-node output scratch */
+    known_value **outv;
     size_t cap_outs;
     const graph_type **ins;
-    const ival **inv;
+    const known_value **inv;
     size_t cap_ins;
-} irun;
+} infer_run;
 
-typedef struct ictx {
-    irun *r;
-    iscope *sc;
+typedef struct node_ctx {
+    infer_run *r;
+    value_scope *sc;
     graph *g;
     int32_t idx;
     const Onnx__NodeProto *n;
     int64_t opset;
     size_t n_in;
     const graph_type **in;   /* NULL for absent inputs */
-    const ival **inv;        /* NULL when not known */
+    const known_value **inv;        /* NULL when not known */
     size_t n_out;
-    ity *out;
-    ival **outv;
-} ictx;
+    build_type *out;
+    known_value **outv;
+} node_ctx;
 
 static const graph_type unknown_type = {0, -1, NULL, NULL};
 
@@ -106,12 +106,12 @@ static int64_t dadd(int64_t a, int64_t b) {
     return a + b;
 }
 
-static void ity_unknown(ity *t) {
+static void type_unknown(build_type *t) {
     t->elem = 0;
     t->rank = -1;
 }
 
-static void ity_from(ity *o, const graph_type *t) {
+static void type_from(build_type *o, const graph_type *t) {
     o->elem = t ? t->elem : 0;
     o->rank = (t && t->rank >= 0 && t->rank <= IR_MAX) ? t->rank : -1;
     for (int32_t i = 0; i < o->rank; i++) {
@@ -120,7 +120,7 @@ static void ity_from(ity *o, const graph_type *t) {
     }
 }
 
-static void ity_set_rank(ity *o, int32_t rank) {
+static void type_set_rank(build_type *o, int32_t rank) {
     if (rank < 0 || rank > IR_MAX) {
         o->rank = -1;
         return;
@@ -144,18 +144,18 @@ static const char *tsym(const graph_type *t, int32_t i) {
     return (t->syms && tdim(t, i) < 0) ? t->syms[i] : NULL;
 }
 
-static void put_dim(ity *o, int32_t i, const graph_type *t, int32_t j) {
+static void put_dim(build_type *o, int32_t i, const graph_type *t, int32_t j) {
     o->d[i] = tdim(t, j);
     o->s[i] = tsym(t, j);
 }
 
-static const graph_type *IN(const ictx *c, size_t i) {
+static const graph_type *IN(const node_ctx *c, size_t i) {
     return i < c->n_in ? c->in[i] : NULL;
 }
 
 static bool has_rank(const graph_type *t) { return t && t->rank >= 0 && t->rank <= IR_MAX; }
 
-static int32_t in_elem(const ictx *c, size_t i) {
+static int32_t in_elem(const node_ctx *c, size_t i) {
     const graph_type *t = IN(c, i);
     return t ? t->elem : 0;
 }
@@ -173,8 +173,8 @@ static const Onnx__AttributeProto *attr_ints(const Onnx__NodeProto *n, const cha
 }
 
 /* Known integer entries of input i (all entries must be known). */
-static bool in_ints(const ictx *c, size_t i, const int64_t **v, int64_t *cnt) {
-    const ival *iv = i < c->n_in ? c->inv[i] : NULL;
+static bool in_ints(const node_ctx *c, size_t i, const int64_t **v, int64_t *cnt) {
+    const known_value *iv = i < c->n_in ? c->inv[i] : NULL;
     if (!iv || !iv->v) return false;
     for (int64_t k = 0; k < iv->n; k++)
         if (!iv->known[k]) return false;
@@ -184,8 +184,8 @@ static bool in_ints(const ictx *c, size_t i, const int64_t **v, int64_t *cnt) {
 }
 
 /* An integer scalar or 1-element input, float inputs accepted when whole (Tile-1). */
-static bool in_scalar_int(const ictx *c, size_t i, int64_t *out) {
-    const ival *iv = i < c->n_in ? c->inv[i] : NULL;
+static bool in_scalar_int(const node_ctx *c, size_t i, int64_t *out) {
+    const known_value *iv = i < c->n_in ? c->inv[i] : NULL;
     if (!iv || iv->n != 1 || !iv->known[0]) return false;
     if (iv->v) {
         *out = iv->v[0];
@@ -197,8 +197,8 @@ static bool in_scalar_int(const ictx *c, size_t i, int64_t *out) {
     return true;
 }
 
-static bool in_floats(const ictx *c, size_t i, double *out, int64_t cap, int64_t *cnt) {
-    const ival *iv = i < c->n_in ? c->inv[i] : NULL;
+static bool in_floats(const node_ctx *c, size_t i, double *out, int64_t cap, int64_t *cnt) {
+    const known_value *iv = i < c->n_in ? c->inv[i] : NULL;
     if (!iv || iv->n > cap) return false;
     for (int64_t k = 0; k < iv->n; k++) {
         if (!iv->known[k]) return false;
@@ -208,9 +208,9 @@ static bool in_floats(const ictx *c, size_t i, double *out, int64_t cap, int64_t
     return true;
 }
 
-static ival *ival_new(irun *r, int32_t elem, int32_t rank, int64_t n, bool is_float) {
+static known_value *known_new(infer_run *r, int32_t elem, int32_t rank, int64_t n, bool is_float) {
     if (n < 0 || n > IV_MAX) return NULL;
-    ival *iv = arena_calloc(r->tmp, 1, sizeof *iv);
+    known_value *iv = arena_calloc(r->tmp, 1, sizeof *iv);
     if (!iv) return NULL;
     iv->elem = elem;
     iv->rank = rank;
@@ -234,7 +234,7 @@ static bool elem_is_int(int32_t e) {
 
 /* Compile-time value of tensor data (small int/float tensors of rank <= 1 count;
 ** larger ranks with one element as well, as a scalar would). */
-static ival *ival_from_data(irun *r, const graph_tensor_data *td) {
+static known_value *known_from_data(infer_run *r, const graph_tensor_data *td) {
     if (td->numel > IV_MAX) return NULL;
     int32_t rank = td->rank;
     if (rank > 1) return NULL; /* only scalars and vectors are tracked */
@@ -242,7 +242,7 @@ static ival *ival_from_data(irun *r, const graph_tensor_data *td) {
     if (elem_is_int(td->elem)) fl = false;
     else if (td->elem == DT_FLOAT || td->elem == DT_DOUBLE) fl = true;
     else return NULL;
-    ival *iv = ival_new(r, td->elem, rank, (int64_t)td->numel, fl);
+    known_value *iv = known_new(r, td->elem, rank, (int64_t)td->numel, fl);
     if (!iv) return NULL;
     const uint8_t *p = td->data;
     for (uint64_t k = 0; k < td->numel; k++) {
@@ -271,7 +271,7 @@ static ival *ival_from_data(irun *r, const graph_tensor_data *td) {
     return iv;
 }
 
-static ival *ival_from_tensor(irun *r, const Onnx__TensorProto *t) {
+static known_value *known_from_tensor(infer_run *r, const Onnx__TensorProto *t) {
     if (!t) return NULL;
     uint64_t numel = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
@@ -284,12 +284,12 @@ static ival *ival_from_tensor(irun *r, const Onnx__TensorProto *t) {
     graph_tensor_data td;
     errbuf e;
     if (graph_tensor_read(r->m, t, &td, &e) != TILEOPT_OK) return NULL;
-    ival *iv = ival_from_data(r, &td);
+    known_value *iv = known_from_data(r, &td);
     if (td.owned) free(td.data);
     return iv;
 }
 
-static int type_from_tensor(irun *r, const Onnx__TensorProto *t, ity *o) {
+static int type_from_tensor(infer_run *r, const Onnx__TensorProto *t, build_type *o) {
     (void)r;
     o->elem = t->has_data_type ? t->data_type : 0;
     if (t->n_dims > IR_MAX) {
@@ -304,8 +304,8 @@ static int type_from_tensor(irun *r, const Onnx__TensorProto *t, ity *o) {
     return 0;
 }
 
-static void type_from_proto(const Onnx__TypeProto *tp, ity *o) {
-    ity_unknown(o);
+static void type_from_proto(const Onnx__TypeProto *tp, build_type *o) {
+    type_unknown(o);
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return;
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -327,7 +327,7 @@ static void type_from_proto(const Onnx__TypeProto *tp, ity *o) {
 }
 
 /* Store o into t (model arena). */
-static int ity_store(graph_model *m, const ity *o, graph_type *t, errbuf *err) {
+static int type_store(graph_model *m, const build_type *o, graph_type *t, errbuf *err) {
     t->elem = o->elem;
     t->rank = o->rank;
     t->dims = NULL;
@@ -371,7 +371,7 @@ const char *infer_type_str(const graph_type *t, char *buf, size_t cap) {
 }
 
 /* Numpy broadcasting of the given types into o (shape only). */
-static void bcast(ity *o, const graph_type *const *ts, size_t k) {
+static void bcast(build_type *o, const graph_type *const *ts, size_t k) {
     int32_t rank = 0;
     for (size_t j = 0; j < k; j++) {
         if (!has_rank(ts[j])) {
@@ -380,7 +380,7 @@ static void bcast(ity *o, const graph_type *const *ts, size_t k) {
         }
         if (ts[j]->rank > rank) rank = ts[j]->rank;
     }
-    ity_set_rank(o, rank);
+    type_set_rank(o, rank);
     for (int32_t i = 0; i < rank; i++) {
         int64_t d = 1;        /* running result: 1 until something bigger is seen */
         const char *s = NULL;
@@ -430,31 +430,31 @@ static void bcast(ity *o, const graph_type *const *ts, size_t k) {
 
 /* -------------------------------------------------------- infer functions */
 
-typedef void (*infer_fn)(ictx *c);
+typedef void (*infer_fn)(node_ctx *c);
 
-static void inf_same(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_same(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
 }
 
-static void inf_same_bool(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_same_bool(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
     c->out[0].elem = DT_BOOL;
 }
 
-static void inf_identity(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
-    if (c->n_in > 0) c->outv[0] = (ival *)c->inv[0];
+static void inf_identity(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
+    if (c->n_in > 0) c->outv[0] = (known_value *)c->inv[0];
 }
 
-static void inf_dropout(ictx *c) {
+static void inf_dropout(node_ctx *c) {
     inf_identity(c);
     if (c->n_out > 1) {
-        ity_from(&c->out[1], IN(c, 0));
+        type_from(&c->out[1], IN(c, 0));
         c->out[1].elem = DT_BOOL;
     }
 }
 
-static void bcast_inputs(ictx *c, size_t from, size_t to) {
+static void bcast_inputs(node_ctx *c, size_t from, size_t to) {
     const graph_type *ts[64];
     size_t k = 0;
     for (size_t i = from; i < to && i < c->n_in; i++) {
@@ -470,15 +470,15 @@ static void bcast_inputs(ictx *c, size_t from, size_t to) {
 /* Integer arithmetic on tracked values, where both entries are known. */
 typedef enum { AR_ADD, AR_SUB, AR_MUL, AR_DIV, AR_OTHER } arith;
 
-static void arith_values(ictx *c, arith op) {
+static void arith_values(node_ctx *c, arith op) {
     if (c->n_in != 2 || !c->inv[0] || !c->inv[1]) return;
-    const ival *a = c->inv[0], *b = c->inv[1];
+    const known_value *a = c->inv[0], *b = c->inv[1];
     if (!a->v || !b->v) return;
     if (a->rank > 1 || b->rank > 1) return;
     if (a->n != b->n && a->n != 1 && b->n != 1) return;
     int64_t n = a->n > b->n ? a->n : b->n;
     int32_t rank = a->rank > b->rank ? a->rank : b->rank;
-    ival *o = ival_new(c->r, a->elem, rank, n, false);
+    known_value *o = known_new(c->r, a->elem, rank, n, false);
     if (!o) return;
     for (int64_t k = 0; k < n; k++) {
         int64_t ia = a->n == 1 ? 0 : k, ib = b->n == 1 ? 0 : k;
@@ -516,7 +516,7 @@ static void arith_values(ictx *c, arith op) {
     c->outv[0] = o;
 }
 
-static void inf_bcast(ictx *c) {
+static void inf_bcast(node_ctx *c) {
     bcast_inputs(c, 0, c->n_in);
     c->out[0].elem = in_elem(c, 0);
 }
@@ -529,35 +529,35 @@ static arith arith_of(const char *op) {
     return AR_OTHER;
 }
 
-static void inf_arith(ictx *c) {
+static void inf_arith(node_ctx *c) {
     inf_bcast(c);
     arith_values(c, arith_of(c->n->op_type));
 }
 
-static void inf_compare(ictx *c) {
+static void inf_compare(node_ctx *c) {
     bcast_inputs(c, 0, c->n_in);
     c->out[0].elem = DT_BOOL;
 }
 
-static void inf_where(ictx *c) {
+static void inf_where(node_ctx *c) {
     bcast_inputs(c, 0, 3);
     c->out[0].elem = in_elem(c, 1) ? in_elem(c, 1) : in_elem(c, 2);
 }
 
-static void inf_prelu(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_prelu(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
 }
 
-static void inf_cast(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_cast(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
     int64_t to = graph_attr_int(c->n, "to", 0);
     c->out[0].elem = dtype_valid((int32_t)to) ? (int32_t)to : 0;
-    const ival *a = c->n_in ? c->inv[0] : NULL;
+    const known_value *a = c->n_in ? c->inv[0] : NULL;
     if (!a || !c->out[0].elem) return;
     int32_t te = c->out[0].elem;
     bool to_int = elem_is_int(te), to_float = te == DT_FLOAT || te == DT_DOUBLE;
     if (!to_int && !to_float) return;
-    ival *o = ival_new(c->r, te, a->rank, a->n, to_float);
+    known_value *o = known_new(c->r, te, a->rank, a->n, to_float);
     if (!o) return;
     const dtype_info *di = dtype_get(te);
     for (int64_t k = 0; k < a->n; k++) {
@@ -593,24 +593,24 @@ static void inf_cast(ictx *c) {
     c->outv[0] = o;
 }
 
-static void inf_castlike(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_castlike(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
     c->out[0].elem = in_elem(c, 1);
 }
 
 /* Every attribute form of Constant reads as a TensorProto (graph_constant_value):
 ** its type, and its values when they are a small vector. */
-static void inf_constant(ictx *c) {
+static void inf_constant(node_ctx *c) {
     graph_const_hdr hdr;
     const Onnx__TensorProto *t;
     errbuf e;
     if (graph_constant_value(c->n, &hdr, &t, &e) != TILEOPT_OK) return;
     type_from_tensor(c->r, t, &c->out[0]);
-    c->outv[0] = ival_from_tensor(c->r, t);
+    c->outv[0] = known_from_tensor(c->r, t);
 }
 
-static void inf_shape(ictx *c) {
-    ity *o = &c->out[0];
+static void inf_shape(node_ctx *c) {
+    build_type *o = &c->out[0];
     o->elem = DT_INT64;
     o->rank = 1;
     o->d[0] = -1;
@@ -630,7 +630,7 @@ static void inf_shape(ictx *c) {
     if (end > r) end = r;
     int64_t n = end > start ? end - start : 0;
     o->d[0] = n;
-    ival *iv = ival_new(c->r, DT_INT64, 1, n, false);
+    known_value *iv = known_new(c->r, DT_INT64, 1, n, false);
     if (!iv) return;
     for (int64_t k = 0; k < n; k++) {
         int64_t d = tdim(x, (int32_t)(start + k));
@@ -644,13 +644,13 @@ static void inf_shape(ictx *c) {
     c->outv[0] = iv;
 }
 
-static void inf_size(ictx *c) {
+static void inf_size(node_ctx *c) {
     c->out[0].elem = DT_INT64;
     c->out[0].rank = 0;
     const graph_type *x = IN(c, 0);
     uint64_t numel;
     if (x && graph_type_numel(x, &numel) && numel <= INT64_MAX) {
-        ival *iv = ival_new(c->r, DT_INT64, 0, 1, false);
+        known_value *iv = known_new(c->r, DT_INT64, 0, 1, false);
         if (iv) {
             iv->v[0] = (int64_t)numel;
             iv->known[0] = 1;
@@ -660,12 +660,12 @@ static void inf_size(ictx *c) {
 }
 
 /* Tile-6/13 and the legacy Tile-1 (input, tiles, axis) form. */
-static void inf_tile(ictx *c) {
+static void inf_tile(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
-    ity_from(o, x);
+    type_from(o, x);
     int64_t rep[IR_MAX];
     int32_t r = x->rank;
     if (c->opset < 6) {
@@ -673,7 +673,7 @@ static void inf_tile(ictx *c) {
         int32_t ax;
         if (!in_scalar_int(c, 1, &tiles) || !in_scalar_int(c, 2, &axis) || tiles < 0 ||
             !norm_axis(axis, r, &ax)) {
-            ity_set_rank(o, r);
+            type_set_rank(o, r);
             return;
         }
         for (int32_t i = 0; i < r; i++) rep[i] = 1;
@@ -682,12 +682,12 @@ static void inf_tile(ictx *c) {
         const int64_t *v;
         int64_t n;
         if (!in_ints(c, 1, &v, &n) || n != r) {
-            ity_set_rank(o, r);
+            type_set_rank(o, r);
             return;
         }
         for (int32_t i = 0; i < r; i++) {
             if (v[i] < 0) {
-                ity_set_rank(o, r);
+                type_set_rank(o, r);
                 return;
             }
             rep[i] = v[i];
@@ -706,7 +706,7 @@ static void inf_tile(ictx *c) {
 }
 
 /* A graph_type view of a tracked 1-D value (for Expand's shape). */
-static bool ival_as_shape(const ival *iv, graph_type *t, int64_t *dims, const char **syms) {
+static bool known_as_shape(const known_value *iv, graph_type *t, int64_t *dims, const char **syms) {
     if (!iv || !iv->v || iv->rank != 1 || iv->n > IR_MAX) return false;
     t->elem = DT_INT64;
     t->rank = (int32_t)iv->n;
@@ -720,18 +720,18 @@ static bool ival_as_shape(const ival *iv, graph_type *t, int64_t *dims, const ch
     return true;
 }
 
-static void inf_expand(ictx *c) {
+static void inf_expand(node_ctx *c) {
     c->out[0].elem = in_elem(c, 0);
     int64_t dims[IR_MAX];
     const char *syms[IR_MAX];
     graph_type st;
-    const ival *sv = c->n_in > 1 ? c->inv[1] : NULL;
-    if (!ival_as_shape(sv, &st, dims, syms)) {
+    const known_value *sv = c->n_in > 1 ? c->inv[1] : NULL;
+    if (!known_as_shape(sv, &st, dims, syms)) {
         const graph_type *s = IN(c, 1);
         const graph_type *x = IN(c, 0);
         /* the rank is still known when the shape's length is */
         if (s && has_rank(x) && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
-            ity_set_rank(&c->out[0], tdim(s, 0) > x->rank ? (int32_t)tdim(s, 0) : x->rank);
+            type_set_rank(&c->out[0], tdim(s, 0) > x->rank ? (int32_t)tdim(s, 0) : x->rank);
         return;
     }
     const graph_type *ts[2] = {IN(c, 0) ? IN(c, 0) : &unknown_type, &st};
@@ -746,7 +746,7 @@ static int64_t dims_product(const graph_type *t, int32_t from, int32_t to) {
 }
 
 /* The -1 dim of Reshape: known products divided, symbols cancelled by name. */
-static void reshape_fill(const graph_type *x, ity *o, int32_t neg) {
+static void reshape_fill(const graph_type *x, build_type *o, int32_t neg) {
     if (!has_rank(x)) return;
     int64_t pin = 1, pout = 1;
     const char *sin[IR_MAX];
@@ -791,12 +791,12 @@ static void reshape_fill(const graph_type *x, ity *o, int32_t neg) {
     }
 }
 
-static void inf_reshape(ictx *c) {
-    ity *o = &c->out[0];
+static void inf_reshape(node_ctx *c) {
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     const graph_type *x = IN(c, 0);
-    const ival *sv = NULL;
-    ival tmp;
+    const known_value *sv = NULL;
+    known_value tmp;
     uint8_t known[IR_MAX];
     const char *syms[IR_MAX];
     if (c->opset < 5) {
@@ -817,11 +817,11 @@ static void inf_reshape(ictx *c) {
     if (!sv || !sv->v || sv->rank != 1 || sv->n > IR_MAX) {
         const graph_type *s = IN(c, 1);
         if (c->opset >= 5 && s && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
-            ity_set_rank(o, (int32_t)tdim(s, 0));
+            type_set_rank(o, (int32_t)tdim(s, 0));
         return;
     }
     bool allowzero = graph_attr_int(c->n, "allowzero", 0) != 0;
-    ity_set_rank(o, (int32_t)sv->n);
+    type_set_rank(o, (int32_t)sv->n);
     int32_t neg = -1;
     for (int32_t i = 0; i < o->rank; i++) {
         if (!sv->known[i]) {
@@ -833,26 +833,26 @@ static void inf_reshape(ictx *c) {
             if (has_rank(x) && i < x->rank) put_dim(o, i, x, i);
         } else if (v == -1) {
             if (neg >= 0) { /* two -1: invalid model, say nothing */
-                ity_set_rank(o, o->rank);
+                type_set_rank(o, o->rank);
                 return;
             }
             neg = i;
         } else if (v >= 0) {
             o->d[i] = v;
         } else {
-            ity_set_rank(o, o->rank);
+            type_set_rank(o, o->rank);
             return;
         }
     }
     if (neg >= 0) reshape_fill(x, o, neg);
     /* a tracked value keeps its entries through a reshape to rank <= 1 */
-    const ival *xv = c->n_in ? c->inv[0] : NULL;
+    const known_value *xv = c->n_in ? c->inv[0] : NULL;
     if (xv && o->rank <= 1) {
         int64_t n = o->rank == 0 ? 1 : o->d[0];
         if (n == xv->n) {
-            ival *ov = ival_new(c->r, xv->elem, o->rank, n, xv->f != NULL);
+            known_value *ov = known_new(c->r, xv->elem, o->rank, n, xv->f != NULL);
             if (ov) {
-                for (int64_t k = 0; k < n; k++) ival_take(ov, k, xv, k);
+                for (int64_t k = 0; k < n; k++) known_take(ov, k, xv, k);
                 c->outv[0] = ov;
             }
         }
@@ -877,11 +877,11 @@ static void product_dim(const graph_type *x, int32_t from, int32_t to, int64_t *
     if (unknown == 1) *s = sym;
 }
 
-static void inf_flatten(ictx *c) {
+static void inf_flatten(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
-    ity_set_rank(o, 2);
+    type_set_rank(o, 2);
     if (!has_rank(x)) return;
     int64_t axis = graph_attr_int(c->n, "axis", 1);
     if (axis < 0) axis += x->rank;
@@ -890,15 +890,15 @@ static void inf_flatten(ictx *c) {
     product_dim(x, (int32_t)axis, x->rank, &o->d[1], &o->s[1]);
 }
 
-static void inf_transpose(ictx *c) {
+static void inf_transpose(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     int32_t r = x->rank;
     const Onnx__AttributeProto *a = graph_attr(c->n, "perm");
     if (a && a->n_ints != (size_t)r) return; /* invalid: not even the rank is sure */
-    ity_set_rank(o, r);
+    type_set_rank(o, r);
     bool seen[IR_MAX] = {false};
     for (int32_t i = 0; i < r; i++) {
         int64_t p = a ? a->ints[i] : r - 1 - i;
@@ -912,7 +912,7 @@ static void inf_transpose(ictx *c) {
 }
 
 /* Axes from the attribute (before `since`) or input 1; false when unknown. */
-static bool get_axes(ictx *c, int64_t since, size_t input, const int64_t **v, int64_t *n,
+static bool get_axes(node_ctx *c, int64_t since, size_t input, const int64_t **v, int64_t *n,
                      bool *present) {
     if (c->opset < since) {
         const Onnx__AttributeProto *a = graph_attr(c->n, "axes");
@@ -931,9 +931,9 @@ static bool get_axes(ictx *c, int64_t since, size_t input, const int64_t **v, in
     return in_ints(c, input, v, n);
 }
 
-static void inf_squeeze(ictx *c) {
+static void inf_squeeze(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     const int64_t *axes;
@@ -957,9 +957,9 @@ static void inf_squeeze(ictx *c) {
     for (int32_t i = 0; i < x->rank; i++)
         if (!drop[i]) put_dim(o, r++, x, i);
     o->rank = r;
-    const ival *xv = c->inv[0];
+    const known_value *xv = c->inv[0];
     if (xv && r == 0 && xv->n == 1) {
-        ival *ov = ival_new(c->r, xv->elem, 0, 1, xv->f != NULL);
+        known_value *ov = known_new(c->r, xv->elem, 0, 1, xv->f != NULL);
         if (ov) {
             if (xv->v) ov->v[0] = xv->v[0];
             else ov->f[0] = xv->f[0];
@@ -970,9 +970,9 @@ static void inf_squeeze(ictx *c) {
     }
 }
 
-static void inf_unsqueeze(ictx *c) {
+static void inf_unsqueeze(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     const int64_t *axes;
@@ -997,18 +997,18 @@ static void inf_unsqueeze(ictx *c) {
             put_dim(o, i, x, j++);
         }
     }
-    const ival *xv = c->inv[0];
+    const known_value *xv = c->inv[0];
     if (xv && r == 1) {
-        ival *ov = ival_new(c->r, xv->elem, 1, xv->n, xv->f != NULL);
+        known_value *ov = known_new(c->r, xv->elem, 1, xv->n, xv->f != NULL);
         if (ov) {
-            for (int64_t k = 0; k < xv->n; k++) ival_take(ov, k, xv, k);
+            for (int64_t k = 0; k < xv->n; k++) known_take(ov, k, xv, k);
             c->outv[0] = ov;
         }
     }
 }
 
-static void inf_concat(ictx *c) {
-    ity *o = &c->out[0];
+static void inf_concat(node_ctx *c) {
+    build_type *o = &c->out[0];
     o->elem = 0;
     int32_t r = -1;
     for (size_t i = 0; i < c->n_in; i++) {
@@ -1020,7 +1020,7 @@ static void inf_concat(ictx *c) {
     int64_t axis = graph_attr_int(c->n, "axis", 0);
     int32_t ax;
     if (!norm_axis(axis, r, &ax)) return;
-    ity_set_rank(o, r);
+    type_set_rank(o, r);
     int64_t sum = 0;
     for (size_t i = 0; i < c->n_in; i++) {
         const graph_type *t = IN(c, i);
@@ -1029,7 +1029,7 @@ static void inf_concat(ictx *c) {
             continue;
         }
         if (t->rank != r) {
-            ity_set_rank(o, r);
+            type_set_rank(o, r);
             return;
         }
         for (int32_t k = 0; k < r; k++) {
@@ -1046,18 +1046,18 @@ static void inf_concat(ictx *c) {
     int64_t total = 0;
     bool fl = false;
     for (size_t i = 0; i < c->n_in; i++) {
-        const ival *v = c->inv[i];
+        const known_value *v = c->inv[i];
         if (!v || v->rank != 1) return;
         if (i == 0) fl = v->f != NULL;
         else if ((v->f != NULL) != fl) return;
         total += v->n;
         if (total > IV_MAX) return;
     }
-    ival *ov = ival_new(c->r, c->inv[0]->elem, 1, total, fl);
+    known_value *ov = known_new(c->r, c->inv[0]->elem, 1, total, fl);
     if (!ov) return;
     int64_t k = 0;
     for (size_t i = 0; i < c->n_in; i++) {
-        const ival *v = c->inv[i];
+        const known_value *v = c->inv[i];
         for (int64_t e = 0; e < v->n; e++, k++) {
             if (fl) ov->f[k] = v->f[e];
             else ov->v[k] = v->v[e];
@@ -1068,14 +1068,14 @@ static void inf_concat(ictx *c) {
     c->outv[0] = ov;
 }
 
-static void inf_split(ictx *c) {
+static void inf_split(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     for (size_t k = 0; k < c->n_out; k++) c->out[k].elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     int32_t ax;
     if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &ax)) return;
     for (size_t k = 0; k < c->n_out; k++) {
-        ity_from(&c->out[k], x);
+        type_from(&c->out[k], x);
         c->out[k].d[ax] = -1;
         c->out[k].s[ax] = NULL;
     }
@@ -1136,13 +1136,13 @@ static int64_t slice_first(int64_t d, int64_t start, int64_t step) {
     return start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
 }
 
-static void inf_slice(ictx *c) {
+static void inf_slice(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     int32_t r = x->rank;
-    ity_from(o, x);
+    type_from(o, x);
     const int64_t *st, *en, *ax = NULL, *sp = NULL;
     int64_t nst, nen, nax = 0, nsp = 0;
     bool ok = true;
@@ -1168,7 +1168,7 @@ static void inf_slice(ictx *c) {
             for (int64_t k = 0; k < nax; k++) {
                 int32_t a;
                 if (!norm_axis(ax[k], r, &a)) {
-                    ity_set_rank(o, r);
+                    type_set_rank(o, r);
                     return;
                 }
                 o->d[a] = -1;
@@ -1176,7 +1176,7 @@ static void inf_slice(ictx *c) {
             }
             return;
         }
-        ity_set_rank(o, r);
+        type_set_rank(o, r);
         return;
     }
     int64_t first[IR_MAX], stepv[IR_MAX];
@@ -1184,13 +1184,13 @@ static void inf_slice(ictx *c) {
     for (int64_t k = 0; k < nst; k++) {
         int32_t a;
         if (!norm_axis(ax ? ax[k] : k, r, &a) || sliced[a]) {
-            ity_set_rank(o, r);
+            type_set_rank(o, r);
             return;
         }
         sliced[a] = true;
         int64_t step = sp ? sp[k] : 1;
         if (step == 0) {
-            ity_set_rank(o, r);
+            type_set_rank(o, r);
             return;
         }
         int64_t d = tdim(x, a);
@@ -1210,65 +1210,65 @@ static void inf_slice(ictx *c) {
         }
     }
     /* a tracked 1-D value slices entry by entry */
-    const ival *xv = c->inv[0];
+    const known_value *xv = c->inv[0];
     if (xv && r == 1 && xv->rank == 1 && o->d[0] >= 0 && first[0] >= 0 && sliced[0]) {
-        ival *ov = ival_new(c->r, xv->elem, 1, o->d[0], xv->f != NULL);
+        known_value *ov = known_new(c->r, xv->elem, 1, o->d[0], xv->f != NULL);
         if (!ov) return;
         for (int64_t k = 0; k < o->d[0]; k++) {
             int64_t i = first[0] + k * stepv[0];
             if (i < 0 || i >= xv->n) return;
-            ival_take(ov, k, xv, i);
+            known_take(ov, k, xv, i);
         }
         c->outv[0] = ov;
     }
 }
 
-static void inf_gather(ictx *c) {
+static void inf_gather(node_ctx *c) {
     const graph_type *x = IN(c, 0), *idx = IN(c, 1);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || !has_rank(idx)) return;
     int32_t ax;
     if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &ax)) return;
     int32_t r = x->rank - 1 + idx->rank;
     if (r > IR_MAX) return;
-    ity_set_rank(o, r);
+    type_set_rank(o, r);
     int32_t j = 0;
     for (int32_t i = 0; i < ax; i++) put_dim(o, j++, x, i);
     for (int32_t i = 0; i < idx->rank; i++) put_dim(o, j++, idx, i);
     for (int32_t i = ax + 1; i < x->rank; i++) put_dim(o, j++, x, i);
-    const ival *xv = c->inv[0], *iv = c->inv[1];
+    const known_value *xv = c->inv[0], *iv = c->inv[1];
     if (!xv || !iv || xv->rank != 1 || !iv->v || iv->rank > 1) return;
-    ival *ov = ival_new(c->r, xv->elem, iv->rank, iv->n, xv->f != NULL);
+    known_value *ov = known_new(c->r, xv->elem, iv->rank, iv->n, xv->f != NULL);
     if (!ov) return;
     for (int64_t k = 0; k < iv->n; k++) {
         if (!iv->known[k]) return;
         int64_t i = iv->v[k];
         if (i < 0) i += xv->n;
         if (i < 0 || i >= xv->n) return;
-        ival_take(ov, k, xv, i);
+        known_take(ov, k, xv, i);
     }
     c->outv[0] = ov;
 }
 
-static void inf_constant_of_shape(ictx *c) {
-    ity *o = &c->out[0];
+static void inf_constant_of_shape(node_ctx *c) {
+    build_type *o = &c->out[0];
     o->elem = DT_FLOAT;
     const Onnx__AttributeProto *va = graph_attr(c->n, "value");
     if (va && va->t && va->t->has_data_type) o->elem = va->t->data_type;
-    const ival *sv = c->inv[0];
+    const known_value *sv = c->inv[0];
     const graph_type *s = IN(c, 0);
     if (!sv || !sv->v || sv->rank != 1 || sv->n > IR_MAX) {
         if (s && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
-            ity_set_rank(o, (int32_t)tdim(s, 0));
+            type_set_rank(o, (int32_t)tdim(s, 0));
         return;
     }
-    ity_set_rank(o, (int32_t)sv->n);
+    type_set_rank(o, (int32_t)sv->n);
     int64_t numel = 1;
     for (int64_t k = 0; k < sv->n; k++) {
         if (sv->known[k]) {
             if (sv->v[k] < 0) {
-                ity_set_rank(o, o->rank);
+                type_set_rank(o, o->rank);
                 return;
             }
             o->d[k] = sv->v[k];
@@ -1280,14 +1280,14 @@ static void inf_constant_of_shape(ictx *c) {
     }
     /* ConstantOfShape([n], 1) feeding Tile's repeats is common: track it */
     if (o->rank != 1 || numel < 0 || numel > IV_MAX) return;
-    ival *fill = NULL;
-    if (va && va->t) fill = ival_from_tensor(c->r, va->t);
+    known_value *fill = NULL;
+    if (va && va->t) fill = known_from_tensor(c->r, va->t);
     else if (!va) {
-        fill = ival_new(c->r, DT_FLOAT, 0, 1, true);
+        fill = known_new(c->r, DT_FLOAT, 0, 1, true);
         if (fill) fill->known[0] = 1;
     }
     if (!fill || fill->n != 1) return;
-    ival *ov = ival_new(c->r, fill->elem, 1, numel, fill->f != NULL);
+    known_value *ov = known_new(c->r, fill->elem, 1, numel, fill->f != NULL);
     if (!ov) return;
     for (int64_t k = 0; k < numel; k++) {
         if (fill->v) ov->v[k] = fill->v[0];
@@ -1297,11 +1297,11 @@ static void inf_constant_of_shape(ictx *c) {
     c->outv[0] = ov;
 }
 
-static void inf_range(ictx *c) {
-    ity *o = &c->out[0];
+static void inf_range(node_ctx *c) {
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
-    ity_set_rank(o, 1);
-    const ival *a = c->inv[0], *b = c->n_in > 1 ? c->inv[1] : NULL,
+    type_set_rank(o, 1);
+    const known_value *a = c->inv[0], *b = c->n_in > 1 ? c->inv[1] : NULL,
                *d = c->n_in > 2 ? c->inv[2] : NULL;
     if (!a || !b || !d || a->n != 1 || b->n != 1 || d->n != 1) return;
     if (!a->known[0] || !b->known[0] || !d->known[0]) return;
@@ -1314,7 +1314,7 @@ static void inf_range(ictx *c) {
         int64_t n = diff / st + ((diff % st != 0 && ((diff < 0) == (st < 0))) ? 1 : 0);
         o->d[0] = n > 0 ? n : 0;
         if (o->d[0] <= IV_MAX) {
-            ival *ov = ival_new(c->r, a->elem, 1, o->d[0], false);
+            known_value *ov = known_new(c->r, a->elem, 1, o->d[0], false);
             if (ov) {
                 for (int64_t k = 0; k < o->d[0]; k++) {
                     /* within [s, l): no overflow, n being what it is */
@@ -1336,9 +1336,9 @@ static void inf_range(ictx *c) {
 }
 
 /* MatMul with numpy semantics: 1-D operands are promoted, batch dims broadcast. */
-static void inf_matmul(ictx *c) {
+static void inf_matmul(node_ctx *c) {
     const graph_type *a = IN(c, 0), *b = IN(c, 1);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(a) || !has_rank(b) || a->rank == 0 || b->rank == 0) return;
     /* batch dims: broadcast a[:-2] with b[:-2] */
@@ -1363,11 +1363,11 @@ static void inf_matmul(ictx *c) {
     o->rank = r;
 }
 
-static void inf_gemm(ictx *c) {
+static void inf_gemm(node_ctx *c) {
     const graph_type *a = IN(c, 0), *b = IN(c, 1);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
-    ity_set_rank(o, 2);
+    type_set_rank(o, 2);
     bool ta = graph_attr_int(c->n, "transA", 0) != 0;
     bool tb = graph_attr_int(c->n, "transB", 0) != 0;
     if (has_rank(a) && a->rank == 2) put_dim(o, 0, a, ta ? 1 : 0);
@@ -1396,8 +1396,8 @@ static int64_t floordiv(int64_t a, int64_t b) {
 static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
 
 /* Output spatial dims of Conv/pooling. kernel[] must be known. */
-static void window_dims(ictx *c, const graph_type *x, const int64_t *kernel, int32_t ns,
-                        bool use_dilation, bool ceil_mode, ity *o) {
+static void window_dims(node_ctx *c, const graph_type *x, const int64_t *kernel, int32_t ns,
+                        bool use_dilation, bool ceil_mode, build_type *o) {
     int64_t strides[IR_MAX], dil[IR_MAX], pads[2 * IR_MAX];
     if (!spatial_attr(c->n, "strides", ns, 1, strides)) return;
     if (!spatial_attr(c->n, "dilations", ns, 1, dil)) return;
@@ -1427,13 +1427,13 @@ static void window_dims(ictx *c, const graph_type *x, const int64_t *kernel, int
     }
 }
 
-static void inf_conv(ictx *c) {
+static void inf_conv(node_ctx *c) {
     const graph_type *x = IN(c, 0), *w = IN(c, 1);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || x->rank < 3) return;
     int32_t ns = x->rank - 2;
-    ity_set_rank(o, x->rank);
+    type_set_rank(o, x->rank);
     put_dim(o, 0, x, 0);
     if (has_rank(w) && w->rank == x->rank) put_dim(o, 1, w, 0);
     int64_t kernel[IR_MAX];
@@ -1448,13 +1448,13 @@ static void inf_conv(ictx *c) {
     window_dims(c, x, kernel, ns, true, false, o);
 }
 
-static void inf_conv_transpose(ictx *c) {
+static void inf_conv_transpose(node_ctx *c) {
     const graph_type *x = IN(c, 0), *w = IN(c, 1);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || x->rank < 3) return;
     int32_t ns = x->rank - 2;
-    ity_set_rank(o, x->rank);
+    type_set_rank(o, x->rank);
     put_dim(o, 0, x, 0);
     int64_t group = graph_attr_int(c->n, "group", 1);
     if (has_rank(w) && w->rank == x->rank && tdim(w, 1) >= 0)
@@ -1503,13 +1503,13 @@ static void inf_conv_transpose(ictx *c) {
     }
 }
 
-static void inf_pool(ictx *c) {
+static void inf_pool(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     for (size_t k = 0; k < c->n_out; k++) c->out[k].elem = k ? DT_INT64 : in_elem(c, 0);
     if (!has_rank(x) || x->rank < 3) return;
     int32_t ns = x->rank - 2;
-    ity *o = &c->out[0];
-    ity_set_rank(o, x->rank);
+    build_type *o = &c->out[0];
+    type_set_rank(o, x->rank);
     put_dim(o, 0, x, 0);
     put_dim(o, 1, x, 1);
     const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
@@ -1525,34 +1525,34 @@ static void inf_pool(ictx *c) {
     }
 }
 
-static void inf_global_pool(ictx *c) {
+static void inf_global_pool(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || x->rank < 2) return;
-    ity_from(o, x);
+    type_from(o, x);
     for (int32_t i = 2; i < x->rank; i++) {
         o->d[i] = 1;
         o->s[i] = NULL;
     }
 }
 
-static void inf_batchnorm(ictx *c) {
+static void inf_batchnorm(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity_from(&c->out[0], x);
+    type_from(&c->out[0], x);
     for (size_t k = 1; k < c->n_out; k++) {
-        ity *o = &c->out[k];
+        build_type *o = &c->out[k];
         o->elem = in_elem(c, 1) ? in_elem(c, 1) : in_elem(c, 0);
         if (c->opset >= 9) {
-            ity_set_rank(o, 1);
+            type_set_rank(o, 1);
             if (has_rank(x) && x->rank >= 2) put_dim(o, 0, x, 1);
         }
     }
 }
 
-static void inf_reduce(ictx *c) {
+static void inf_reduce(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     bool keep = graph_attr_int(c->n, "keepdims", 1) != 0;
@@ -1561,13 +1561,13 @@ static void inf_reduce(ictx *c) {
     int64_t n;
     bool present;
     if (!get_axes(c, since, 1, &axes, &n, &present)) {
-        if (keep) ity_set_rank(o, x->rank);
+        if (keep) type_set_rank(o, x->rank);
         return;
     }
     bool red[IR_MAX] = {false};
     if (!present || n == 0) {
         if (c->opset >= since && graph_attr_int(c->n, "noop_with_empty_axes", 0)) {
-            ity_from(o, x);
+            type_from(o, x);
             return;
         }
         for (int32_t i = 0; i < x->rank; i++) red[i] = true;
@@ -1589,9 +1589,9 @@ static void inf_reduce(ictx *c) {
     o->rank = r;
 }
 
-static void inf_argreduce(ictx *c) {
+static void inf_argreduce(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = DT_INT64;
     if (!has_rank(x)) return;
     int32_t a;
@@ -1608,13 +1608,13 @@ static void inf_argreduce(ictx *c) {
     o->rank = r;
 }
 
-static void inf_pad(ictx *c) {
+static void inf_pad(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     int32_t r = x->rank;
-    ity_set_rank(o, r);
+    type_set_rank(o, r);
     const int64_t *pads = NULL;
     int64_t np = 0;
     if (c->opset < 11) {
@@ -1631,11 +1631,11 @@ static void inf_pad(ictx *c) {
         if (!in_ints(c, 3, &axes, &nax)) return;
     }
     if (np != 2 * nax) return;
-    ity_from(o, x);
+    type_from(o, x);
     for (int64_t k = 0; k < nax; k++) {
         int32_t a;
         if (!norm_axis(axes ? axes[k] : k, r, &a)) {
-            ity_set_rank(o, r);
+            type_set_rank(o, r);
             return;
         }
         int64_t d = tdim(x, a);
@@ -1655,13 +1655,13 @@ static void inf_pad(ictx *c) {
 }
 
 /* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample. */
-static void inf_resize(ictx *c) {
+static void inf_resize(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x)) return;
     int32_t r = x->rank;
-    ity_set_rank(o, r);
+    type_set_rank(o, r);
     if (graph_attr(c->n, "axes")) return; /* opset 18 subset form: not handled */
     bool upsample = graph_node_is(c->n, "Upsample");
     size_t scales_in = (upsample || c->opset < 11) ? 1 : 2;
@@ -1695,15 +1695,15 @@ static void inf_resize(ictx *c) {
     }
 }
 
-static void inf_nonzero(ictx *c) {
+static void inf_nonzero(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = DT_INT64;
-    ity_set_rank(o, 2);
+    type_set_rank(o, 2);
     if (has_rank(x)) o->d[0] = x->rank;
 }
 
-static void inf_topk(ictx *c) {
+static void inf_topk(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     c->out[0].elem = in_elem(c, 0);
     if (c->n_out > 1) c->out[1].elem = DT_INT64;
@@ -1719,35 +1719,35 @@ static void inf_topk(ictx *c) {
     }
     for (size_t j = 0; j < c->n_out && j < 2; j++) {
         int32_t e = c->out[j].elem;
-        ity_from(&c->out[j], x);
+        type_from(&c->out[j], x);
         c->out[j].elem = e;
         c->out[j].d[a] = k >= 0 ? k : -1;
         c->out[j].s[a] = NULL;
     }
 }
 
-static void inf_gather_elements(ictx *c) {
-    ity_from(&c->out[0], IN(c, 1));
+static void inf_gather_elements(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 1));
     c->out[0].elem = in_elem(c, 0);
 }
 
-static void inf_eyelike(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_eyelike(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
     int64_t dt = graph_attr_int(c->n, "dtype", 0);
     if (dt) c->out[0].elem = dtype_valid((int32_t)dt) ? (int32_t)dt : 0;
 }
 
-static void inf_layernorm(ictx *c) {
-    ity_from(&c->out[0], IN(c, 0));
+static void inf_layernorm(node_ctx *c) {
+    type_from(&c->out[0], IN(c, 0));
 }
 
 /* DepthToSpace / SpaceToDepth: NCHW, channels traded for blocksize^2 space. */
-static void inf_depth_space(ictx *c) {
+static void inf_depth_space(node_ctx *c) {
     const graph_type *x = IN(c, 0);
-    ity *o = &c->out[0];
+    build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || x->rank != 4) return;
-    ity_set_rank(o, 4);
+    type_set_rank(o, 4);
     int64_t b = graph_attr_int(c->n, "blocksize", 0);
     if (b <= 0) return;
     int64_t b2 = dmul(b, b);
@@ -1762,7 +1762,7 @@ static void inf_depth_space(ictx *c) {
 }
 
 /* If: each output is what both branches agree on. */
-static void inf_if(ictx *c) {
+static void inf_if(node_ctx *c) {
     const Onnx__AttributeProto *ta = graph_attr(c->n, "then_branch");
     const Onnx__AttributeProto *ea = graph_attr(c->n, "else_branch");
     if (!ta || !ea || !ta->g || !ea->g) return;
@@ -1780,10 +1780,10 @@ static void inf_if(ictx *c) {
         tv = value_home(tv, NULL);
         ev = value_home(ev, NULL);
         const graph_type *a = &tv->type, *b = &ev->type;
-        ity *o = &c->out[k];
+        build_type *o = &c->out[k];
         o->elem = a->elem == b->elem ? a->elem : 0;
         if (!has_rank(a) || !has_rank(b) || a->rank != b->rank) continue;
-        ity_set_rank(o, a->rank);
+        type_set_rank(o, a->rank);
         for (int32_t i = 0; i < a->rank; i++) {
             if (tdim(a, i) >= 0 && tdim(a, i) == tdim(b, i)) o->d[i] = tdim(a, i);
             else if (same_sym(tsym(a, i), tsym(b, i))) o->s[i] = tsym(a, i);
@@ -1792,7 +1792,7 @@ static void inf_if(ictx *c) {
 }
 
 /* Loop/Scan: element types only where the schema ties them to inputs. */
-static void inf_loop(ictx *c) {
+static void inf_loop(node_ctx *c) {
     /* Loop outputs: carried values keep their element type (inputs 2..). */
     for (size_t k = 0; k < c->n_out; k++)
         if (k + 2 < c->n_in) c->out[k].elem = in_elem(c, k + 2);
@@ -1867,24 +1867,24 @@ static infer_fn infer_lookup(const Onnx__NodeProto *n) {
 /* ----------------------------------------------------------------- driver */
 
 /* The tracked value behind a value entry (following outer-scope references). */
-static const ival *value_ival(irun *r, iscope *sc, graph_value *v) {
+static const known_value *value_ival(infer_run *r, value_scope *sc, graph_value *v) {
     graph *g = sc->g;
     v = value_home(v, &g);
-    iscope *s = sc;
+    value_scope *s = sc;
     while (s && s->g != g) s = s->parent;
     if (!s) return NULL;
     uint32_t i = (uint32_t)(v - g->values);
     if (i >= g->n_values) return NULL;
     if (!s->iv[i] && v->initializer >= 0 && !s->tried[i]) {
         s->tried[i] = 1;
-        s->iv[i] = ival_from_tensor(r, g->pb->initializer[v->initializer]);
+        s->iv[i] = known_from_tensor(r, g->pb->initializer[v->initializer]);
     }
     return s->iv[i];
 }
 
 /* Declared type of a node output (value_info, or graph output), unknown if none. */
-static void declared_type(graph *g, const graph_value *v, ity *o) {
-    ity_unknown(o);
+static void declared_type(graph *g, const graph_value *v, build_type *o) {
+    type_unknown(o);
     if (v->value_info >= 0 && (size_t)v->value_info < g->pb->n_value_info)
         type_from_proto(g->pb->value_info[v->value_info]->type, o);
     else if (v->output >= 0 && (size_t)v->output < g->pb->n_output)
@@ -1892,7 +1892,7 @@ static void declared_type(graph *g, const graph_value *v, ity *o) {
 }
 
 /* Merge inferred `a` with declared `b` into a. Conflicts: strict -> error. */
-static int merge_declared(irun *r, graph *g, const char *name, ity *a, const ity *b) {
+static int merge_declared(infer_run *r, graph *g, const char *name, build_type *a, const build_type *b) {
     bool conflict = false;
     if (a->elem && b->elem && a->elem != b->elem) conflict = true;
     if (a->rank >= 0 && b->rank >= 0 && a->rank != b->rank) conflict = true;
@@ -1935,23 +1935,23 @@ static int merge_declared(irun *r, graph *g, const char *name, ity *a, const ity
     return TILEOPT_OK;
 }
 
-static int grow_scratch(irun *r, size_t n_in, size_t n_out) {
+static int grow_scratch(infer_run *r, size_t n_in, size_t n_out) {
     if (n_in > r->cap_ins) {
         size_t cap = n_in * 2;
         const graph_type **a = realloc(r->ins, cap * sizeof *a);
         if (!a) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->ins = a;
-        const ival **b = realloc(r->inv, cap * sizeof *b);
+        const known_value **b = realloc(r->inv, cap * sizeof *b);
         if (!b) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->inv = b;
         r->cap_ins = cap;
     }
     if (n_out > r->cap_outs) {
         size_t cap = n_out * 2;
-        ity *a = realloc(r->outs, cap * sizeof *a);
+        build_type *a = realloc(r->outs, cap * sizeof *a);
         if (!a) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->outs = a;
-        ival **b = realloc(r->outv, cap * sizeof *b);
+        known_value **b = realloc(r->outv, cap * sizeof *b);
         if (!b) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->outv = b;
         r->cap_outs = cap;
@@ -1959,9 +1959,9 @@ static int grow_scratch(irun *r, size_t n_in, size_t n_out) {
     return TILEOPT_OK;
 }
 
-static int infer_graph(irun *r, graph *g, iscope *parent);
+static int infer_graph(infer_run *r, graph *g, value_scope *parent);
 
-static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
+static int infer_node(infer_run *r, value_scope *sc, graph *g, int32_t idx) {
     Onnx__NodeProto *n = graph_node(g, idx);
     for (graph *s = graph_node_subgraphs(g, idx); s; s = s->next_sibling) {
         int rc = infer_graph(r, s, sc);
@@ -1973,7 +1973,7 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
     enum { SPARE_SLOTS = 4 };
     int rc = grow_scratch(r, n->n_input + SPARE_SLOTS, n->n_output + 1);
     if (rc) return rc;
-    ictx c = {.r = r, .sc = sc, .g = g, .idx = idx, .n = n, .opset = r->opset,
+    node_ctx c = {.r = r, .sc = sc, .g = g, .idx = idx, .n = n, .opset = r->opset,
               .n_in = n->n_input, .in = r->ins, .inv = r->inv, .n_out = n->n_output,
               .out = r->outs, .outv = r->outv};
     for (size_t i = 0; i < n->n_input; i++) {
@@ -1992,7 +1992,7 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
         c.inv[i] = NULL;
     }
     for (size_t k = 0; k < n->n_output; k++) {
-        ity_unknown(&c.out[k]);
+        type_unknown(&c.out[k]);
         c.outv[k] = NULL;
     }
     infer_fn fn = infer_lookup(n);
@@ -2002,11 +2002,11 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
         if (!name || !name[0]) continue;
         graph_value *v = graph_find(g, name);
         if (!v || v->outer >= 0) continue;
-        ity decl;
+        build_type decl;
         declared_type(g, v, &decl);
         rc = merge_declared(r, g, name, &c.out[k], &decl);
         if (rc) return rc;
-        rc = ity_store(r->m, &c.out[k], &v->type, r->err);
+        rc = type_store(r->m, &c.out[k], &v->type, r->err);
         if (rc) return rc;
         uint32_t vi = (uint32_t)(v - g->values);
         /* a value is trusted only when the declared type agrees with its length */
@@ -2015,8 +2015,8 @@ static int infer_node(irun *r, iscope *sc, graph *g, int32_t idx) {
     return TILEOPT_OK;
 }
 
-static int infer_graph(irun *r, graph *g, iscope *parent) {
-    iscope sc = {.g = g, .parent = parent};
+static int infer_graph(infer_run *r, graph *g, value_scope *parent) {
+    value_scope sc = {.g = g, .parent = parent};
     uint32_t nn = graph_n_nodes(g);
     /* per-value tables are big on big graphs: malloc, not the scratch arena */
     sc.iv = calloc(g->n_values ? g->n_values : 1, sizeof *sc.iv);
@@ -2025,20 +2025,20 @@ static int infer_graph(irun *r, graph *g, iscope *parent) {
     int rc = TILEOPT_OK;
     if (!sc.iv || !sc.tried || !order)
         rc = err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
-    ity t;
+    build_type t;
     /* graph inputs and initializers: what the model says */
     for (size_t i = 0; !rc && i < g->pb->n_input; i++) {
         graph_value *v = graph_find(g, g->pb->input[i]->name);
         if (!v || v->outer >= 0) continue;
         type_from_proto(g->pb->input[i]->type, &t);
-        rc = ity_store(r->m, &t, &v->type, r->err);
+        rc = type_store(r->m, &t, &v->type, r->err);
     }
     for (size_t i = 0; !rc && i < g->pb->n_initializer; i++) {
         const Onnx__TensorProto *tp = g->pb->initializer[i];
         graph_value *v = tp->name ? graph_find(g, tp->name) : NULL;
         if (!v || v->outer >= 0) continue;
         type_from_tensor(r, tp, &t);
-        rc = ity_store(r->m, &t, &v->type, r->err);
+        rc = type_store(r->m, &t, &v->type, r->err);
     }
     uint32_t count = 0;
     if (!rc) rc = graph_toposort(g, order, &count, r->err);
@@ -2059,7 +2059,7 @@ static int infer_model(graph_model *m, bool strict, errbuf *err) {
             return err_set(err, TILEOPT_ERROR, "shape inference: op table out of order at %s",
                            infer_table[i].op);
 #endif
-    irun r = {.m = m, .strict = strict, .err = err};
+    infer_run r = {.m = m, .strict = strict, .err = err};
     r.opset = graph_opset(m, "");
     r.tmp = arena_new();
     if (!r.tmp) return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "eval/eval.h"
-#include "passes/ctx.h"
+#include "api/ctx.h"
 #include "tileopt.h"
 #include "tools/cmd.h"
 

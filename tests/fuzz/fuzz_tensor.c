@@ -17,7 +17,7 @@
 
 #include "eval/eval.h"
 #include "fuzz_common.h"
-#include "passes/ctx.h"
+#include "api/ctx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
