@@ -20,6 +20,11 @@
 #include "graph/err.h"
 #include "onnx.pb-c.h"
 
+/* Rows of a table. Every table is tied to the enum it is indexed by or to its
+** lookup's count through _Static_assert(countof(t) == X_COUNT), never to a number
+** typed beside it. */
+#define countof(a) (sizeof(a) / sizeof((a)[0]))
+
 typedef struct graph graph;
 typedef struct graph_model graph_model;
 
