@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "graph/graph.h"
+#include "graph/ops.h"
 
 #define TENSOR_MAX_RANK 64
 

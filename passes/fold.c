@@ -388,22 +388,6 @@ static void free_outs(tensor **outs, size_t n) {
     }
 }
 
-/* Multidirectional-broadcasting elementwise ops (a Tile feeding them may be a
-** broadcast they do anyway). */
-static const char *const broadcasting_ops[] = {
-    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Mod", "Equal",
-    "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where",
-};
-#define BROADCASTING_OP_COUNT 19
-_Static_assert(sizeof broadcasting_ops / sizeof broadcasting_ops[0] == BROADCASTING_OP_COUNT,
-               "broadcasting_ops count");
-
-static bool broadcasting_op(const Onnx__NodeProto *n) {
-    for (size_t i = 0; i < BROADCASTING_OP_COUNT; i++)
-        if (graph_node_is(n, broadcasting_ops[i])) return true;
-    return false;
-}
-
 /*
 ** A Tile that repeats only axes of size 1, read only by broadcasting ops whose
 ** other operands already have the tiled size on those axes, is a broadcast the
@@ -428,7 +412,7 @@ static bool tile_is_redundant_broadcast(fold_graph *f, const Onnx__NodeProto *n,
     for (uint32_t u = 0; u < y->n_uses; u++) {
         if (y->uses[u].input < 0) return false;
         const Onnx__NodeProto *c = graph_node(f->g, y->uses[u].node);
-        if (!broadcasting_op(c)) return false;
+        if (!op_broadcasts(op_of(c), f->opset)) return false;
         /* some other operand must carry the tiled size on every repeated axis */
         bool covered = false;
         for (size_t k = 0; k < c->n_input && !covered; k++) {

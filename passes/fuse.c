@@ -9,6 +9,9 @@
 **   2  U(T) -> Tile(U(x), r) for unary elementwise U: U runs on prod(d) elements.
 **   3  B(T, c) -> Tile(B(x, c), r) for c invariant under the tiling, and
 **      B(Tile(x, r), Tile(w, r)) -> Tile(B(x, w), r) for equal shapes of x and w.
+**   Rules 1 and 3 with a tiling-invariant operand hold for ops of three or more
+**   operands too (Where, Sum, Max, Min, Mean): y is then all other operands
+**   broadcast together.
 **   4  (--fuse-split) B(T, y) -> Reshape(B(x', y'), shape(T)): y' splits every
 **      axis with r_i > 1 and d_i > 1 into (r_i, d_i) and x' = Reshape(x) puts a 1
 **      in front of d_i, so B broadcasts x over the repeats.
@@ -30,75 +33,14 @@
 
 #define FZ_MAX_RANK TENSOR_MAX_RANK
 
-/* ------------------------------------------------------------- op tables */
+/* ------------------------------------------------------------- op table */
 
-typedef enum fz_out { OUT_SAME, OUT_BOOL, OUT_CAST } fz_out;
-
-typedef struct fz_unary {
-    const char *op;
-    fz_out out;
-} fz_unary;
-
-/* Elementwise ops with one data input, output shape == input shape. Clip's
-** bounds are checked separately (inputs 1, 2 from opset 11). */
-static const fz_unary fz_unary_ops[] = {
-    {"Abs", OUT_SAME},      {"Acos", OUT_SAME},          {"Acosh", OUT_SAME},
-    {"Asin", OUT_SAME},     {"Asinh", OUT_SAME},         {"Atan", OUT_SAME},
-    {"Atanh", OUT_SAME},    {"BitwiseNot", OUT_SAME},    {"Cast", OUT_CAST},
-    {"Ceil", OUT_SAME},     {"Celu", OUT_SAME},          {"Clip", OUT_SAME},
-    {"Cos", OUT_SAME},      {"Cosh", OUT_SAME},          {"Elu", OUT_SAME},
-    {"Erf", OUT_SAME},      {"Exp", OUT_SAME},           {"Floor", OUT_SAME},
-    {"Gelu", OUT_SAME},     {"HardSigmoid", OUT_SAME},   {"HardSwish", OUT_SAME},
-    {"Identity", OUT_SAME}, {"IsInf", OUT_BOOL},         {"IsNaN", OUT_BOOL},
-    {"LeakyRelu", OUT_SAME}, {"Log", OUT_SAME},          {"Mish", OUT_SAME},
-    {"Neg", OUT_SAME},      {"Not", OUT_SAME},           {"Reciprocal", OUT_SAME},
-    {"Relu", OUT_SAME},     {"Round", OUT_SAME},         {"Selu", OUT_SAME},
-    {"Shrink", OUT_SAME},   {"Sigmoid", OUT_SAME},       {"Sign", OUT_SAME},
-    {"Sin", OUT_SAME},      {"Sinh", OUT_SAME},          {"Softplus", OUT_SAME},
-    {"Softsign", OUT_SAME}, {"Sqrt", OUT_SAME},          {"Tan", OUT_SAME},
-    {"Tanh", OUT_SAME},     {"ThresholdedRelu", OUT_SAME},
-};
-#define FZ_N_UNARY 44
-_Static_assert(sizeof fz_unary_ops / sizeof fz_unary_ops[0] == FZ_N_UNARY,
-               "fz_unary_ops count");
-
-typedef struct fz_binary {
-    const char *op;
-    int32_t since;   /* first opset with numpy-style broadcasting for this op */
-    fz_out out;
-    bool uni;        /* unidirectional: input 1 broadcasts to input 0 (PRelu) */
-} fz_binary;
-
-/* Two-input elementwise ops. Sum/Mean/Max/Min are variadic; only their
-** two-input form is handled. */
-static const fz_binary fz_binary_ops[] = {
-    {"Add", 7, OUT_SAME, false},        {"Sub", 7, OUT_SAME, false},
-    {"Mul", 7, OUT_SAME, false},        {"Div", 7, OUT_SAME, false},
-    {"Pow", 7, OUT_SAME, false},        {"Mod", 10, OUT_SAME, false},
-    {"Equal", 7, OUT_BOOL, false},      {"Less", 7, OUT_BOOL, false},
-    {"Greater", 7, OUT_BOOL, false},    {"LessOrEqual", 12, OUT_BOOL, false},
-    {"GreaterOrEqual", 12, OUT_BOOL, false},
-    {"And", 7, OUT_SAME, false},        {"Or", 7, OUT_SAME, false},
-    {"Xor", 7, OUT_SAME, false},        {"BitShift", 11, OUT_SAME, false},
-    {"BitwiseAnd", 18, OUT_SAME, false}, {"BitwiseOr", 18, OUT_SAME, false},
-    {"BitwiseXor", 18, OUT_SAME, false}, {"Max", 8, OUT_SAME, false},
-    {"Min", 8, OUT_SAME, false},        {"Sum", 8, OUT_SAME, false},
-    {"Mean", 8, OUT_SAME, false},       {"PRelu", 7, OUT_SAME, true},
-};
-#define FZ_N_BINARY 23
-_Static_assert(sizeof fz_binary_ops / sizeof fz_binary_ops[0] == FZ_N_BINARY,
-               "fz_binary_ops count");
-
-static const fz_unary *fz_find_unary(const Onnx__NodeProto *n) {
-    for (size_t i = 0; i < FZ_N_UNARY; i++)
-        if (graph_node_is(n, fz_unary_ops[i].op)) return &fz_unary_ops[i];
-    return NULL;
-}
-
-static const fz_binary *fz_find_binary(const Onnx__NodeProto *n) {
-    for (size_t i = 0; i < FZ_N_BINARY; i++)
-        if (graph_node_is(n, fz_binary_ops[i].op)) return &fz_binary_ops[i];
-    return NULL;
+/* The consumer's row in the op table when it is an elementwise op (graph/ops.h:
+** kind, output type, broadcasting and the opset it starts at), else NULL. */
+static const op_info *fz_elementwise(const Onnx__NodeProto *n) {
+    op_id op = op_of(n);
+    if (op == OP_NONE || op_table[op].kind == OPK_OTHER) return NULL;
+    return &op_table[op];
 }
 
 /*
@@ -386,7 +328,9 @@ static bool fz_consumer_out(graph *g, const fz_tile *t, const Onnx__NodeProto *c
                             int64_t *out, int32_t *ro) {
     *ro = t->xs.rank;
     memcpy(out, t->t, (size_t)t->xs.rank * sizeof *out);
-    for (size_t k = 0; k < c->n_input && k < 2; k++) {
+    const op_info *e = fz_elementwise(c);
+    size_t n_data = e && e->kind == OPK_UNARY ? 1 : c->n_input;
+    for (size_t k = 0; k < n_data; k++) {
         const char *in = graph_node_input(c, k);
         if (!in || strcmp(in, t->out) == 0) continue;
         fz_shape o;
@@ -517,6 +461,53 @@ static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
     return TILEOPT_OK;
 }
 
+/*
+** Three or more operands broadcast together (Where, Sum/Max/Min/Mean): every
+** operand but the Tile's folds into one broadcast shape o, and rules 1 and 3
+** apply against o as they do against a binary op's other operand. Equally tiled
+** operands (rule 3) and rule 4 stay binary-only.
+*/
+static int fz_plan_nary(graph *g, const fz_tile *t, const Onnx__NodeProto *c,
+                        const char *cid, fz_plan *p) {
+    fz_shape o = {.rank = 0};
+    int slot = -1;
+    for (size_t k = 0; k < c->n_input; k++) {
+        const char *in = c->input[k];
+        if (strcmp(in, t->out) == 0) {
+            if (slot < 0) slot = (int)k;
+            continue;
+        }
+        fz_shape s;
+        int64_t b[FZ_MAX_RANK];
+        int32_t rb;
+        if (!fz_shape_of(g, in, &s)) {
+            snprintf(p->why, sizeof p->why, "consumer %s (%s): shape of operand '%s' "
+                     "unknown", cid, c->op_type, in);
+            return TILEOPT_OK;
+        }
+        if (!fz_broadcast(o.d, o.rank, s.d, s.rank, b, &rb)) {
+            snprintf(p->why, sizeof p->why, "consumer %s (%s): operand '%s' does not "
+                     "broadcast with the others", cid, c->op_type, in);
+            return TILEOPT_OK;
+        }
+        memcpy(o.d, b, (size_t)rb * sizeof *b);
+        o.rank = rb;
+    }
+    if (fz_redundant(t, &o, false, slot)) {
+        p->kind = P_R1;
+        return TILEOPT_OK;
+    }
+    if (fz_invariant(t, &o)) {
+        p->kind = P_R3C;
+        return TILEOPT_OK;
+    }
+    char os[128];
+    fz_shape_str(os, sizeof os, o.d, o.rank);
+    snprintf(p->why, sizeof p->why, "consumer %s (%s): its other operands broadcast to "
+             "%s, which varies along the tiled axes", cid, c->op_type, os);
+    return TILEOPT_OK;
+}
+
 static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan *p) {
     graph *g = st->g;
     const Onnx__NodeProto *c = graph_node(g, ci);
@@ -531,8 +522,8 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
                  c->op_type, c->n_output);
         return TILEOPT_OK;
     }
-    const fz_unary *u = fz_find_unary(c);
-    if (u) {
+    const op_info *e = fz_elementwise(c);
+    if (e && e->kind == OPK_UNARY) {
         if (c->n_input < 1 || strcmp(c->input[0], t->out) != 0) {
             snprintf(p->why, sizeof p->why, "consumer %s (%s) reads the Tile as a "
                      "parameter, not as its data input", cid, c->op_type);
@@ -559,21 +550,24 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
         p->kind = P_R2;
         return TILEOPT_OK;
     }
-    const fz_binary *b = fz_find_binary(c);
-    if (!b) {
+    if (!e) {
         snprintf(p->why, sizeof p->why, "consumer %s (%s) is not an elementwise op "
                  "the pass handles", cid, c->op_type);
         return TILEOPT_OK;
     }
-    if (st->opset < b->since) {
+    if (e->bcast == BC_NONE || st->opset < e->bcast_since) {
         snprintf(p->why, sizeof p->why, "consumer %s: %s before opset %" PRId32
-                 " has no numpy broadcasting", cid, c->op_type, b->since);
+                 " has no numpy broadcasting", cid, c->op_type, e->bcast_since);
         return TILEOPT_OK;
     }
-    const char *in0 = graph_node_input(c, 0), *in1 = graph_node_input(c, 1);
-    if (c->n_input != 2 || !in0 || !in1) {
-        snprintf(p->why, sizeof p->why, "consumer %s (%s) has %zu inputs, not 2", cid,
-                 c->op_type, c->n_input);
+    bool uni = e->bcast == BC_UNI;
+    size_t want = e->kind == OPK_SELECT ? 3 : e->kind == OPK_BINARY ? 2 : 0;
+    bool all_there = c->n_input >= 2;
+    for (size_t k = 0; k < c->n_input; k++)
+        if (!graph_node_input(c, k)) all_there = false;
+    if ((want && c->n_input != want) || !all_there) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s) has %zu inputs, not %zu", cid,
+                 c->op_type, c->n_input, want ? want : (size_t)2);
         return TILEOPT_OK;
     }
     if (!fz_attrs_copyable(c)) {
@@ -581,6 +575,8 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
                  "the pass does not copy", cid, c->op_type);
         return TILEOPT_OK;
     }
+    if (c->n_input > 2) return fz_plan_nary(g, t, c, cid, p);
+    const char *in0 = graph_node_input(c, 0), *in1 = graph_node_input(c, 1);
     bool on0 = strcmp(in0, t->out) == 0, on1 = strcmp(in1, t->out) == 0;
     if (on0 && on1) {
         p->kind = P_R3T;
@@ -595,11 +591,11 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
                  "unknown", cid, c->op_type, other);
         return TILEOPT_OK;
     }
-    if (fz_redundant(t, &o, b->uni, slot)) {
+    if (fz_redundant(t, &o, uni, slot)) {
         p->kind = P_R1;
         return TILEOPT_OK;
     }
-    if ((!b->uni || slot == 0) && fz_invariant(t, &o)) {
+    if ((!uni || slot == 0) && fz_invariant(t, &o)) {
         p->kind = P_R3C;
         return TILEOPT_OK;
     }
@@ -610,7 +606,7 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
         p->kind = P_R3T;
         return TILEOPT_OK;
     }
-    if (!b->uni && fz_splittable(t, &o)) {
+    if (!uni && fz_splittable(t, &o)) {
         if (st->pc->opt->fuse_split) {
             p->kind = P_R4;
             p->r4_ok = true;
@@ -647,16 +643,16 @@ static int fz_set_type(fz_state *st, const char *name, int32_t elem, const int64
 }
 
 /* Element type of the consumer's output. */
-static int32_t fz_out_elem(fz_state *st, const Onnx__NodeProto *c, fz_out out,
+static int32_t fz_out_elem(fz_state *st, const Onnx__NodeProto *c, op_out out,
                            const fz_tile *t) {
     graph_value *v = graph_resolve(st->g, c->output[0]);
     if (v && v->type.elem) return v->type.elem;
     if (out == OUT_BOOL) return DT_BOOL;
-    if (out == OUT_CAST) return (int32_t)graph_attr_int(c, "to", 0);
-    const char *in0 = graph_node_input(c, 0);
-    if (in0 && strcmp(in0, t->out) == 0) return t->xs.elem;
+    if (out == OUT_ATTR_TO) return (int32_t)graph_attr_int(c, "to", 0);
+    const char *like = graph_node_input(c, out == OUT_LIKE_IN1 ? 1 : 0);
+    if (like && strcmp(like, t->out) == 0) return t->xs.elem;
     fz_shape s;
-    return in0 && fz_shape_of(st->g, in0, &s) ? s.elem : 0;
+    return like && fz_shape_of(st->g, like, &s) ? s.elem : 0;
 }
 
 static const char *fz_hint(graph *g, int32_t node, const char *suffix) {
@@ -721,10 +717,7 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
         if (rc < 0) return -rc;
         if (rc) return err_set(pc->err, TILEOPT_ERROR, "fuse: %s", why);
     }
-    const fz_unary *u = fz_find_unary(c);
-    const fz_binary *b = u ? NULL : fz_find_binary(c);
-    fz_out outk = u ? u->out : b->out;
-    int32_t elem = fz_out_elem(st, c, outk, t);
+    int32_t elem = fz_out_elem(st, c, fz_elementwise(c)->out, t);
     int64_t cshape[FZ_MAX_RANK];
     int32_t crank;
     uint64_t el_before = t->t_numel;
@@ -745,6 +738,8 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
     if (!small || !nname || !tname) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     int rule = p->kind == P_R2 ? 2 : 3;
     const char *rname = p->kind == P_R2   ? "unary op before the Tile"
+                        : p->kind == P_R3C && n_in > 2
+                            ? "elementwise op with tiling-invariant operands"
                         : p->kind == P_R3C ? "binary op with a tiling-invariant operand"
                                            : "binary op on equally tiled operands";
     uint64_t el_after = fz_numel(t->xs.d, t->xs.rank);
@@ -803,8 +798,7 @@ static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
         xd[r] = t->xs.d[i];
         yd[r++] = t->xs.d[i] * (t->r[i] > 1 && t->xs.d[i] > 1 ? 1 : t->r[i]);
     }
-    const fz_binary *b = fz_find_binary(c);
-    int32_t elem = fz_out_elem(st, c, b->out, t);
+    int32_t elem = fz_out_elem(st, c, fz_elementwise(c)->out, t);
     fz_shape ys;
     int32_t yelem = fz_shape_of(g, y, &ys) ? ys.elem : 0;
     fz_report(st, t, p->node, 4, "split repeat axes, broadcast x", t->t_numel,

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ops.h"
+
 #define IR_MAX 64        /* highest rank tracked; beyond it shapes stay unknown */
 #define IV_MAX 4096      /* most entries of a tracked constant value */
 
@@ -1798,70 +1800,57 @@ static void inf_loop(node_ctx *c) {
         if (k + 2 < c->n_in) c->out[k].elem = in_elem(c, k + 2);
 }
 
-typedef struct infer_def {
-    const char *op;
-    infer_fn fn;
-} infer_def;
-
-/* Sorted by op name (checked at startup of each run by the lookup). */
-static const infer_def infer_table[] = {
-    {"Abs", inf_same}, {"Acos", inf_same}, {"Acosh", inf_same}, {"Add", inf_arith},
-    {"And", inf_compare}, {"ArgMax", inf_argreduce}, {"ArgMin", inf_argreduce},
-    {"Asin", inf_same}, {"Asinh", inf_same}, {"Atan", inf_same}, {"Atanh", inf_same},
-    {"AveragePool", inf_pool}, {"BatchNormalization", inf_batchnorm},
-    {"BitShift", inf_bcast}, {"Cast", inf_cast}, {"CastLike", inf_castlike},
-    {"Ceil", inf_same}, {"Celu", inf_same}, {"Clip", inf_same}, {"Concat", inf_concat},
-    {"Constant", inf_constant}, {"ConstantOfShape", inf_constant_of_shape},
-    {"Conv", inf_conv}, {"ConvTranspose", inf_conv_transpose}, {"Cos", inf_same},
-    {"Cosh", inf_same}, {"CumSum", inf_same}, {"DepthToSpace", inf_depth_space},
-    {"Div", inf_arith}, {"Dropout", inf_dropout},
-    {"Elu", inf_same}, {"Equal", inf_compare}, {"Erf", inf_same}, {"Exp", inf_same},
-    {"Expand", inf_expand}, {"EyeLike", inf_eyelike}, {"Flatten", inf_flatten},
-    {"Floor", inf_same}, {"Gather", inf_gather}, {"GatherElements", inf_gather_elements},
-    {"Gemm", inf_gemm}, {"GlobalAveragePool", inf_global_pool},
-    {"GlobalLpPool", inf_global_pool}, {"GlobalMaxPool", inf_global_pool},
-    {"Greater", inf_compare}, {"GreaterOrEqual", inf_compare}, {"HardSigmoid", inf_same},
-    {"HardSwish", inf_same}, {"Hardmax", inf_same}, {"Identity", inf_identity},
-    {"If", inf_if}, {"InstanceNormalization", inf_same}, {"IsInf", inf_same_bool},
-    {"IsNaN", inf_same_bool}, {"LRN", inf_same}, {"LayerNormalization", inf_layernorm},
-    {"LeakyRelu", inf_same},
-    {"Less", inf_compare}, {"LessOrEqual", inf_compare}, {"Log", inf_same},
-    {"LogSoftmax", inf_same}, {"Loop", inf_loop}, {"LpNormalization", inf_same},
-    {"LpPool", inf_pool}, {"MatMul", inf_matmul}, {"Max", inf_bcast},
-    {"MaxPool", inf_pool}, {"Mean", inf_bcast}, {"MeanVarianceNormalization", inf_same},
-    {"Min", inf_bcast}, {"Mish", inf_same},
-    {"Mod", inf_bcast}, {"Mul", inf_arith}, {"Neg", inf_same}, {"NonZero", inf_nonzero},
-    {"Not", inf_same}, {"Or", inf_compare}, {"PRelu", inf_prelu}, {"Pad", inf_pad},
-    {"Pow", inf_bcast}, {"Range", inf_range}, {"Reciprocal", inf_same},
-    {"ReduceL1", inf_reduce}, {"ReduceL2", inf_reduce}, {"ReduceLogSum", inf_reduce},
-    {"ReduceLogSumExp", inf_reduce}, {"ReduceMax", inf_reduce}, {"ReduceMean", inf_reduce},
-    {"ReduceMin", inf_reduce}, {"ReduceProd", inf_reduce}, {"ReduceSum", inf_reduce},
-    {"ReduceSumSquare", inf_reduce}, {"Relu", inf_same}, {"Reshape", inf_reshape},
-    {"Resize", inf_resize}, {"Round", inf_same}, {"Selu", inf_same}, {"Shape", inf_shape},
-    {"Shrink", inf_same}, {"Sigmoid", inf_same}, {"Sign", inf_same}, {"Sin", inf_same},
-    {"Sinh", inf_same}, {"Size", inf_size}, {"Slice", inf_slice}, {"Softmax", inf_same},
-    {"Softplus", inf_same}, {"Softsign", inf_same}, {"SpaceToDepth", inf_depth_space},
-    {"Split", inf_split},
-    {"Sqrt", inf_same}, {"Squeeze", inf_squeeze}, {"Sub", inf_arith}, {"Sum", inf_bcast},
-    {"Tan", inf_same}, {"Tanh", inf_same}, {"ThresholdedRelu", inf_same},
-    {"Tile", inf_tile}, {"TopK", inf_topk}, {"Transpose", inf_transpose},
-    {"Trilu", inf_same}, {"Unsqueeze", inf_unsqueeze}, {"Upsample", inf_resize},
-    {"Where", inf_where}, {"Xor", inf_compare},
+/*
+** Ops with a rule of their own. Elementwise ops without a row here get theirs from
+** the op table (graph/ops.h): unary ops keep their input's type and shape (bool
+** for IsNaN/IsInf), broadcasting ops broadcast their inputs, comparisons give
+** bool. Arithmetic keeps a row to track shape values through it.
+*/
+static const infer_fn infer_hooks[OP_COUNT] = {
+    [OP_Add] = inf_arith, [OP_ArgMax] = inf_argreduce, [OP_ArgMin] = inf_argreduce,
+    [OP_AveragePool] = inf_pool, [OP_BatchNormalization] = inf_batchnorm,
+    [OP_Cast] = inf_cast, [OP_CastLike] = inf_castlike, [OP_Concat] = inf_concat,
+    [OP_Constant] = inf_constant, [OP_ConstantOfShape] = inf_constant_of_shape,
+    [OP_Conv] = inf_conv, [OP_ConvTranspose] = inf_conv_transpose, [OP_CumSum] = inf_same,
+    [OP_DepthToSpace] = inf_depth_space, [OP_Div] = inf_arith, [OP_Dropout] = inf_dropout,
+    [OP_Expand] = inf_expand, [OP_EyeLike] = inf_eyelike, [OP_Flatten] = inf_flatten,
+    [OP_Gather] = inf_gather, [OP_GatherElements] = inf_gather_elements,
+    [OP_Gemm] = inf_gemm, [OP_GlobalAveragePool] = inf_global_pool,
+    [OP_GlobalLpPool] = inf_global_pool, [OP_GlobalMaxPool] = inf_global_pool,
+    [OP_Hardmax] = inf_same, [OP_Identity] = inf_identity, [OP_If] = inf_if,
+    [OP_InstanceNormalization] = inf_same, [OP_LRN] = inf_same,
+    [OP_LayerNormalization] = inf_layernorm, [OP_LogSoftmax] = inf_same,
+    [OP_Loop] = inf_loop, [OP_LpNormalization] = inf_same, [OP_LpPool] = inf_pool,
+    [OP_MatMul] = inf_matmul, [OP_MaxPool] = inf_pool,
+    [OP_MeanVarianceNormalization] = inf_same, [OP_Mul] = inf_arith,
+    [OP_NonZero] = inf_nonzero, [OP_PRelu] = inf_prelu, [OP_Pad] = inf_pad,
+    [OP_Range] = inf_range, [OP_ReduceL1] = inf_reduce, [OP_ReduceL2] = inf_reduce,
+    [OP_ReduceLogSum] = inf_reduce, [OP_ReduceLogSumExp] = inf_reduce,
+    [OP_ReduceMax] = inf_reduce, [OP_ReduceMean] = inf_reduce, [OP_ReduceMin] = inf_reduce,
+    [OP_ReduceProd] = inf_reduce, [OP_ReduceSum] = inf_reduce,
+    [OP_ReduceSumSquare] = inf_reduce, [OP_Reshape] = inf_reshape,
+    [OP_Resize] = inf_resize, [OP_Shape] = inf_shape, [OP_Size] = inf_size,
+    [OP_Slice] = inf_slice, [OP_Softmax] = inf_same, [OP_SpaceToDepth] = inf_depth_space,
+    [OP_Split] = inf_split, [OP_Squeeze] = inf_squeeze, [OP_Sub] = inf_arith,
+    [OP_Tile] = inf_tile, [OP_TopK] = inf_topk, [OP_Transpose] = inf_transpose,
+    [OP_Trilu] = inf_same, [OP_Unsqueeze] = inf_unsqueeze, [OP_Upsample] = inf_resize,
+    [OP_Where] = inf_where,
 };
-#define INFER_TABLE_COUNT 125
-_Static_assert(sizeof infer_table / sizeof infer_table[0] == INFER_TABLE_COUNT,
-               "infer_table count");
-
-static int infer_cmp(const void *key, const void *elem) {
-    return strcmp((const char *)key, ((const infer_def *)elem)->op);
-}
 
 static infer_fn infer_lookup(const Onnx__NodeProto *n) {
-    if (!n->op_type) return NULL;
-    if (!graph_domain_is_default(n->domain)) return NULL;
-    const infer_def *d = bsearch(n->op_type, infer_table, INFER_TABLE_COUNT,
-                                 sizeof infer_table[0], infer_cmp);
-    return d ? d->fn : NULL;
+    op_id op = op_of(n);
+    if (op == OP_NONE) return NULL;
+    if (infer_hooks[op]) return infer_hooks[op];
+    const op_info *r = &op_table[op];
+    switch (r->kind) {
+    case OPK_UNARY:
+        return r->out == OUT_BOOL ? inf_same_bool : r->out == OUT_LIKE_IN0 ? inf_same : NULL;
+    case OPK_BINARY:
+    case OPK_VARIADIC:
+        return r->out == OUT_BOOL ? inf_compare : r->out == OUT_LIKE_IN0 ? inf_bcast : NULL;
+    default:
+        return NULL;
+    }
 }
 
 /* ----------------------------------------------------------------- driver */
@@ -2052,13 +2041,6 @@ static int infer_graph(infer_run *r, graph *g, value_scope *parent) {
 
 static int infer_model(graph_model *m, bool strict, errbuf *err) {
     if (!m || !m->main) return err_set(err, TILEOPT_MISUSE, "shape inference: no model");
-#ifndef NDEBUG
-    /* the lookup is a binary search: a row out of order would be silently lost */
-    for (size_t i = 1; i < INFER_TABLE_COUNT; i++)
-        if (strcmp(infer_table[i - 1].op, infer_table[i].op) >= 0)
-            return err_set(err, TILEOPT_ERROR, "shape inference: op table out of order at %s",
-                           infer_table[i].op);
-#endif
     infer_run r = {.m = m, .strict = strict, .err = err};
     r.opset = graph_opset(m, "");
     r.tmp = arena_new();
