@@ -19,7 +19,7 @@ static const char *const status_text[] = {
     [TILEOPT_MISMATCH] = "outputs differ",
     [TILEOPT_MISUSE] = "bad argument",
 };
-_Static_assert(sizeof status_text / sizeof status_text[0] == TILEOPT_STATUS_COUNT_,
+_Static_assert(countof(status_text) == TILEOPT_STATUS_COUNT_,
                "one message per status");
 
 const char *tileopt_status_str(tileopt_status status) {
@@ -90,7 +90,6 @@ static const opt_def options[] = {
     OPT("seed", OPT_U64, seed),
 };
 #undef OPT
-_Static_assert(sizeof options / sizeof options[0] == 12, "option table and docs agree");
 
 static bool parse_u64(const char *s, uint64_t *out) {
     if (!s || !*s || *s == '-') return false;
@@ -104,7 +103,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
 
 tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *value) {
     const opt_def *o = NULL;
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+    for (size_t i = 0; i < countof(options); i++)
         if (strcmp(options[i].name, name) == 0) o = &options[i];
     if (!o) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown option '%s'", name);
     uint8_t *field = (uint8_t *)&ctx->opt + o->offset;

@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
     /* Add(Tile(x, [16,4]), y) through the view vs materialized */
     kernel_fn add = NULL;
     for (size_t i = 0; i < kernel_table_elementwise_count; i++)
-        if (!strcmp(kernel_table_elementwise[i].op, "Add")) add = kernel_table_elementwise[i].fn;
+        if (kernel_table_elementwise[i].op == OP_Add) add = kernel_table_elementwise[i].fn;
     if (!add) die("no Add kernel", NULL);
     Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
     node.op_type = (char *)"Add";

@@ -26,7 +26,7 @@ static int cmp_d(const void *a, const void *b) {
 
 static kernel_fn find_kernel(const char *op) {
     for (size_t i = 0; i < kernel_table_elementwise_count; i++)
-        if (strcmp(kernel_table_elementwise[i].op, op) == 0)
+        if (strcmp(op_table[kernel_table_elementwise[i].op].name, op) == 0)
             return kernel_table_elementwise[i].fn;
     return NULL;
 }

@@ -112,7 +112,7 @@ typedef int (*kernel_fn)(const Onnx__NodeProto *n, int64_t opset, tensor *const 
                          size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
                          errbuf *err);
 typedef struct kernel_def {
-    const char *op;
+    op_id op;
     int32_t since;           /* first opset this kernel implements */
     kernel_fn fn;
 } kernel_def;

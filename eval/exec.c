@@ -46,7 +46,7 @@ static int step(eval_scope *f, errbuf *err) {
 /* ------------------------------------------------------------ dispatch */
 
 /* The kernel for op at opset: the entry with the highest since <= opset. */
-static const kernel_def *find_kernel(const char *op, int64_t opset) {
+static const kernel_def *find_kernel(op_id op, int64_t opset) {
     static const struct {
         const kernel_def *defs;
         const size_t *count;
@@ -55,34 +55,23 @@ static const kernel_def *find_kernel(const char *op, int64_t opset) {
         {kernel_table_shape, &kernel_table_shape_count},
     };
     const kernel_def *best = NULL;
-    if (!op) return NULL;
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+    if (op == OP_NONE) return NULL;
+    for (size_t t = 0; t < countof(tables); t++)
         for (size_t i = 0; i < *tables[t].count; i++) {
             const kernel_def *k = &tables[t].defs[i];
-            if (k->since <= opset && strcmp(k->op, op) == 0 &&
+            if (k->since <= opset && k->op == op &&
                 (!best || k->since > best->since))
                 best = k;
         }
     return best;
 }
 
-/* Control-flow ops the evaluator runs itself, with their first opset. */
-static const struct {
-    const char *op;
-    int32_t since;
-} control_ops[] = {{"If", 1}, {"Loop", 1}};
-#define CONTROL_OPS 2
-_Static_assert(sizeof control_ops / sizeof control_ops[0] == CONTROL_OPS, "control_ops count");
-
-static bool is_control(const char *op, int64_t opset) {
-    for (size_t i = 0; i < CONTROL_OPS; i++)
-        if (op && strcmp(op, control_ops[i].op) == 0 && opset >= control_ops[i].since)
-            return true;
-    return false;
-}
+/* Control-flow ops the evaluator runs itself (from their first opset). */
+static bool is_control(op_id op) { return op == OP_If || op == OP_Loop; }
 
 bool eval_supports(const char *op_type, int64_t opset) {
-    return is_control(op_type, opset) || find_kernel(op_type, opset) != NULL;
+    op_id op = op_find(op_type);
+    return is_control(op) || find_kernel(op, opset) != NULL;
 }
 
 /* ------------------------------------------------------------ accounting */
@@ -280,7 +269,7 @@ static int plan_build(graph *g, exec_plan *p, errbuf *err) {
     for (uint32_t k = 0; k < p->count; k++) {
         const Onnx__NodeProto *n = graph_node(g, p->order[k]);
         p->kern[k] =
-            graph_domain_is_default(n->domain) ? find_kernel(n->op_type, opset) : NULL;
+            find_kernel(op_of(n), opset);
     }
     p->gin = malloc((g->pb->n_input ? g->pb->n_input : 1) * sizeof *p->gin);
     p->gout = malloc((g->pb->n_output ? g->pb->n_output : 1) * sizeof *p->gout);
@@ -629,11 +618,19 @@ static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *
                        n->domain, n->op_type ? n->op_type : "?");
     int64_t opset = graph_opset(g->model, "");
     const char *op = n->op_type ? n->op_type : "";
-    if (strcmp(op, "If") == 0)
+    op_id id = op_of(n);
+    /* Kernels index their inputs by position: a count outside the op's schema
+    ** is refused here once, naming the node. */
+    if (id != OP_NONE && (n->n_input < (size_t)op_table[id].min_in ||
+                          n->n_input > (size_t)op_table[id].max_in))
+        return err_set(err, TILEOPT_INVALID, "node %s: %s takes %" PRId32 "..%" PRId32
+                       " inputs, it has %zu", graph_node_id(g, node), op,
+                       op_table[id].min_in, op_table[id].max_in, n->n_input);
+    if (id == OP_If)
         return exec_if(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
-    if (strcmp(op, "Loop") == 0)
+    if (id == OP_Loop)
         return exec_loop(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
-    if (!k) k = find_kernel(op, opset);
+    if (!k) k = find_kernel(id, opset);
     if (!k)
         return err_set(err, TILEOPT_UNSUPPORTED,
                        "op %s (opset %" PRId64 ") is not supported by the evaluator", op,

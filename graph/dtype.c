@@ -27,7 +27,7 @@ static const dtype_info table[] = {
     [DT_FLOAT8E5M2] = {"FLOAT8E5M2", 1, KIND_FLOAT, FIELD_INT32, 1},
     [DT_FLOAT8E5M2FNUZ] = {"FLOAT8E5M2FNUZ", 1, KIND_FLOAT, FIELD_INT32, 1},
 };
-_Static_assert(sizeof table / sizeof table[0] == DT_COUNT, "one row per data type");
+_Static_assert(countof(table) == DT_COUNT, "one row per data type");
 
 const dtype_info *dtype_get(int32_t elem) {
     if (elem <= DT_UNDEFINED || elem >= DT_COUNT) return NULL;

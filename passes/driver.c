@@ -16,7 +16,7 @@ const pass_def pass_registry[] = {
     {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it"},
     {NULL, NULL, NULL},
 };
-const size_t pass_count = sizeof pass_registry / sizeof pass_registry[0] - 1;
+const size_t pass_count = countof(pass_registry) - 1; /* the NULL row ends it */
 
 const pass_def *pass_find(const char *name) {
     for (size_t i = 0; i < pass_count; i++)

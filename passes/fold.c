@@ -37,9 +37,6 @@ static const char *const never_fold[] = {
     "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
     "Multinomial", "Bernoulli",
 };
-#define NEVER_FOLD_COUNT 6
-_Static_assert(sizeof never_fold / sizeof never_fold[0] == NEVER_FOLD_COUNT,
-               "never_fold count");
 
 typedef struct fold_graph {
     pass_ctx *pc;
@@ -96,7 +93,7 @@ static graph_value *home(graph *g, graph_value *v, graph **hg) {
 }
 
 static bool never_folds(const char *op) {
-    for (size_t i = 0; i < NEVER_FOLD_COUNT; i++)
+    for (size_t i = 0; i < countof(never_fold); i++)
         if (strcmp(op, never_fold[i]) == 0) return true;
     return false;
 }

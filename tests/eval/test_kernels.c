@@ -74,7 +74,7 @@ static Onnx__NodeProto node_of(const char *op) {
 
 static const kernel_def *find_kernel(const char *op) {
     for (size_t i = 0; i < kernel_table_elementwise_count; i++)
-        if (!strcmp(kernel_table_elementwise[i].op, op)) return &kernel_table_elementwise[i];
+        if (!strcmp(op_table[kernel_table_elementwise[i].op].name, op)) return &kernel_table_elementwise[i];
     fail_msg("no kernel %s", op);
     return NULL;
 }

@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
         tensor *in[2] = {read_spec(elem, argv[4]), read_spec(elem, argv[5])}, *y = NULL;
         const kernel_def *k = NULL;
         for (size_t i = 0; i < kernel_table_elementwise_count; i++)
-            if (!strcmp(kernel_table_elementwise[i].op, op)) k = &kernel_table_elementwise[i];
+            if (!strcmp(op_table[kernel_table_elementwise[i].op].name, op)) k = &kernel_table_elementwise[i];
         if (!k) die("unknown op", NULL);
         Onnx__NodeProto n = ONNX__NODE_PROTO__INIT;
         n.op_type = (char *)op;

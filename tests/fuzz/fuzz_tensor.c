@@ -97,7 +97,7 @@ static void check_kernel(const uint8_t *ctl, tileopt_tensor *in, const int64_t *
     alpha.f = (float)(int8_t)ctl[3] / 8.0f;
     Onnx__AttributeProto *attrs[] = {&to, &alpha};
     Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
-    node.op_type = (char *)k->op;
+    node.op_type = (char *)op_table[k->op].name;
     node.name = "fuzz_node";
     node.attribute = attrs;
     node.n_attribute = 2;
@@ -105,9 +105,9 @@ static void check_kernel(const uint8_t *ctl, tileopt_tensor *in, const int64_t *
     tensor *out[1] = {NULL};
     memset(&e, 0, sizeof e);
     int rc = k->fn(&node, opset, ins, n_in, out, 1, &fuzz_lim, &e);
-    FUZZ_CHECK(!rc || e.msg[0], "%s failed without a message", k->op);
+    FUZZ_CHECK(!rc || e.msg[0], "%s failed without a message", op_table[k->op].name);
     if (!rc) {
-        FUZZ_CHECK(out[0] != NULL, "%s succeeded without an output", k->op);
+        FUZZ_CHECK(out[0] != NULL, "%s succeeded without an output", op_table[k->op].name);
         tensor *flat = NULL;
         if (!tensor_contiguous(out[0], &fuzz_lim, &flat, &e)) tensor_free(flat);
     }
