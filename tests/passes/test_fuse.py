@@ -118,6 +118,63 @@ def fuse_should_leave_no_tile_in_bias_tile_model():
     assert "Tile" not in ops(out)
 
 
+def fuse_should_drop_a_constant_bias_tile_that_fold_leaves_for_where():
+    # Fold leaves a constant Tile over size-1 axes to fuse when every reader
+    # broadcasts anyway; fold and fuse read that from one op table, so Where, a
+    # broadcasting op of three operands, gets the Tile dropped like Add does.
+    n, c, w = 2, 3, 4
+    nodes = [helper.make_node("Tile", ["b", "reps"], ["bt"], name="tile"),
+             helper.make_node("Where", ["cond", "bt", "x"], ["y"], name="where")]
+    m = make(nodes, [vi("cond", B, [n, c, w]), vi("x", F, [n, c, w])],
+             [vi("y", F, [n, c, w])],
+             [const("b", np.arange(c, dtype=np.float32).reshape(1, c, 1)),
+              i64("reps", [n, 1, w])])
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        report = h.optimize_checked(src, dst, "fold,fuse")
+        assert "Tile" not in ops(onnx.load(dst)), ops(onnx.load(dst))
+        (p,) = [p for p in report["passes"] if p["name"] == "fuse"]
+        (a,) = fused(p["actions"], 1)
+        assert a["node"] == "where" and a["tile"] == "tile", a
+        feeds = h.random_feeds(src, seed=5)
+        want = h.run_ort(src, feeds)
+        h.assert_close(h.run_ort(dst, feeds), want, what="ORT optimized output")
+        h.assert_close(h.run_tileopt(dst, feeds), want, what="evaluator optimized")
+
+
+def fuse_should_sink_tile_below_where_with_tiling_invariant_operands():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Where", ["cond", "t", "zero"], ["y"], name="where")]
+    m = make(nodes, [vi("x", F, [3, 4]), vi("cond", B, [1, 4])], [vi("y", F, [6, 4])],
+             [i64("reps", [2, 1]), const("zero", np.zeros([1], np.float32))])
+    out, actions = optimize(m)
+    assert ops(out) == ["Where", "Tile"], ops(out)
+    (a,) = fused(actions, 3)
+    assert a["rule_name"] == "elementwise op with tiling-invariant operands", a
+
+
+def fuse_should_drop_tile_read_by_a_three_operand_max():
+    nodes = [helper.make_node("Tile", ["b", "reps"], ["bt"], name="tile"),
+             helper.make_node("Max", ["x", "bt", "z"], ["y"], name="max")]
+    m = make(nodes, [vi("x", F, [2, 3]), vi("b", F, [1, 3]), vi("z", F, [3])],
+             [vi("y", F, [2, 3])], [i64("reps", [2, 1])])
+    out, actions = optimize(m)
+    assert ops(out) == ["Max"], ops(out)
+    assert list(out.graph.node[0].input) == ["x", "b", "z"]
+    assert len(fused(actions, 1)) == 1, actions
+
+
+def fuse_should_keep_tile_when_where_operands_vary_along_the_tiled_axes():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Where", ["cond", "t", "y0"], ["y"], name="where")]
+    m = make(nodes, [vi("x", F, [3, 4]), vi("cond", B, [6, 8]), vi("y0", F, [6, 8])],
+             [vi("y", F, [6, 8])], [i64("reps", [2, 2])])
+    out, actions = optimize(m)
+    assert "Tile" in ops(out)
+    assert any("varies along the tiled axes" in a.get("reason", "") for a in skipped(actions)), actions
+
+
 # ---------------------------------------------------------------- rule 2
 
 def fuse_should_sink_tile_to_the_end_of_a_unary_chain():
