@@ -5,42 +5,14 @@
 #include <string.h>
 
 #include "api/ctx.h"
+#include "graph/const.h"
 #include "shape/infer.h"
 
-/* Values of a small constant int tensor from an initializer or Constant node. */
+/* Values of a small constant integer tensor; false when not one. */
 static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, size_t *n) {
-    if (!name) return false;
-    const Onnx__TensorProto *t = graph_initializer(g, name);
-    if (!t) {
-        const Onnx__NodeProto *p = NULL;
-        for (graph *s = g; s && !p; s = s->parent) p = graph_producer(s, name, NULL);
-        const Onnx__AttributeProto *a = p && graph_node_is(p, "Constant") ? graph_attr(p, "value") : NULL;
-        t = a ? a->t : NULL;
-    }
-    if (!t) return false;
-    graph_tensor_data d;
-    errbuf err;
-    if (graph_tensor_read(g->model, t, &d, &err) || d.numel > cap) return false;
-    bool ok = true;
-    for (uint64_t i = 0; i < d.numel; i++) {
-        switch (d.elem) {
-        case DT_INT64: out[i] = ((const int64_t *)d.data)[i]; break;
-        case DT_INT32: out[i] = ((const int32_t *)d.data)[i]; break;
-        case DT_FLOAT:
-        case DT_DOUBLE: {
-            /* Tile-1 tiles/axis may be floats; converting NaN or a value past int64
-            ** is undefined behaviour, so such repeats are just unknown. */
-            double v = d.elem == DT_FLOAT ? ((const float *)d.data)[i] : ((const double *)d.data)[i];
-            if (v >= -9.2e18 && v <= 9.2e18) out[i] = (int64_t)v;
-            else ok = false;
-            break;
-        }
-        default: ok = false;
-        }
-    }
-    *n = (size_t)d.numel;
-    if (d.owned) free(d.data);
-    return ok;
+    bool found = false;
+    errbuf ignored;
+    return graph_const_ints(g, name, out, cap, n, &found, &ignored) == TILEOPT_OK && found;
 }
 
 static cJSON *shape_json(const graph_type *t) {
@@ -70,8 +42,7 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
         const char *in = graph_node_input(n, 0);
         graph_value *v = in ? graph_find(g, in) : NULL;
         graph_type none = {0, -1, NULL, NULL};
-        const graph_type *it = v ? &v->type : &none;
-        if (v && v->outer >= 0) it = &v->outer_graph->values[v->outer].type;
+        const graph_type *it = v ? &graph_value_home(g, v, NULL)->type : &none;
         cJSON_AddStringToObject(e, "input", in ? in : "");
         cJSON_AddItemToObject(e, "input_shape", shape_json(it));
         int64_t reps[64];

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/const.h"
 #include "shape/infer.h"
 #include "passes/passes.h"
 
@@ -82,36 +83,9 @@ static int32_t vindex(fold_graph *f, const char *name) {
     return (int32_t)i;
 }
 
-/* The entry defining v (outer references followed), and its graph. */
-static graph_value *home(graph *g, graph_value *v, graph **hg) {
-    *hg = g;
-    while (v->outer >= 0 && v->outer_graph && (uint32_t)v->outer < v->outer_graph->n_values) {
-        *hg = v->outer_graph;
-        v = &v->outer_graph->values[v->outer];
-    }
-    return v;
-}
-
 static bool never_folds(const char *op) {
     for (size_t i = 0; i < countof(never_fold); i++)
         if (strcmp(op, never_fold[i]) == 0) return true;
-    return false;
-}
-
-/* A constant value defined outside this node list: an initializer that is not
-** also a graph input (those can be overridden at run time), or the output of a
-** Constant node (folded as a node in its own graph, read directly from inner
-** scopes). */
-static bool const_source(graph *hg, const graph_value *hv) {
-    if (hv->initializer >= 0) {
-        /* Before IR 4 every initializer had to be listed as an input too, so
-        ** the listing says nothing about overriding it. */
-        const Onnx__ModelProto *mp = hg->model->pb;
-        bool legacy = mp->has_ir_version && mp->ir_version < 4;
-        return hv->input < 0 || hg->parent != NULL || legacy;
-    }
-    if (hv->producer >= 0 && !graph_node_removed(hg, hv->producer))
-        return graph_node_is(graph_node(hg, hv->producer), "Constant");
     return false;
 }
 
@@ -127,8 +101,8 @@ static int get_const(fold_graph *f, const char *name, tensor **out, bool *partia
         return TILEOPT_OK;
     }
     graph *hg;
-    graph_value *hv = home(f->g, &f->g->values[i], &hg);
-    if (!const_source(hg, hv)) return TILEOPT_OK;
+    graph_value *hv = graph_value_home(f->g, &f->g->values[i], &hg);
+    if (!graph_value_const(hg, hv)) return TILEOPT_OK;
     /* Constant nodes of this graph fold as nodes (so the scope decides). */
     if (hg == f->g && hv->initializer < 0) return TILEOPT_OK;
     tensor *t = NULL;
@@ -160,8 +134,8 @@ static uint8_t input_state(fold_graph *f, const char *name) {
     if (i < 0) return VS_NONE;
     if (f->vstate[i]) return f->vstate[i];
     graph *hg;
-    graph_value *hv = home(f->g, &f->g->values[i], &hg);
-    if (hg != f->g && const_source(hg, hv)) return VS_CONST;
+    graph_value *hv = graph_value_home(f->g, &f->g->values[i], &hg);
+    if (hg != f->g && graph_value_const(hg, hv)) return VS_CONST;
     return VS_NONE;
 }
 
@@ -169,7 +143,7 @@ static const graph_type *type_of(fold_graph *f, const char *name) {
     graph_value *v = name ? graph_find(f->g, name) : NULL;
     if (!v) return NULL;
     graph *hg;
-    return &home(f->g, v, &hg)->type;
+    return &graph_value_home(f->g, v, &hg)->type;
 }
 
 /* Shape's [start, end) window (attributes from opset 15 on), clamped. */
@@ -202,7 +176,7 @@ static void phase_candidates(fold_graph *f) {
     graph *g = f->g;
     for (uint32_t i = 0; i < f->nv; i++) {
         graph_value *v = &g->values[i];
-        if (v->outer < 0 && v->initializer >= 0 && const_source(g, v)) f->vstate[i] = VS_CONST;
+        if (v->outer < 0 && v->initializer >= 0 && graph_value_const(g, v)) f->vstate[i] = VS_CONST;
     }
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];

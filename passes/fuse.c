@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/const.h"
 #include "shape/infer.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
@@ -115,30 +116,15 @@ static void fz_shape_str(char *buf, size_t cap, const int64_t *d, int32_t rank) 
 
 /* ----------------------------------------------------------- constants */
 
-/* A graph input can be overridden at run time, unless it is an initializer of a
-** model before IR 4, where every initializer had to be listed as an input too. */
-static bool fz_overridable(const graph *g, const graph_value *v) {
-    if (v->input < 0) return false;
-    const Onnx__ModelProto *mp = g->model->pb;
-    return v->initializer < 0 || !mp->has_ir_version || mp->ir_version >= 4;
-}
-
-/* Constant repeats of Tile node `node`: a non-input initializer or a Constant node
-** of this scope. *found false when they are not constant. Constant repeats that
-** break the spec make the model invalid (pass_check_repeats, as in fold). */
+/* Constant repeats of Tile node `node` (graph/const.h says what is constant).
+** *found false when they are not constant. Constant repeats that break the spec
+** make the model invalid (pass_check_repeats, as in fold). */
 static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *name,
                             const graph_type *xt, int64_t *out, size_t *n, bool *found) {
     *found = false;
-    graph_value *v = graph_resolve(g, name);
-    if (!v || fz_overridable(g, v)) return TILEOPT_OK;
-    const Onnx__TensorProto *tp = graph_initializer(g, name);
-    graph_const_hdr hdr; /* tp may point into it */
-    if (!tp) {
-        Onnx__NodeProto *c = graph_producer(g, name, NULL);
-        errbuf e;
-        if (!c || !graph_node_is(c, "Constant") || graph_constant_value(c, &hdr, &tp, &e))
-            return TILEOPT_OK;
-    }
+    graph_const c;
+    if (!graph_const_find(g, name, &c)) return TILEOPT_OK;
+    const Onnx__TensorProto *tp = c.tensor;
     tensor *rt = NULL;
     int rc = tensor_from_proto(g->model, tp, &pc->opt->eval_lim, &rt, pc->err);
     if (rc) return err_prefix(pc->err, "node %s (Tile): repeats '%s': ",
@@ -151,12 +137,8 @@ static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *na
 
 /* A Clip bound (or any optional input) that is absent or constant. */
 static bool fz_input_constant(graph *g, const char *name) {
-    if (!name) return true;
-    graph_value *v = graph_resolve(g, name);
-    if (!v || fz_overridable(g, v)) return false;
-    if (graph_initializer(g, name)) return true;
-    Onnx__NodeProto *c = graph_producer(g, name, NULL);
-    return c && graph_node_is(c, "Constant");
+    graph_const c;
+    return !name || graph_const_find(g, name, &c);
 }
 
 /* ----------------------------------------------------------------- Tiles */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/const.h"
 #include "graph/ops.h"
 
 #define IR_MAX 64        /* highest rank tracked; beyond it shapes stay unknown */
@@ -84,15 +85,6 @@ typedef struct node_ctx {
 } node_ctx;
 
 static const graph_type unknown_type = {0, -1, NULL, NULL};
-
-/* The entry that defines v: outer-scope references followed to their scope. */
-static graph_value *value_home(graph_value *v, graph **g) {
-    while (v->outer >= 0 && v->outer_graph && (uint32_t)v->outer < v->outer_graph->n_values) {
-        if (g) *g = v->outer_graph;
-        v = &v->outer_graph->values[v->outer];
-    }
-    return v;
-}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -1779,8 +1771,8 @@ static void inf_if(node_ctx *c) {
         graph_value *tv = graph_find(tg, tg->pb->output[k]->name);
         graph_value *ev = graph_find(eg, eg->pb->output[k]->name);
         if (!tv || !ev) continue;
-        tv = value_home(tv, NULL);
-        ev = value_home(ev, NULL);
+        tv = graph_value_home(tg, tv, NULL);
+        ev = graph_value_home(eg, ev, NULL);
         const graph_type *a = &tv->type, *b = &ev->type;
         build_type *o = &c->out[k];
         o->elem = a->elem == b->elem ? a->elem : 0;
@@ -1857,14 +1849,15 @@ static infer_fn infer_lookup(const Onnx__NodeProto *n) {
 
 /* The tracked value behind a value entry (following outer-scope references). */
 static const known_value *value_ival(infer_run *r, value_scope *sc, graph_value *v) {
-    graph *g = sc->g;
-    v = value_home(v, &g);
+    graph *g;
+    v = graph_value_home(sc->g, v, &g);
     value_scope *s = sc;
     while (s && s->g != g) s = s->parent;
     if (!s) return NULL;
     uint32_t i = (uint32_t)(v - g->values);
     if (i >= g->n_values) return NULL;
-    if (!s->iv[i] && v->initializer >= 0 && !s->tried[i]) {
+    /* an initializer the caller may override has a type but no known value */
+    if (!s->iv[i] && v->initializer >= 0 && !s->tried[i] && graph_value_const(g, v)) {
         s->tried[i] = 1;
         s->iv[i] = known_from_tensor(r, g->pb->initializer[v->initializer]);
     }
@@ -1973,7 +1966,7 @@ static int infer_node(infer_run *r, value_scope *sc, graph *g, int32_t idx) {
             c.inv[i] = NULL;
             continue;
         }
-        c.in[i] = &value_home(v, NULL)->type;
+        c.in[i] = &graph_value_home(g, v, NULL)->type;
         c.inv[i] = value_ival(r, sc, v);
     }
     for (size_t i = n->n_input; i < n->n_input + SPARE_SLOTS; i++) {
