@@ -1,6 +1,7 @@
 /* The op table (graph/ops.h) and lookups by name. */
 #include "graph/ops.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,4 +31,35 @@ bool op_broadcasts(op_id op, int64_t opset) {
     if (op < 0 || op >= OP_COUNT) return false;
     const op_info *r = &op_table[op];
     return r->bcast == BC_MULTI && opset >= r->bcast_since;
+}
+
+int op_tile_check_repeats(int32_t elem, int32_t rank, const int64_t *rep, size_t n,
+                          const graph_type *input, errbuf *err) {
+    if (elem != DT_INT64)
+        return err_set(err, TILEOPT_INVALID, "repeats must be int64, not %s", dtype_name(elem));
+    if (rank != 1)
+        return err_set(err, TILEOPT_INVALID, "repeats must be 1-D, not of rank %d", (int)rank);
+    if (input && input->rank >= 0 && (size_t)input->rank != n)
+        return err_set(err, TILEOPT_INVALID, "%zu repeats for an input of rank %d", n,
+                       (int)input->rank);
+    bool known = input && graph_type_static(input);
+    uint64_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (rep[i] < 0)
+            return err_set(err, TILEOPT_INVALID, "repeats[%zu] = %" PRId64 " is negative", i,
+                           rep[i]);
+        int64_t d;
+        if (known && (__builtin_mul_overflow(input->dims[i], rep[i], &d) ||
+                      (d && total > UINT64_MAX / (uint64_t)d)))
+            return err_set(err, TILEOPT_INVALID,
+                           "the output size overflows (axis %zu: %" PRId64 " x %" PRId64 ")",
+                           i, input->dims[i], rep[i]);
+        if (known) total *= (uint64_t)d;
+    }
+    const dtype_info *di = known ? dtype_get(input->elem) : NULL;
+    if (di && total > UINT64_MAX / di->size)
+        return err_set(err, TILEOPT_INVALID,
+                       "the output byte size overflows (%" PRIu64 " elements of %zu bytes)",
+                       total, (size_t)di->size);
+    return TILEOPT_OK;
 }

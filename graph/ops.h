@@ -206,4 +206,13 @@ op_id op_find(const char *name);
 ** opset: a Tile feeding them over size-1 axes may be a broadcast they do anyway. */
 bool op_broadcasts(op_id op, int64_t opset);
 
+/*
+** Tile-6/13's repeats against the schema: int64, 1-D, one non-negative entry per
+** input axis (when the input rank is known), an output whose element count and
+** byte size fit (when the input shape is static). input may be NULL (unknown).
+** A violation is TILEOPT_INVALID with the reason; callers name the node.
+*/
+int op_tile_check_repeats(int32_t elem, int32_t rank, const int64_t *rep, size_t n,
+                          const graph_type *input, errbuf *err);
+
 #endif

@@ -119,42 +119,14 @@ int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *)) 
 
 int pass_check_repeats(pass_ctx *pc, graph *g, int32_t node, const tensor *repeats,
                        const graph_type *input) {
-    const char *id = graph_node_id(g, node);
-    if (repeats->elem != DT_INT64)
-        return err_set(pc->err, TILEOPT_INVALID, "node %s (Tile): repeats must be int64, not %s",
-                       id, dtype_name(repeats->elem));
-    if (repeats->rank != 1)
-        return err_set(pc->err, TILEOPT_INVALID,
-                       "node %s (Tile): repeats must be 1-D, not of rank %d", id,
-                       (int)repeats->rank);
     int64_t rep[TENSOR_MAX_RANK];
-    size_t n;
-    if (!tensor_to_i64(repeats, rep, TENSOR_MAX_RANK, &n))
-        return err_set(pc->err, TILEOPT_INVALID, "node %s (Tile): more than %d repeats", id,
-                       TENSOR_MAX_RANK);
-    if (input && input->rank >= 0 && (size_t)input->rank != n)
-        return err_set(pc->err, TILEOPT_INVALID,
-                       "node %s (Tile): %zu repeats for an input of rank %d", id, n,
-                       (int)input->rank);
-    uint64_t total = 1;
-    bool known = input && graph_type_static(input);
-    for (size_t i = 0; i < n; i++) {
-        if (rep[i] < 0)
-            return err_set(pc->err, TILEOPT_INVALID,
-                           "node %s (Tile): repeats[%zu] = %lld is negative", id, i,
-                           (long long)rep[i]);
-        int64_t d;
-        if (known && (__builtin_mul_overflow(input->dims[i], rep[i], &d) ||
-                      (d && total > UINT64_MAX / (uint64_t)d)))
-            return err_set(pc->err, TILEOPT_INVALID,
-                           "node %s (Tile): the output size overflows (axis %zu: %lld x %lld)",
-                           id, i, (long long)input->dims[i], (long long)rep[i]);
-        if (known) total *= (uint64_t)d;
-    }
-    const dtype_info *di = known ? dtype_get(input->elem) : NULL;
-    if (di && total > UINT64_MAX / di->size)
-        return err_set(pc->err, TILEOPT_INVALID,
-                       "node %s (Tile): the output byte size overflows (%" PRIu64
-                       " elements of %zu bytes)", id, total, (size_t)di->size);
+    size_t n = 0;
+    int rc;
+    if (repeats->elem == DT_INT64 && repeats->rank == 1 &&
+        !tensor_to_i64(repeats, rep, TENSOR_MAX_RANK, &n))
+        rc = err_set(pc->err, TILEOPT_INVALID, "more than %d repeats", TENSOR_MAX_RANK);
+    else
+        rc = op_tile_check_repeats(repeats->elem, repeats->rank, rep, n, input, pc->err);
+    if (rc) return (int)err_prefix(pc->err, "node %s (Tile): ", graph_node_id(g, node));
     return TILEOPT_OK;
 }

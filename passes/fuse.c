@@ -192,33 +192,17 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
         return 1;
     }
     t->esize = di->size;
+    /* pass_check_repeats (in fz_const_repeats) has checked the repeats against this
+    ** static shape: one non-negative repeat per axis, sizes that fit. */
     if ((int32_t)nr != t->xs.rank) {
-        snprintf(why, cap, "repeats has %zu entries for an input of rank %" PRId32, nr,
+        snprintf(why, cap, "repeats have %zu entries for an input of rank %" PRId32, nr,
                  t->xs.rank);
         return 1;
     }
     uint64_t numel = 1;
     for (int32_t k = 0; k < t->xs.rank; k++) {
-        if (t->r[k] < 0) {
-            snprintf(why, cap, "negative repeat %" PRId64 " on axis %" PRId32, t->r[k], k);
-            return 1;
-        }
-        if (t->r[k] && t->xs.d[k] > INT64_MAX / t->r[k]) {
-            return -err_set(pc->err, TILEOPT_INVALID,
-                            "node %s (Tile): the output size overflows on axis %" PRId32,
-                            graph_node_id(g, i), k);
-        }
         t->t[k] = t->xs.d[k] * t->r[k];
-        if (t->t[k] && numel > UINT64_MAX / (uint64_t)t->t[k]) {
-            return -err_set(pc->err, TILEOPT_INVALID,
-                            "node %s (Tile): the output element count overflows",
-                            graph_node_id(g, i));
-        }
         numel *= (uint64_t)t->t[k];
-    }
-    if (numel > UINT64_MAX / t->esize) {
-        return -err_set(pc->err, TILEOPT_INVALID,
-                        "node %s (Tile): the output byte size overflows", graph_node_id(g, i));
     }
     t->t_numel = numel;
     return 0;

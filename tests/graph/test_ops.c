@@ -72,6 +72,30 @@ static void ops_should_describe_elementwise_ops_consistently(void **state) {
     }
 }
 
+static void ops_should_check_tile_repeats_against_the_schema(void **state) {
+    (void)state;
+    errbuf e;
+    int64_t dims[2] = {3, 4}, rep[2] = {2, 5};
+    graph_type x = {DT_FLOAT, 2, dims, NULL};
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 1, rep, 2, &x, &e), TILEOPT_OK);
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 1, rep, 2, NULL, &e), TILEOPT_OK);
+    assert_int_equal(op_tile_check_repeats(DT_INT32, 1, rep, 2, &x, &e), TILEOPT_INVALID);
+    assert_non_null(strstr(e.msg, "int64"));
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 2, rep, 2, &x, &e), TILEOPT_INVALID);
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 1, rep, 1, &x, &e), TILEOPT_INVALID);
+    assert_non_null(strstr(e.msg, "rank 2"));
+    int64_t neg[2] = {1, -1};
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 1, neg, 2, NULL, &e), TILEOPT_INVALID);
+    assert_non_null(strstr(e.msg, "negative"));
+    int64_t huge[2] = {INT64_MAX / 2, 1};
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 1, huge, 2, &x, &e), TILEOPT_INVALID);
+    assert_non_null(strstr(e.msg, "overflows"));
+    /* fits in elements, not in bytes */
+    int64_t big[2] = {INT64_MAX / 3 / 4, 1}, one[2] = {3, 4};
+    graph_type y = {DT_DOUBLE, 2, one, NULL};
+    assert_int_equal(op_tile_check_repeats(DT_INT64, 1, big, 2, &y, &e), TILEOPT_INVALID);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ops_should_be_sorted_by_name),
@@ -79,6 +103,7 @@ int main(void) {
         cmocka_unit_test(ops_should_know_default_domain_nodes_only),
         cmocka_unit_test(ops_should_broadcast_from_their_opset_on),
         cmocka_unit_test(ops_should_describe_elementwise_ops_consistently),
+        cmocka_unit_test(ops_should_check_tile_repeats_against_the_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
