@@ -22,7 +22,7 @@
 #include <strings.h>
 
 #include "shape/infer.h"
-#include "passes/opset_table.h"
+#include "passes/upgrade/opset_table.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
 
