@@ -39,12 +39,10 @@ static const struct {
 } ir_for_opset[] = {
     {1, 3}, {9, 4}, {10, 5}, {11, 6}, {12, 7}, {15, 8},
 };
-#define IR_ROWS (sizeof ir_for_opset / sizeof ir_for_opset[0])
-_Static_assert(IR_ROWS == 6, "ir_for_opset rows");
 
 int64_t upgrade_ir_for_opset(int64_t opset) {
     int64_t ir = 3;
-    for (size_t i = 0; i < IR_ROWS; i++)
+    for (size_t i = 0; i < countof(ir_for_opset); i++)
         if (ir_for_opset[i].opset <= opset) ir = ir_for_opset[i].ir;
     return ir;
 }

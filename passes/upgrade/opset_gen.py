@@ -33,7 +33,7 @@ def main():
               "**     /usr/bin/python3 passes/upgrade/opset_gen.py "
               "> passes/upgrade/opset_table.c */\n"
               % (onnx.__version__, onnx.defs.onnx_opset_version()))
-    out.write('#include "passes/upgrade/opset_table.h"\n\n')
+    out.write('#include "graph/graph.h"\n#include "passes/upgrade/opset_table.h"\n\n')
     out.write("const int32_t opset_table_max_opset = %d;\n\n" % onnx.defs.onnx_opset_version())
     for i, n in enumerate(names):
         v = sorted(hist[n]["versions"])
@@ -41,12 +41,9 @@ def main():
                   % (i, ", ".join(str(x) for x in v), n))
     out.write("\nconst opset_entry opset_table[] = {\n")
     for i, n in enumerate(names):
-        v = hist[n]["versions"]
-        out.write('    {"%s", v%d, %d, %d},\n' % (n, i, len(v), hist[n]["deprecated"]))
+        out.write('    {"%s", v%d, countof(v%d), %d},\n' % (n, i, i, hist[n]["deprecated"]))
     out.write("};\n")
-    out.write("const size_t opset_table_count = %d;\n" % len(names))
-    out.write("_Static_assert(sizeof opset_table / sizeof opset_table[0] == %d,\n"
-              "               \"opset_table count\");\n" % len(names))
+    out.write("const size_t opset_table_count = countof(opset_table);\n")
 
 
 if __name__ == "__main__":

@@ -171,11 +171,9 @@ static const retired retired_ops[] = {
     {"ScaledTanh", r_scaled_tanh},
     {"ThresholdedRelu", r_thresholded_relu},
 };
-#define N_RETIRED (sizeof retired_ops / sizeof retired_ops[0])
-_Static_assert(N_RETIRED == 6, "retired op table count");
 
 const retired *up_retired_find(const char *op) {
-    for (size_t i = 0; i < N_RETIRED; i++)
+    for (size_t i = 0; i < countof(retired_ops); i++)
         if (strcmp(retired_ops[i].op, op) == 0) return &retired_ops[i];
     return NULL;
 }
