@@ -7,7 +7,7 @@
 /* fuse: Tile into the elementwise ops that follow it (passes/fuse.c). */
 int pass_fuse(pass_ctx *pc);
 
-/* upgrade: migrate default-domain nodes to opt->target_opset (passes/upgrade.c). */
+/* upgrade: migrate default-domain nodes to opt->target_opset (passes/upgrade/). */
 int pass_upgrade(pass_ctx *pc);
 /* The IR version a model importing this ai.onnx opset needs at least. */
 int64_t upgrade_ir_for_opset(int64_t opset);

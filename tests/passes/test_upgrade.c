@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "passes/opset_table.h"
 #include "passes/passes.h"
+#include "passes/upgrade/opset_table.h"
 
 static void opset_table_should_be_sorted_for_bsearch(void **state) {
     (void)state;

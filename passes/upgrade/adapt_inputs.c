@@ -1,0 +1,149 @@
+/*
+** Adapters for attributes that became inputs: Reshape's shape, Slice's
+** starts/ends/axes, TopK's k, the axes of Squeeze/Unsqueeze/ReduceSum, Split's
+** split, Pad's pads and value, Clip's min/max, Dropout's ratio; and Split-1's
+** split input, which became an attribute.
+*/
+#include <string.h>
+
+#include "passes/upgrade/upgrade_impl.h"
+
+/* Move an ints attribute to a new int64 input at slot (absent attribute: absent
+** input, which every opset-13 form concerned treats as the attribute's default). */
+static int ints_attr_to_input(up *u, graph *g, int32_t *node, const char *attr, size_t slot,
+                              cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    Onnx__AttributeProto *a = graph_attr(n, attr);
+    if (!a) return 0;
+    const char *ins[8];
+    size_t k = up_node_inputs(n, ins, 8);
+    if (slot >= 8) return err_set(u->err, TILEOPT_INVALID, "upgrade: bad slot");
+    while (k < slot) ins[k++] = "";
+    const char *c;
+    int rc = up_emit_i64(u, g, *node, attr, a->ints, a->n_ints, false, &c);
+    if (rc) return rc;
+    if (act) cJSON_AddItemToObject(act, attr, pass_json_ints(a->ints, a->n_ints));
+    ins[slot] = c;
+    if (k <= slot) k = slot + 1;
+    graph_node_del_attr(n, attr);
+    return up_replace_node(u, g, node, n->op_type, ins, k, 0);
+}
+
+int up_adapt_reshape_4_5(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    graph_node_del_attr(n, "consumed_inputs");
+    if (!graph_attr(n, "shape"))
+        return err_set(u->err, TILEOPT_INVALID, "node %s: Reshape-1 without a shape attribute",
+                       graph_node_id(g, *node));
+    return ints_attr_to_input(u, g, node, "shape", 1, act);
+}
+
+int up_adapt_slice_1_10(up *u, graph *g, int32_t *node, cJSON *act) {
+    int rc = ints_attr_to_input(u, g, node, "starts", 1, act);
+    if (!rc) rc = ints_attr_to_input(u, g, node, "ends", 2, act);
+    if (!rc) rc = ints_attr_to_input(u, g, node, "axes", 3, act);
+    return rc;
+}
+
+int up_adapt_topk_1_10(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    Onnx__AttributeProto *a = graph_attr(n, "k");
+    if (!a)
+        return err_set(u->err, TILEOPT_INVALID, "node %s: TopK without k",
+                       graph_node_id(g, *node));
+    const char *c;
+    int rc = up_emit_i64(u, g, *node, "k", &a->i, 1, false, &c);
+    if (rc) return rc;
+    if (act) cJSON_AddNumberToObject(act, "k", (double)a->i);
+    graph_node_del_attr(n, "k");
+    const char *ins[2] = {graph_node_input(n, 0), c};
+    return up_replace_node(u, g, node, "TopK", ins, 2, 0);
+}
+
+int up_adapt_axes_to_input(up *u, graph *g, int32_t *node, cJSON *act) {
+    return ints_attr_to_input(u, g, node, "axes", 1, act);
+}
+
+int up_adapt_split_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *s = graph_node_input(n, 1);
+    if (!s) return 0;
+    int64_t v[64];
+    size_t cnt;
+    int32_t elem;
+    bool found;
+    int rc = up_const_ints(u, g, *node, s, "split", v, 64, &cnt, &elem, &found);
+    if (rc) return rc;
+    if (!found)
+        return err_set(u->err, TILEOPT_UNSUPPORTED,
+                       "node %s: Split-1 with a split input computed at run time",
+                       graph_node_id(g, *node));
+    if (graph_node_set_attr_ints(g, n, "split", v, cnt)) return up_nomem(u);
+    if (act) cJSON_AddItemToObject(act, "split", pass_json_ints(v, cnt));
+    const char *ins[1] = {graph_node_input(n, 0)};
+    return up_replace_node(u, g, node, "Split", ins, 1, 0);
+}
+
+int up_adapt_split_12_13(up *u, graph *g, int32_t *node, cJSON *act) {
+    return ints_attr_to_input(u, g, node, "split", 1, act);
+}
+
+int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
+    (void)act;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    Onnx__AttributeProto *a = graph_attr(n, "paddings");
+    if (!a) return 0;
+    if (graph_node_set_attr_ints(g, n, "pads", a->ints, a->n_ints)) return up_nomem(u);
+    graph_node_del_attr(n, "paddings");
+    return 0;
+}
+
+int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    Onnx__AttributeProto *v = graph_attr(n, "value");
+    float value = v ? v->f : 0.0f;
+    const char *mode = graph_attr_string(n, "mode", "constant");
+    int rc = ints_attr_to_input(u, g, node, "pads", 1, act);
+    if (rc) return rc;
+    n = graph_node(g, *node);
+    graph_node_del_attr(n, "value");
+    if (value == 0.0f || strcmp(mode, "constant") != 0) return 0;
+    const char *c;
+    if ((rc = up_emit_scalar(u, g, *node, "value", up_data_elem(u, g, *node, n->input[0]), value,
+                             &c)))
+        return rc;
+    return graph_node_set_input(g, *node, 2, c) ? up_nomem(u) : 0;
+}
+
+int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, cJSON *act) {
+    (void)act;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    Onnx__AttributeProto *lo = graph_attr(n, "min"), *hi = graph_attr(n, "max");
+    const char *ins[3] = {graph_node_input(n, 0), "", ""};
+    size_t k = 1;
+    int32_t elem = (lo || hi) ? up_data_elem(u, g, *node, ins[0]) : DT_FLOAT;
+    int rc;
+    if (lo) {
+        if ((rc = up_emit_scalar(u, g, *node, "min", elem, lo->f, &ins[1]))) return rc;
+        k = 2;
+    }
+    if (hi) {
+        if ((rc = up_emit_scalar(u, g, *node, "max", elem, hi->f, &ins[2]))) return rc;
+        k = 3;
+    }
+    graph_node_del_attr(n, "min");
+    graph_node_del_attr(n, "max");
+    return up_replace_node(u, g, node, "Clip", ins, k, 0);
+}
+
+int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, cJSON *act) {
+    (void)act;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    Onnx__AttributeProto *a = graph_attr(n, "ratio");
+    if (!a) return 0;
+    const char *c;
+    int rc = up_emit_const(u, g, *node, "ratio", DT_FLOAT, NULL, 0, &a->f, sizeof a->f, &c);
+    if (rc) return rc;
+    graph_node_del_attr(n, "ratio");
+    return graph_node_set_input(g, *node, 1, c) ? up_nomem(u) : 0;
+}
