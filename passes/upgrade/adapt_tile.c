@@ -4,6 +4,7 @@
 */
 #include <math.h>
 
+#include "graph/const.h"
 #include "passes/upgrade/upgrade_impl.h"
 
 /*
@@ -15,8 +16,8 @@
 */
 static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
     if (!name || !*name || depth <= 0) return NULL;
-    graph_const_hdr hdr;
-    const Onnx__TensorProto *t = up_const_tensor(u, g, name, &hdr);
+    graph_const c; /* t may point into it */
+    const Onnx__TensorProto *t = graph_const_find(g, name, &c) ? c.tensor : NULL;
     errbuf e;
     err_clear(&e);
     const eval_limits *lim = &u->pc->opt->eval_lim;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "graph/const.h"
 #include "passes/upgrade/upgrade_impl.h"
 
 int up_nomem(up *u) { return err_set(u->err, TILEOPT_NOMEM, "upgrade: out of memory"); }
@@ -29,35 +30,14 @@ int32_t up_elem_of(graph *g, const char *name) {
     return t ? t->data_type : 0;
 }
 
-/* The TensorProto behind a constant value: an initializer (unless, from IR 4 on,
-** it is also a graph input and so only a default the caller may override) or a
-** Constant node's value in any attribute form (a header in *hdr for the scalar
-** and list forms). */
-const Onnx__TensorProto *up_const_tensor(up *u, graph *g, const char *name,
-                                         graph_const_hdr *hdr) {
-    if (!name || !*name) return NULL;
-    Onnx__TensorProto *t = graph_initializer(g, name);
-    if (t) {
-        graph_value *v = graph_find(g, name);
-        if (v && v->input >= 0 && u->ir_in >= 4) return NULL;
-        return t;
-    }
-    Onnx__NodeProto *p = graph_producer(g, name, NULL);
-    const Onnx__TensorProto *c;
-    errbuf e;
-    if (!p || !graph_node_is(p, "Constant") || graph_constant_value(p, hdr, &c, &e))
-        return NULL;
-    return c;
-}
-
 /* Integer values of a constant. Float values must be whole; *found is false when
 ** the value is not a constant we can read. *elem: the constant's element type. */
 int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *what,
                   int64_t *out, size_t cap, size_t *count, int32_t *elem, bool *found) {
     *found = false;
     *count = 0;
-    graph_const_hdr hdr;
-    const Onnx__TensorProto *t = up_const_tensor(u, g, name, &hdr);
+    graph_const c; /* t may point into it */
+    const Onnx__TensorProto *t = graph_const_find(g, name, &c) ? c.tensor : NULL;
     double dv[64];
     size_t n = 0;
     if (t) {

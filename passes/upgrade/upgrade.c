@@ -274,7 +274,6 @@ int pass_upgrade(pass_ctx *pc) {
                        "here (%d); it cannot be converted to %lld",
                        (long long)u.src, (int)opset_table_max_opset, (long long)u.tgt);
     int64_t ir_in = u.m->pb->ir_version;
-    u.ir_in = ir_in;
     int64_t ir_need = upgrade_ir_for_opset(u.tgt);
     u.ir_out = ir_in > ir_need ? ir_in : ir_need;
 
@@ -294,6 +293,15 @@ int pass_upgrade(pass_ctx *pc) {
                   "the source fails the checker, migrated anyway", (long long)ir_in,
                   (long long)u.src, (long long)upgrade_ir_for_opset(u.src));
 
+    /* Dropped before inference and the adapters run, so the constants they read are those of the
+    ** result (graph/const.h): initializers that are no inputs. Kept as inputs
+    ** (--keep-initializer-inputs), they become defaults a caller may override from
+    ** IR 4 on, and the adapters treat them so. */
+    if (ir_in < 4 && u.ir_out >= 4 && !pc->opt->keep_initializer_inputs) {
+        drop_initializer_inputs(&u);
+        if ((rc = graph_commit(u.m->main, u.err))) return rc;
+    }
+
     /* Ranks of intermediate values let more Tile-1 nodes get constant repeats and
     ** more legacy broadcasts a plain Unsqueeze. Inference knows the legacy forms;
     ** when it gives up, values stay unknown and the run-time forms take over. */
@@ -310,8 +318,6 @@ int pass_upgrade(pass_ctx *pc) {
     u.m->pb->has_ir_version = 1;
     if ((rc = upgrade_graph(&u, u.m->main))) return rc;
     if ((rc = graph_set_opset(u.m, "", u.tgt, u.err))) return rc;
-    if (ir_in < 4 && u.ir_out >= 4 && !pc->opt->keep_initializer_inputs)
-        drop_initializer_inputs(&u);
     pc->changed = true;
     return graph_commit(u.m->main, u.err);
 }

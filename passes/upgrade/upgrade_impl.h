@@ -17,7 +17,6 @@ typedef struct up {
     graph_model *m;
     errbuf *err;
     int64_t src, tgt;
-    int64_t ir_in;           /* the source's IR: below 4 initializers are constants */
     int64_t ir_out;          /* IR of the result: constants differ below IR 4 */
     bool plan;               /* planning: collect blocked steps, change nothing */
     uint32_t n_blocked;
@@ -52,8 +51,6 @@ graph_value *up_value_of(graph *g, const char *name);
 int32_t up_rank_of(graph *g, const char *name);
 int32_t up_elem_of(graph *g, const char *name);
 int32_t up_data_elem(up *u, graph *g, int32_t node, const char *name);
-const Onnx__TensorProto *up_const_tensor(up *u, graph *g, const char *name,
-                                         graph_const_hdr *hdr);
 int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *what,
                   int64_t *out, size_t cap, size_t *count, int32_t *elem, bool *found);
 size_t up_node_inputs(const Onnx__NodeProto *n, const char **ins, size_t cap);
