@@ -1,6 +1,7 @@
 # Sourced by ./run, ./test and ./fuzz: install what is missing on a Debian 12
 # machine. deps_build: what building needs; deps_test: what the test suite needs
-# on top. quiet: run a setup or build step without its chatter.
+# on top. quiet: run a setup or build step without its chatter. sanitizer_env and
+# fuzz_build: what ./test and ./fuzz share to build and run the fuzz targets.
 
 _apt_updated=0
 _apt_install() {
@@ -53,4 +54,23 @@ quiet() {
         echo "failed: $*" >&2
         exit 1
     fi
+}
+
+# How ASan and UBSan report in every test and fuzz run: a UBSan finding fails
+# the run like an ASan one instead of printing and going on, and leaks count.
+sanitizer_env() {
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+}
+
+# The libFuzzer build (clang, ASan+UBSan, no test suite) in ROOT/build/fuzz, set
+# up once and brought up to date; ./test smoke-runs it and ./fuzz runs it longer,
+# so both must fuzz the same binaries.
+fuzz_build() {
+    local dir="$1/build/fuzz"
+    if [ ! -f "$dir/build.ninja" ]; then
+        quiet env CC=clang meson setup "$dir" "$1" -Dbuildtype=debug \
+            -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true -Dtests=false
+    fi
+    quiet ninja -C "$dir"
 }

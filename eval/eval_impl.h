@@ -1,6 +1,11 @@
 /*
 ** Internals shared by the files of eval/ (not for passes/ or tools/): storage
 ** buffers, uninitialized allocation, layout helpers and the strided loop driver.
+**
+** Files call only files before them in tile -> tensor -> view -> broadcast ->
+** elementwise -> values -> ops_shape -> exec: the Tile engine only moves bytes,
+** so tensors can materialize any view with it (tests/harness/file_cycles.py
+** fails on any two files that call each other).
 */
 #ifndef TILEOPT_EVAL_IMPL_H
 #define TILEOPT_EVAL_IMPL_H

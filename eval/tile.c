@@ -1,6 +1,7 @@
 /*
-** The materializing Tile kernel. Data only moves, so it dispatches on element
-** size alone and serves every element type (strings are graph_bytes).
+** The engine of the materializing Tile kernels (kernel_tile in view.c) and of
+** tensor_contiguous. Data only moves, so it dispatches on element size alone
+** and serves every element type (strings are graph_bytes).
 **
 ** No index is computed per element. Axes are merged first ((1,r1)(d2,r2) and
 ** (d1,r1)(d2,1) are each one tiled axis), then the output is written block by
@@ -228,79 +229,4 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
     }
 #endif
     run_base(&e, dst, src);
-}
-
-/* ---------------------------------------------------------------- kernels */
-
-int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
-                tensor **out, errbuf *err) {
-    *out = NULL;
-    tile_axis ax[TENSOR_MAX_RANK];
-    int64_t dims[TENSOR_MAX_RANK];
-    int rc = tile_plan(x, repeats, n, ax, dims, err);
-    if (rc) return rc;
-    tensor *t;
-    rc = tensor_alloc(x->elem, dims, x->rank, lim, &t, err);
-    if (rc) return err_prefix(err, "Tile: ");
-    tile_engine(t->data, x->data, tensor_elem_size(x), ax, x->rank);
-    if (!tensor_keep(t, x)) {
-        tensor_free(t);
-        return err_set(err, TILEOPT_NOMEM, "out of memory");
-    }
-    *out = t;
-    return TILEOPT_OK;
-}
-
-int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits *lim,
-                 tensor **out, errbuf *err) {
-    *out = NULL;
-    if (x->rank == 0)
-        return err_set(err, TILEOPT_INVALID, "Tile-1: input is a scalar, it has no axis");
-    if (axis < -(int64_t)x->rank || axis >= x->rank)
-        return err_set(err, TILEOPT_INVALID, "Tile-1: axis %lld outside [-%d, %d)",
-                       (long long)axis, x->rank, x->rank);
-    if (axis < 0) axis += x->rank;
-    if (tiles < 0)
-        return err_set(err, TILEOPT_INVALID, "Tile-1: negative tiles %lld", (long long)tiles);
-    int64_t rep[TENSOR_MAX_RANK];
-    for (int32_t i = 0; i < x->rank; i++) rep[i] = 1;
-    rep[axis] = tiles;
-    return kernel_tile(x, rep, (size_t)x->rank, lim, out, err);
-}
-
-int kernel_tile_promoted(const tensor *x, const int64_t *repeats, size_t n,
-                         const eval_limits *lim, tensor **out, errbuf *err) {
-    *out = NULL;
-    if (n > TENSOR_MAX_RANK)
-        return err_set(err, TILEOPT_LIMIT, "Tile: %zu repeats, over the rank limit %d", n,
-                       TENSOR_MAX_RANK);
-    if (n >= (size_t)x->rank) {
-        /* data gets leading 1-dims: a view with stride-0 size-1 axes in front */
-        tensor *v = tensor_share(x);
-        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
-        tile_axis ax[TENSOR_MAX_RANK];
-        if (!tensor_tile_axes(x, ax)) {
-            tensor_free(v);
-            return err_set(err, TILEOPT_ERROR, "Tile: unsupported view layout");
-        }
-        size_t lead = n - (size_t)x->rank;
-        v->rank = (int32_t)n;
-        v->vrank = (int32_t)(2 * n);
-        for (size_t i = 0; i < n; i++) {
-            tile_axis a = i < lead ? (tile_axis){1, 0, 1} : ax[i - lead];
-            v->dims[i] = a.d * a.r;
-            v->vdims[2 * i] = a.r;
-            v->vstrides[2 * i] = 0;
-            v->vdims[2 * i + 1] = a.d;
-            v->vstrides[2 * i + 1] = a.s;
-        }
-        if (n == 0) v->vrank = 0;
-        int rc = kernel_tile(v, repeats, n, lim, out, err);
-        tensor_free(v);
-        return rc;
-    }
-    int64_t rep[TENSOR_MAX_RANK];
-    size_t lead = (size_t)x->rank - n;
-    for (size_t i = 0; i < (size_t)x->rank; i++) rep[i] = i < lead ? 1 : repeats[i - lead];
-    return kernel_tile(x, rep, (size_t)x->rank, lim, out, err);
 }

@@ -7,6 +7,10 @@
 ** Memory: everything a model holds (the unpacked protobuf, index, names, new nodes
 ** and initializers) lives in the model's arena and is released with the model.
 ** Nothing here is freed piecemeal.
+**
+** Files call only files before them in arena -> dtype -> err -> tensor -> index
+** -> load -> mutate -> save, so each reads knowing only what comes before it
+** (tests/harness/file_cycles.py fails on any two that call each other).
 */
 #ifndef TILEOPT_GRAPH_H
 #define TILEOPT_GRAPH_H

@@ -570,3 +570,94 @@ int64_t graph_opset(const graph_model *m, const char *domain) {
     if (dflt && m->pb->n_opset_import == 0 && m->pb->ir_version < 3) return 1;
     return 0;
 }
+
+int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
+    uint32_t n = graph_n_nodes(g);
+    uint32_t *indeg = calloc(n ? n : 1, sizeof *indeg);
+    /* A min-heap of ready nodes by index keeps an already sorted graph as it is. */
+    int32_t *heap = malloc((n ? n : 1) * sizeof *heap);
+    /* Node -> the values it produces, from the index (no name lookups): value
+    ** indices vals[off[i] .. off[i+1]). */
+    uint32_t *off = calloc((size_t)n + 1, sizeof *off);
+    uint32_t *vals = malloc((g->n_values ? g->n_values : 1) * sizeof *vals);
+    if (!indeg || !heap || !off || !vals) {
+        free(indeg);
+        free(heap);
+        free(off);
+        free(vals);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        int32_t p = g->values[v].producer;
+        if (p >= 0 && (uint32_t)p < n && !g->removed[p]) off[p + 1]++;
+    }
+    for (uint32_t i = 0; i < n; i++) off[i + 1] += off[i];
+    /* indeg, still zero, serves as each node's fill cursor, then is cleared */
+    for (uint32_t v = 0, *fill = indeg; v < g->n_values; v++) {
+        int32_t p = g->values[v].producer;
+        if (p >= 0 && (uint32_t)p < n && !g->removed[p]) vals[off[p] + fill[p]++] = v;
+    }
+    memset(indeg, 0, (n ? n : 1) * sizeof *indeg);
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (g->removed[i]) continue;
+        live++;
+        for (uint32_t k = off[i]; k < off[i + 1]; k++) {
+            const graph_value *v = &g->values[vals[k]];
+            for (uint32_t u = 0; u < v->n_uses; u++)
+                if (v->uses[u].node >= 0 && !g->removed[v->uses[u].node])
+                    indeg[v->uses[u].node]++;
+        }
+    }
+    uint32_t hn = 0, out = 0;
+#define HEAP_PUSH(x)                                                        \
+    do {                                                                    \
+        uint32_t hc_ = hn++;                                                  \
+        heap[hc_] = (x);                                                      \
+        while (hc_ && heap[(hc_ - 1) / 2] > heap[hc_]) {                          \
+            int32_t t_ = heap[hc_];                                            \
+            heap[hc_] = heap[(hc_ - 1) / 2];                                    \
+            heap[(hc_ - 1) / 2] = t_;                                          \
+            hc_ = (hc_ - 1) / 2;                                                \
+        }                                                                   \
+    } while (0)
+    for (uint32_t i = 0; i < n; i++)
+        if (!g->removed[i] && !indeg[i]) HEAP_PUSH((int32_t)i);
+    while (hn) {
+        int32_t i = heap[0];
+        heap[0] = heap[--hn];
+        for (uint32_t c = 0;;) {
+            uint32_t l = 2 * c + 1, r = l + 1, s = c;
+            if (l < hn && heap[l] < heap[s]) s = l;
+            if (r < hn && heap[r] < heap[s]) s = r;
+            if (s == c) break;
+            int32_t t = heap[c];
+            heap[c] = heap[s];
+            heap[s] = t;
+            c = s;
+        }
+        order[out++] = i;
+        for (uint32_t k = off[i]; k < off[i + 1]; k++) {
+            const graph_value *v = &g->values[vals[k]];
+            for (uint32_t u = 0; u < v->n_uses; u++) {
+                int32_t c = v->uses[u].node;
+                if (c >= 0 && !g->removed[c] && --indeg[c] == 0) HEAP_PUSH(c);
+            }
+        }
+    }
+#undef HEAP_PUSH
+    int rc = TILEOPT_OK;
+    if (out != live) {
+        uint32_t i = 0;
+        while (i < n && (g->removed[i] || !indeg[i])) i++;
+        rc = err_set(err, TILEOPT_INVALID, "the graph has a cycle through node %s (%s)%s",
+                     graph_node_id(g, (int32_t)i), g->pb->node[i]->op_type,
+                     g->parent ? " (in a subgraph)" : "");
+    }
+    *count = out;
+    free(indeg);
+    free(heap);
+    free(off);
+    free(vals);
+    return rc;
+}

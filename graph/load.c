@@ -15,13 +15,6 @@
 
 #include "graph/graph.h"
 
-void graph_limits_default(graph_limits *lim) {
-    lim->max_depth = 64;
-    lim->max_rank = 64;
-    lim->max_tensor_bytes = (uint64_t)4 << 30;
-    lim->max_inline_bytes = INT32_MAX;
-}
-
 /* ------------------------------------------------------------ wire checks */
 
 static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {

@@ -12,6 +12,13 @@
 #include "graph/arena.h"
 #include "graph/graph.h"
 
+void graph_limits_default(graph_limits *lim) {
+    lim->max_depth = 64;
+    lim->max_rank = 64;
+    lim->max_tensor_bytes = (uint64_t)4 << 30;
+    lim->max_inline_bytes = INT32_MAX;
+}
+
 bool graph_tensor_is_external(const Onnx__TensorProto *t) {
     return t->has_data_location &&
            t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;

@@ -1,4 +1,4 @@
-/* The pass registry and the helpers every pass uses to report what it did. */
+/* The options and the helpers every pass uses to report what it did. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -6,23 +6,6 @@
 #include <string.h>
 
 #include "passes/pass.h"
-#include "passes/passes.h"
-
-/* Default order: migrate first so later passes see current op semantics, fold
-** before fuse so fuse sees constant repeats. */
-const pass_def pass_registry[] = {
-    {"upgrade", pass_upgrade, "migrate default-domain nodes to the target opset (Tile-1 included)"},
-    {"fold", pass_fold, "constant-fold Tile and the shape subgraphs that feed it"},
-    {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it"},
-    {NULL, NULL, NULL},
-};
-const size_t pass_count = countof(pass_registry) - 1; /* the NULL row ends it */
-
-const pass_def *pass_find(const char *name) {
-    for (size_t i = 0; i < pass_count; i++)
-        if (strcmp(pass_registry[i].name, name) == 0) return &pass_registry[i];
-    return NULL;
-}
 
 void pass_options_default(pass_options *o) {
     memset(o, 0, sizeof *o);

@@ -1,7 +1,13 @@
 /*
-** passes/: one file per pass, plus the driver (registry, options, report).
+** passes/: one file per pass, plus the driver (options, report helpers), the
+** snapshot diff (changes.c) and the registry.
 ** A pass is small: a cheap match, guards that record why they skip, a rewrite
 ** through the graph API, deferred deletion, then graph_commit().
+**
+** Files call only files before them in opset_table -> driver -> changes ->
+** upgrade -> fold -> fuse -> registry: the passes use the driver's helpers and
+** only the registry names the passes (tests/harness/file_cycles.py fails on any
+** two files that call each other).
 */
 #ifndef TILEOPT_PASS_H
 #define TILEOPT_PASS_H

@@ -1,4 +1,4 @@
-/* Entry points of the passes in the registry (passes/driver.c). */
+/* Entry points of the passes in the registry (passes/registry.c). */
 #ifndef TILEOPT_PASSES_H
 #define TILEOPT_PASSES_H
 

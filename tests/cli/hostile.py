@@ -16,7 +16,7 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
 import ort as _ort  # noqa: E402
 

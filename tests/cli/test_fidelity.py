@@ -11,7 +11,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -6,7 +6,7 @@ an error. tests/cli/test_out_paths.py covers the paths that are refused."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
 
 SRC = os.path.join(h.MODELS, "legacy_tile1.onnx")

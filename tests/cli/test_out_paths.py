@@ -9,7 +9,7 @@ of its own that only the new OUT names."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
 
 SRC = os.path.join(h.MODELS, "legacy_tile1.onnx")

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "tools"))
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
 from model_diff import unreported_differences  # noqa: E402
 from validate_report import report_errors  # noqa: E402
@@ -294,7 +294,7 @@ def report_should_name_what_the_sweep_drops():
 def report_should_name_every_difference_between_input_and_output():
     """Over ONNX's test models and the samples: every initializer, graph input and
     value_info gone or added, every named node gone, every opset and IR change
-    is in the report (tests/tools/model_diff.py), with the default passes and
+    is in the report (tests/harness/model_diff.py), with the default passes and
     with --fold-scope all."""
     data = "/usr/share/libonnx-testdata/data"
     models = sorted(glob.glob(os.path.join(data, "pytorch-*", "*", "model.onnx")) +

@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
 import harness as h  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64

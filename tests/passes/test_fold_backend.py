@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
 import harness as h  # noqa: E402
 import ort as ort_mod  # noqa: E402
 

@@ -28,13 +28,13 @@ import onnx.version_converter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.environ.get("SRCDIR", os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(SRCDIR, "tests", "tools"))
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "harness"))
 import harness as h  # noqa: E402
 
 DATA = "/usr/share/libonnx-testdata/data"
 SUITES = ("pytorch-converted", "pytorch-operator", "simple", "node")
 LIST = os.path.join(HERE, "upgrade_legacy_pass.txt")
-ORT_RUN = os.path.join(SRCDIR, "tests", "tools", "ort_run.js")
+ORT_RUN = os.path.join(SRCDIR, "tests", "harness", "ort_run.js")
 TARGET = 13
 PASSES = "upgrade"
 

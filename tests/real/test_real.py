@@ -65,7 +65,7 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.environ.get("SRCDIR", os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(SRCDIR, "tests", "tools"))
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "harness"))
 import harness as h  # noqa: E402
 from validate_report import report_errors  # noqa: E402
 

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "builder.h"
+#include "tests/eval/builder.h"
 #include "api/ctx.h"
 #include "tileopt.h"
 

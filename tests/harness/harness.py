@@ -4,7 +4,7 @@ Use from a test script registered with meson (env TILEOPT, SRCDIR, BUILDDIR set 
 tests/meson.build):
 
     import os, sys
-    sys.path.insert(0, os.path.join(os.environ["SRCDIR"], "tests", "tools"))
+    sys.path.insert(0, os.path.join(os.environ["SRCDIR"], "tests", "harness"))
     import harness as h
 
     cp = h.tileopt("optimize", src, "-o", dst, "--passes", "fold")  # CompletedProcess

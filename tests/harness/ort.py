@@ -5,7 +5,7 @@
     outs = run_ort("model.onnx", {"x": x, "y": y}) # by name
 
 Inputs are written as serialized TensorProto files (onnx.numpy_helper), run by
-tests/tools/ort_run.js, and the output_N.pb files are read back as numpy arrays,
+tests/harness/ort_run.js, and the output_N.pb files are read back as numpy arrays,
 in the order of the model's outputs. Any failure (ORT missing, model rejected,
 run error) raises OrtError with ORT's message.
 """

@@ -22,7 +22,7 @@ import onnx
 import onnx.shape_inference
 
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "tools"))
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
 
 DATA = os.environ.get("ONNX_TESTDATA", "/usr/share/libonnx-testdata/data")
 MIN_DIMS = int(os.environ.get("INFER_MIN_DIMS", "3500"))
