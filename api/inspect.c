@@ -37,7 +37,8 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
         if (!graph_node_is(n, "Tile")) continue;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "node", graph_node_id(g, (int32_t)i));
-        if (g->parent) cJSON_AddStringToObject(e, "graph", graph_node_id(g->parent, g->parent_node));
+        char path[512];
+        if (graph_path(g, path, sizeof path)) cJSON_AddStringToObject(e, "graph", path);
         cJSON_AddStringToObject(e, "form", opset < 6 ? "Tile-1" : "Tile-6");
         const char *in = graph_node_input(n, 0);
         graph_value *v = in ? graph_find(g, in) : NULL;

@@ -186,6 +186,10 @@ static inline uint32_t graph_n_nodes(const graph *g) { return (uint32_t)g->pb->n
 static inline bool graph_node_removed(const graph *g, int32_t i) { return g->removed[i]; }
 /* "name" or "#index" when unnamed: stable ids for reports and errors. */
 const char *graph_node_id(graph *g, int32_t i);
+/* Where a subgraph sits, as the ids of the nodes holding it from the outside in
+** ("loop/if_then"), written into buf; NULL for the main graph. Reports and
+** inspect name subgraphs this one way. */
+const char *graph_path(graph *g, char *buf, size_t cap);
 /* Default domain test ("" or "ai.onnx"). */
 bool graph_node_is(const Onnx__NodeProto *n, const char *op_type);
 /* True for the default ONNX domain, spelled "" or "ai.onnx". */

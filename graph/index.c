@@ -205,6 +205,17 @@ bool graph_type_numel(const graph_type *t, uint64_t *out) {
 static const char *safe(const char *s) { return s ? s : ""; }
 
 /* Where a name can come from, for error messages. */
+const char *graph_path(graph *g, char *buf, size_t cap) {
+    if (!g->parent) return NULL;
+    /* Outer path first ("loop/if_then"), written straight into buf. */
+    const char *up = graph_path(g->parent, buf, cap);
+    size_t used = up ? strlen(buf) : 0;
+    if (used + 1 < cap)
+        snprintf(buf + used, cap - used, "%s%s", up ? "/" : "",
+                 graph_node_id(g->parent, g->parent_node));
+    return buf;
+}
+
 static const char *graph_where(graph *g) {
     return g->parent ? " (in a subgraph)" : "";
 }

@@ -236,7 +236,7 @@ static size_t field_count(const dtype_info *d, const Onnx__TensorProto *t) {
 }
 
 /*
-** Issue 7 (hardening): the loader runs this on every TensorProto, so a model
+** The loader runs this on every TensorProto, so a model
 ** that claims more data than it holds (a 100-GB initializer with no bytes, dims
 ** whose size overflows, a short or missing external file) fails at load, before
 ** anything is allocated, instead of round-tripping or failing deep in a pass.

@@ -16,17 +16,6 @@ void pass_options_default(pass_options *o) {
     eval_limits_default(&o->eval_lim);
 }
 
-static const char *graph_path(graph *g, char *buf, size_t cap) {
-    if (!g->parent) return NULL;
-    /* Outer path first ("loop/if_then"), written straight into buf. */
-    const char *up = graph_path(g->parent, buf, cap);
-    size_t used = up ? strlen(buf) : 0;
-    if (used + 1 < cap)
-        snprintf(buf + used, cap - used, "%s%s", up ? "/" : "",
-                 graph_node_id(g->parent, g->parent_node));
-    return buf;
-}
-
 cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action) {
     cJSON *a = cJSON_CreateObject();
     if (!a) return NULL;

@@ -154,6 +154,40 @@ def inspect_should_show_symbolic_dims_and_tiles_in_subgraphs():
             raise AssertionError("\n".join(problems))
 
 
+def inspect_should_name_nested_subgraphs_as_the_report_does():
+    # A Tile two Ifs deep: inspect and the passes' report name its graph the same
+    # way, the holding nodes from the outside in.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    out = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, None])
+    inner_then = helper.make_graph(
+        [helper.make_node("Tile", ["x", "r"], ["o_in"], name="tile_deep")],
+        "inner_then", [], [out("o_in")],
+        initializer=[numpy_helper.from_array(np.array([1, 2], np.int64), "r")])
+    inner_else = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["o_ie"], name="id_ie")], "inner_else", [],
+        [out("o_ie")])
+    outer_then = helper.make_graph(
+        [helper.make_node("If", ["c"], ["o_out"], name="inner_if",
+                          then_branch=inner_then, else_branch=inner_else)],
+        "outer_then", [], [out("o_out")])
+    outer_else = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["o_oe"], name="id_oe")], "outer_else", [],
+        [out("o_oe")])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], name="outer_if",
+                          then_branch=outer_then, else_branch=outer_else)],
+        "nested", [x, helper.make_tensor_value_info("c", TensorProto.BOOL, [])], [out("y")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with h.tempdir() as d:
+        p = os.path.join(d, "nested.onnx")
+        onnx.save(m, p)
+        (t,) = inspect_json(p)["tiles"]
+        assert t["graph"] == "outer_if/inner_if", t
+        rep = h.optimize_checked(p, os.path.join(d, "o.onnx"), "fuse")
+        acts = [a for pa in rep["passes"] for a in pa["actions"] if a["node"] == "tile_deep"]
+        assert acts and all(a["graph"] == t["graph"] for a in acts), acts
+
+
 def inspect_should_not_touch_the_model():
     with h.tempdir() as d:
         p = os.path.join(d, "m.onnx")
