@@ -36,12 +36,13 @@ typedef struct graph_model graph_model;
 typedef void (*graph_progress_fn)(void *user, const char *what, uint64_t done,
                                   uint64_t total);
 
-/* Told the path of each temporary file a save creates, once it exists, and NULL
-** once it is renamed or removed: a program that is killed in between can remove
-** it (the CLI does, on SIGINT and SIGTERM). */
+/* Told the path of each temporary file a save creates, just before it is
+** created, and NULL once it is renamed or removed: a program that is killed in
+** between can remove it (the CLI does, on SIGINT, SIGTERM and SIGHUP). */
 typedef void (*graph_temp_fn)(void *user, const char *tmp_path);
 
-/* Limits the loader enforces (resource limits of the hardening issue). */
+/* Limits the loader enforces, so hostile input fails with an error instead of
+** exhausting the machine. */
 typedef struct graph_limits {
     uint32_t max_depth;      /* subgraph and protobuf message nesting */
     uint32_t max_rank;

@@ -96,7 +96,10 @@ static void random_tag(char tag[9], uint64_t *state) {
     tag[8] = '\0';
 }
 
-static int open_temp(const char *dir, char **tmp_out) {
+/* The hook hears each name before the file is created: a signal between the two
+** then finds no file to remove, which is harmless, where told after the open it
+** would leave a file the handler never heard of. */
+static int open_temp(const char *dir, char **tmp_out, graph_temp_fn hook, void *hook_user) {
     size_t n = strlen(dir) + 32;
     char *tmp = malloc(n);
     if (!tmp) {
@@ -108,13 +111,21 @@ static int open_temp(const char *dir, char **tmp_out) {
         char name[9];
         random_tag(name, &x);
         snprintf(tmp, n, "%s/.tileopt-%s", dir, name);
+        if (hook) hook(hook_user, tmp);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST) {
-            if (fd >= 0) *tmp_out = tmp;
-            else free(tmp);
+            if (fd >= 0) {
+                *tmp_out = tmp;
+                return fd;
+            }
+            int e = errno;
+            if (hook) hook(hook_user, NULL);
+            free(tmp);
+            errno = e;
             return fd;
         }
     }
+    if (hook) hook(hook_user, NULL);
     free(tmp);
     errno = EEXIST;
     return -1;
@@ -133,13 +144,12 @@ static int write_atomic(const char *path, write_fn fn, void *user, graph_temp_fn
         return rc;
     }
     char *tmp = NULL;
-    int fd = open_temp(dir, &tmp);
+    int fd = open_temp(dir, &tmp, hook, hook_user);
     if (fd < 0) {
         int rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));
         free(copy);
         return rc;
     }
-    if (hook) hook(hook_user, tmp);
     int rc = fn(fd, user, err);
     if (!rc && fsync(fd) != 0)
         rc = err_set(err, TILEOPT_IO, "cannot write '%s': %s", path, strerror(errno));

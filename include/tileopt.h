@@ -107,10 +107,11 @@ TILEOPT_API void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn 
 
 /*
 ** Called with the path of each temporary file a save creates (OUT, its external
-** data, a report), once the file exists, and with NULL once it has been renamed
-** into place or removed. A program that may be killed while saving keeps the
-** last path and removes it from its signal handler (unlink is async-signal-safe);
-** the CLI does so on SIGINT and SIGTERM. NULL (the default) tells nothing.
+** data, a report) just before it is created, and with NULL once it has been
+** renamed into place or removed. A program that may be killed while saving keeps
+** the last path and removes it from its signal handler (unlink is
+** async-signal-safe; a path not created yet is simply not there); the CLI does so
+** on SIGINT, SIGTERM and SIGHUP. NULL (the default) tells nothing.
 */
 typedef void (*tileopt_temp_fn)(void *user, const char *tmp_path);
 TILEOPT_API void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user);
