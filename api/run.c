@@ -15,9 +15,10 @@
 #include "eval/eval.h"
 #include "api/ctx.h"
 
-/* rtol/atol of ONNX's backend tests, used by --verify and run --test-dir */
-#define VERIFY_RTOL 1e-3
-#define VERIFY_ATOL 1e-7
+/* rtol/atol of ONNX's backend tests, the one place the tolerances of verify,
+** run --test-dir and tileopt_tensor_compare are set */
+#define COMPARE_RTOL 1e-3
+#define COMPARE_ATOL 1e-7
 /* the value a symbolic or unknown dim takes in generated inputs */
 #define VERIFY_DIM 2
 
@@ -135,6 +136,69 @@ const char *tileopt_tensor_name(const tileopt_tensor *t) { return t->name; }
 
 /* ------------------------------------------------------------------ run */
 
+/* ONNX's test data stores bfloat16 tensors as UINT16 (numpy has no bfloat16): such
+** a tensor where a BFLOAT16 one belongs is read as the bits it holds. */
+static bool bf16_bits(int32_t want, const tensor *t) {
+    return want == DT_BFLOAT16 && t->elem == DT_UINT16;
+}
+
+static void shape_text(const tensor *t, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "%s [", dtype_name(t->elem));
+    for (int32_t i = 0; i < t->rank && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, i ? "," : "", t->dims[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+tileopt_status tileopt_tensor_compare(tileopt_ctx *ctx, const tileopt_tensor *expected,
+                                      const tileopt_tensor *actual) {
+    if (!expected || !actual)
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tensor_compare: NULL tensor"});
+    tensor *e = tensor_ref(expected->t);
+    if (!e) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
+    if (bf16_bits(actual->t->elem, e)) e->elem = DT_BFLOAT16;
+    tensor_diff d;
+    err_clear(&ctx->err);
+    int rc = tensor_compare(e, actual->t, COMPARE_RTOL, COMPARE_ATOL, &d, &ctx->err);
+    if (!rc && !d.same_shape) {
+        char se[256], sa[256];
+        shape_text(e, se, sizeof se);
+        shape_text(actual->t, sa, sizeof sa);
+        rc = err_set(&ctx->err, TILEOPT_MISMATCH, "expected %s, got %s", se, sa);
+    } else if (!rc && d.n_bad) {
+        rc = err_set(&ctx->err, TILEOPT_MISMATCH,
+                     "%" PRIu64 " of %" PRIu64 " values differ; first at index %" PRIu64
+                     ": expected %s, got %s (max abs diff %.6g, max rel diff %.6g)",
+                     d.n_bad, tensor_numel(actual->t), d.first_bad, d.expected, d.actual,
+                     d.max_abs, d.max_rel);
+    }
+    tensor_free(e);
+    return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
+}
+
+tileopt_status tileopt_tensor_format(tileopt_ctx *ctx, const tileopt_tensor *value,
+                                     size_t max_values, char **out) {
+    *out = NULL;
+    if (!value)
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tensor_format: NULL tensor"});
+    const tensor *t = value->t;
+    uint64_t n = tensor_numel(t), shown = n < max_values ? n : max_values;
+    /* one value prints in at most 96 bytes; a shape in at most 21 per dim */
+    size_t cap = 64 + (size_t)t->rank * 22 + (size_t)shown * 98 + 8;
+    char *buf = malloc(cap);
+    if (!buf) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
+    shape_text(t, buf, cap);
+    size_t len = strlen(buf);
+    len += (size_t)snprintf(buf + len, cap - len, " = [");
+    for (uint64_t k = 0; k < shown; k++) {
+        char v[96];
+        tensor_format(t, k, v, sizeof v);
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", v);
+    }
+    snprintf(buf + len, cap - len, "%s]", n > shown ? ", ..." : "");
+    *out = buf;
+    return TILEOPT_OK;
+}
+
 tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
                                  tileopt_tensor *const *inputs, size_t n_inputs,
                                  tileopt_tensor ***outputs, size_t *n_outputs) {
@@ -142,10 +206,28 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     *n_outputs = 0;
     tensor **in = calloc(n_inputs ? n_inputs : 1, sizeof *in);
     if (!in) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
-    for (size_t i = 0; i < n_inputs; i++) in[i] = inputs[i] ? inputs[i]->t : NULL;
+    int rc = TILEOPT_OK;
+    graph *g = model->g->main;
+    size_t k = 0;
+    for (size_t i = 0; i < g->pb->n_input && k < n_inputs && !rc; i++) {
+        graph_value *v = graph_find(g, g->pb->input[i]->name);
+        if (v && v->initializer >= 0) continue;
+        tensor *t = inputs[k] ? inputs[k]->t : NULL;
+        in[k] = t ? tensor_ref(t) : NULL;
+        if (t && !in[k]) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+        else if (t && v && bf16_bits(v->type.elem, t)) in[k]->elem = DT_BFLOAT16;
+        k++;
+    }
+    for (; k < n_inputs && !rc; k++) {
+        in[k] = inputs[k] && inputs[k]->t ? tensor_ref(inputs[k]->t) : NULL;
+        if (inputs[k] && inputs[k]->t && !in[k])
+            rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
     tensor **outs = NULL;
     size_t no = 0;
-    int rc = eval_graph(model->g, in, n_inputs, &outs, &no, &ctx->opt.eval_lim, &ctx->err);
+    if (!rc)
+        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &ctx->opt.eval_lim, &ctx->err);
+    for (size_t i = 0; i < n_inputs; i++) tensor_free(in[i]);
     free(in);
     if (rc) return ctx_fail(ctx, &ctx->err);
     tileopt_tensor **res = calloc(no ? no : 1, sizeof *res);
@@ -406,7 +488,7 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
     Onnx__GraphProto *pb = after->g->main->pb;
     for (size_t i = 0; i < vr.n_after; i++) {
         tensor_diff d;
-        if (tensor_compare(vr.out_before[i], vr.out_after[i], VERIFY_RTOL, VERIFY_ATOL, &d,
+        if (tensor_compare(vr.out_before[i], vr.out_after[i], COMPARE_RTOL, COMPARE_ATOL, &d,
                            &ctx->err)) {
             rc = ctx->err.code;
             goto done;

@@ -201,8 +201,31 @@ TILEOPT_API const int64_t *tileopt_tensor_dims(const tileopt_tensor *tensor);
 TILEOPT_API const char *tileopt_tensor_name(const tileopt_tensor *tensor);
 
 /*
+** Compare actual against expected the way `run --test-dir` and verify do:
+** floating types numpy.isclose style (|a - e| <= atol + rtol * |e|, rtol 1e-3,
+** atol 1e-7, NaN equal to NaN); integers, bool, strings and 8-bit floats exactly.
+** An expected UINT16 tensor against a BFLOAT16 one is read as the bfloat16 bits
+** it holds (ONNX's test data stores bfloat16 so: numpy has none). TILEOPT_OK when
+** they agree; TILEOPT_MISMATCH when they do not, with tileopt_ctx_errmsg() saying
+** how (the two element types and shapes, or how many values differ, the first
+** one and the largest differences); another status on error.
+*/
+TILEOPT_API tileopt_status tileopt_tensor_compare(tileopt_ctx *ctx,
+                                                  const tileopt_tensor *expected,
+                                                  const tileopt_tensor *actual);
+
+/*
+** The tensor as text, "FLOAT [2,3] = [1, 2, 3, 4, 5, 6]", with at most max_values
+** values and ", ..." when there are more. On success *out is a new string the
+** caller frees with tileopt_free().
+*/
+TILEOPT_API tileopt_status tileopt_tensor_format(tileopt_ctx *ctx, const tileopt_tensor *tensor,
+                                                 size_t max_values, char **out);
+
+/*
 ** Evaluate model with the built-in evaluator. inputs[i] binds to the i-th graph
-** input that is not an initializer. On success *outputs is a new array of
+** input that is not an initializer; a UINT16 tensor bound to a BFLOAT16 input
+** is taken as the bfloat16 bits it holds, as ONNX's test data stores them. On success *outputs is a new array of
 ** *n_outputs tensors; free each with tileopt_tensor_free() and the array with
 ** tileopt_free().
 */

@@ -1,10 +1,22 @@
-/* Subcommands of the tileopt CLI, one file each, and the shared error printer. */
+/*
+** The tileopt CLI: one file per command, what they share in cli.c. Like any
+** other client, it sees the library only through include/tileopt.h.
+*/
 #ifndef TILEOPT_CMD_H
 #define TILEOPT_CMD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tileopt.h"
+
+/* Exit codes: success, a failure (bad model, I/O, mismatch), a usage error. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* The commands; argv[0] is the command's name. Each returns the exit code. */
+int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv);
+int cmd_run(tileopt_ctx *ctx, int argc, char **argv);
+int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv);
 
 /* Print "tileopt: error: <message>" to stderr and return code (for usage errors,
 ** code 2, a hint to --help follows). */
@@ -13,13 +25,17 @@ __attribute__((format(printf, 2, 3)))
 #endif
 int tool_error(int code, const char *fmt, ...);
 
-/* `tileopt run ...`; argv[0] is "run". Returns the exit code. */
-int cmd_run(tileopt_ctx *ctx, int argc, char **argv);
-
 /* If argv[*i] is a flag that maps onto a library option (`--fold-limit N`, ...;
 ** with limits_only, just the resource limits `--max-*`), apply it to ctx and step
 ** *i past its value. Returns -1 when argv[*i] is no such flag, 0 when applied,
 ** 2 (usage) on a bad value. */
 int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only);
+
+/* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
+void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);
+
+/* Remove the temporary file a save is writing when SIGINT, SIGTERM or SIGHUP
+** arrives (signals the caller ignores stay ignored). */
+void cli_clean_up_on_signals(tileopt_ctx *ctx);
 
 #endif

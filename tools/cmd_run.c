@@ -11,16 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "eval/eval.h"
-#include "api/ctx.h"
-#include "tileopt.h"
-#include "tools/cmd.h"
+#include "cmd.h"
 
-enum { RUN_OK = 0, RUN_FAIL = 1, RUN_USAGE = 2 };
-
-/* Tolerances of ONNX's backend tests. */
-#define RUN_RTOL 1e-3
-#define RUN_ATOL 1e-7
 /* values shown per output when printing results */
 #define RUN_SHOW 8
 
@@ -64,10 +56,10 @@ static int list_numbered(const char *dir, const char *prefix, path_list *out) {
     out->paths = NULL;
     out->n = 0;
     DIR *d = opendir(dir);
-    if (!d) return tool_error(RUN_FAIL, "cannot open test folder '%s': %s", dir, strerror(errno));
+    if (!d) return tool_error(EXIT_FAIL, "cannot open test folder '%s': %s", dir, strerror(errno));
     numbered *items = NULL;
     size_t n = 0, cap = 0, plen = strlen(prefix);
-    int rc = RUN_OK;
+    int rc = EXIT_OK;
     for (struct dirent *e; (e = readdir(d));) {
         const char *s = e->d_name;
         if (strncmp(s, prefix, plen) != 0) continue;
@@ -79,7 +71,7 @@ static int list_numbered(const char *dir, const char *prefix, path_list *out) {
             cap = cap ? cap * 2 : 8;
             numbered *g = realloc(items, cap * sizeof *g);
             if (!g) {
-                rc = tool_error(RUN_FAIL, "out of memory");
+                rc = tool_error(EXIT_FAIL, "out of memory");
                 break;
             }
             items = g;
@@ -87,7 +79,7 @@ static int list_numbered(const char *dir, const char *prefix, path_list *out) {
         size_t len = strlen(dir) + strlen(s) + 2;
         items[n].path = malloc(len);
         if (!items[n].path) {
-            rc = tool_error(RUN_FAIL, "out of memory");
+            rc = tool_error(EXIT_FAIL, "out of memory");
             break;
         }
         snprintf(items[n].path, len, "%s/%s", dir, s);
@@ -97,11 +89,11 @@ static int list_numbered(const char *dir, const char *prefix, path_list *out) {
     if (n) qsort(items, n, sizeof *items, by_num);
     for (size_t i = 1; i < n && !rc; i++)
         if (items[i].num == items[i - 1].num)
-            rc = tool_error(RUN_FAIL, "'%s' and '%s' have the same number", items[i - 1].path,
+            rc = tool_error(EXIT_FAIL, "'%s' and '%s' have the same number", items[i - 1].path,
                             items[i].path);
     if (!rc) {
         out->paths = malloc((n ? n : 1) * sizeof *out->paths);
-        if (!out->paths) rc = tool_error(RUN_FAIL, "out of memory");
+        if (!out->paths) rc = tool_error(EXIT_FAIL, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
         if (!rc) out->paths[out->n++] = items[i].path;
@@ -121,131 +113,76 @@ static int load_tensors(tileopt_ctx *ctx, char *const *paths, size_t n,
                         tileopt_tensor ***out) {
     tileopt_tensor **t = calloc(n ? n : 1, sizeof *t);
     *out = t;
-    if (!t) return tool_error(RUN_FAIL, "out of memory");
+    if (!t) return tool_error(EXIT_FAIL, "out of memory");
     for (size_t i = 0; i < n; i++)
         if (tileopt_tensor_load(ctx, paths[i], &t[i]) != TILEOPT_OK)
-            return tool_error(RUN_FAIL, "%s", tileopt_ctx_errmsg(ctx));
-    return RUN_OK;
-}
-
-/*
-** ONNX's backend test data stores bfloat16 values as UINT16 tensors (numpy has
-** no bfloat16): read such a tensor as the BFLOAT16 bits it holds when the
-** model's side is BFLOAT16.
-*/
-static void bf16_from_u16(tileopt_tensor *t, int32_t want) {
-    if (t && want == DT_BFLOAT16 && t->t->elem == DT_UINT16) t->t->elem = DT_BFLOAT16;
-}
-
-static void bf16_inputs(tileopt_model *model, tileopt_tensor **in, size_t n) {
-    graph *g = model->g->main;
-    size_t k = 0;
-    for (size_t i = 0; i < g->pb->n_input && k < n; i++) {
-        graph_value *v = graph_find(g, g->pb->input[i]->name);
-        if (!v || v->initializer >= 0) continue;
-        bf16_from_u16(in[k++], v->type.elem);
-    }
-}
-
-static void shape_str(const tileopt_tensor *t, char *buf, size_t cap) {
-    size_t len = 0, r = tileopt_tensor_rank(t);
-    const int64_t *d = tileopt_tensor_dims(t);
-    len += (size_t)snprintf(buf, cap, "[");
-    for (size_t i = 0; i < r && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, i ? "," : "", d[i]);
-    if (len < cap) snprintf(buf + len, cap - len, "]");
+            return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    return EXIT_OK;
 }
 
 /* Compare outputs with the expected tensors; prints every mismatch. */
-static int compare(tileopt_tensor **expected, size_t n_expected,
+static int compare(tileopt_ctx *ctx, tileopt_tensor **expected, size_t n_expected,
                    tileopt_tensor *const *actual, size_t n_actual, const char *dir) {
     if (n_expected != n_actual)
-        return tool_error(RUN_FAIL, "%s holds %zu expected outputs, the model gives %zu", dir,
+        return tool_error(EXIT_FAIL, "%s holds %zu expected outputs, the model gives %zu", dir,
                           n_expected, n_actual);
-    int rc = RUN_OK;
-    for (size_t i = 0; i < n_actual; i++) {
-        const tileopt_tensor *e = expected[i], *a = actual[i];
-        tensor_diff d;
-        errbuf err;
-        err_clear(&err);
-        bf16_from_u16(expected[i], a->t->elem);
-        if (tensor_compare(e->t, a->t, RUN_RTOL, RUN_ATOL, &d, &err)) {
-            rc = tool_error(RUN_FAIL, "output %zu '%s': %s", i, a->name, err.msg);
-            continue;
-        }
-        if (!d.same_shape) {
-            char se[256], sa[256];
-            shape_str(e, se, sizeof se);
-            shape_str(a, sa, sizeof sa);
-            rc = tool_error(RUN_FAIL, "output %zu '%s': expected %s %s, got %s %s", i, a->name,
-                            dtype_name(e->t->elem), se, dtype_name(a->t->elem), sa);
-        } else if (d.n_bad) {
-            rc = tool_error(RUN_FAIL,
-                            "output %zu '%s': %" PRIu64 " of %" PRIu64
-                            " values differ; first at index %" PRIu64
-                            ": expected %s, got %s (max abs diff %.6g, max rel diff %.6g)",
-                            i, a->name, d.n_bad, tensor_numel(a->t), d.first_bad, d.expected,
-                            d.actual, d.max_abs, d.max_rel);
-        }
-    }
+    int rc = EXIT_OK;
+    for (size_t i = 0; i < n_actual; i++)
+        if (tileopt_tensor_compare(ctx, expected[i], actual[i]) != TILEOPT_OK)
+            rc = tool_error(EXIT_FAIL, "output %zu '%s': %s", i,
+                            tileopt_tensor_name(actual[i]), tileopt_ctx_errmsg(ctx));
     return rc;
 }
 
 static int write_outputs(tileopt_ctx *ctx, const char *dir, tileopt_tensor *const *outs,
                          size_t n) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return tool_error(RUN_FAIL, "cannot create '%s': %s", dir, strerror(errno));
+        return tool_error(EXIT_FAIL, "cannot create '%s': %s", dir, strerror(errno));
     for (size_t i = 0; i < n; i++) {
         char path[4096];
         if (snprintf(path, sizeof path, "%s/output_%zu.pb", dir, i) >= (int)sizeof path)
-            return tool_error(RUN_FAIL, "output folder path too long");
+            return tool_error(EXIT_FAIL, "output folder path too long");
         if (tileopt_tensor_save(ctx, outs[i], path) != TILEOPT_OK)
-            return tool_error(RUN_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+            return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
     }
-    return RUN_OK;
+    return EXIT_OK;
 }
 
-static void print_outputs(tileopt_tensor *const *outs, size_t n) {
+static int print_outputs(tileopt_ctx *ctx, tileopt_tensor *const *outs, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        const tileopt_tensor *t = outs[i];
-        char shape[512];
-        shape_str(t, shape, sizeof shape);
-        printf("%s: %s %s", t->name, dtype_name(t->t->elem), shape);
-        uint64_t nel = tensor_numel(t->t);
-        printf(" = [");
-        for (uint64_t k = 0; k < nel && k < RUN_SHOW; k++) {
-            char v[96];
-            tensor_format(t->t, k, v, sizeof v);
-            printf("%s%s", k ? ", " : "", v);
-        }
-        printf("%s]\n", nel > RUN_SHOW ? ", ..." : "");
+        char *text;
+        if (tileopt_tensor_format(ctx, outs[i], RUN_SHOW, &text) != TILEOPT_OK)
+            return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        printf("%s: %s\n", tileopt_tensor_name(outs[i]), text);
+        tileopt_free(text);
     }
+    return EXIT_OK;
 }
 
 int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     const char *model_path = NULL, *test_dir = NULL, *out_dir = NULL;
     char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
     size_t n_inputs = 0;
-    if (!inputs) return tool_error(RUN_FAIL, "out of memory");
-    int rc = RUN_OK;
+    if (!inputs) return tool_error(EXIT_FAIL, "out of memory");
+    int rc = EXIT_OK;
     for (int i = 1; i < argc && !rc; i++) {
         const char *s = argv[i];
         bool has_next = i + 1 < argc;
         if (strcmp(s, "--test-dir") == 0) {
-            if (!has_next) rc = tool_error(RUN_USAGE, "--test-dir needs a folder");
-            else if (test_dir) rc = tool_error(RUN_USAGE, "--test-dir given twice");
+            if (!has_next) rc = tool_error(EXIT_USAGE, "--test-dir needs a folder");
+            else if (test_dir) rc = tool_error(EXIT_USAGE, "--test-dir given twice");
             else test_dir = argv[++i];
         } else if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
-            if (!has_next) rc = tool_error(RUN_USAGE, "%s needs a folder", s);
-            else if (out_dir) rc = tool_error(RUN_USAGE, "%s given twice", s);
+            if (!has_next) rc = tool_error(EXIT_USAGE, "%s needs a folder", s);
+            else if (out_dir) rc = tool_error(EXIT_USAGE, "%s given twice", s);
             else out_dir = argv[++i];
         } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
             fputs(run_usage, stdout);
             free(inputs);
-            return RUN_OK;
+            return EXIT_OK;
         } else if (s[0] == '-' && s[1]) {
             int fr = cmd_option_flag(ctx, argc, argv, &i, true);
-            if (fr < 0) rc = tool_error(RUN_USAGE, "unknown option '%s' for run", s);
+            if (fr < 0) rc = tool_error(EXIT_USAGE, "unknown option '%s' for run", s);
             else rc = fr;
         } else if (!model_path) {
             model_path = s;
@@ -253,9 +190,9 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
             inputs[n_inputs++] = argv[i];
         }
     }
-    if (!rc && !model_path) rc = tool_error(RUN_USAGE, "run needs a model");
+    if (!rc && !model_path) rc = tool_error(EXIT_USAGE, "run needs a model");
     if (!rc && test_dir && n_inputs)
-        rc = tool_error(RUN_USAGE, "give input files or --test-dir, not both");
+        rc = tool_error(EXIT_USAGE, "give input files or --test-dir, not both");
     if (rc) {
         free(inputs);
         return rc;
@@ -266,29 +203,28 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     size_t n_in = n_inputs, n_expected = 0, n_outs = 0;
     path_list in_paths = {0}, out_paths = {0};
     if (tileopt_model_load(ctx, model_path, &model) != TILEOPT_OK) {
-        rc = tool_error(RUN_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
     if (test_dir) {
         rc = list_numbered(test_dir, "input_", &in_paths);
         if (!rc) rc = list_numbered(test_dir, "output_", &out_paths);
         if (!rc && !out_paths.n)
-            rc = tool_error(RUN_FAIL, "%s holds no output_*.pb to compare with", test_dir);
+            rc = tool_error(EXIT_FAIL, "%s holds no output_*.pb to compare with", test_dir);
         if (!rc) rc = load_tensors(ctx, in_paths.paths, in_paths.n, &in);
         if (!rc) rc = load_tensors(ctx, out_paths.paths, out_paths.n, &expected);
         n_in = in_paths.n;
         n_expected = out_paths.n;
-        if (!rc) bf16_inputs(model, in, n_in);
     } else {
         rc = load_tensors(ctx, inputs, n_inputs, &in);
     }
     if (rc) goto done;
     if (tileopt_model_run(ctx, model, in, n_in, &outs, &n_outs) != TILEOPT_OK) {
-        rc = tool_error(RUN_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
     if (test_dir) {
-        rc = compare(expected, n_expected, outs, n_outs, test_dir);
+        rc = compare(ctx, expected, n_expected, outs, n_outs, test_dir);
         if (rc) goto done;
     }
     if (out_dir) {
@@ -298,7 +234,7 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     if (test_dir)
         printf("%s: %zu output%s match\n", test_dir, n_outs, n_outs == 1 ? "" : "s");
     else if (!out_dir)
-        print_outputs(outs, n_outs);
+        rc = print_outputs(ctx, outs, n_outs);
 done:
     free_tensors(in, n_in);
     free_tensors(expected, n_expected);

@@ -1,11 +1,12 @@
-/* Public API around the evaluator (api/run.c): tensors, tileopt_model_run,
-** tileopt_tile with OpenVINO promotion, tileopt_model_verify. */
+/* Public API around the evaluator (api/run.c): tensors (compare, format),
+** tileopt_model_run, tileopt_tile with OpenVINO promotion, tileopt_model_verify. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -207,12 +208,98 @@ static void api_should_keep_run_outputs_after_the_model_is_freed(void **state) {
     tileopt_ctx_free(ctx);
 }
 
+static void api_should_compare_tensors_with_the_verify_tolerances(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    int64_t d[1] = {3}, d2[2] = {1, 3};
+    float a[3] = {1, 2, NAN}, close[3] = {1.0005f, 2, NAN}, far[3] = {1, 2.1f, NAN};
+    tileopt_tensor *ta = api_tensor(ctx, DT_FLOAT, 1, d, a, sizeof a);
+    tileopt_tensor *tc = api_tensor(ctx, DT_FLOAT, 1, d, close, sizeof close);
+    tileopt_tensor *tf = api_tensor(ctx, DT_FLOAT, 1, d, far, sizeof far);
+    tileopt_tensor *t2 = api_tensor(ctx, DT_FLOAT, 2, d2, a, sizeof a);
+    /* within rtol 1e-3, NaN equal to NaN */
+    assert_int_equal(tileopt_tensor_compare(ctx, ta, tc), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_compare(ctx, ta, tf), TILEOPT_MISMATCH);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "1 of 3 values differ; first at index 1"));
+    assert_int_equal(tileopt_tensor_compare(ctx, ta, t2), TILEOPT_MISMATCH);
+    assert_string_equal(tileopt_ctx_errmsg(ctx), "expected FLOAT [3], got FLOAT [1,3]");
+    /* integers exactly */
+    int32_t i1[3] = {1, 2, 3}, i2[3] = {1, 2, 4};
+    tileopt_tensor *ti1 = api_tensor(ctx, DT_INT32, 1, d, i1, sizeof i1);
+    tileopt_tensor *ti2 = api_tensor(ctx, DT_INT32, 1, d, i2, sizeof i2);
+    assert_int_equal(tileopt_tensor_compare(ctx, ti1, ti2), TILEOPT_MISMATCH);
+    /* bfloat16 stored as UINT16 by ONNX's test data: read as its bits */
+    uint16_t bits[3] = {0x3f80, 0x4000, 0x4040}; /* 1, 2, 3 */
+    tileopt_tensor *tu = api_tensor(ctx, DT_UINT16, 1, d, bits, sizeof bits);
+    tileopt_tensor *tb = api_tensor(ctx, DT_BFLOAT16, 1, d, bits, sizeof bits);
+    assert_int_equal(tileopt_tensor_compare(ctx, tu, tb), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_compare(ctx, tb, tu), TILEOPT_MISMATCH);
+    assert_int_equal(tileopt_tensor_dtype(tu), DT_UINT16); /* the caller's tensor stays */
+    tileopt_tensor *all[] = {ta, tc, tf, t2, ti1, ti2, tu, tb};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tileopt_tensor_free(all[i]);
+    tileopt_ctx_free(ctx);
+}
+
+static void api_should_format_a_tensor_as_text(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    int64_t d[2] = {2, 3};
+    int64_t v[6] = {1, 2, 3, 4, 5, -6};
+    tileopt_tensor *t = api_tensor(ctx, DT_INT64, 2, d, v, sizeof v);
+    char *text = NULL;
+    assert_int_equal(tileopt_tensor_format(ctx, t, 8, &text), TILEOPT_OK);
+    assert_string_equal(text, "INT64 [2,3] = [1, 2, 3, 4, 5, -6]");
+    tileopt_free(text);
+    assert_int_equal(tileopt_tensor_format(ctx, t, 2, &text), TILEOPT_OK);
+    assert_string_equal(text, "INT64 [2,3] = [1, 2, ...]");
+    tileopt_free(text);
+    assert_int_equal(tileopt_tensor_format(ctx, NULL, 2, &text), TILEOPT_MISUSE);
+    assert_null(text);
+    tileopt_tensor_free(t);
+    tileopt_ctx_free(ctx);
+}
+
+static void api_should_bind_uint16_test_data_to_a_bfloat16_input(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    Onnx__GraphProto *g = b_graph_new("g");
+    int64_t d[1] = {2};
+    b_input(g, b_value("x", DT_BFLOAT16, 1, d));
+    b_add(g, b_node("Identity", "x", "y"));
+    b_output(g, b_value("y", DT_BFLOAT16, 1, d));
+    size_t len;
+    uint8_t *buf = b_pack(g, 13, &len);
+    tileopt_model *m = NULL;
+    assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
+    uint16_t bits[2] = {0x3f80, 0xc000}; /* 1, -2 */
+    tileopt_tensor *x = api_tensor(ctx, DT_UINT16, 1, d, bits, sizeof bits);
+    tileopt_tensor **outs = NULL;
+    size_t no = 0;
+    assert_int_equal(tileopt_model_run(ctx, m, &x, 1, &outs, &no), TILEOPT_OK);
+    assert_int_equal(no, 1);
+    assert_int_equal(tileopt_tensor_dtype(outs[0]), DT_BFLOAT16);
+    assert_int_equal(tileopt_tensor_dtype(x), DT_UINT16);
+    assert_int_equal(tileopt_tensor_compare(ctx, x, outs[0]), TILEOPT_OK);
+    tileopt_tensor_free(outs[0]);
+    tileopt_free(outs);
+    tileopt_tensor_free(x);
+    tileopt_model_free(m);
+    b_free_all();
+    tileopt_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(api_should_tile_with_openvino_promotion),
         cmocka_unit_test(api_should_save_and_load_tensor_files),
         cmocka_unit_test(api_should_verify_match_mismatch_and_skip),
         cmocka_unit_test(api_should_keep_run_outputs_after_the_model_is_freed),
+        cmocka_unit_test(api_should_compare_tensors_with_the_verify_tolerances),
+        cmocka_unit_test(api_should_format_a_tensor_as_text),
+        cmocka_unit_test(api_should_bind_uint16_test_data_to_a_bfloat16_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,117 @@
+/*
+** What the commands share: the error printer, the flags that map onto library
+** options, the progress line, and removing a half-written file on a signal.
+*/
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+
+int tool_error(int code, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* The library escapes what it reports; paths from the command line get the
+    ** same treatment, so an error is one line that cannot drive the terminal. */
+    fputs("tileopt: error: ", stderr);
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f) fprintf(stderr, "\\x%02x", *c);
+        else fputc(*c, stderr);
+    }
+    fputc('\n', stderr);
+    if (code == EXIT_USAGE) fputs("(tileopt --help shows the usage)\n", stderr);
+    return code;
+}
+
+/* The temporary file a save is writing right now (the library tells us through
+** tileopt_ctx_set_temp_hook), so that SIGINT or SIGTERM in the middle of a long
+** write leaves no half-written file behind. */
+static char pending_tmp[PATH_MAX];
+static volatile sig_atomic_t pending_set;
+
+static void note_temp(void *user, const char *tmp) {
+    (void)user;
+    pending_set = 0;
+    size_t n = tmp ? strlen(tmp) : 0;
+    if (n && n < sizeof pending_tmp) {
+        memcpy(pending_tmp, tmp, n + 1);
+        pending_set = 1;
+    }
+}
+
+static void on_fatal_signal(int sig) {
+    if (pending_set) unlink(pending_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_clean_up_on_signals(tileopt_ctx *ctx) {
+    tileopt_ctx_set_temp_hook(ctx, note_temp, NULL);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        /* A signal the caller ignores (nohup, a background job) stays ignored. */
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* Progress on a terminal only: a single line redrawn in place. */
+void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
+    (void)user;
+    if (total)
+        fprintf(stderr, "\r%s: %llu/%llu (%3.0f%%)", what, (unsigned long long)done,
+                (unsigned long long)total, 100.0 * (double)done / (double)total);
+    else
+        fprintf(stderr, "\r%s: %llu", what, (unsigned long long)done);
+    if (done == total) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
+/* Flags that map one to one onto library options (tileopt_ctx_set). */
+static const struct {
+    const char *flag;
+    const char *option;
+    bool takes_value;
+    bool limit;              /* a resource limit: every command takes it */
+} option_flags[] = {
+    {"--target-opset", "target-opset", true, false},
+    {"--fold-limit", "fold-limit", true, false},
+    {"--fold-max-growth", "fold-max-growth", true, false},
+    {"--fold-scope", "fold-scope", true, false},
+    {"--fuse-split", "fuse-split", false, false},
+    {"--keep-initializer-inputs", "keep-initializer-inputs", false, false},
+    {"--seed", "seed", true, false},
+    {"--max-tensor-bytes", "max-tensor-bytes", true, true},
+    {"--max-eval-bytes", "max-eval-bytes", true, true},
+    {"--max-eval-steps", "max-eval-steps", true, true},
+    {"--max-depth", "max-depth", true, true},
+    {"--max-rank", "max-rank", true, true},
+};
+
+int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only) {
+    const char *s = argv[*i];
+    size_t k = 0, n = sizeof option_flags / sizeof option_flags[0];
+    while (k < n && strcmp(option_flags[k].flag, s) != 0) k++;
+    if (k == n || (limits_only && !option_flags[k].limit)) return -1;
+    const char *value = "1";
+    if (option_flags[k].takes_value) {
+        if (*i + 1 >= argc) return tool_error(EXIT_USAGE, "%s needs a value", s);
+        value = argv[++*i];
+    }
+    if (tileopt_ctx_set(ctx, option_flags[k].option, value) != TILEOPT_OK)
+        return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
+    return 0;
+}

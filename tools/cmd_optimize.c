@@ -1,0 +1,292 @@
+/*
+** `tileopt optimize IN.onnx -o OUT.onnx ...`: load, run the passes, verify, write
+** the report and OUT, and print the summary.
+*/
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmd.h"
+
+typedef struct opt_args {
+    const char *in, *out, *passes, *report;
+    bool verify, quiet, infer_shapes;
+} opt_args;
+
+static void known_passes(char *buf, size_t cap) {
+    buf[0] = '\0';
+    for (size_t i = 0; tileopt_pass_name(i); i++) {
+        if (i) strncat(buf, ", ", cap - strlen(buf) - 1);
+        strncat(buf, tileopt_pass_name(i), cap - strlen(buf) - 1);
+    }
+    if (!buf[0]) strncat(buf, "(none yet)", cap - 1);
+}
+
+/* Split --passes into names, checking each; "none" gives an empty list. */
+static int parse_passes(const char *spec, const char **names, size_t cap, size_t *count,
+                        char *storage, size_t storage_cap) {
+    *count = 0;
+    if (!spec) {
+        for (size_t i = 0; tileopt_pass_name(i) && i < cap; i++) names[(*count)++] = tileopt_pass_name(i);
+        return EXIT_OK;
+    }
+    if (strcmp(spec, "none") == 0) return EXIT_OK;
+    snprintf(storage, storage_cap, "%s", spec);
+    for (char *tok = strtok(storage, ","); tok; tok = strtok(NULL, ",")) {
+        bool found = false;
+        for (size_t i = 0; tileopt_pass_name(i); i++) found |= strcmp(tileopt_pass_name(i), tok) == 0;
+        if (!found) {
+            char known[256];
+            known_passes(known, sizeof known);
+            return tool_error(EXIT_USAGE, "unknown pass '%s' in --passes (known: %s, or none)",
+                              tok, known);
+        }
+        if (*count == cap) return tool_error(EXIT_USAGE, "too many passes in --passes");
+        names[(*count)++] = tok;
+    }
+    if (!*count) return tool_error(EXIT_USAGE, "--passes is empty");
+    return EXIT_OK;
+}
+
+static int write_report(tileopt_ctx *ctx, const char *dest) {
+    if (strcmp(dest, "-") != 0) {
+        if (tileopt_report_save(ctx, dest) == TILEOPT_OK) return EXIT_OK;
+        return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    }
+    char *text;
+    if (tileopt_report_string(ctx, &text) != TILEOPT_OK)
+        return tool_error(EXIT_FAIL, "report: out of memory");
+    puts(text);
+    tileopt_free(text);
+    return EXIT_OK;
+}
+
+/* path with its folder resolved (symlinks, "." and ".."): two spellings of a file
+** that does not exist yet resolve alike. false when the folder does not exist. */
+static bool resolve_path(const char *path, char *out) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return false;
+    return snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX;
+}
+
+/* True when a and b name one file, however spelled: ./m.onnx, a symlink, a hard
+** link (one inode), or the same resolved path when either does not exist yet. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return false;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return resolve_path(a, ra) && resolve_path(b, rb) && strcmp(ra, rb) == 0;
+}
+
+/* Refuse, before anything is read or written, the paths that would destroy data:
+** OUT or the report naming the input, the report naming OUT, and a destination
+** that exists but is no regular file (the atomic rename would replace a device
+** such as /dev/null with a file, or fail on a folder only after all the work). */
+static int check_paths(const opt_args *a) {
+    if (same_file(a->in, a->out))
+        return tool_error(EXIT_USAGE, "-o '%s' is the input model: write to another file",
+                          a->out);
+    const char *dests[2] = {a->out, a->report && strcmp(a->report, "-") ? a->report : NULL};
+    for (size_t i = 0; i < 2; i++) {
+        struct stat st;
+        if (dests[i] && stat(dests[i], &st) == 0 && !S_ISREG(st.st_mode))
+            return tool_error(EXIT_FAIL, "'%s' exists and is not a regular file%s", dests[i],
+                              i ? " (--report - writes to stdout)" : "");
+    }
+    if (!dests[1]) return EXIT_OK;
+    if (same_file(a->in, a->report))
+        return tool_error(EXIT_USAGE, "--report '%s' is the input model", a->report);
+    if (same_file(a->out, a->report))
+        return tool_error(EXIT_USAGE, "--report '%s' is the output model", a->report);
+    return EXIT_OK;
+}
+
+/* The name lists of a pass's "changes" in the report, as the summary words them. */
+static const struct {
+    const char *key, *words;
+} change_words[] = {
+    {"initializers_removed", "initializers removed"},
+    {"initializers_added", "initializers added"},
+    {"inputs_removed", "graph inputs removed"},
+    {"inputs_added", "graph inputs added"},
+    {"value_info_removed", "value_info removed"},
+};
+
+static double default_opset(const cJSON *summary) {
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(summary, "opset_import")) {
+        const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "domain"));
+        if (d && (!d[0] || strcmp(d, "ai.onnx") == 0))
+            return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "version"));
+    }
+    return 0;
+}
+
+static void print_summary(tileopt_ctx *ctx, FILE *f) {
+    const cJSON *r = tileopt_report_json(ctx);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(r, "output");
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    fprintf(f, "%s -> %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "path")),
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out, "path")));
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "passes")) {
+        const cJSON *a;
+        int done = 0, skipped = 0;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(p, "actions")) {
+            const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
+            if (kind && strcmp(kind, "skipped") == 0) skipped++;
+            else done++;
+        }
+        fprintf(f, "  %-8s %4d changes, %4d skipped, %.1f ms",
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done, skipped,
+                NUM(p, "duration_ms"));
+        const cJSON *changes = cJSON_GetObjectItemCaseSensitive(p, "changes");
+        const char *sep = "; ";
+        for (size_t k = 0; k < sizeof change_words / sizeof change_words[0]; k++) {
+            int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(changes, change_words[k].key));
+            if (!n) continue;
+            fprintf(f, "%s%d %s", sep, n, change_words[k].words);
+            sep = ", ";
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "  nodes %.0f -> %.0f, Tile %.0f -> %.0f, initializers %.0f -> %.0f bytes, file %.0f -> %.0f bytes\n",
+            NUM(in, "nodes"), NUM(out, "nodes"), NUM(in, "tiles"), NUM(out, "tiles"),
+            NUM(in, "initializer_bytes"), NUM(out, "initializer_bytes"), NUM(in, "file_bytes"),
+            NUM(out, "file_bytes"));
+    double op_in = default_opset(in), op_out = default_opset(out);
+    double ir_in = NUM(in, "ir_version"), ir_out = NUM(out, "ir_version");
+    if (op_in != op_out && ir_in != ir_out)
+        fprintf(f, "  opset %.0f -> %.0f, IR %.0f -> %.0f\n", op_in, op_out, ir_in, ir_out);
+    else if (op_in != op_out)
+        fprintf(f, "  opset %.0f -> %.0f\n", op_in, op_out);
+    else if (ir_in != ir_out)
+        fprintf(f, "  IR %.0f -> %.0f\n", ir_in, ir_out);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
+    if (v) fprintf(f, "  verify: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "verdict")));
+    const cJSON *w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(r, "warnings"))
+        fprintf(f, "  warning: %s\n", cJSON_GetStringValue(w));
+#undef NUM
+}
+
+/* The output size the report states now. */
+static double output_file_bytes(tileopt_ctx *ctx) {
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(tileopt_report_json(ctx), "output");
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(out, "file_bytes"));
+}
+
+static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *passes,
+                    size_t n_passes) {
+    tileopt_model *model = NULL, *before = NULL;
+    int rc = EXIT_FAIL;
+    if (tileopt_model_load(ctx, a->in, &model) != TILEOPT_OK ||
+        (a->verify && tileopt_model_load(ctx, a->in, &before) != TILEOPT_OK)) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto done;
+    }
+    tileopt_report_begin(ctx, model, a->in);
+    for (size_t i = 0; i < n_passes; i++) {
+        if (tileopt_pass_run(ctx, model, passes[i]) != TILEOPT_OK) {
+            tool_error(EXIT_FAIL, "pass %s: %s", passes[i], tileopt_ctx_errmsg(ctx));
+            goto report;
+        }
+    }
+    if (a->infer_shapes && tileopt_model_infer_shapes(ctx, model) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "infer shapes: %s", tileopt_ctx_errmsg(ctx));
+        goto report;
+    }
+    if (a->verify && tileopt_model_verify(ctx, before, model) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "verify: %s", tileopt_ctx_errmsg(ctx));
+        goto report;
+    }
+    /* The report goes first, with the size the output will have: when it cannot
+    ** be written the run fails before OUT is touched. */
+    tileopt_report_end(ctx, model, a->out);
+    if (a->report && strcmp(a->report, "-") != 0 && write_report(ctx, a->report) != EXIT_OK)
+        goto done;
+    double predicted = output_file_bytes(ctx);
+    if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto report;
+    }
+    rc = EXIT_OK;
+    /* OUT is in place: the report is rewritten only when the save's size differs
+    ** from the prediction (tensors moved to external data), and a rewrite that
+    ** fails leaves the first report and a warning, never a failed run. */
+    tileopt_report_end(ctx, model, a->out);
+    if (a->report && strcmp(a->report, "-") != 0 && output_file_bytes(ctx) != predicted &&
+        tileopt_report_save(ctx, a->report) != TILEOPT_OK)
+        fprintf(stderr, "tileopt: warning: %s (it states the predicted output size)\n",
+                tileopt_ctx_errmsg(ctx));
+    if (a->report && strcmp(a->report, "-") == 0) write_report(ctx, a->report);
+    goto summary;
+report:
+    tileopt_report_end(ctx, model, a->out);
+    if (a->report) write_report(ctx, a->report);
+summary:
+    if (rc == EXIT_OK && !a->quiet)
+        print_summary(ctx, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
+done:
+    tileopt_model_free(model);
+    tileopt_model_free(before);
+    return rc;
+}
+
+int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
+    opt_args a = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        bool has_next = i + 1 < argc;
+        if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
+            if (!has_next) return tool_error(EXIT_USAGE, "%s needs a path", s);
+            a.out = argv[++i];
+        } else if (strcmp(s, "--passes") == 0) {
+            if (!has_next) return tool_error(EXIT_USAGE, "--passes needs a list");
+            a.passes = argv[++i];
+        } else if (strcmp(s, "--report") == 0) {
+            if (!has_next) return tool_error(EXIT_USAGE, "--report needs a path or -");
+            a.report = argv[++i];
+        } else if (strcmp(s, "--infer-shapes") == 0) {
+            a.infer_shapes = true;
+        } else if (strcmp(s, "--verify") == 0) {
+            a.verify = true;
+        } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+            a.quiet = true;
+        } else if (s[0] == '-' && s[1]) {
+            int rc = cmd_option_flag(ctx, argc, argv, &i, false);
+            if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
+            if (rc) return rc;
+        } else if (!a.in) {
+            a.in = s;
+        } else {
+            return tool_error(EXIT_USAGE, "unexpected argument '%s'", s);
+        }
+    }
+    if (!a.in) return tool_error(EXIT_USAGE, "optimize needs an input model");
+    if (!a.out) return tool_error(EXIT_USAGE, "optimize needs -o OUT.onnx");
+    int prc = check_paths(&a);
+    if (prc) return prc;
+    if (!a.quiet && isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, cli_progress, NULL);
+    const char *names[64];
+    size_t n_names;
+    char storage[1024];
+    int rc = parse_passes(a.passes, names, 64, &n_names, storage, sizeof storage);
+    if (rc) return rc;
+    return optimize(ctx, &a, names, n_names);
+}
