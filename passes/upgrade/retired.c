@@ -71,7 +71,7 @@ static int r_image_scaler(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     float scale = graph_attr_float(n, "scale", 1.0f);
     Onnx__AttributeProto *b = graph_attr(n, "bias");
-    chain c;
+    chain c = {0};
     const char *x = NULL, *out = NULL, *t = NULL;
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (rc) return rc;
@@ -97,7 +97,7 @@ static int r_image_scaler(up *u, graph *g, int32_t *node, cJSON *act) {
 static int r_affine(up *u, graph *g, int32_t *node, cJSON *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     float alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 0.0f);
-    chain c;
+    chain c = {0};
     const char *x = NULL, *out = NULL, *t = NULL;
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (!rc) rc = ch_mul(&c, x, alpha, NULL, &t);
@@ -109,7 +109,7 @@ static int r_affine(up *u, graph *g, int32_t *node, cJSON *act) {
 /* Scale: y = scale * x. */
 static int r_scale(up *u, graph *g, int32_t *node, cJSON *act) {
     float scale = graph_attr_float(graph_node(g, *node), "scale", 1.0f);
-    chain c;
+    chain c = {0};
     const char *x = NULL, *out = NULL, *t = NULL;
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (!rc) rc = ch_mul(&c, x, scale, out, &t);
@@ -121,7 +121,7 @@ static int r_scale(up *u, graph *g, int32_t *node, cJSON *act) {
 static int scaled_unary(up *u, graph *g, int32_t *node, cJSON *act, const char *op) {
     Onnx__NodeProto *n = graph_node(g, *node);
     float alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 1.0f);
-    chain c;
+    chain c = {0};
     const char *x = NULL, *out = NULL, *t = NULL;
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (!rc) rc = ch_mul(&c, x, beta, NULL, &t);
@@ -148,7 +148,7 @@ static int r_thresholded_relu(up *u, graph *g, int32_t *node, cJSON *act) {
         return up_replace_node(u, g, node, "ThresholdedRelu", ins, ins[0] ? 1 : 0, 0);
     }
     float alpha = graph_attr_float(n, "alpha", 1.0f);
-    chain c;
+    chain c = {0};
     const char *x = NULL, *out = NULL, *k = NULL, *gt = NULL, *m = NULL;
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (!rc) rc = up_emit_scalar(u, g, c.node, "alpha", c.elem, alpha, &k);
