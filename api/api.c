@@ -47,6 +47,8 @@ void tileopt_ctx_free(tileopt_ctx *ctx) {
     if (!ctx) return;
     tbuf_cache_drop();
     cJSON_Delete(ctx->report);
+    for (size_t i = 0; i < ctx->n_input_shapes; i++) free(ctx->input_shapes[i].name);
+    free(ctx->input_shapes);
     free(ctx);
 }
 
@@ -66,7 +68,10 @@ void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user)
 
 #define MAX_DEPTH_CEILING 256
 
-typedef enum opt_kind { OPT_U64, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE } opt_kind;
+typedef enum opt_kind {
+    OPT_U64, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
+    OPT_SHAPE,               /* repeatable, kept in the context, not in pass_options */
+} opt_kind;
 
 typedef struct opt_def {
     const char *name;
@@ -88,6 +93,7 @@ static const opt_def options[] = {
     OPT("max-depth", OPT_U32, graph_lim.max_depth),
     OPT("max-rank", OPT_U32, graph_lim.max_rank),
     OPT("seed", OPT_U64, seed),
+    {"input-shape", OPT_SHAPE, 0},
 };
 #undef OPT
 
@@ -101,11 +107,54 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
+/* "NAME:D1,D2,..." (NAME may hold ':' itself, as TensorFlow's "x:0" does: the last
+** one separates; "NAME:" is a scalar). The same name again replaces it. */
+static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
+    const char *colon = value ? strrchr(value, ':') : NULL;
+    if (!colon || colon == value)
+        return err_set(&ctx->err, TILEOPT_MISUSE,
+                       "--input-shape takes NAME:D1,D2,... , not '%s'", value ? value : "");
+    api_input_shape s = {.rank = 0};
+    for (const char *p = colon + 1; *p;) {
+        char *end;
+        errno = 0;
+        long long d = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : -1;
+        if (d < 0 || errno || (*end && *end != ',') || (*end == ',' && !end[1]) ||
+            s.rank == TENSOR_MAX_RANK)
+            return err_set(&ctx->err, TILEOPT_MISUSE,
+                           "--input-shape '%s': dims are numbers 0 and up separated by ',' "
+                           "(at most %d)", value, TENSOR_MAX_RANK);
+        s.dims[s.rank++] = d;
+        p = *end ? end + 1 : end;
+    }
+    size_t nlen = (size_t)(colon - value);
+    s.name = malloc(nlen + 1);
+    if (!s.name) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    memcpy(s.name, value, nlen);
+    s.name[nlen] = '\0';
+    for (size_t i = 0; i < ctx->n_input_shapes; i++)
+        if (strcmp(ctx->input_shapes[i].name, s.name) == 0) {
+            free(ctx->input_shapes[i].name);
+            ctx->input_shapes[i] = s;
+            return TILEOPT_OK;
+        }
+    api_input_shape *grown =
+        realloc(ctx->input_shapes, (ctx->n_input_shapes + 1) * sizeof *grown);
+    if (!grown) {
+        free(s.name);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
+    ctx->input_shapes = grown;
+    ctx->input_shapes[ctx->n_input_shapes++] = s;
+    return TILEOPT_OK;
+}
+
 tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *value) {
     const opt_def *o = NULL;
     for (size_t i = 0; i < countof(options); i++)
         if (strcmp(options[i].name, name) == 0) o = &options[i];
     if (!o) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown option '%s'", name);
+    if (o->kind == OPT_SHAPE) return add_input_shape(ctx, value);
     uint8_t *field = (uint8_t *)&ctx->opt + o->offset;
     uint64_t u;
     switch (o->kind) {
@@ -151,6 +200,8 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         if (strcmp(value, "0") && strcmp(value, "1")) break;
         *(bool *)field = value[0] == '1';
         return TILEOPT_OK;
+    case OPT_SHAPE:
+        break;
     case OPT_SCOPE:
         if (strcmp(value, "tile") && strcmp(value, "all")) {
             return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes 'tile' or 'all', not '%s'",
@@ -164,7 +215,15 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
 
 /* ------------------------------------------------------------------ models */
 
+/* Wrap a loaded model, with the input shapes the context fixes applied. */
 static tileopt_status wrap_model(tileopt_ctx *ctx, graph_model *g, tileopt_model **out) {
+    for (size_t i = 0; i < ctx->n_input_shapes; i++) {
+        const api_input_shape *s = &ctx->input_shapes[i];
+        if (graph_fix_input_shape(g, s->name, s->dims, s->rank, &ctx->err)) {
+            graph_model_free(g);
+            return ctx_fail(ctx, &ctx->err);
+        }
+    }
     *out = malloc(sizeof **out);
     if (!*out) {
         graph_model_free(g);

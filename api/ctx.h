@@ -8,8 +8,17 @@
 #include "passes/pass.h"
 #include "tileopt.h"
 
+/* One --input-shape: a main-graph input's dims, fixed at every load. */
+typedef struct api_input_shape {
+    char *name;
+    int32_t rank;
+    int64_t dims[TENSOR_MAX_RANK];
+} api_input_shape;
+
 struct tileopt_ctx {
     pass_options opt;
+    api_input_shape *input_shapes;
+    size_t n_input_shapes;
     errbuf err;
     cJSON *report;           /* NULL until tileopt_report_begin() */
     tileopt_progress_fn progress;

@@ -73,6 +73,16 @@ tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
     cJSON_AddStringToObject(ctx->report, "version", TILEOPT_VERSION);
     cJSON_AddItemToObject(ctx->report, "input",
                           summary(input->g, input_path, input->g->file_bytes));
+    if (ctx->n_input_shapes) {
+        cJSON *fixed = cJSON_AddArrayToObject(ctx->report, "input_shapes");
+        for (size_t i = 0; fixed && i < ctx->n_input_shapes; i++) {
+            const api_input_shape *f = &ctx->input_shapes[i];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", f->name);
+            cJSON_AddItemToObject(e, "shape", pass_json_ints(f->dims, (size_t)f->rank));
+            cJSON_AddItemToArray(fixed, e);
+        }
+    }
     cJSON_AddItemToObject(ctx->report, "passes", cJSON_CreateArray());
     cJSON_AddItemToObject(ctx->report, "warnings", cJSON_CreateArray());
     return TILEOPT_OK;

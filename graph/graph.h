@@ -260,6 +260,15 @@ void graph_remove_node(graph *g, int32_t node);
 ** Recurses into subgraphs. Fails on a cycle.
 */
 int graph_commit(graph *g, errbuf *err);
+/*
+** Fix the shape of a main-graph input for this run (--input-shape): rank and the
+** declared static dims must agree, and each named dim (dim_param) of the input
+** becomes its given size wherever the model declares it, as one name means one
+** size. The input's declaration is rewritten and the model reindexed.
+** TILEOPT_MISUSE names what does not fit.
+*/
+int graph_fix_input_shape(graph_model *m, const char *name, const int64_t *dims,
+                          int32_t rank, errbuf *err);
 /* Topological order of live nodes into order[] (n_nodes capacity); count out. */
 int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err);
 

@@ -500,3 +500,71 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     return TILEOPT_OK;
 }
+
+/* ------------------------------------------------------ fixed input shapes */
+
+/* Every dim declared as dim_param sym, in g's inputs, outputs and value_info and
+** those of its subgraphs, becomes the value v: a named dim means one size
+** throughout the model. */
+static void bind_dim_param(graph *g, const char *sym, int64_t v) {
+    Onnx__ValueInfoProto **lists[3] = {g->pb->input, g->pb->output, g->pb->value_info};
+    size_t counts[3] = {g->pb->n_input, g->pb->n_output, g->pb->n_value_info};
+    for (size_t l = 0; l < 3; l++)
+        for (size_t i = 0; i < counts[l]; i++) {
+            const Onnx__TypeProto *tp = lists[l][i]->type;
+            if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+                !tp->tensor_type || !tp->tensor_type->shape)
+                continue;
+            Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
+            for (size_t k = 0; k < sp->n_dim; k++) {
+                Onnx__TensorShapeProto__Dimension *d = sp->dim[k];
+                if (!d || d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ||
+                    !d->dim_param || strcmp(d->dim_param, sym) != 0)
+                    continue;
+                d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                d->dim_value = v;
+            }
+        }
+    for (uint32_t n = 0; n < graph_n_nodes(g); n++)
+        for (graph *s = graph_node_subgraphs(g, (int32_t)n); s; s = s->next_sibling)
+            bind_dim_param(s, sym, v);
+}
+
+int graph_fix_input_shape(graph_model *m, const char *name, const int64_t *dims,
+                          int32_t rank, errbuf *err) {
+    graph *g = m->main;
+    graph_value *v = graph_find(g, name);
+    if (!v || v->input < 0)
+        return err_set(err, TILEOPT_MISUSE, "input shape for '%s': the model has no graph "
+                       "input of that name", name);
+    if (v->initializer >= 0)
+        return err_set(err, TILEOPT_MISUSE, "input shape for '%s': it is an initializer, "
+                       "its shape is its data's", name);
+    const graph_type *t = &v->type;
+    if (t->rank >= 0 && t->rank != rank)
+        return err_set(err, TILEOPT_MISUSE, "input shape for '%s': %d dims given, the model "
+                       "declares %d", name, (int)rank, (int)t->rank);
+    for (int32_t i = 0; t->rank >= 0 && i < rank; i++) {
+        if (dims[i] < 0)
+            return err_set(err, TILEOPT_MISUSE, "input shape for '%s': dim %d is negative",
+                           name, (int)i);
+        if (t->dims && t->dims[i] >= 0 && t->dims[i] != dims[i])
+            return err_set(err, TILEOPT_MISUSE, "input shape for '%s': dim %d is %" PRId64
+                           " in the model, %" PRId64 " given", name, (int)i, t->dims[i],
+                           dims[i]);
+        for (int32_t j = 0; j < i; j++)
+            if (t->syms && t->syms[i] && t->syms[j] && strcmp(t->syms[i], t->syms[j]) == 0 &&
+                dims[i] != dims[j])
+                return err_set(err, TILEOPT_MISUSE, "input shape for '%s': dims %d and %d "
+                               "are both '%s' in the model, %" PRId64 " and %" PRId64
+                               " given", name, (int)j, (int)i, t->syms[i], dims[j], dims[i]);
+    }
+    /* named dims first: they bind every use of the name, this input's included */
+    for (int32_t i = 0; t->rank >= 0 && t->syms && i < rank; i++)
+        if (t->syms[i]) bind_dim_param(g, t->syms[i], dims[i]);
+    graph_type fixed = {t->elem, rank, (int64_t *)dims, NULL};
+    Onnx__ValueInfoProto *vi = g->pb->input[v->input];
+    if (graph_value_info_refine(m, vi, &fixed))
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    return graph_model_reindex(m, err);
+}

@@ -91,6 +91,14 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **   "max-depth"        subgraph nesting depth, 1 to 256, default 64
 **   "max-rank"         tensor rank, default 64
 **   "seed"             seed for --verify inputs, default 1
+**   "input-shape"      "NAME:D1,D2,..." (repeatable; the last ':' separates, so
+**                      names like "x:0" work; "NAME:" is a scalar): every model
+**                      loaded afterwards gets that main-graph input's dims
+**                      fixed, and each named dim (dim_param) of it bound to its
+**                      size wherever the model declares it. A name that is no
+**                      graph input, another rank, or a static dim that differs
+**                      fails the load with TILEOPT_MISUSE. The report lists them
+**                      in "input_shapes".
 ** Unknown names and malformed values give TILEOPT_MISUSE.
 */
 TILEOPT_API tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name,

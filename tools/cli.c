@@ -94,6 +94,7 @@ static const struct {
     {"--fuse-split", "fuse-split", false, false},
     {"--keep-initializer-inputs", "keep-initializer-inputs", false, false},
     {"--seed", "seed", true, false},
+    {"--input-shape", "input-shape", true, false},
     {"--max-tensor-bytes", "max-tensor-bytes", true, true},
     {"--max-eval-bytes", "max-eval-bytes", true, true},
     {"--max-eval-steps", "max-eval-steps", true, true},

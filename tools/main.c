@@ -14,7 +14,7 @@ static const char usage_text[] =
     "  tileopt optimize IN.onnx -o OUT.onnx [--passes upgrade,fold,fuse|none]\n"
     "                   [--target-opset N] [--fold-limit BYTES] [--fold-max-growth K]\n"
     "                   [--fold-scope tile|all] [--fuse-split] [--infer-shapes]\n"
-    "                   [--keep-initializer-inputs]\n"
+    "                   [--keep-initializer-inputs] [--input-shape NAME:D1,D2,...]\n"
     "                   [--report FILE|-] [--verify] [--quiet]\n"
     "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-eval-steps N]\n"
     "                   [--max-depth N] [--max-rank N] [--seed N]\n"
