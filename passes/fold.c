@@ -579,7 +579,21 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
         if (rc) return rc;
     }
     if (!tile_repeats(f, n, rep, &nr)) {
-        pass_skip(pc, g, idx, "repeats are not constant");
+        graph_value *rv = rn0 ? graph_resolve(g, rn0) : NULL;
+        if (rv && rv->shape_value && rv->shape_value->syms) {
+            /* say what they are: a named dim decides, fuse may still drop the Tile */
+            char text[256];
+            size_t len = 0;
+            const graph_shape_value *sv = rv->shape_value;
+            for (int32_t i = 0; i < sv->n && len < sizeof text; i++)
+                len += (size_t)(sv->syms[i]
+                    ? snprintf(text + len, sizeof text - len, "%s%s", i ? "," : "", sv->syms[i])
+                    : snprintf(text + len, sizeof text - len, "%s%" PRId64, i ? "," : "",
+                               sv->vals[i]));
+            pass_skip(pc, g, idx, "repeats are known only symbolically: [%s]", text);
+        } else {
+            pass_skip(pc, g, idx, "repeats are not constant");
+        }
         return TILEOPT_OK;
     }
     const char *x = graph_node_input(n, 0);

@@ -153,8 +153,12 @@ typedef struct fz_tile {
     uint64_t t_numel;
 } fz_tile;
 
-/* Read Tile node i: constant repeats, static input shape. 1 with *why set when
-** the Tile cannot be analysed; a negated status when the Tile is invalid (an
+/* fz_read_tile's answer for repeats that are no constant (shape inference may
+** still know them symbolically). */
+#define FZ_REPEATS_NOT_CONSTANT 2
+
+/* Read Tile node i: constant repeats, static input shape. 1 (or
+** FZ_REPEATS_NOT_CONSTANT) with *why set when the Tile cannot be analysed; a negated status when the Tile is invalid (an
 ** output too large for any machine is an error, never a skip). */
 static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why,
                         size_t cap) {
@@ -179,7 +183,7 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
     if (rc) return -rc;
     if (!found) {
         snprintf(why, cap, "repeats '%s' are not a constant int64 tensor", t->reps);
-        return 1;
+        return FZ_REPEATS_NOT_CONSTANT;
     }
     if (!fz_shape_of(g, t->x, &t->xs)) {
         snprintf(why, cap, "shape of input '%s' unknown (run shape inference or "
@@ -807,6 +811,123 @@ static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
 
 /* ------------------------------------------------------------ per Tile */
 
+/* Does operand type o carry, on the axis aligned with x's axis i, what repeat i
+** makes of x's size-1 axis there: the same named dim, or the same number? */
+static bool fz_symbolic_covered(const graph_shape_value *sv, int32_t i, int32_t xrank,
+                                const graph_type *o) {
+    const char *sym = sv->syms ? sv->syms[i] : NULL;
+    if (!sym && sv->vals[i] == 1) return true;
+    int32_t j = i + o->rank - xrank;
+    if (j < 0 || !o->dims) return false;
+    if (sym) return o->dims[j] < 0 && o->syms && o->syms[j] && strcmp(o->syms[j], sym) == 0;
+    return o->dims[j] == sv->vals[i];
+}
+
+/* Consumer ci of the symbolic Tile: can it read x instead (rule 1)? why says no. */
+static bool fz_symbolic_consumer(fz_state *st, const Onnx__NodeProto *tile, int32_t ci,
+                                 const graph_shape_value *sv, const fz_shape *xs,
+                                 size_t *slot, char *why, size_t cap) {
+    graph *g = st->g;
+    const Onnx__NodeProto *c = graph_node(g, ci);
+    const char *cid = graph_node_id(g, ci), *out = tile->output[0];
+    const op_info *e = fz_elementwise(c);
+    if (!e || (e->kind != OPK_BINARY && e->kind != OPK_VARIADIC) || e->bcast != BC_MULTI ||
+        st->opset < e->bcast_since || c->n_input != 2 || c->n_output != 1 ||
+        !graph_node_input(c, 0) || !graph_node_input(c, 1)) {
+        snprintf(why, cap, "consumer %s (%s) is no two-input op that broadcasts, which is "
+                 "all symbolic repeats allow", cid, c->op_type);
+        return false;
+    }
+    bool on0 = strcmp(c->input[0], out) == 0, on1 = strcmp(c->input[1], out) == 0;
+    if (on0 == on1) {
+        snprintf(why, cap, "consumer %s (%s) reads the Tile twice", cid, c->op_type);
+        return false;
+    }
+    *slot = on0 ? 0 : 1;
+    graph_value *ov = graph_resolve(g, c->input[on0 ? 1 : 0]);
+    const graph_type *o = ov ? &ov->type : NULL;
+    bool ok = o && o->rank >= xs->rank;
+    for (int32_t i = 0; ok && i < xs->rank; i++) ok = fz_symbolic_covered(sv, i, xs->rank, o);
+    if (!ok)
+        snprintf(why, cap, "consumer %s (%s): operand '%s' does not carry the repeated "
+                 "dims, so the Tile is more than the broadcast it does", cid, c->op_type,
+                 c->input[on0 ? 1 : 0]);
+    return ok;
+}
+
+/*
+** Rule 1 with repeats that shape inference knows only symbolically, as exporters
+** emit them: Tile(pos[1,16,64], Concat(Gather(Shape(x), 0), 1, 1)) read by
+** Add(x[N,16,64], .). Each named-dim repeat sits on a size-1 axis of the Tile's
+** input, and the consumer's other operand has that same named dim there, so the
+** consumer broadcasts the input to the very shape the Tile makes; it reads the
+** input instead. The other rules need the repeats as numbers.
+*/
+static int fz_symbolic_tile(fz_state *st, int32_t ti, const char *why_const) {
+    graph *g = st->g;
+    pass_ctx *pc = st->pc;
+    const Onnx__NodeProto *n = graph_node(g, ti);
+    const char *x = graph_node_input(n, 0), *reps = graph_node_input(n, 1), *out = n->output[0];
+    graph_value *rv = graph_resolve(g, reps);
+    const graph_shape_value *sv = rv ? rv->shape_value : NULL;
+    fz_shape xs;
+    if (!sv || sv->rank != 1 || !fz_shape_of(g, x, &xs) || sv->n != xs.rank)
+        return fz_set_why(st, ti, why_const);
+    char why[512] = "";
+    for (int32_t i = 0; i < xs.rank && !why[0]; i++) {
+        const char *sym = sv->syms ? sv->syms[i] : NULL;
+        if ((sym && xs.d[i] != 1) || (!sym && sv->vals[i] != 1 && xs.d[i] != 1))
+            snprintf(why, sizeof why, "repeats '%s' (known symbolically) tile axis %" PRId32
+                     " of size %" PRId64 ": a real tiling", reps, i, xs.d[i]);
+        else if (!sym && sv->vals[i] < 0)
+            snprintf(why, sizeof why, "repeats '%s' hold a negative entry", reps);
+    }
+    if (why[0]) return fz_set_why(st, ti, why);
+    graph_value *v = graph_find(g, out);
+    if (graph_value_is_output(g, out))
+        snprintf(why, sizeof why, "it is a graph output");
+    uint32_t n_uses = v ? v->n_uses : 0;
+    graph_use *uses = n_uses ? malloc(n_uses * sizeof *uses) : NULL;
+    if (n_uses && !uses) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    if (n_uses) memcpy(uses, v->uses, n_uses * sizeof *uses);
+    int rc = TILEOPT_OK;
+    for (uint32_t k = 0; k < n_uses && !rc; k++) {
+        int32_t ci = uses[k].node;
+        if (ci < 0 || uses[k].input < 0) {
+            if (!why[0]) snprintf(why, sizeof why, "it is read inside a subgraph");
+            continue;
+        }
+        if (graph_node_removed(g, ci)) continue;
+        char no[512];
+        size_t slot;
+        if (!fz_symbolic_consumer(st, n, ci, sv, &xs, &slot, no, sizeof no)) {
+            if (!why[0]) snprintf(why, sizeof why, "%s", no);
+            continue;
+        }
+        cJSON *a = pass_action(pc, g, ci, "fused");
+        if (a) {
+            cJSON_AddNumberToObject(a, "rule", 1);
+            cJSON_AddStringToObject(a, "rule_name", "redundant Tile: the op broadcasts x itself");
+            cJSON_AddStringToObject(a, "tile", graph_node_id(g, ti));
+            cJSON *r = cJSON_AddArrayToObject(a, "repeats_symbolic");
+            for (int32_t i = 0; r && i < sv->n; i++)
+                cJSON_AddItemToArray(r, sv->syms && sv->syms[i]
+                                            ? cJSON_CreateString(sv->syms[i])
+                                            : pass_json_int(sv->vals[i]));
+            cJSON_AddItemToObject(a, "input_shape", pass_json_ints(xs.d, (size_t)xs.rank));
+        }
+        rc = graph_node_set_input(g, ci, slot, x);
+        pc->changed = true;
+    }
+    free(uses);
+    if (rc) return rc;
+    if (!graph_value_is_output(g, out) && !fz_live_uses(g, out)) {
+        graph_remove_node(g, ti);
+        return fz_set_why(st, ti, NULL);
+    }
+    return fz_set_why(st, ti, why[0] ? why : why_const);
+}
+
 static int fz_tile_step(fz_state *st, int32_t ti) {
     graph *g = st->g;
     pass_ctx *pc = st->pc;
@@ -816,6 +937,7 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
     char why[320];
     int rc = fz_read_tile(pc, g, ti, &t, why, sizeof why);
     if (rc < 0) return -rc;
+    if (rc == FZ_REPEATS_NOT_CONSTANT) return fz_symbolic_tile(st, ti, why);
     if (rc) return fz_set_why(st, ti, why);
     bool is_out = graph_value_is_output(g, t.out);
 

@@ -342,6 +342,37 @@ static int type_store(graph_model *m, const build_type *o, graph_type *t, errbuf
     return TILEOPT_OK;
 }
 
+/* Most entries a stored shape value keeps: shapes and repeats, not data. */
+#define SHAPE_VALUE_MAX 64
+
+/* Keep iv on the value (model arena) when every entry is a number or a named dim. */
+static int shape_value_store(graph_model *m, const known_value *iv, graph_value *v,
+                             errbuf *err) {
+    v->shape_value = NULL;
+    if (!iv || !iv->v || iv->rank > 1 || iv->n < 1 || iv->n > SHAPE_VALUE_MAX) return 0;
+    bool any_sym = false;
+    for (int64_t k = 0; k < iv->n; k++) {
+        if (!iv->known[k] && !iv->syms[k]) return TILEOPT_OK;
+        any_sym |= !iv->known[k];
+    }
+    graph_shape_value *sv = arena_alloc(m->arena, sizeof *sv);
+    int64_t *vals = sv ? arena_alloc(m->arena, (size_t)iv->n * sizeof *vals) : NULL;
+    const char **syms = any_sym && vals ? arena_calloc(m->arena, (size_t)iv->n, sizeof *syms)
+                                        : NULL;
+    if (!vals || (any_sym && !syms))
+        return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
+    for (int64_t k = 0; k < iv->n; k++) {
+        vals[k] = iv->known[k] ? iv->v[k] : -1;
+        if (syms && !iv->known[k]) syms[k] = iv->syms[k];
+    }
+    sv->rank = iv->rank;
+    sv->n = (int32_t)iv->n;
+    sv->vals = vals;
+    sv->syms = syms;
+    v->shape_value = sv;
+    return TILEOPT_OK;
+}
+
 const char *infer_type_str(const graph_type *t, char *buf, size_t cap) {
     if (!cap) return buf;
     size_t len = (size_t)snprintf(buf, cap, "%s", t->elem ? dtype_name(t->elem) : "?");
@@ -1993,6 +2024,8 @@ static int infer_node(infer_run *r, value_scope *sc, graph *g, int32_t idx) {
         uint32_t vi = (uint32_t)(v - g->values);
         /* a value is trusted only when the declared type agrees with its length */
         if (c.outv[k] && vi < g->n_values) sc->iv[vi] = c.outv[k];
+        rc = shape_value_store(r->m, c.outv[k], v, r->err);
+        if (rc) return rc;
     }
     return TILEOPT_OK;
 }

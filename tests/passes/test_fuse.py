@@ -175,6 +175,57 @@ def fuse_should_keep_tile_when_where_operands_vary_along_the_tiled_axes():
     assert any("varies along the tiled axes" in a.get("reason", "") for a in skipped(actions)), actions
 
 
+def _batch_repeat(x_shape, pos_shape, reps_from="x", extra_inputs=(), consumer="Add"):
+    """y = x + Tile(pos, Concat(Shape(src)[0], 1, ...)): the repeats come from the
+    batch of `reps_from`, as PyTorch exports `pos.repeat(x.shape[0], 1, 1)`."""
+    rank = len(pos_shape)
+    nodes = [helper.make_node("Shape", [reps_from], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsqueeze"),
+             helper.make_node("Concat", ["n1"] + ["one"] * (rank - 1), ["reps"], name="concat",
+                              axis=0),
+             helper.make_node("Tile", ["pos", "reps"], ["pt"], name="tile"),
+             helper.make_node("Add", ["x", "pt"], ["y"], name="add") if consumer == "Add"
+             else helper.make_node("Relu", ["pt"], ["y"], name="relu")]
+    pos = const("pos", np.linspace(-1, 1, int(np.prod(pos_shape)), dtype=np.float32)
+                .reshape(pos_shape))
+    inits = [pos, const("zero", np.array(0, np.int64)), i64("axes0", [0]), i64("one", [1])]
+    return make(nodes, [vi("x", F, x_shape)] + list(extra_inputs), [vi("y", F, None)], inits)
+
+
+def fuse_should_drop_a_tile_whose_symbolic_repeats_are_the_batch_it_is_added_to():
+    # DETR's query_embed.repeat(1, bs, 1) and every position table repeated over a
+    # dynamic batch: the repeats are the named dim N, on the size-1 axis of pos.
+    m = _batch_repeat(["N", 16, 64], [1, 16, 64])
+    feeds = {"x": np.random.default_rng(2).standard_normal((3, 16, 64)).astype(np.float32)}
+    out, actions = optimize(m, feeds=feeds)
+    assert ops(out) == ["Add"], ops(out)
+    assert list(out.graph.node[0].input) == ["x", "pos"]
+    (a,) = fused(actions, 1)
+    assert a["repeats_symbolic"] == ["N", 1, 1] and a["tile"] == "tile", a
+
+
+def fuse_should_keep_a_symbolic_tile_when_the_other_operand_has_another_batch():
+    # the repeats are z's batch M, the Add's operand is x's batch N: not provably
+    # the same size, so the Tile stays and says why
+    m = _batch_repeat(["N", 16, 64], [1, 16, 64], reps_from="z",
+                      extra_inputs=[vi("z", F, ["M", 4])])
+    feeds = {"x": np.ones((2, 16, 64), np.float32), "z": np.ones((2, 4), np.float32)}
+    out, actions = optimize(m, feeds=feeds)
+    assert "Tile" in ops(out)
+    reasons = [a["reason"] for a in skipped(actions)]
+    assert any("does not carry the repeated dims" in r for r in reasons), reasons
+
+
+def fuse_should_keep_a_symbolic_tile_that_really_tiles():
+    # pos has 2 rows: repeating them N times is data, not a broadcast
+    m = _batch_repeat(["N", 16, 64], [2, 16, 64], consumer="Relu")
+    out, actions = optimize(m, feeds={"x": np.ones((3, 16, 64), np.float32)})
+    assert "Tile" in ops(out)
+    reasons = [a["reason"] for a in skipped(actions)]
+    assert any("a real tiling" in r for r in reasons), reasons
+
+
 # ---------------------------------------------------------------- rule 2
 
 def fuse_should_sink_tile_to_the_end_of_a_unary_chain():
