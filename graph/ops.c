@@ -6,8 +6,8 @@
 #include <string.h>
 
 const op_info op_table[OP_COUNT] = {
-#define X(name_, min_, max_, kind_, out_, bcast_, since_) \
-    {#name_, min_, max_, kind_, out_, bcast_, since_},
+#define X(name_, min_, max_, kind_, out_, bcast_, since_, shape_in_) \
+    {#name_, min_, max_, kind_, out_, bcast_, since_, shape_in_},
     TILEOPT_OPS(X)
 #undef X
 };

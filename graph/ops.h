@@ -13,6 +13,9 @@
 **   bcast      the broadcasting its inputs get, and
 **   since      the first opset with that broadcasting (before it, the legacy
 **              broadcast=1/axis attributes or equal shapes)
+**   shape_in   the inputs whose values, not just shapes, decide the output
+**              shape (Reshape's shape, Pad's pads, Tile's repeats): folding
+**              what computes them lets shape inference know the output
 */
 #ifndef TILEOPT_OPS_H
 #define TILEOPT_OPS_H
@@ -22,6 +25,8 @@
 #include "graph/graph.h"
 
 #define OP_ANY INT32_MAX
+/* Input slot k in an op's shape_in mask. */
+#define OP_IN(k) (1u << (k))
 
 typedef enum op_kind {
     OPK_OTHER,     /* not elementwise */
@@ -46,137 +51,137 @@ typedef enum op_bcast {
 } op_bcast;
 
 #define TILEOPT_OPS(X) \
-    X(Abs,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Acos,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Acosh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Add,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7) \
-    X(And,                        2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7) \
-    X(ArgMax,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ArgMin,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Asin,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Asinh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Atan,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Atanh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(AveragePool,                1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(BatchNormalization,         5,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(BitShift,                   2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  11) \
-    X(BitwiseAnd,                 2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18) \
-    X(BitwiseNot,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(BitwiseOr,                  2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18) \
-    X(BitwiseXor,                 2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18) \
-    X(Cast,                       1,  1,       OPK_UNARY,     OUT_ATTR_TO,   BC_NONE,   0) \
-    X(CastLike,                   2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Ceil,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Celu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Clip,                       1,  3,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Concat,                     1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Constant,                   0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ConstantOfShape,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Conv,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ConvTranspose,              2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Cos,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Cosh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(CumSum,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(DepthToSpace,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Div,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7) \
-    X(Dropout,                    1,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Elu,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Equal,                      2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7) \
-    X(Erf,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Exp,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Expand,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(EyeLike,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Flatten,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Floor,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Gather,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(GatherElements,             2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Gelu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Gemm,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(GlobalAveragePool,          1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(GlobalLpPool,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(GlobalMaxPool,              1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Greater,                    2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7) \
-    X(GreaterOrEqual,             2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  12) \
-    X(HardSigmoid,                1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(HardSwish,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Hardmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Identity,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(If,                         1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(InstanceNormalization,      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(IsInf,                      1,  1,       OPK_UNARY,     OUT_BOOL,      BC_NONE,   0) \
-    X(IsNaN,                      1,  1,       OPK_UNARY,     OUT_BOOL,      BC_NONE,   0) \
-    X(LRN,                        1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(LayerNormalization,         2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(LeakyRelu,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Less,                       2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7) \
-    X(LessOrEqual,                2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  12) \
-    X(Log,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(LogSoftmax,                 1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Loop,                       2,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(LpNormalization,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(LpPool,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(MatMul,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Max,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8) \
-    X(MaxPool,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Mean,                       1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8) \
-    X(MeanVarianceNormalization,  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Min,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8) \
-    X(Mish,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Mod,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  10) \
-    X(Mul,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7) \
-    X(Neg,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(NonZero,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Not,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Or,                         2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7) \
-    X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7) \
-    X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Pow,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7) \
-    X(Range,                      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Reciprocal,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(ReduceL1,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceL2,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceLogSum,               1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceLogSumExp,            1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceMax,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceMean,                 1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceMin,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceProd,                 1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceSum,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(ReduceSumSquare,            1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Relu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Reshape,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Resize,                     1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Round,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Scan,                       1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Selu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Shape,                      1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Shrink,                     1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Sigmoid,                    1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Sign,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Sin,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Sinh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Size,                       1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Slice,                      1,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Softmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Softplus,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Softsign,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(SpaceToDepth,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Split,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Sqrt,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Squeeze,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Sub,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7) \
-    X(Sum,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8) \
-    X(Tan,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Tanh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(ThresholdedRelu,            1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0) \
-    X(Tile,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(TopK,                       1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Transpose,                  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Trilu,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Unsqueeze,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Upsample,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0) \
-    X(Where,                      3,  3,       OPK_SELECT,    OUT_LIKE_IN1,  BC_MULTI,  9) \
-    X(Xor,                        2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7)
+    X(Abs,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Acos,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Acosh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Add,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(And,                        2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
+    X(ArgMax,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ArgMin,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Asin,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Asinh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Atan,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Atanh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(AveragePool,                1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(BatchNormalization,         5,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(BitShift,                   2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  11, 0) \
+    X(BitwiseAnd,                 2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18, 0) \
+    X(BitwiseNot,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(BitwiseOr,                  2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18, 0) \
+    X(BitwiseXor,                 2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18, 0) \
+    X(Cast,                       1,  1,       OPK_UNARY,     OUT_ATTR_TO,   BC_NONE,   0, 0) \
+    X(CastLike,                   2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Ceil,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Celu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Clip,                       1,  3,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Concat,                     1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Constant,                   0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ConstantOfShape,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0)) \
+    X(Conv,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ConvTranspose,              2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Cos,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Cosh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(CumSum,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(DepthToSpace,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Div,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(Dropout,                    1,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Elu,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Equal,                      2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
+    X(Erf,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Exp,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Expand,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(EyeLike,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Flatten,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Floor,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Gather,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(GatherElements,             2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Gelu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Gemm,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(GlobalAveragePool,          1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(GlobalLpPool,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(GlobalMaxPool,              1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Greater,                    2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
+    X(GreaterOrEqual,             2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  12, 0) \
+    X(HardSigmoid,                1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(HardSwish,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Hardmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Identity,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(If,                         1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(InstanceNormalization,      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(IsInf,                      1,  1,       OPK_UNARY,     OUT_BOOL,      BC_NONE,   0, 0) \
+    X(IsNaN,                      1,  1,       OPK_UNARY,     OUT_BOOL,      BC_NONE,   0, 0) \
+    X(LRN,                        1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(LayerNormalization,         2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(LeakyRelu,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Less,                       2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
+    X(LessOrEqual,                2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  12, 0) \
+    X(Log,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(LogSoftmax,                 1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Loop,                       2,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(LpNormalization,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(LpPool,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(MatMul,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Max,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
+    X(MaxPool,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Mean,                       1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
+    X(MeanVarianceNormalization,  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Min,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
+    X(Mish,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Mod,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  10, 0) \
+    X(Mul,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(Neg,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(NonZero,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Not,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Or,                         2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
+    X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7, 0) \
+    X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(3)) \
+    X(Pow,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(Range,                      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0) | OP_IN(1) | OP_IN(2)) \
+    X(Reciprocal,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(ReduceL1,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceL2,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceLogSum,               1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceLogSumExp,            1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceMax,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceMean,                 1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceMin,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceProd,                 1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceSum,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(ReduceSumSquare,            1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Relu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Reshape,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Resize,                     1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(2) | OP_IN(3)) \
+    X(Round,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Scan,                       1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Selu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Shape,                      1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Shrink,                     1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Sigmoid,                    1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Sign,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Sin,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Sinh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Size,                       1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Slice,                      1,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(2) | OP_IN(3) | OP_IN(4)) \
+    X(Softmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Softplus,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Softsign,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(SpaceToDepth,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Split,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Sqrt,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Squeeze,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Sub,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(Sum,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
+    X(Tan,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Tanh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(ThresholdedRelu,            1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Tile,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(2)) \
+    X(TopK,                       1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Transpose,                  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Trilu,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Unsqueeze,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Upsample,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(Where,                      3,  3,       OPK_SELECT,    OUT_LIKE_IN1,  BC_MULTI,  9, 0) \
+    X(Xor,                        2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0)
 
 typedef enum op_id {
     OP_NONE = -1,  /* not in the table, or not in the default domain */
@@ -193,6 +198,7 @@ typedef struct op_info {
     op_out out;
     op_bcast bcast;
     int32_t bcast_since;
+    uint32_t shape_in;       /* OP_IN(k) for each input that decides the output shape */
 } op_info;
 
 extern const op_info op_table[OP_COUNT];

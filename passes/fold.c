@@ -49,6 +49,7 @@ typedef struct fold_graph {
     uint8_t *vstate;         /* per value: phase A's verdict */
     uint8_t *maybe;          /* per node: may fold */
     uint8_t *scope;          /* per node: in the fold scope */
+    bool tiles_open;         /* the model holds a Tile whose repeats are not known yet */
     uint8_t *folded;         /* per node */
     uint32_t nv0;            /* values when the sweep started (the tables below) */
     int32_t *remaining;      /* per value: input slots still to be looked at */
@@ -260,6 +261,22 @@ static int phase_scope(fold_graph *f) {
             f->scope[idx] = 1;
             stack[top++] = idx;
         }
+    }
+    /* While some Tile's repeats are unknown, what decides another op's output
+    ** shape is in scope too when that shape is unknown: Pad's pads, Reshape's
+    ** shape, Resize's sizes. Folded, they let shape inference follow shapes
+    ** through the graph to the Shape nodes that compute the repeats. */
+    for (uint32_t k = 0; f->tiles_open && k < f->count; k++) {
+        int32_t idx = f->order[k];
+        const Onnx__NodeProto *n = graph_node(g, idx);
+        op_id op = op_of(n);
+        if (op == OP_NONE || !op_table[op].shape_in || op == OP_Tile || n->n_output < 1)
+            continue;
+        const graph_type *t = type_of(f, n->output[0]);
+        if (t && graph_type_static(t)) continue;
+        for (size_t i = 0; i < n->n_input && i < 32; i++)
+            if (op_table[op].shape_in & OP_IN(i))
+                scope_reach(f, graph_node_input(n, i), stack, &top);
     }
     /* Each node is pushed once (when its scope flag is set): linear. */
     while (top) {
@@ -785,8 +802,9 @@ static int phase_fold(fold_graph *f) {
 
 /* ----------------------------------------------------------------- driver */
 
-static int fold_one(pass_ctx *pc, graph *g) {
-    fold_graph f = {.pc = pc, .g = g, .opset = graph_opset(pc->model, "")};
+static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
+    fold_graph f = {.pc = pc, .g = g, .opset = graph_opset(pc->model, ""),
+                    .tiles_open = tiles_open};
     f.nv = g->n_values;
     f.nn = graph_n_nodes(g);
     size_t nv = f.nv ? f.nv : 1, nn = f.nn ? f.nn : 1;
@@ -833,21 +851,82 @@ static int fold_one(pass_ctx *pc, graph *g) {
 }
 
 /* This graph first, so its subgraphs see the initializers it made. */
-static int fold_tree(pass_ctx *pc, graph *g) {
-    int rc = fold_one(pc, g);
+static int fold_tree(pass_ctx *pc, graph *g, bool tiles_open) {
+    int rc = fold_one(pc, g, tiles_open);
     for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
         if (graph_node_removed(g, (int32_t)i)) continue;
         for (graph *s = graph_node_subgraphs(g, (int32_t)i); !rc && s; s = s->next_sibling)
-            rc = fold_tree(pc, s);
+            rc = fold_tree(pc, s, tiles_open);
     }
     return rc;
 }
 
+/* Is some Tile of g (or of its subgraphs) left with repeats nobody knows? */
+static bool tile_open(graph *g) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        if (graph_node_removed(g, (int32_t)i)) continue;
+        const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
+        if (graph_node_is(n, "Tile")) {
+            const char *r = graph_node_input(n, 1);
+            graph_value *rv = r ? graph_resolve(g, r) : NULL;
+            graph_const c;
+            if (r && !graph_const_find(g, r, &c) && !(rv && rv->shape_value && !rv->shape_value->syms))
+                return true;
+        }
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
+            if (tile_open(s)) return true;
+    }
+    return false;
+}
+
+/* Rounds of inference and folding: each round's constants can make shapes
+** static that the next round folds further (a Pad whose pads folded gives the
+** feature maps static shapes, whose Shape then gives a Tile's repeats). Each
+** round is linear; the rounds stop when one folds nothing. */
+#define FOLD_MAX_ROUNDS 8
+
+/* Actions a round reported, but for the skips: those only the last round keeps. */
+static int move_done(cJSON *from, cJSON *to, int *n_done) {
+    *n_done = 0;
+    cJSON *a = from->child;
+    while (a) {
+        cJSON *next = a->next;
+        const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
+        if (!kind || strcmp(kind, "skipped") != 0) {
+            cJSON_DetachItemViaPointer(from, a);
+            cJSON_AddItemToArray(to, a);
+            (*n_done)++;
+        }
+        a = next;
+    }
+    return TILEOPT_OK;
+}
+
 int pass_fold(pass_ctx *pc) {
     graph_model *m = pc->model;
-    int rc = infer_shapes(m, pc->err);
-    if (rc) return rc;
-    rc = fold_tree(pc, m->main);
-    if (rc) return rc;
-    return graph_commit(m->main, pc->err);
+    cJSON *all = pc->actions;
+    int rc = TILEOPT_OK;
+    for (int round = 0; round < FOLD_MAX_ROUNDS && !rc; round++) {
+        cJSON *mine = cJSON_CreateArray();
+        if (!mine) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+        pc->actions = mine;
+        rc = infer_shapes(m, pc->err);
+        if (!rc) rc = fold_tree(pc, m->main, tile_open(m->main));
+        if (!rc) rc = graph_commit(m->main, pc->err);
+        pc->actions = all;
+        int n_done = 0;
+        move_done(mine, all, &n_done);
+        bool last = rc || n_done == 0 || round + 1 == FOLD_MAX_ROUNDS;
+        if (last) {
+            /* the last round's skips say why what is left stays */
+            while (mine->child) {
+                cJSON *a = mine->child;
+                cJSON_DetachItemViaPointer(mine, a);
+                cJSON_AddItemToArray(all, a);
+            }
+        }
+        cJSON_Delete(mine);
+        if (last) break;
+    }
+    return rc;
 }
