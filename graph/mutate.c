@@ -457,7 +457,10 @@ static int commit_tree(graph *g, errbuf *err) {
     for (size_t i = 0; i < g->pb->n_initializer; i++) {
         Onnx__TensorProto *t = g->pb->initializer[i];
         graph_value *v = graph_find(g, t->name ? t->name : "");
-        if (v && !v->n_uses && v->input < 0 && v->output < 0) continue;
+        if (v && !v->n_uses && v->input < 0 && v->output < 0) {
+            v->initializer = -1; /* gone: its value_info goes below too */
+            continue;
+        }
         g->pb->initializer[k++] = t;
     }
     g->pb->n_initializer = k;

@@ -9,6 +9,8 @@ Every model goes through these stages, each judged on its own:
   roundtrip  `optimize --passes none` exits 0 and writes the input's bytes exactly
   optimize   `optimize` with the default passes and `--report` exits 0; the report
              matches tests/report.schema.json
+  idempotent `optimize` of the output writes the output's bytes exactly: one run
+             reaches the fixed point
   checker    onnx.checker full check of the output (skipped when the original
              model fails it too: onnx 1.12 does not know opset 18, for one)
   ort        ONNX Runtime gives the same outputs for the original and the output
@@ -71,8 +73,9 @@ from validate_report import report_errors  # noqa: E402
 
 CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(SRCDIR, ".cache", "real"))
 KNOWN = os.path.join(HERE, "known_failures.txt")
-STAGES = ["load", "roundtrip", "optimize", "checker", "ort", "torch", "migrate"]
-TOOL_STAGES = ["load", "roundtrip", "optimize", "migrate"]
+STAGES = ["load", "roundtrip", "optimize", "idempotent", "checker", "ort", "torch",
+          "migrate"]
+TOOL_STAGES = ["load", "roundtrip", "optimize", "idempotent", "migrate"]
 MIGRATE_OPSET = 13
 ORT_RTOL, ORT_ATOL = 1e-3, 1e-7
 TORCH_RTOL, TORCH_ATOL_SCALE = 1e-3, 1e-4
@@ -171,6 +174,8 @@ class ModelRun:
         self.stage("load", self.load)
         self.stage("roundtrip", lambda: self.roundtrip(tmp))
         optimized = self.stage("optimize", lambda: self.optimize(opt))
+        if optimized:
+            self.stage("idempotent", lambda: self.idempotent(opt, tmp))
         if self.subset != "sanitize":
             if optimized:
                 self.stage("checker", lambda: self.checker(opt))
@@ -223,6 +228,21 @@ class ModelRun:
         if errs:
             raise StageFailure(f"report does not match the schema: {'; '.join(errs[:3])}")
         self.report = report
+
+    def idempotent(self, opt, tmp):
+        again = os.path.join(tmp, "again.onnx")
+        rep = again + ".report.json"
+        run_tool("optimize", opt, "-o", again, "--report", rep, "--quiet")
+        with open(opt, "rb") as a, open(again, "rb") as b:
+            if a.read() != b.read():
+                with open(rep) as f:
+                    report = json.load(f)
+                did = [f"{p['name']}: {a['action']} {a['node']}" for p in report["passes"]
+                       for a in p["actions"] if a["action"] != "skipped"]
+                changes = [f"{p['name']}: {p['changes']}" for p in report["passes"]
+                           if p.get("changes")]
+                raise StageFailure("a second optimize changes the output: "
+                                   f"{'; '.join((did + changes)[:4]) or 'bytes differ'}")
 
     def checker(self, opt):
         try:
@@ -466,6 +486,7 @@ def main(argv):
     of["torch"] = sum(bool(m.meta.get("expected_outputs")) for m in models)
     of["migrate"] = sum(m.migrates() for m in models)
     label = {"load": "load", "roundtrip": "round trip", "optimize": "optimize",
+             "idempotent": "idempotent",
              "checker": "checker", "ort": "ORT match", "torch": "PyTorch match",
              "migrate": f"IR-3 migration to {MIGRATE_OPSET}"}
     parts = [f"{label[s]} {counts[s]}/{of[s]}" for s in shown_stages]
