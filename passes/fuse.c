@@ -834,8 +834,15 @@ static bool fz_symbolic_consumer(fz_state *st, const Onnx__NodeProto *tile, int3
     if (!e || (e->kind != OPK_BINARY && e->kind != OPK_VARIADIC) || e->bcast != BC_MULTI ||
         st->opset < e->bcast_since || c->n_input != 2 || c->n_output != 1 ||
         !graph_node_input(c, 0) || !graph_node_input(c, 1)) {
-        snprintf(why, cap, "consumer %s (%s) is no two-input op that broadcasts, which is "
-                 "all symbolic repeats allow", cid, c->op_type);
+        if (e && e->bcast == BC_MULTI)
+            snprintf(why, cap, "consumer %s (%s): with repeats known only symbolically, "
+                     "rule 1 covers two-input ops at opset %" PRId32 " and later", cid,
+                     c->op_type, e->bcast_since);
+        else
+            snprintf(why, cap, "a broadcast over size-1 axes read by %s (%s), which does "
+                     "not broadcast it: the Tile stays (with repeats known only "
+                     "symbolically, an Expand is not known to run faster; rule 5)", cid,
+                     c->op_type);
         return false;
     }
     bool on0 = strcmp(c->input[0], out) == 0, on1 = strcmp(c->input[1], out) == 0;
