@@ -823,7 +823,9 @@ static bool fz_symbolic_covered(const graph_shape_value *sv, int32_t i, int32_t 
     return o->dims[j] == sv->vals[i];
 }
 
-/* Consumer ci of the symbolic Tile: can it read x instead (rule 1)? why says no. */
+/* Consumer ci of the symbolic Tile: can it read x instead (rule 1)? It must
+** broadcast all its inputs together and read the Tile once, and one of its other
+** operands must carry every repeated dim. why says no. */
 static bool fz_symbolic_consumer(fz_state *st, const Onnx__NodeProto *tile, int32_t ci,
                                  const graph_shape_value *sv, const fz_shape *xs,
                                  size_t *slot, char *why, size_t cap) {
@@ -831,35 +833,37 @@ static bool fz_symbolic_consumer(fz_state *st, const Onnx__NodeProto *tile, int3
     const Onnx__NodeProto *c = graph_node(g, ci);
     const char *cid = graph_node_id(g, ci), *out = tile->output[0];
     const op_info *e = fz_elementwise(c);
-    if (!e || (e->kind != OPK_BINARY && e->kind != OPK_VARIADIC) || e->bcast != BC_MULTI ||
-        st->opset < e->bcast_since || c->n_input != 2 || c->n_output != 1 ||
-        !graph_node_input(c, 0) || !graph_node_input(c, 1)) {
-        if (e && e->bcast == BC_MULTI)
-            snprintf(why, cap, "consumer %s (%s): with repeats known only symbolically, "
-                     "rule 1 covers two-input ops at opset %" PRId32 " and later", cid,
-                     c->op_type, e->bcast_since);
-        else
-            snprintf(why, cap, "a broadcast over size-1 axes read by %s (%s), which does "
-                     "not broadcast it: the Tile stays (with repeats known only "
-                     "symbolically, an Expand is not known to run faster; rule 5)", cid,
-                     c->op_type);
+    if (!e || e->kind == OPK_UNARY || e->bcast != BC_MULTI || st->opset < e->bcast_since ||
+        c->n_output != 1) {
+        snprintf(why, cap, "a broadcast over size-1 axes read by %s (%s), which does not "
+                 "broadcast it: the Tile stays (with repeats known only symbolically, an "
+                 "Expand is not known to run faster; rule 5)", cid, c->op_type);
         return false;
     }
-    bool on0 = strcmp(c->input[0], out) == 0, on1 = strcmp(c->input[1], out) == 0;
-    if (on0 == on1) {
-        snprintf(why, cap, "consumer %s (%s) reads the Tile twice", cid, c->op_type);
+    size_t reads = 0;
+    for (size_t k = 0; k < c->n_input; k++) {
+        const char *in = graph_node_input(c, k);
+        if (in && strcmp(in, out) == 0) {
+            *slot = k;
+            reads++;
+        }
+    }
+    if (reads != 1) {
+        snprintf(why, cap, "consumer %s (%s) reads the Tile %zu times", cid, c->op_type, reads);
         return false;
     }
-    *slot = on0 ? 0 : 1;
-    graph_value *ov = graph_resolve(g, c->input[on0 ? 1 : 0]);
-    const graph_type *o = ov ? &ov->type : NULL;
-    bool ok = o && o->rank >= xs->rank;
-    for (int32_t i = 0; ok && i < xs->rank; i++) ok = fz_symbolic_covered(sv, i, xs->rank, o);
-    if (!ok)
-        snprintf(why, cap, "consumer %s (%s): operand '%s' does not carry the repeated "
-                 "dims, so the Tile is more than the broadcast it does", cid, c->op_type,
-                 c->input[on0 ? 1 : 0]);
-    return ok;
+    for (size_t k = 0; k < c->n_input; k++) {
+        const char *in = graph_node_input(c, k);
+        graph_value *ov = in && k != *slot ? graph_resolve(g, in) : NULL;
+        const graph_type *o = ov ? &ov->type : NULL;
+        bool ok = o && o->rank >= xs->rank;
+        for (int32_t i = 0; ok && i < xs->rank; i++)
+            ok = fz_symbolic_covered(sv, i, xs->rank, o);
+        if (ok) return true;
+    }
+    snprintf(why, cap, "consumer %s (%s): no other operand carries the repeated dims, so "
+             "the Tile is more than the broadcast it does", cid, c->op_type);
+    return false;
 }
 
 /*

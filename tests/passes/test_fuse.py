@@ -185,8 +185,9 @@ def _batch_repeat(x_shape, pos_shape, reps_from="x", extra_inputs=(), consumer="
              helper.make_node("Concat", ["n1"] + ["one"] * (rank - 1), ["reps"], name="concat",
                               axis=0),
              helper.make_node("Tile", ["pos", "reps"], ["pt"], name="tile"),
-             helper.make_node("Add", ["x", "pt"], ["y"], name="add") if consumer == "Add"
-             else helper.make_node("Relu", ["pt"], ["y"], name="relu")]
+             {"Add": helper.make_node("Add", ["x", "pt"], ["y"], name="add"),
+              "Where": helper.make_node("Where", ["mask", "pt", "x"], ["y"], name="where"),
+              "Relu": helper.make_node("Relu", ["pt"], ["y"], name="relu")}[consumer]]
     pos = const("pos", np.linspace(-1, 1, int(np.prod(pos_shape)), dtype=np.float32)
                 .reshape(pos_shape))
     inits = [pos, const("zero", np.array(0, np.int64)), i64("axes0", [0]), i64("one", [1])]
@@ -214,7 +215,20 @@ def fuse_should_keep_a_symbolic_tile_when_the_other_operand_has_another_batch():
     out, actions = optimize(m, feeds=feeds)
     assert "Tile" in ops(out)
     reasons = [a["reason"] for a in skipped(actions)]
-    assert any("does not carry the repeated dims" in r for r in reasons), reasons
+    assert any("no other operand carries the repeated dims" in r for r in reasons), reasons
+
+
+def fuse_should_drop_a_symbolic_tile_read_by_where():
+    # Where(mask[N,16,64], Tile(pos, [N,1,1]), x): the mask carries N
+    m = _batch_repeat(["N", 16, 64], [1, 16, 64], extra_inputs=[vi("mask", B, ["N", 16, 64])],
+                      consumer="Where")
+    rng = np.random.default_rng(6)
+    feeds = {"x": rng.standard_normal((3, 16, 64)).astype(np.float32),
+             "mask": rng.standard_normal((3, 16, 64)) > 0}
+    out, actions = optimize(m, feeds=feeds)
+    assert ops(out) == ["Where"], ops(out)
+    assert list(out.graph.node[0].input) == ["mask", "pos", "x"]
+    assert len(fused(actions, 1)) == 1, actions
 
 
 def fuse_should_keep_a_symbolic_tile_that_really_tiles():
