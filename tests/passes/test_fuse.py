@@ -595,6 +595,31 @@ def fuse_should_drop_a_symbolic_tile_inside_a_branch_with_repeats_from_outside()
         assert a["graph"] == "if" and a["repeats_symbolic"] == ["N", 1, 1], a
 
 
+def fuse_should_drop_a_symbolic_tile_inside_a_loop_body():
+    # a Loop body adds the batch-repeated table to its carried value each step
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Tile", ["pos", "reps"], ["pt"], name="body_tile"),
+         helper.make_node("Add", ["acc_in", "pt"], ["acc_out"], name="body_add")],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc_in", F, ["N", 4, 8])],
+        [vi("cond_out", B, []), vi("acc_out", F, ["N", 4, 8])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsqueeze"),
+             helper.make_node("Concat", ["n1", "one", "one"], ["reps"], name="concat", axis=0),
+             helper.make_node("Loop", ["trips", "", "x"], ["y"], name="loop", body=body)]
+    pos = const("pos", np.linspace(-1, 1, 4 * 8, dtype=np.float32).reshape(1, 4, 8))
+    m = make(nodes, [vi("x", F, ["N", 4, 8])], [vi("y", F, ["N", 4, 8])],
+             [pos, const("zero", np.array(0, np.int64)), i64("axes0", [0]), i64("one", [1]),
+              const("trips", np.array(3, np.int64))])
+    feeds = {"x": np.random.default_rng(7).standard_normal((2, 4, 8)).astype(np.float32)}
+    out, actions = optimize(m, feeds=feeds)
+    (loop,) = [n for n in out.graph.node if n.op_type == "Loop"]
+    assert [n.op_type for n in loop.attribute[0].g.node] == ["Identity", "Add"]
+    (a,) = fused(actions, 1)
+    assert a["graph"] == "loop" and a["repeats_symbolic"] == ["N", 1, 1], a
+
+
 # ---------------------------------------------------------------- random
 
 def _random_model(rng):
