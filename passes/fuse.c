@@ -866,6 +866,73 @@ static bool fz_symbolic_consumer(fz_state *st, const Onnx__NodeProto *tile, int3
     return false;
 }
 
+/* The repeats of a symbolic Tile in a report action, named dims as strings. */
+static void fz_symbolic_report(cJSON *a, graph *g, int32_t ti, int rule, const char *rule_name,
+                               const graph_shape_value *sv, const fz_shape *xs) {
+    if (!a) return;
+    cJSON_AddNumberToObject(a, "rule", rule);
+    cJSON_AddStringToObject(a, "rule_name", rule_name);
+    cJSON_AddStringToObject(a, "tile", graph_node_id(g, ti));
+    cJSON *r = cJSON_AddArrayToObject(a, "repeats_symbolic");
+    for (int32_t i = 0; r && i < sv->n; i++)
+        cJSON_AddItemToArray(r, sv->syms && sv->syms[i] ? cJSON_CreateString(sv->syms[i])
+                                                        : pass_json_int(sv->vals[i]));
+    cJSON_AddItemToObject(a, "input_shape", pass_json_ints(xs->d, (size_t)xs->rank));
+}
+
+/* Can unary consumer ci move before the symbolic Tile (rule 2)? */
+static bool fz_symbolic_unary(graph *g, const char *out, int32_t ci) {
+    const Onnx__NodeProto *c = graph_node(g, ci);
+    const op_info *e = fz_elementwise(c);
+    if (!e || e->kind != OPK_UNARY || c->n_output != 1 || c->n_input < 1 ||
+        strcmp(c->input[0], out) != 0 || !fz_attrs_copyable(c))
+        return false;
+    for (size_t k = 1; k < c->n_input; k++) {
+        const char *in = graph_node_input(c, k);
+        if (in && (strcmp(in, out) == 0 || !fz_input_constant(g, in))) return false;
+    }
+    return true;
+}
+
+/* Rule 2 with symbolic repeats: U(Tile(x, r)) -> Tile(U(x), r), the new Tile
+** reading the same repeats value and taking U's output name. */
+static int fz_symbolic_sink(fz_state *st, int32_t ti, int32_t ci, const fz_shape *xs,
+                            const graph_shape_value *sv) {
+    graph *g = st->g;
+    pass_ctx *pc = st->pc;
+    const Onnx__NodeProto *tile = graph_node(g, ti), *c = graph_node(g, ci);
+    const op_info *e = fz_elementwise(c);
+    const char *ins[8], *cout = c->output[0], *op = c->op_type;
+    size_t n_in = c->n_input;
+    if (n_in > 8) return err_set(pc->err, TILEOPT_ERROR, "fuse: too many inputs");
+    for (size_t k = 0; k < n_in; k++) ins[k] = c->input[k];
+    ins[0] = tile->input[0];
+    graph_value *cv = graph_resolve(g, cout);
+    int32_t elem = cv && cv->type.elem ? cv->type.elem
+                 : e->out == OUT_BOOL    ? DT_BOOL
+                 : e->out == OUT_ATTR_TO ? (int32_t)graph_attr_int(c, "to", 0)
+                                         : xs->elem;
+    const char *small = fz_hint(g, ci, "untiled"), *nname = fz_hint(g, ci, "fused");
+    const char *tname = fz_hint(g, ci, "tile");
+    if (!small || !nname || !tname) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    fz_symbolic_report(pass_action(pc, g, ci, "fused"), g, ti, 2, "unary op before the Tile",
+                       sv, xs);
+    Onnx__NodeProto *keep = graph_node(g, ci);
+    graph_remove_node(g, ci);
+    int32_t ni, nt;
+    Onnx__NodeProto *nn = graph_add_node(g, op, nname, ins, n_in, &small, 1, &ni);
+    if (!nn) return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", nname);
+    int rc = fz_copy_attrs(g, nn, keep);
+    if (rc) return err_set(pc->err, rc, "fuse: cannot copy attributes of %s", op);
+    if ((rc = fz_set_type(st, small, elem, xs->d, xs->rank))) return rc;
+    const char *tin[2] = {small, tile->input[1]};
+    if (!graph_add_node(g, "Tile", tname, tin, 2, &cout, 1, &nt))
+        return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", tname);
+    pc->changed = true;
+    if ((rc = fz_grow_nodes(st))) return rc;
+    return fz_push(st, nt);
+}
+
 /*
 ** Rule 1 with repeats that shape inference knows only symbolically, as exporters
 ** emit them: Tile(pos[1,16,64], Concat(Gather(Shape(x), 0), 1, 1)) read by
@@ -884,25 +951,35 @@ static int fz_symbolic_tile(fz_state *st, int32_t ti, const char *why_const) {
     fz_shape xs;
     if (!sv || sv->rank != 1 || !fz_shape_of(g, x, &xs) || sv->n != xs.rank)
         return fz_set_why(st, ti, why_const);
-    char why[512] = "";
-    for (int32_t i = 0; i < xs.rank && !why[0]; i++) {
-        const char *sym = sv->syms ? sv->syms[i] : NULL;
-        if ((sym && xs.d[i] != 1) || (!sym && sv->vals[i] != 1 && xs.d[i] != 1))
-            snprintf(why, sizeof why, "repeats '%s' (known symbolically) tile axis %" PRId32
-                     " of size %" PRId64 ": a real tiling", reps, i, xs.d[i]);
-        else if (!sym && sv->vals[i] < 0)
-            snprintf(why, sizeof why, "repeats '%s' hold a negative entry", reps);
-    }
-    if (why[0]) return fz_set_why(st, ti, why);
+    for (int32_t i = 0; i < xs.rank; i++)
+        if ((!sv->syms || !sv->syms[i]) && sv->vals[i] < 0)
+            return fz_set_why(st, ti, "repeats hold a negative entry");
     graph_value *v = graph_find(g, out);
-    if (graph_value_is_output(g, out))
-        snprintf(why, sizeof why, "it is a graph output");
     uint32_t n_uses = v ? v->n_uses : 0;
     graph_use *uses = n_uses ? malloc(n_uses * sizeof *uses) : NULL;
     if (n_uses && !uses) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     if (n_uses) memcpy(uses, v->uses, n_uses * sizeof *uses);
     int rc = TILEOPT_OK;
-    for (uint32_t k = 0; k < n_uses && !rc; k++) {
+    /* Rule 2 moves the Tile below its unary readers whatever it tiles, but only
+    ** when every reader moves: the Tile is then gone, not made twice. */
+    bool sink = n_uses > 0 && !graph_value_is_output(g, out);
+    for (uint32_t k = 0; sink && k < n_uses; k++)
+        sink = uses[k].node >= 0 && uses[k].input >= 0 &&
+               (graph_node_removed(g, uses[k].node) || fz_symbolic_unary(g, out, uses[k].node));
+    for (uint32_t k = 0; sink && k < n_uses && !rc; k++)
+        if (!graph_node_removed(g, uses[k].node))
+            rc = fz_symbolic_sink(st, ti, uses[k].node, &xs, sv);
+    char why[512] = "";
+    if (graph_value_is_output(g, out)) snprintf(why, sizeof why, "it is a graph output");
+    /* Rule 1: every named-dim repeat on a size-1 axis */
+    for (int32_t i = 0; !sink && i < xs.rank && !why[0]; i++) {
+        const char *sym = sv->syms ? sv->syms[i] : NULL;
+        if ((sym && xs.d[i] != 1) || (!sym && sv->vals[i] != 1 && xs.d[i] != 1))
+            snprintf(why, sizeof why, "repeats '%s' (known symbolically) tile axis %" PRId32
+                     " of size %" PRId64 ": a real tiling", reps, i, xs.d[i]);
+    }
+    bool rule1 = !sink && !why[0];
+    for (uint32_t k = 0; rule1 && k < n_uses && !rc; k++) {
         int32_t ci = uses[k].node;
         if (ci < 0 || uses[k].input < 0) {
             if (!why[0]) snprintf(why, sizeof why, "it is read inside a subgraph");
@@ -910,23 +987,13 @@ static int fz_symbolic_tile(fz_state *st, int32_t ti, const char *why_const) {
         }
         if (graph_node_removed(g, ci)) continue;
         char no[512];
-        size_t slot;
+        size_t slot = 0;
         if (!fz_symbolic_consumer(st, n, ci, sv, &xs, &slot, no, sizeof no)) {
             if (!why[0]) snprintf(why, sizeof why, "%s", no);
             continue;
         }
-        cJSON *a = pass_action(pc, g, ci, "fused");
-        if (a) {
-            cJSON_AddNumberToObject(a, "rule", 1);
-            cJSON_AddStringToObject(a, "rule_name", "redundant Tile: the op broadcasts x itself");
-            cJSON_AddStringToObject(a, "tile", graph_node_id(g, ti));
-            cJSON *r = cJSON_AddArrayToObject(a, "repeats_symbolic");
-            for (int32_t i = 0; r && i < sv->n; i++)
-                cJSON_AddItemToArray(r, sv->syms && sv->syms[i]
-                                            ? cJSON_CreateString(sv->syms[i])
-                                            : pass_json_int(sv->vals[i]));
-            cJSON_AddItemToObject(a, "input_shape", pass_json_ints(xs.d, (size_t)xs.rank));
-        }
+        fz_symbolic_report(pass_action(pc, g, ci, "fused"), g, ti, 1,
+                           "redundant Tile: the op broadcasts x itself", sv, &xs);
         rc = graph_node_set_input(g, ci, slot, x);
         pc->changed = true;
     }

@@ -232,12 +232,26 @@ def fuse_should_drop_a_symbolic_tile_read_by_where():
 
 
 def fuse_should_keep_a_symbolic_tile_that_really_tiles():
-    # pos has 2 rows: repeating them N times is data, not a broadcast
-    m = _batch_repeat(["N", 16, 64], [2, 16, 64], consumer="Relu")
-    out, actions = optimize(m, feeds={"x": np.ones((3, 16, 64), np.float32)})
+    # pos has 2 rows: repeating them M times (z's batch) is data, not a broadcast
+    m = _batch_repeat(["K", 16, 64], [2, 16, 64], reps_from="z",
+                      extra_inputs=[vi("z", F, ["M", 4])])
+    feeds = {"x": np.ones((4, 16, 64), np.float32), "z": np.ones((2, 4), np.float32)}
+    out, actions = optimize(m, feeds=feeds)
     assert "Tile" in ops(out)
     reasons = [a["reason"] for a in skipped(actions)]
     assert any("a real tiling" in r for r in reasons), reasons
+
+
+def fuse_should_sink_a_symbolic_tile_below_its_unary_reader():
+    # Relu(Tile(pos, [N,1,1])) -> Tile(Relu(pos), [N,1,1]): Relu runs on pos alone,
+    # the new Tile reads the same repeats
+    m = _batch_repeat(["N", 16, 64], [2, 16, 64], consumer="Relu")
+    out, actions = optimize(m, feeds={"x": np.ones((3, 16, 64), np.float32)})
+    assert ops(out)[-2:] == ["Relu", "Tile"], ops(out)
+    relu, tile = out.graph.node[-2:]
+    assert relu.input[0] == "pos" and tile.input == [relu.output[0], "reps"]
+    (a,) = fused(actions, 2)
+    assert a["repeats_symbolic"] == ["N", 1, 1], a
 
 
 # ---------------------------------------------------------------- rule 2
