@@ -970,8 +970,8 @@ static int fz_symbolic_tile(fz_state *st, int32_t ti, const char *why_const) {
         if (!graph_node_removed(g, uses[k].node))
             rc = fz_symbolic_sink(st, ti, uses[k].node, &xs, sv);
     char why[512] = "";
-    if (graph_value_is_output(g, out)) snprintf(why, sizeof why, "it is a graph output");
-    /* Rule 1: every named-dim repeat on a size-1 axis */
+    /* Rule 1: every named-dim repeat on a size-1 axis; readers it rewires stop
+    ** reading the Tile even when it stays as a graph output */
     for (int32_t i = 0; !sink && i < xs.rank && !why[0]; i++) {
         const char *sym = sv->syms ? sv->syms[i] : NULL;
         if ((sym && xs.d[i] != 1) || (!sym && sv->vals[i] != 1 && xs.d[i] != 1))
@@ -979,6 +979,8 @@ static int fz_symbolic_tile(fz_state *st, int32_t ti, const char *why_const) {
                      " of size %" PRId64 ": a real tiling", reps, i, xs.d[i]);
     }
     bool rule1 = !sink && !why[0];
+    if (!why[0] && graph_value_is_output(g, out))
+        snprintf(why, sizeof why, "it is a graph output");
     for (uint32_t k = 0; rule1 && k < n_uses && !rc; k++) {
         int32_t ci = uses[k].node;
         if (ci < 0 || uses[k].input < 0) {

@@ -218,6 +218,17 @@ def fuse_should_keep_a_symbolic_tile_when_the_other_operand_has_another_batch():
     assert any("no other operand carries the repeated dims" in r for r in reasons), reasons
 
 
+def fuse_should_rewire_the_reader_of_a_symbolic_tile_that_is_also_a_graph_output():
+    m = _batch_repeat(["N", 16, 64], [1, 16, 64])
+    m.graph.output.append(vi("pt", F, ["N", 16, 64]))
+    feeds = {"x": np.ones((2, 16, 64), np.float32)}
+    out, actions = optimize(m, feeds=feeds)
+    (add,) = [n for n in out.graph.node if n.op_type == "Add"]
+    assert list(add.input) == ["x", "pos"], add.input
+    assert "Tile" in ops(out)
+    assert any(a["reason"] == "it is a graph output" for a in skipped(actions)), actions
+
+
 def fuse_should_drop_a_symbolic_tile_read_by_where():
     # Where(mask[N,16,64], Tile(pos, [N,1,1]), x): the mask carries N
     m = _batch_repeat(["N", 16, 64], [1, 16, 64], extra_inputs=[vi("mask", B, ["N", 16, 64])],
