@@ -866,12 +866,13 @@ static bool tile_open(graph *g) {
     for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
         if (graph_node_removed(g, (int32_t)i)) continue;
         const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
-        if (graph_node_is(n, "Tile")) {
-            const char *r = graph_node_input(n, 1);
-            graph_value *rv = r ? graph_resolve(g, r) : NULL;
-            graph_const c;
-            if (r && !graph_const_find(g, r, &c) && !(rv && rv->shape_value && !rv->shape_value->syms))
-                return true;
+        const char *r = graph_node_is(n, "Tile") ? graph_node_input(n, 1) : NULL;
+        graph_const c;
+        if (r && !graph_const_find(g, r, &c)) {
+            /* numbers shape inference knows are as good as a constant here */
+            graph_value *rv = graph_resolve(g, r);
+            const graph_shape_value *sv = rv ? rv->shape_value : NULL;
+            if (!sv || sv->syms) return true;
         }
         for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
             if (tile_open(s)) return true;
@@ -885,21 +886,19 @@ static bool tile_open(graph *g) {
 ** round is linear; the rounds stop when one folds nothing. */
 #define FOLD_MAX_ROUNDS 8
 
-/* Actions a round reported, but for the skips: those only the last round keeps. */
-static int move_done(cJSON *from, cJSON *to, int *n_done) {
-    *n_done = 0;
-    cJSON *a = from->child;
-    while (a) {
-        cJSON *next = a->next;
+/* Move from's actions to the end of to (the skips too only with skips set);
+** returns how many that are no skips moved. */
+static int move_actions(cJSON *from, cJSON *to, bool skips) {
+    int done = 0;
+    for (cJSON *a = from->child, *next; a; a = next) {
+        next = a->next;
         const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
-        if (!kind || strcmp(kind, "skipped") != 0) {
-            cJSON_DetachItemViaPointer(from, a);
-            cJSON_AddItemToArray(to, a);
-            (*n_done)++;
-        }
-        a = next;
+        bool skip = kind && strcmp(kind, "skipped") == 0;
+        if (skip && !skips) continue;
+        cJSON_AddItemToArray(to, cJSON_DetachItemViaPointer(from, a));
+        done += !skip;
     }
-    return TILEOPT_OK;
+    return done;
 }
 
 int pass_fold(pass_ctx *pc) {
@@ -914,17 +913,11 @@ int pass_fold(pass_ctx *pc) {
         if (!rc) rc = fold_tree(pc, m->main, tile_open(m->main));
         if (!rc) rc = graph_commit(m->main, pc->err);
         pc->actions = all;
-        int n_done = 0;
-        move_done(mine, all, &n_done);
-        bool last = rc || n_done == 0 || round + 1 == FOLD_MAX_ROUNDS;
-        if (last) {
-            /* the last round's skips say why what is left stays */
-            while (mine->child) {
-                cJSON *a = mine->child;
-                cJSON_DetachItemViaPointer(mine, a);
-                cJSON_AddItemToArray(all, a);
-            }
-        }
+        /* a round that folds nothing is the last; its skips say why what is
+        ** left stays (earlier rounds' skips are stale) */
+        int done = move_actions(mine, all, false);
+        bool last = rc || done == 0 || round + 1 == FOLD_MAX_ROUNDS;
+        if (last) move_actions(mine, all, true);
         cJSON_Delete(mine);
         if (last) break;
     }

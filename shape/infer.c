@@ -349,7 +349,7 @@ static int type_store(graph_model *m, const build_type *o, graph_type *t, errbuf
 static int shape_value_store(graph_model *m, const known_value *iv, graph_value *v,
                              errbuf *err) {
     v->shape_value = NULL;
-    if (!iv || !iv->v || iv->rank > 1 || iv->n < 1 || iv->n > SHAPE_VALUE_MAX) return 0;
+    if (!iv || !iv->v || iv->rank > 1 || iv->n < 1 || iv->n > SHAPE_VALUE_MAX) return TILEOPT_OK;
     bool any_sym = false;
     for (int64_t k = 0; k < iv->n; k++) {
         if (!iv->known[k] && !iv->syms[k]) return TILEOPT_OK;
@@ -1575,6 +1575,19 @@ static void inf_batchnorm(node_ctx *c) {
     }
 }
 
+/* x's dims without the reduced axes, or with 1 in their place when keep is set. */
+static void reduced_dims(build_type *o, const graph_type *x, const bool *red, bool keep) {
+    int32_t r = 0;
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (!red[i]) put_dim(o, r++, x, i);
+        else if (keep) {
+            o->d[r] = 1;
+            o->s[r++] = NULL;
+        }
+    }
+    o->rank = r;
+}
+
 static void inf_reduce(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     build_type *o = &c->out[0];
@@ -1603,15 +1616,7 @@ static void inf_reduce(node_ctx *c) {
             red[a] = true;
         }
     }
-    int32_t r = 0;
-    for (int32_t i = 0; i < x->rank; i++) {
-        if (!red[i]) put_dim(o, r++, x, i);
-        else if (keep) {
-            o->d[r] = 1;
-            o->s[r++] = NULL;
-        }
-    }
-    o->rank = r;
+    reduced_dims(o, x, red, keep);
 }
 
 static void inf_argreduce(node_ctx *c) {
@@ -1621,16 +1626,9 @@ static void inf_argreduce(node_ctx *c) {
     if (!has_rank(x)) return;
     int32_t a;
     if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &a)) return;
-    bool keep = graph_attr_int(c->n, "keepdims", 1) != 0;
-    int32_t r = 0;
-    for (int32_t i = 0; i < x->rank; i++) {
-        if (i != a) put_dim(o, r++, x, i);
-        else if (keep) {
-            o->d[r] = 1;
-            o->s[r++] = NULL;
-        }
-    }
-    o->rank = r;
+    bool red[IR_MAX] = {false};
+    red[a] = true;
+    reduced_dims(o, x, red, graph_attr_int(c->n, "keepdims", 1) != 0);
 }
 
 static void inf_pad(node_ctx *c) {
