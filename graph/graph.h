@@ -276,7 +276,8 @@ void graph_remove_node(graph *g, int32_t node);
 */
 int graph_commit(graph *g, errbuf *err);
 /*
-** Fix the shape of a main-graph input for this run (--input-shape): rank and the
+** Fix the shape of a main-graph input for this run (--input-shape; dims are 0 or
+** more, as the option's parser makes sure): rank and the
 ** declared static dims must agree, and each named dim (dim_param) of the input
 ** becomes its given size wherever the model declares it, as one name means one
 ** size. The input's declaration is rewritten and the model reindexed.

@@ -548,9 +548,6 @@ int graph_fix_input_shape(graph_model *m, const char *name, const int64_t *dims,
         return err_set(err, TILEOPT_MISUSE, "input shape for '%s': %d dims given, the model "
                        "declares %d", name, (int)rank, (int)t->rank);
     for (int32_t i = 0; t->rank >= 0 && i < rank; i++) {
-        if (dims[i] < 0)
-            return err_set(err, TILEOPT_MISUSE, "input shape for '%s': dim %d is negative",
-                           name, (int)i);
         if (t->dims && t->dims[i] >= 0 && t->dims[i] != dims[i])
             return err_set(err, TILEOPT_MISUSE, "input shape for '%s': dim %d is %" PRId64
                            " in the model, %" PRId64 " given", name, (int)i, t->dims[i],

@@ -291,6 +291,34 @@ static void api_should_bind_uint16_test_data_to_a_bfloat16_input(void **state) {
     tileopt_ctx_free(ctx);
 }
 
+static void api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    Onnx__GraphProto *g = b_graph_new("g");
+    int64_t d[1] = {2};
+    b_input(g, b_value("x", DT_FLOAT, 1, d));
+    b_add(g, b_node("Relu", "x,x", "y"));
+    b_output(g, b_value("y", DT_FLOAT, 1, d));
+    size_t len;
+    uint8_t *buf = b_pack(g, 13, &len);
+    tileopt_model *m = NULL;
+    assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
+    float v[2] = {1, -1};
+    tileopt_tensor *x = api_tensor(ctx, DT_FLOAT, 1, d, v, sizeof v);
+    tileopt_tensor **outs = NULL;
+    size_t no = 0;
+    assert_int_equal(tileopt_model_run(ctx, m, &x, 1, &outs, &no), TILEOPT_INVALID);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "Relu takes 1..1 inputs, it has 2"));
+    assert_null(outs);
+    /* and comparing with a tensor that is not there is a misuse, not a crash */
+    assert_int_equal(tileopt_tensor_compare(ctx, x, NULL), TILEOPT_MISUSE);
+    tileopt_tensor_free(x);
+    tileopt_model_free(m);
+    b_free_all();
+    tileopt_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(api_should_tile_with_openvino_promotion),
@@ -300,6 +328,7 @@ int main(void) {
         cmocka_unit_test(api_should_compare_tensors_with_the_verify_tolerances),
         cmocka_unit_test(api_should_format_a_tensor_as_text),
         cmocka_unit_test(api_should_bind_uint16_test_data_to_a_bfloat16_input),
+        cmocka_unit_test(api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,6 +90,30 @@ def input_shape_should_refuse_what_does_not_fit_the_model():
             assert not os.path.exists(dst), spec
 
 
+def input_shape_should_refuse_initializers_and_one_name_given_two_sizes():
+    with h.tempdir() as d:
+        dst = os.path.join(d, "o.onnx")
+        # IR 3 lists initializers among the graph inputs: still no input to fix
+        m = batch_repeat_model()
+        m.ir_version = 3
+        m.graph.input.append(h.vi("pos", F, [1, 16, 64]))
+        src = os.path.join(d, "ir3.onnx")
+        onnx.save(m, src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--input-shape", "pos:1,16,64")
+        assert cp.returncode == 1 and "it is an initializer" in cp.stderr, cp.stderr
+        # x[N, 16, N]: both N get one size or the fix is refused
+        m = batch_repeat_model()
+        m.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "N"
+        src = os.path.join(d, "nn.onnx")
+        onnx.save(m, src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--input-shape", "x:3,16,64")
+        assert cp.returncode == 1 and "dims 0 and 2 are both 'N'" in cp.stderr, cp.stderr
+        assert not os.path.exists(dst)
+        too_many = "x:" + ",".join(["1"] * 65)
+        cp = h.tileopt("optimize", src, "-o", dst, "--input-shape", too_many)
+        assert cp.returncode == 2 and "at most 64" in cp.stderr, cp.stderr
+
+
 def input_shape_should_take_names_with_colons_and_the_last_value_given():
     m = batch_repeat_model()
     m.graph.input[0].name = "x:0"
