@@ -63,38 +63,91 @@ static const op_info *fz_elementwise(const Onnx__NodeProto *n) {
 
 /* ---------------------------------------------------------------- shapes */
 
+/*
+** Dims in this pass are numbers: a size (0 or more), FZ_UNKNOWN for a dim
+** nobody knows, or FZ_SYM(k) for the k-th named dim (dim_param) the pass met.
+** Interning names makes equal named dims equal numbers, so a Tile over a
+** dynamic batch goes through the same rules as a static one, and two dims are
+** equal only when they are the same size or the same named dim (fz_dim_eq),
+** never by guess. Named dims beyond FZ_SYMS_MAX stay unknown: fewer rewrites,
+** never a wrong one.
+*/
+#define FZ_UNKNOWN (-1)
+#define FZ_SYMS_MAX 256
+#define FZ_SYM(k) (-2 - (int64_t)(k))
+
+typedef struct fz_syms {
+    const char *name[FZ_SYMS_MAX];
+    int n;
+} fz_syms;
+
+static int64_t fz_intern(fz_syms *sy, const char *name) {
+    if (!name) return FZ_UNKNOWN;
+    for (int k = 0; k < sy->n; k++)
+        if (strcmp(sy->name[k], name) == 0) return FZ_SYM(k);
+    if (sy->n == FZ_SYMS_MAX) return FZ_UNKNOWN;
+    sy->name[sy->n] = name;
+    return FZ_SYM(sy->n++);
+}
+
+static const char *fz_sym_name(const fz_syms *sy, int64_t d) {
+    return d <= FZ_SYM(0) && -2 - d < sy->n ? sy->name[-2 - d] : NULL;
+}
+
+static bool fz_dim_eq(int64_t a, int64_t b) { return a == b && a != FZ_UNKNOWN; }
+
+static bool fz_dims_static(const int64_t *d, int32_t rank) {
+    for (int32_t i = 0; i < rank; i++)
+        if (d[i] < 0) return false;
+    return true;
+}
+
+/* Size of an axis of size d repeated r times: a number, a named dim when the
+** other factor is 1, else unknown. */
+static int64_t fz_dim_mul(int64_t d, int64_t r) {
+    if (r == 1) return d;
+    if (d == 1) return r;
+    if (d == 0 || r == 0) return 0;
+    int64_t p;
+    if (d < 0 || r < 0 || __builtin_mul_overflow(d, r, &p)) return FZ_UNKNOWN;
+    return p;
+}
+
 typedef struct fz_shape {
     int32_t rank;
     int32_t elem;
     int64_t d[FZ_MAX_RANK];
 } fz_shape;
 
+/* Elements of a static shape (the callers have checked it fits). */
 static uint64_t fz_numel(const int64_t *d, int32_t rank) {
     uint64_t n = 1;
     for (int32_t i = 0; i < rank; i++) n *= (uint64_t)d[i];
     return n;
 }
 
-/* Static shape of a value (this or an enclosing scope). */
-static bool fz_shape_of(graph *g, const char *name, fz_shape *s) {
+/* Shape of a value (this or an enclosing scope) whose rank shape inference
+** knows; its dims may be named or unknown. */
+static bool fz_shape_of(fz_syms *sy, graph *g, const char *name, fz_shape *s) {
     graph_value *v = name ? graph_resolve(g, name) : NULL;
-    if (!v || !graph_type_static(&v->type) || v->type.rank > FZ_MAX_RANK) return false;
-    uint64_t n;
-    if (!graph_type_numel(&v->type, &n)) return false;
+    if (!v || v->type.rank < 0 || v->type.rank > FZ_MAX_RANK) return false;
     s->rank = v->type.rank;
     s->elem = v->type.elem;
-    if (s->rank) memcpy(s->d, v->type.dims, (size_t)s->rank * sizeof *s->d);
+    for (int32_t i = 0; i < s->rank; i++) {
+        int64_t d = v->type.dims ? v->type.dims[i] : -1;
+        s->d[i] = d >= 0 ? d : fz_intern(sy, v->type.syms ? v->type.syms[i] : NULL);
+    }
     return true;
 }
 
-/* Numpy broadcast of two shapes; false when they do not broadcast. */
+/* Numpy broadcast of two shapes; false when they are not known to broadcast. */
 static bool fz_broadcast(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb,
                          int64_t *out, int32_t *ro) {
     int32_t r = ra > rb ? ra : rb;
     for (int32_t i = 0; i < r; i++) {
         int32_t ia = i - (r - ra), ib = i - (r - rb);
         int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-        if (da == db || db == 1) out[i] = da;
+        if (fz_dim_eq(da, db) || db == 1) out[i] = da;
         else if (da == 1) out[i] = db;
         else return false;
     }
@@ -103,15 +156,35 @@ static bool fz_broadcast(const int64_t *a, int32_t ra, const int64_t *b, int32_t
 }
 
 static bool fz_same_shape(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb) {
-    return ra == rb && memcmp(a, b, (size_t)ra * sizeof *a) == 0;
+    if (ra != rb) return false;
+    for (int32_t i = 0; i < ra; i++)
+        if (!fz_dim_eq(a[i], b[i])) return false;
+    return true;
 }
 
-static void fz_shape_str(char *buf, size_t cap, const int64_t *d, int32_t rank) {
+/* "[2,N,?]" */
+static void fz_shape_str(const fz_syms *sy, char *buf, size_t cap, const int64_t *d,
+                         int32_t rank) {
     size_t k = 0;
     k += (size_t)snprintf(buf, cap, "[");
-    for (int32_t i = 0; i < rank && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, i ? "," : "", d[i]);
+    for (int32_t i = 0; i < rank && k < cap; i++) {
+        const char *s = fz_sym_name(sy, d[i]);
+        if (d[i] >= 0) k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, i ? "," : "", d[i]);
+        else k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? "," : "", s ? s : "?");
+    }
     if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* Dims for a report: numbers, named dims as strings, unknown as null. */
+static cJSON *fz_json_dims(const fz_syms *sy, const int64_t *d, int32_t rank) {
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; a && i < rank; i++) {
+        const char *s = fz_sym_name(sy, d[i]);
+        cJSON_AddItemToArray(a, d[i] >= 0 ? pass_json_int(d[i])
+                                : s      ? cJSON_CreateString(s)
+                                         : cJSON_CreateNull());
+    }
+    return a;
 }
 
 /* ----------------------------------------------------------- constants */
@@ -149,19 +222,43 @@ typedef struct fz_tile {
     fz_shape xs;                 /* d */
     int64_t r[FZ_MAX_RANK];
     int64_t t[FZ_MAX_RANK];      /* d * r */
+    bool fixed;                  /* d and r all numbers: sizes and the view are known */
     size_t esize;
-    uint64_t t_numel;
+    uint64_t t_numel;            /* when fixed */
 } fz_tile;
 
-/* fz_read_tile's answer for repeats that are no constant (shape inference may
-** still know them symbolically). */
-#define FZ_REPEATS_NOT_CONSTANT 2
+/* Repeats that are no constant but whose length is known: each entry a number
+** or a named dim where shape inference tracked the value (Shape -> Gather ->
+** Concat, as exporters compute a batch repeat), else unknown. Unary ops move
+** past any Tile; the other rules need the entries they compare. */
+static bool fz_runtime_repeats(fz_syms *sy, graph *g, const char *name, int64_t *out,
+                               size_t *n) {
+    graph_value *v = graph_resolve(g, name);
+    if (!v) return false;
+    const graph_shape_value *sv = v->shape_value;
+    if (sv && sv->rank == 1 && sv->n <= FZ_MAX_RANK) {
+        for (int32_t i = 0; i < sv->n; i++) {
+            const char *s = sv->syms ? sv->syms[i] : NULL;
+            if (!s && sv->vals[i] < 0) return false; /* fails at run time: leave it */
+            out[i] = s ? fz_intern(sy, s) : sv->vals[i];
+        }
+        *n = (size_t)sv->n;
+        return true;
+    }
+    const graph_type *rt = &v->type;
+    if (rt->rank != 1 || !rt->dims || rt->dims[0] < 0 || rt->dims[0] > FZ_MAX_RANK)
+        return false;
+    *n = (size_t)rt->dims[0];
+    for (size_t i = 0; i < *n; i++) out[i] = FZ_UNKNOWN;
+    return true;
+}
 
-/* Read Tile node i: constant repeats, static input shape. 1 (or
-** FZ_REPEATS_NOT_CONSTANT) with *why set when the Tile cannot be analysed; a negated status when the Tile is invalid (an
-** output too large for any machine is an error, never a skip). */
-static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why,
-                        size_t cap) {
+/* Read Tile node i: repeats constant or of known length, input of known rank.
+** 1 with *why set when the Tile cannot be analysed; a negated status when the
+** Tile is invalid (an output too large for any machine is an error, never a
+** skip). */
+static int fz_read_tile(pass_ctx *pc, fz_syms *sy, graph *g, int32_t i, fz_tile *t,
+                        char *why, size_t cap) {
     const Onnx__NodeProto *n = graph_node(g, i);
     t->node = i;
     if (n->n_input != 2 || n->n_output != 1) {
@@ -181,12 +278,13 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
     bool found;
     int rc = fz_const_repeats(pc, g, i, t->reps, xv ? &xv->type : NULL, t->r, &nr, &found);
     if (rc) return -rc;
-    if (!found) {
-        snprintf(why, cap, "repeats '%s' are not a constant int64 tensor", t->reps);
-        return FZ_REPEATS_NOT_CONSTANT;
+    if (!found && !fz_runtime_repeats(sy, g, t->reps, t->r, &nr)) {
+        snprintf(why, cap, "repeats '%s' are not a constant int64 tensor, and their "
+                 "length is unknown", t->reps);
+        return 1;
     }
-    if (!fz_shape_of(g, t->x, &t->xs)) {
-        snprintf(why, cap, "shape of input '%s' unknown (run shape inference or "
+    if (!fz_shape_of(sy, g, t->x, &t->xs)) {
+        snprintf(why, cap, "rank of input '%s' unknown (run shape inference or "
                  "declare it in value_info)", t->x);
         return 1;
     }
@@ -196,20 +294,24 @@ static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t, char *why
         return 1;
     }
     t->esize = di->size;
-    /* pass_check_repeats (in fz_const_repeats) has checked the repeats against this
-    ** static shape: one non-negative repeat per axis, sizes that fit. */
+    /* pass_check_repeats (in fz_const_repeats) has checked constant repeats
+    ** against a static shape: one non-negative repeat per axis, sizes that fit. */
     if ((int32_t)nr != t->xs.rank) {
         snprintf(why, cap, "repeats have %zu entries for an input of rank %" PRId32, nr,
                  t->xs.rank);
         return 1;
     }
-    uint64_t numel = 1;
-    for (int32_t k = 0; k < t->xs.rank; k++) {
-        t->t[k] = t->xs.d[k] * t->r[k];
-        numel *= (uint64_t)t->t[k];
-    }
-    t->t_numel = numel;
+    for (int32_t k = 0; k < t->xs.rank; k++) t->t[k] = fz_dim_mul(t->xs.d[k], t->r[k]);
+    t->fixed = fz_dims_static(t->xs.d, t->xs.rank) && fz_dims_static(t->r, t->xs.rank);
+    t->t_numel = t->fixed ? fz_numel(t->t, t->xs.rank) : 0;
     return 0;
+}
+
+/* Is the Tile a broadcast: does every axis it repeats have size 1? */
+static bool fz_is_broadcast(const fz_tile *t) {
+    for (int32_t i = 0; i < t->xs.rank; i++)
+        if (t->r[i] != 1 && t->xs.d[i] != 1) return false;
+    return true;
 }
 
 /* --------------------------------------------------------------- state */
@@ -241,6 +343,7 @@ typedef struct fz_state {
     uint32_t *stamp;         /* per node: last Tile step that planned it */
     size_t cap_nodes;
     uint32_t step;
+    fz_syms sy;              /* the named dims met, numbered */
 } fz_state;
 
 static int fz_grow_nodes(fz_state *st) {
@@ -294,7 +397,7 @@ static uint32_t fz_live_uses(graph *g, const char *name) {
 /* ------------------------------------------------------------- planning */
 
 /* Shape of the consumer's output before the rewrite, for the report. */
-static bool fz_consumer_out(graph *g, const fz_tile *t, const Onnx__NodeProto *c,
+static bool fz_consumer_out(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
                             int64_t *out, int32_t *ro) {
     *ro = t->xs.rank;
     memcpy(out, t->t, (size_t)t->xs.rank * sizeof *out);
@@ -306,7 +409,8 @@ static bool fz_consumer_out(graph *g, const fz_tile *t, const Onnx__NodeProto *c
         fz_shape o;
         int64_t tmp[FZ_MAX_RANK];
         int32_t rt;
-        if (!fz_shape_of(g, in, &o) || !fz_broadcast(out, *ro, o.d, o.rank, tmp, &rt))
+        if (!fz_shape_of(&st->sy, st->g, in, &o) ||
+            !fz_broadcast(out, *ro, o.d, o.rank, tmp, &rt))
             return false;
         memcpy(out, tmp, (size_t)rt * sizeof *out);
         *ro = rt;
@@ -372,7 +476,7 @@ static bool fz_invariant(const fz_tile *t, const fz_shape *o) {
     if (o->rank > t->xs.rank) return false;
     for (int32_t j = 0; j < o->rank; j++) {
         int32_t i = j + t->xs.rank - o->rank;
-        if (t->r[i] != 1 ? o->d[j] != 1 : (o->d[j] != 1 && o->d[j] != t->xs.d[i]))
+        if (t->r[i] != 1 ? o->d[j] != 1 : (o->d[j] != 1 && !fz_dim_eq(o->d[j], t->xs.d[i])))
             return false;
     }
     return true;
@@ -380,14 +484,13 @@ static bool fz_invariant(const fz_tile *t, const fz_shape *o) {
 
 /* Rule 1: reading x instead of T gives the same output. */
 static bool fz_redundant(const fz_tile *t, const fz_shape *o, bool uni, int slot) {
-    for (int32_t i = 0; i < t->xs.rank; i++)
-        if (t->r[i] != 1 && t->xs.d[i] != 1) return false;
+    if (!fz_is_broadcast(t)) return false;
     if (uni) {
         /* the slope (slot 1) broadcasts to X one way only */
         if (slot != 1 || t->xs.rank > o->rank) return false;
         for (int32_t j = 0; j < t->xs.rank; j++) {
             int64_t xd = t->xs.d[j], od = o->d[j + o->rank - t->xs.rank];
-            if (xd != 1 && xd != od) return false;
+            if (xd != 1 && !fz_dim_eq(xd, od)) return false;
         }
         return true;
     }
@@ -401,7 +504,7 @@ static bool fz_redundant(const fz_tile *t, const fz_shape *o, bool uni, int slot
 /* Rule 4 preconditions: o is full-size (shape of T) and some axis has both
 ** r_i > 1 and d_i > 1 (otherwise rule 1 covers it). */
 static bool fz_splittable(const fz_tile *t, const fz_shape *o) {
-    if (!fz_same_shape(t->t, t->xs.rank, o->d, o->rank)) return false;
+    if (!t->fixed || !fz_same_shape(t->t, t->xs.rank, o->d, o->rank)) return false;
     int32_t split = 0;
     for (int32_t i = 0; i < t->xs.rank; i++) {
         if (t->r[i] < 1 || t->xs.d[i] < 1) return false;
@@ -419,12 +522,12 @@ static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
     if (!p || !graph_node_is(p, "Tile")) return TILEOPT_OK;
     fz_tile t2;
     char why[256];
-    int rc = fz_read_tile(st->pc, st->g, i2, &t2, why, sizeof why);
+    int rc = fz_read_tile(st->pc, &st->sy, st->g, i2, &t2, why, sizeof why);
     if (rc < 0) return -rc;
     if (rc) return TILEOPT_OK;
     if (strcmp(t2.x, t->out) == 0 ||
         !fz_same_shape(t->xs.d, t->xs.rank, t2.xs.d, t2.xs.rank) ||
-        memcmp(t->r, t2.r, (size_t)t->xs.rank * sizeof *t->r) != 0)
+        !fz_same_shape(t->r, t->xs.rank, t2.r, t2.xs.rank))
         return TILEOPT_OK;
     *tile2 = i2;
     *ok = true;
@@ -437,7 +540,27 @@ static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
 ** apply against o as they do against a binary op's other operand. Equally tiled
 ** operands (rule 3) and rule 4 stay binary-only.
 */
-static int fz_plan_nary(graph *g, const fz_tile *t, const Onnx__NodeProto *c,
+/* Why rules 1 and 3 fail against operand shape o (what names it): a broadcast
+** Tile whose repeated dims o does not carry, or a real tiling o varies along. */
+static void fz_why_varies(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
+                          const char *cid, const char *what, const fz_shape *o,
+                          fz_plan *p) {
+    char os[160], rs[160];
+    fz_shape_str(&st->sy, os, sizeof os, o->d, o->rank);
+    fz_shape_str(&st->sy, rs, sizeof rs, t->r, t->xs.rank);
+    if (fz_is_broadcast(t))
+        snprintf(p->why, sizeof p->why, "consumer %s (%s): %s %s does not carry the "
+                 "repeated dims (repeats %s), so the Tile is more than the broadcast the "
+                 "op does", cid, c->op_type, what, os, rs);
+    else
+        snprintf(p->why, sizeof p->why, "consumer %s (%s): %s %s %s along the tiled axes: "
+                 "a real tiling (repeats %s)", cid, c->op_type, what, os,
+                 t->fixed && fz_dims_static(o->d, o->rank) ? "varies"
+                                                           : "is not known to stay the same",
+                 rs);
+}
+
+static int fz_plan_nary(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
                         const char *cid, fz_plan *p) {
     fz_shape o = {.rank = 0};
     int slot = -1;
@@ -450,8 +573,8 @@ static int fz_plan_nary(graph *g, const fz_tile *t, const Onnx__NodeProto *c,
         fz_shape s;
         int64_t b[FZ_MAX_RANK];
         int32_t rb;
-        if (!fz_shape_of(g, in, &s)) {
-            snprintf(p->why, sizeof p->why, "consumer %s (%s): shape of operand '%s' "
+        if (!fz_shape_of(&st->sy, st->g, in, &s)) {
+            snprintf(p->why, sizeof p->why, "consumer %s (%s): rank of operand '%s' "
                      "unknown", cid, c->op_type, in);
             return TILEOPT_OK;
         }
@@ -471,10 +594,7 @@ static int fz_plan_nary(graph *g, const fz_tile *t, const Onnx__NodeProto *c,
         p->kind = P_R3C;
         return TILEOPT_OK;
     }
-    char os[128];
-    fz_shape_str(os, sizeof os, o.d, o.rank);
-    snprintf(p->why, sizeof p->why, "consumer %s (%s): its other operands broadcast to "
-             "%s, which varies along the tiled axes", cid, c->op_type, os);
+    fz_why_varies(st, t, c, cid, "its other operands broadcast to", &o, p);
     return TILEOPT_OK;
 }
 
@@ -545,7 +665,7 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
                  "the pass does not copy", cid, c->op_type);
         return TILEOPT_OK;
     }
-    if (c->n_input > 2) return fz_plan_nary(g, t, c, cid, p);
+    if (c->n_input > 2) return fz_plan_nary(st, t, c, cid, p);
     const char *in0 = graph_node_input(c, 0), *in1 = graph_node_input(c, 1);
     bool on0 = strcmp(in0, t->out) == 0, on1 = strcmp(in1, t->out) == 0;
     if (on0 && on1) {
@@ -556,8 +676,8 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
     int slot = on0 ? 0 : 1;
     const char *other = on0 ? in1 : in0;
     fz_shape o;
-    if (!fz_shape_of(g, other, &o)) {
-        snprintf(p->why, sizeof p->why, "consumer %s (%s): shape of operand '%s' "
+    if (!fz_shape_of(&st->sy, g, other, &o)) {
+        snprintf(p->why, sizeof p->why, "consumer %s (%s): rank of operand '%s' "
                  "unknown", cid, c->op_type, other);
         return TILEOPT_OK;
     }
@@ -588,10 +708,9 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
                  other);
         return TILEOPT_OK;
     }
-    char os[128];
-    fz_shape_str(os, sizeof os, o.d, o.rank);
-    snprintf(p->why, sizeof p->why, "consumer %s (%s): operand '%s' %s varies along "
-             "the tiled axes", cid, c->op_type, other, os);
+    char what[160];
+    snprintf(what, sizeof what, "operand '%.120s'", other);
+    fz_why_varies(st, t, c, cid, what, &o, p);
     return TILEOPT_OK;
 }
 
@@ -604,11 +723,21 @@ static int fz_set_type(fz_state *st, const char *name, int32_t elem, const int64
                            name);
     int64_t *dims = arena_alloc(st->g->model->arena, (size_t)(rank ? rank : 1) * sizeof *dims);
     if (!dims) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
-    memcpy(dims, d, (size_t)rank * sizeof *dims);
+    const char **syms = NULL;
+    for (int32_t i = 0; i < rank; i++) {
+        dims[i] = d[i] >= 0 ? d[i] : -1;
+        const char *s = fz_sym_name(&st->sy, d[i]);
+        if (s && !syms) {
+            syms = arena_alloc(st->g->model->arena, (size_t)rank * sizeof *syms);
+            if (!syms) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+            memset(syms, 0, (size_t)rank * sizeof *syms);
+        }
+        if (s) syms[i] = s;
+    }
     v->type.elem = elem;
     v->type.rank = rank;
     v->type.dims = dims;
-    v->type.syms = NULL;
+    v->type.syms = syms;
     return TILEOPT_OK;
 }
 
@@ -622,7 +751,7 @@ static int32_t fz_out_elem(fz_state *st, const Onnx__NodeProto *c, op_out out,
     const char *like = graph_node_input(c, out == OUT_LIKE_IN1 ? 1 : 0);
     if (like && strcmp(like, t->out) == 0) return t->xs.elem;
     fz_shape s;
-    return like && fz_shape_of(st->g, like, &s) ? s.elem : 0;
+    return like && fz_shape_of(&st->sy, st->g, like, &s) ? s.elem : 0;
 }
 
 static const char *fz_hint(graph *g, int32_t node, const char *suffix) {
@@ -641,9 +770,13 @@ static cJSON *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const cha
     cJSON_AddNumberToObject(a, "rule", rule);
     cJSON_AddStringToObject(a, "rule_name", rule_name);
     cJSON_AddStringToObject(a, "tile", graph_node_id(st->g, t->node));
-    cJSON_AddItemToObject(a, "repeats", pass_json_ints(t->r, (size_t)t->xs.rank));
-    cJSON_AddItemToObject(a, "input_shape", pass_json_ints(t->xs.d, (size_t)t->xs.rank));
-    cJSON_AddItemToObject(a, "tiled_shape", pass_json_ints(t->t, (size_t)t->xs.rank));
+    /* "repeats" holds numbers only; repeats with named or unknown entries go
+    ** under their own key, and sizes are then unknown */
+    cJSON_AddItemToObject(a, fz_dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic",
+                          fz_json_dims(&st->sy, t->r, t->xs.rank));
+    cJSON_AddItemToObject(a, "input_shape", fz_json_dims(&st->sy, t->xs.d, t->xs.rank));
+    cJSON_AddItemToObject(a, "tiled_shape", fz_json_dims(&st->sy, t->t, t->xs.rank));
+    if (!t->fixed) return a;
     int64_t vs[2 * FZ_MAX_RANK], vst[2 * FZ_MAX_RANK];
     int64_t stride = (int64_t)t->esize;
     for (int32_t i = t->xs.rank - 1; i >= 0; i--) {
@@ -683,7 +816,7 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
     fz_tile t2 = *t;
     if (p->kind == P_R3T && p->other_tile != t->node) {
         char why[256];
-        int rc = fz_read_tile(pc, g, p->other_tile, &t2, why, sizeof why);
+        int rc = fz_read_tile(pc, &st->sy, g, p->other_tile, &t2, why, sizeof why);
         if (rc < 0) return -rc;
         if (rc) return err_set(pc->err, TILEOPT_ERROR, "fuse: %s", why);
     }
@@ -691,7 +824,9 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
     int64_t cshape[FZ_MAX_RANK];
     int32_t crank;
     uint64_t el_before = t->t_numel;
-    if (fz_consumer_out(g, t, c, cshape, &crank)) el_before = fz_numel(cshape, crank);
+    if (t->fixed && fz_consumer_out(st, t, c, cshape, &crank) &&
+        fz_dims_static(cshape, crank))
+        el_before = fz_numel(cshape, crank);
 
     const char *ins[8];
     size_t n_in = c->n_input;
@@ -712,7 +847,7 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
                             ? "elementwise op with tiling-invariant operands"
                         : p->kind == P_R3C ? "binary op with a tiling-invariant operand"
                                            : "binary op on equally tiled operands";
-    uint64_t el_after = fz_numel(t->xs.d, t->xs.rank);
+    uint64_t el_after = t->fixed ? fz_numel(t->xs.d, t->xs.rank) : 0;
     const dtype_info *od = dtype_get(elem);
     uint64_t bytes_after = od ? t->t_numel * od->size : 0;
     fz_report(st, t, p->node, rule, rname, el_before, el_after, bytes_after);
@@ -770,7 +905,7 @@ static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
     }
     int32_t elem = fz_out_elem(st, c, fz_elementwise(c)->out, t);
     fz_shape ys;
-    int32_t yelem = fz_shape_of(g, y, &ys) ? ys.elem : 0;
+    int32_t yelem = fz_shape_of(&st->sy, g, y, &ys) ? ys.elem : 0;
     fz_report(st, t, p->node, 4, "split repeat axes, broadcast x", t->t_numel,
               t->t_numel, 0);
 
@@ -811,203 +946,6 @@ static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
 
 /* ------------------------------------------------------------ per Tile */
 
-/* Does operand type o carry, on the axis aligned with x's axis i, what repeat i
-** makes of x's size-1 axis there: the same named dim, or the same number? */
-static bool fz_symbolic_covered(const graph_shape_value *sv, int32_t i, int32_t xrank,
-                                const graph_type *o) {
-    const char *sym = sv->syms ? sv->syms[i] : NULL;
-    if (!sym && sv->vals[i] == 1) return true;
-    int32_t j = i + o->rank - xrank;
-    if (j < 0 || !o->dims) return false;
-    if (sym) return o->dims[j] < 0 && o->syms && o->syms[j] && strcmp(o->syms[j], sym) == 0;
-    return o->dims[j] == sv->vals[i];
-}
-
-/* Consumer ci of the symbolic Tile: can it read x instead (rule 1)? It must
-** broadcast all its inputs together and read the Tile once, and one of its other
-** operands must carry every repeated dim. why says no. */
-static bool fz_symbolic_consumer(fz_state *st, const Onnx__NodeProto *tile, int32_t ci,
-                                 const graph_shape_value *sv, const fz_shape *xs,
-                                 size_t *slot, char *why, size_t cap) {
-    graph *g = st->g;
-    const Onnx__NodeProto *c = graph_node(g, ci);
-    const char *cid = graph_node_id(g, ci), *out = tile->output[0];
-    const op_info *e = fz_elementwise(c);
-    if (!e || e->kind == OPK_UNARY || e->bcast != BC_MULTI || st->opset < e->bcast_since ||
-        c->n_output != 1) {
-        snprintf(why, cap, "a broadcast over size-1 axes read by %s (%s), which does not "
-                 "broadcast it: the Tile stays (with repeats known only symbolically, an "
-                 "Expand is not known to run faster; rule 5)", cid, c->op_type);
-        return false;
-    }
-    size_t reads = 0;
-    for (size_t k = 0; k < c->n_input; k++) {
-        const char *in = graph_node_input(c, k);
-        if (in && strcmp(in, out) == 0) {
-            *slot = k;
-            reads++;
-        }
-    }
-    if (reads != 1) {
-        snprintf(why, cap, "consumer %s (%s) reads the Tile %zu times", cid, c->op_type, reads);
-        return false;
-    }
-    for (size_t k = 0; k < c->n_input; k++) {
-        const char *in = graph_node_input(c, k);
-        graph_value *ov = in && k != *slot ? graph_resolve(g, in) : NULL;
-        const graph_type *o = ov ? &ov->type : NULL;
-        bool ok = o && o->rank >= xs->rank;
-        for (int32_t i = 0; ok && i < xs->rank; i++)
-            ok = fz_symbolic_covered(sv, i, xs->rank, o);
-        if (ok) return true;
-    }
-    snprintf(why, cap, "consumer %s (%s): no other operand carries the repeated dims, so "
-             "the Tile is more than the broadcast it does", cid, c->op_type);
-    return false;
-}
-
-/* The repeats of a symbolic Tile in a report action, named dims as strings. */
-static void fz_symbolic_report(cJSON *a, graph *g, int32_t ti, int rule, const char *rule_name,
-                               const graph_shape_value *sv, const fz_shape *xs) {
-    if (!a) return;
-    cJSON_AddNumberToObject(a, "rule", rule);
-    cJSON_AddStringToObject(a, "rule_name", rule_name);
-    cJSON_AddStringToObject(a, "tile", graph_node_id(g, ti));
-    cJSON *r = cJSON_AddArrayToObject(a, "repeats_symbolic");
-    for (int32_t i = 0; r && i < sv->n; i++)
-        cJSON_AddItemToArray(r, sv->syms && sv->syms[i] ? cJSON_CreateString(sv->syms[i])
-                                                        : pass_json_int(sv->vals[i]));
-    cJSON_AddItemToObject(a, "input_shape", pass_json_ints(xs->d, (size_t)xs->rank));
-}
-
-/* Can unary consumer ci move before the symbolic Tile (rule 2)? */
-static bool fz_symbolic_unary(graph *g, const char *out, int32_t ci) {
-    const Onnx__NodeProto *c = graph_node(g, ci);
-    const op_info *e = fz_elementwise(c);
-    if (!e || e->kind != OPK_UNARY || c->n_output != 1 || c->n_input < 1 ||
-        strcmp(c->input[0], out) != 0 || !fz_attrs_copyable(c))
-        return false;
-    for (size_t k = 1; k < c->n_input; k++) {
-        const char *in = graph_node_input(c, k);
-        if (in && (strcmp(in, out) == 0 || !fz_input_constant(g, in))) return false;
-    }
-    return true;
-}
-
-/* Rule 2 with symbolic repeats: U(Tile(x, r)) -> Tile(U(x), r), the new Tile
-** reading the same repeats value and taking U's output name. */
-static int fz_symbolic_sink(fz_state *st, int32_t ti, int32_t ci, const fz_shape *xs,
-                            const graph_shape_value *sv) {
-    graph *g = st->g;
-    pass_ctx *pc = st->pc;
-    const Onnx__NodeProto *tile = graph_node(g, ti), *c = graph_node(g, ci);
-    const op_info *e = fz_elementwise(c);
-    const char *ins[8], *cout = c->output[0], *op = c->op_type;
-    size_t n_in = c->n_input;
-    if (n_in > 8) return err_set(pc->err, TILEOPT_ERROR, "fuse: too many inputs");
-    for (size_t k = 0; k < n_in; k++) ins[k] = c->input[k];
-    ins[0] = tile->input[0];
-    graph_value *cv = graph_resolve(g, cout);
-    int32_t elem = cv && cv->type.elem ? cv->type.elem
-                 : e->out == OUT_BOOL    ? DT_BOOL
-                 : e->out == OUT_ATTR_TO ? (int32_t)graph_attr_int(c, "to", 0)
-                                         : xs->elem;
-    const char *small = fz_hint(g, ci, "untiled"), *nname = fz_hint(g, ci, "fused");
-    const char *tname = fz_hint(g, ci, "tile");
-    if (!small || !nname || !tname) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    fz_symbolic_report(pass_action(pc, g, ci, "fused"), g, ti, 2, "unary op before the Tile",
-                       sv, xs);
-    Onnx__NodeProto *keep = graph_node(g, ci);
-    graph_remove_node(g, ci);
-    int32_t ni, nt;
-    Onnx__NodeProto *nn = graph_add_node(g, op, nname, ins, n_in, &small, 1, &ni);
-    if (!nn) return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", nname);
-    int rc = fz_copy_attrs(g, nn, keep);
-    if (rc) return err_set(pc->err, rc, "fuse: cannot copy attributes of %s", op);
-    if ((rc = fz_set_type(st, small, elem, xs->d, xs->rank))) return rc;
-    const char *tin[2] = {small, tile->input[1]};
-    if (!graph_add_node(g, "Tile", tname, tin, 2, &cout, 1, &nt))
-        return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", tname);
-    pc->changed = true;
-    if ((rc = fz_grow_nodes(st))) return rc;
-    return fz_push(st, nt);
-}
-
-/*
-** Rule 1 with repeats that shape inference knows only symbolically, as exporters
-** emit them: Tile(pos[1,16,64], Concat(Gather(Shape(x), 0), 1, 1)) read by
-** Add(x[N,16,64], .). Each named-dim repeat sits on a size-1 axis of the Tile's
-** input, and the consumer's other operand has that same named dim there, so the
-** consumer broadcasts the input to the very shape the Tile makes; it reads the
-** input instead. The other rules need the repeats as numbers.
-*/
-static int fz_symbolic_tile(fz_state *st, int32_t ti, const char *why_const) {
-    graph *g = st->g;
-    pass_ctx *pc = st->pc;
-    const Onnx__NodeProto *n = graph_node(g, ti);
-    const char *x = graph_node_input(n, 0), *reps = graph_node_input(n, 1), *out = n->output[0];
-    graph_value *rv = graph_resolve(g, reps);
-    const graph_shape_value *sv = rv ? rv->shape_value : NULL;
-    fz_shape xs;
-    if (!sv || sv->rank != 1 || !fz_shape_of(g, x, &xs) || sv->n != xs.rank)
-        return fz_set_why(st, ti, why_const);
-    for (int32_t i = 0; i < xs.rank; i++)
-        if ((!sv->syms || !sv->syms[i]) && sv->vals[i] < 0)
-            return fz_set_why(st, ti, "repeats hold a negative entry");
-    graph_value *v = graph_find(g, out);
-    uint32_t n_uses = v ? v->n_uses : 0;
-    graph_use *uses = n_uses ? malloc(n_uses * sizeof *uses) : NULL;
-    if (n_uses && !uses) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    if (n_uses) memcpy(uses, v->uses, n_uses * sizeof *uses);
-    int rc = TILEOPT_OK;
-    /* Rule 2 moves the Tile below its unary readers whatever it tiles, but only
-    ** when every reader moves: the Tile is then gone, not made twice. */
-    bool sink = n_uses > 0 && !graph_value_is_output(g, out);
-    for (uint32_t k = 0; sink && k < n_uses; k++)
-        sink = uses[k].node >= 0 && uses[k].input >= 0 &&
-               (graph_node_removed(g, uses[k].node) || fz_symbolic_unary(g, out, uses[k].node));
-    for (uint32_t k = 0; sink && k < n_uses && !rc; k++)
-        if (!graph_node_removed(g, uses[k].node))
-            rc = fz_symbolic_sink(st, ti, uses[k].node, &xs, sv);
-    char why[512] = "";
-    /* Rule 1: every named-dim repeat on a size-1 axis; readers it rewires stop
-    ** reading the Tile even when it stays as a graph output */
-    for (int32_t i = 0; !sink && i < xs.rank && !why[0]; i++) {
-        const char *sym = sv->syms ? sv->syms[i] : NULL;
-        if ((sym && xs.d[i] != 1) || (!sym && sv->vals[i] != 1 && xs.d[i] != 1))
-            snprintf(why, sizeof why, "repeats '%s' (known symbolically) tile axis %" PRId32
-                     " of size %" PRId64 ": a real tiling", reps, i, xs.d[i]);
-    }
-    bool rule1 = !sink && !why[0];
-    if (!why[0] && graph_value_is_output(g, out))
-        snprintf(why, sizeof why, "it is a graph output");
-    for (uint32_t k = 0; rule1 && k < n_uses && !rc; k++) {
-        int32_t ci = uses[k].node;
-        if (ci < 0 || uses[k].input < 0) {
-            if (!why[0]) snprintf(why, sizeof why, "it is read inside a subgraph");
-            continue;
-        }
-        if (graph_node_removed(g, ci)) continue;
-        char no[512];
-        size_t slot = 0;
-        if (!fz_symbolic_consumer(st, n, ci, sv, &xs, &slot, no, sizeof no)) {
-            if (!why[0]) snprintf(why, sizeof why, "%s", no);
-            continue;
-        }
-        fz_symbolic_report(pass_action(pc, g, ci, "fused"), g, ti, 1,
-                           "redundant Tile: the op broadcasts x itself", sv, &xs);
-        rc = graph_node_set_input(g, ci, slot, x);
-        pc->changed = true;
-    }
-    free(uses);
-    if (rc) return rc;
-    if (!graph_value_is_output(g, out) && !fz_live_uses(g, out)) {
-        graph_remove_node(g, ti);
-        return fz_set_why(st, ti, NULL);
-    }
-    return fz_set_why(st, ti, why[0] ? why : why_const);
-}
-
 static int fz_tile_step(fz_state *st, int32_t ti) {
     graph *g = st->g;
     pass_ctx *pc = st->pc;
@@ -1015,9 +953,8 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
         return TILEOPT_OK;
     fz_tile t;
     char why[320];
-    int rc = fz_read_tile(pc, g, ti, &t, why, sizeof why);
+    int rc = fz_read_tile(pc, &st->sy, g, ti, &t, why, sizeof why);
     if (rc < 0) return -rc;
-    if (rc == FZ_REPEATS_NOT_CONSTANT) return fz_symbolic_tile(st, ti, why);
     if (rc) return fz_set_why(st, ti, why);
     bool is_out = graph_value_is_output(g, t.out);
 
@@ -1037,8 +974,17 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
     }
     if ((rc = fz_grow_nodes(st))) goto done;
     st->step++;
-    const char *block = is_out ? "it is a graph output" : NULL;
-    char block_buf[320];
+    char block_buf[320], out_why[320];
+    const char *block = NULL;
+    if (is_out) {
+        /* say what the output is: a real tiling stays whatever rule 5 finds */
+        char rs[160];
+        fz_shape_str(&st->sy, rs, sizeof rs, t.r, t.xs.rank);
+        snprintf(out_why, sizeof out_why, "it is a graph output%s%s",
+                 fz_is_broadcast(&t) ? "" : ": a real tiling, repeats ",
+                 fz_is_broadcast(&t) ? "" : rs);
+        block = out_why;
+    }
     for (uint32_t k = 0; k < n_uses; k++) {
         int32_t ci = uses[k].node;
         if (ci < 0) {
@@ -1083,7 +1029,10 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
             const Onnx__NodeProto *c = graph_node(g, p->node);
             int64_t cs[FZ_MAX_RANK];
             int32_t cr;
-            uint64_t el = fz_consumer_out(g, &t, c, cs, &cr) ? fz_numel(cs, cr) : 0;
+            uint64_t el = t.fixed && fz_consumer_out(st, &t, c, cs, &cr) &&
+                                  fz_dims_static(cs, cr)
+                              ? fz_numel(cs, cr)
+                              : 0;
             fz_report(st, &t, p->node, 1, "redundant Tile: the op broadcasts x itself",
                       el, el, 0);
             for (size_t s = 0; s < c->n_input; s++)
@@ -1127,35 +1076,35 @@ done:
 #if FUSE_RULE5
 /* Rule 5's guard (see FUSE_EXPAND_MIN_REPEATS): axes of size 1 that do not
 ** repeat change nothing, so the last of the others must be a size-1 axis
-** repeated often enough, and the one before it must not repeat. */
-static bool fz_expand_pays(const fz_tile *t) {
+** repeated often enough, and the one before it must not repeat. 0 when it
+** pays, 1 when it does not, 2 when only the count is unknown (a named dim). */
+static int fz_expand_pays(const fz_tile *t) {
     int32_t last = -1, prev = -1;
     for (int32_t i = 0; i < t->xs.rank; i++) {
         if (t->xs.d[i] == 1 && t->r[i] == 1) continue;
         prev = last;
         last = i;
     }
-    return last >= 0 && t->xs.d[last] == 1 && t->r[last] >= FUSE_EXPAND_MIN_REPEATS &&
-           (prev < 0 || t->r[prev] == 1);
+    if (last < 0 || t->xs.d[last] != 1 || (prev >= 0 && t->r[prev] != 1)) return 1;
+    return t->r[last] >= FUSE_EXPAND_MIN_REPEATS ? 0 : t->r[last] < 0 ? 2 : 1;
 }
 
 /* Rule 5: a Tile left over size-1 axes is Expand, the stride-0 view. Sets
-** *declined when the Tile is such a broadcast but the guard keeps it. */
-static int fz_expand(fz_state *st, int32_t ti, const char *why_kept, bool *declined) {
+** *declined (1, or 2 when the deciding count is not a number) when the Tile is
+** such a broadcast but the guard keeps it.
+** Expand(x, r) is Tile(x, r) exactly when every repeated axis of x has size 1
+** (an axis with r_i = 1 keeps its size in both), so the Tile's own repeats
+** value is the shape, named dims and all. */
+static int fz_expand(fz_state *st, int32_t ti, const char *why_kept, int *declined) {
     graph *g = st->g;
     fz_tile t;
     char why[320];
-    *declined = false;
-    int rc = fz_read_tile(st->pc, g, ti, &t, why, sizeof why);
+    *declined = 0;
+    int rc = fz_read_tile(st->pc, &st->sy, g, ti, &t, why, sizeof why);
     if (rc) return rc < 0 ? -rc : TILEOPT_OK;
     for (int32_t i = 0; i < t.xs.rank; i++)
         if (t.r[i] == 0 || (t.r[i] != 1 && t.xs.d[i] != 1)) return TILEOPT_OK;
-    if (!fz_expand_pays(&t)) {
-        *declined = true;
-        return TILEOPT_OK;
-    }
-    const char *shape_n;
-    if ((rc = fz_shape_init(st, "fuse_expand_shape", t.t, t.xs.rank, &shape_n))) return rc;
+    if ((*declined = fz_expand_pays(&t))) return TILEOPT_OK;
     /* Expand writes the same bytes in a runtime that materializes it; ours and
     ** any runtime with stride-0 views need not. */
     uint64_t tb = t.t_numel * t.esize;
@@ -1164,7 +1113,7 @@ static int fz_expand(fz_state *st, int32_t ti, const char *why_kept, bool *decli
     if (a && why_kept) cJSON_AddStringToObject(a, "kept_because", why_kept);
     const char *x = t.x, *out = t.out;
     graph_remove_node(g, ti);
-    const char *in[2] = {x, shape_n};
+    const char *in[2] = {x, t.reps};
     int32_t ni;
     if (!graph_add_node(g, "Expand", fz_hint(g, ti, "expand"), in, 2, &out, 1, &ni))
         return err_set(st->pc->err, TILEOPT_NOMEM, "fuse: cannot add Expand");
@@ -1192,7 +1141,7 @@ static int fz_graph(pass_ctx *pc, graph *g) {
         if (graph_node_removed(g, (int32_t)i) || !graph_node_is(graph_node(g, (int32_t)i), "Tile"))
             continue;
         const char *why = i < st.cap_nodes ? st.why[i] : NULL;
-        bool declined = false;
+        int declined = 0;
 #if FUSE_RULE5
         if (st.opset >= 8 && (rc = fz_expand(&st, (int32_t)i, why, &declined))) break;
         if (graph_node_removed(g, (int32_t)i)) continue;
@@ -1201,8 +1150,9 @@ static int fz_graph(pass_ctx *pc, graph *g) {
             pass_skip(pc, g, (int32_t)i,
                       "%s%snot made Expand (rule 5): ONNX Runtime runs Expand slower than "
                       "Tile unless the innermost axis alone repeats a size-1 axis %d or "
-                      "more times", why ? why : "", why ? "; " : "",
-                      FUSE_EXPAND_MIN_REPEATS);
+                      "more times%s", why ? why : "", why ? "; " : "",
+                      FUSE_EXPAND_MIN_REPEATS,
+                      declined == 2 ? ", and that count is not known before run time" : "");
         else if (why)
             pass_skip(pc, g, (int32_t)i, "%s", why);
     }
