@@ -163,6 +163,35 @@ static void shape_window(const Onnx__NodeProto *n, int64_t opset, int32_t rank, 
 
 /* ---------------------------------------------------------------- phase A */
 
+/* The single output of n when shape inference knows it as numbers although its
+** inputs are not constant: named dims that cancel (Div(Mul(N, 4), N) is 4, the
+** -1 of a Reshape of [N, 16, 64] to [N, -1] is 1024). */
+static const graph_shape_value *known_by_inference(fold_graph *f, const Onnx__NodeProto *n) {
+    if (n->n_output != 1 || !n->output[0][0]) return NULL;
+    graph_value *v = graph_find(f->g, n->output[0]);
+    const graph_shape_value *sv = v ? v->shape_value : NULL;
+    if (!sv || sv->syms || (v->type.elem != DT_INT64 && v->type.elem != DT_INT32)) return NULL;
+    return sv;
+}
+
+/* That output as a tensor. */
+static int inferred_tensor(fold_graph *f, const Onnx__NodeProto *n, tensor **out) {
+    graph_value *v = graph_find(f->g, n->output[0]);
+    const graph_shape_value *sv = v->shape_value;
+    int64_t len = sv->n;
+    int rc = tensor_new(v->type.elem, &len, sv->rank, &f->pc->opt->eval_lim, out, f->pc->err);
+    if (rc) return rc;
+    for (int32_t k = 0; k < sv->n; k++) {
+        if (v->type.elem == DT_INT64) {
+            memcpy((*out)->data + (size_t)k * 8, &sv->vals[k], 8);
+        } else {
+            int32_t x = (int32_t)sv->vals[k];
+            memcpy((*out)->data + (size_t)k * 4, &x, 4);
+        }
+    }
+    return TILEOPT_OK;
+}
+
 /* May input i of n be a partial shape (entries -1 where a dim is unknown)? Only
 ** where the op moves entries without computing with them. */
 static bool partial_ok(const Onnx__NodeProto *n, size_t i) {
@@ -212,6 +241,7 @@ static void phase_candidates(fold_graph *f) {
             }
             if (out && any_partial && !pick) out = VS_PARTIAL;
         }
+        if (out == VS_NONE && n->n_input > 0 && known_by_inference(f, n)) out = VS_CONST;
         if (out == VS_NONE) continue;
         f->maybe[idx] = 1;
         for (size_t o = 0; o < n->n_output; o++) {
@@ -435,6 +465,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     int rc = TILEOPT_OK;
     const char *rule = graph_node_is(n, "Constant") ? "Constant node -> initializer"
                                                     : "constant inputs";
+    bool inferred = false;
     for (size_t i = 0; i < n_in; i++) {
         const char *name = graph_node_input(n, i);
         if (!name) continue;
@@ -444,10 +475,17 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (!in[i]) {
             /* Shape and Size read only the inferred type of their input */
             if (graph_node_is(n, "Shape") || graph_node_is(n, "Size")) continue;
+            if (known_by_inference(f, n)) {
+                inferred = true;
+                continue;
+            }
             goto out; /* not constant (a failed upstream fold said why) */
         }
-        if (part) {
-            if (!partial_ok(n, i)) goto out; /* arithmetic on unknown dims */
+        if (part && !partial_ok(n, i)) {
+            /* arithmetic on unknown dims: folds only where they cancel */
+            if (!known_by_inference(f, n)) goto out;
+            inferred = true;
+        } else if (part) {
             in_partial = true;
         }
         in_bytes += tensor_nbytes(in[i]);
@@ -460,7 +498,10 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (a) cJSON_AddStringToObject(a, "rule", "broadcast");
         goto out;
     }
-    if (graph_node_is(n, "Shape")) {
+    if (inferred) {
+        rc = inferred_tensor(f, n, &outs[0]);
+        rule = "known by shape inference";
+    } else if (graph_node_is(n, "Shape")) {
         rc = shape_value(f, n, &outs[0], &out_partial);
         rule = "static shape";
     } else if (graph_node_is(n, "Size")) {

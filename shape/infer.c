@@ -17,6 +17,7 @@
 
 #include "graph/const.h"
 #include "graph/ops.h"
+#include "shape/symdim.h"
 
 #define IR_MAX 64        /* highest rank tracked; beyond it shapes stay unknown */
 #define IV_MAX 4096      /* most entries of a tracked constant value */
@@ -141,6 +142,60 @@ static const char *tsym(const graph_type *t, int32_t i) {
 static void put_dim(build_type *o, int32_t i, const graph_type *t, int32_t j) {
     o->d[i] = tdim(t, j);
     o->s[i] = tsym(t, j);
+}
+
+/* ------------------------------------------------------- symbolic dims */
+
+/* The polynomial of a dim or a value entry: its number, or its named dim. */
+static bool sym_in(int64_t v, bool known, const char *s, sym_poly *p) {
+    if (known) {
+        sym_const(v, p);
+        return true;
+    }
+    return s && sym_parse(s, p);
+}
+
+static bool sym_of_dim(const graph_type *t, int32_t i, sym_poly *p) {
+    return sym_in(tdim(t, i), tdim(t, i) >= 0, tsym(t, i), p);
+}
+
+/* Back to an entry: a number, or the canonical name, in the model arena since
+** types keep it. False when it does not fit. */
+static bool sym_out(infer_run *r, const sym_poly *p, int64_t *v, const char **s) {
+    int64_t c;
+    if (sym_is_const(p, &c)) {
+        *v = c;
+        *s = NULL;
+        return true;
+    }
+    char buf[128];
+    if (!sym_render(p, buf, sizeof buf)) return false;
+    *v = -1;
+    *s = arena_strdup(r->m->arena, buf);
+    return *s != NULL;
+}
+
+/* A polynomial as dim i of o; unknown when it is no size (a negative number)
+** or does not fit. */
+static void sym_put_dim(infer_run *r, build_type *o, int32_t i, const sym_poly *p) {
+    int64_t v;
+    const char *s;
+    o->d[i] = -1;
+    o->s[i] = NULL;
+    if (!sym_out(r, p, &v, &s) || (!s && v < 0)) return;
+    o->d[i] = v;
+    o->s[i] = s;
+}
+
+/* Product of dims [from, to) of t as a polynomial. */
+static bool sym_dims_product(const graph_type *t, int32_t from, int32_t to, sym_poly *p) {
+    sym_const(1, p);
+    for (int32_t i = from; i < to; i++) {
+        sym_poly d, q;
+        if (!sym_of_dim(t, i, &d) || !sym_mul(p, &d, &q)) return false;
+        *p = q;
+    }
+    return true;
 }
 
 static const graph_type *IN(const node_ctx *c, size_t i) {
@@ -529,14 +584,23 @@ static void arith_values(node_ctx *c, arith op) {
             }
             continue;
         }
-        /* N*1, N+0, N-0, N/1 keep the symbol */
-        if (!ka && kb && a->syms[ia] &&
-            ((op == AR_MUL && y == 1) || (op == AR_DIV && y == 1) ||
-             ((op == AR_ADD || op == AR_SUB) && y == 0)))
-            o->syms[k] = a->syms[ia];
-        else if (ka && !kb && b->syms[ib] &&
-                 ((op == AR_MUL && x == 1) || (op == AR_ADD && x == 0)))
-            o->syms[k] = b->syms[ib];
+        /* named dims: 4*N, N + 1, and Div(Mul(N, 4), N) back to 4 */
+        sym_poly pa, pb, pr;
+        if (op == AR_OTHER || !sym_in(x, ka, a->syms[ia], &pa) ||
+            !sym_in(y, kb, b->syms[ib], &pb))
+            continue;
+        bool ok = op == AR_ADD   ? sym_add(&pa, &pb, 1, &pr)
+                  : op == AR_SUB ? sym_add(&pa, &pb, -1, &pr)
+                  : op == AR_MUL ? sym_mul(&pa, &pb, &pr)
+                                 : sym_div(&pa, &pb, &pr);
+        int64_t z;
+        const char *zs;
+        if (!ok || !sym_out(c->r, &pr, &z, &zs)) continue;
+        o->syms[k] = zs;
+        if (!zs) {
+            o->v[k] = z;
+            o->known[k] = 1;
+        }
     }
     c->outv[0] = o;
 }
@@ -681,6 +745,37 @@ static void inf_size(node_ctx *c) {
             iv->known[0] = 1;
         }
         c->outv[0] = iv;
+        return;
+    }
+    sym_poly p;
+    int64_t v;
+    const char *s;
+    if (!has_rank(x) || !sym_dims_product(x, 0, x->rank, &p) || !sym_out(c->r, &p, &v, &s))
+        return;
+    known_value *iv = known_new(c->r, DT_INT64, 0, 1, false);
+    if (!iv) return;
+    iv->v[0] = v;
+    iv->known[0] = s == NULL;
+    iv->syms[0] = s;
+    c->outv[0] = iv;
+}
+
+/* Tile whose repeats shape inference tracks with named entries: each axis is
+** dim times repeat, as a polynomial (an axis of size 1 takes the repeat's name). */
+static void tile_symbolic(node_ctx *c, const graph_type *x) {
+    build_type *o = &c->out[0];
+    const known_value *rv = c->n_in > 1 ? c->inv[1] : NULL;
+    type_set_rank(o, x->rank);
+    if (!rv || !rv->v || rv->rank != 1 || rv->n != x->rank) return;
+    for (int32_t i = 0; i < x->rank; i++) {
+        sym_poly d, r, p;
+        if (rv->known[i] && rv->v[i] < 0) {
+            type_set_rank(o, x->rank);
+            return;
+        }
+        if (sym_of_dim(x, i, &d) && sym_in(rv->v[i], rv->known[i], rv->syms[i], &r) &&
+            sym_mul(&d, &r, &p))
+            sym_put_dim(c->r, o, i, &p);
     }
 }
 
@@ -706,7 +801,11 @@ static void inf_tile(node_ctx *c) {
     } else {
         const int64_t *v;
         int64_t n;
-        if (!in_ints(c, 1, &v, &n) || n != r) {
+        if (!in_ints(c, 1, &v, &n)) {
+            tile_symbolic(c, x);
+            return;
+        }
+        if (n != r) {
             type_set_rank(o, r);
             return;
         }
@@ -763,57 +862,20 @@ static void inf_expand(node_ctx *c) {
     bcast(&c->out[0], ts, 2);
 }
 
-/* Product of dims [from, to) of t; -1 if unknown. */
-static int64_t dims_product(const graph_type *t, int32_t from, int32_t to) {
-    int64_t p = 1;
-    for (int32_t i = from; i < to; i++) p = dmul(p, tdim(t, i));
-    return p;
-}
-
-/* The -1 dim of Reshape: known products divided, symbols cancelled by name. */
-static void reshape_fill(const graph_type *x, build_type *o, int32_t neg) {
+/* The -1 dim of Reshape: the input's size divided by the other output dims,
+** exactly, named dims cancelling ([N,16,64] to [N,-1] gives 1024). */
+static void reshape_fill(infer_run *r, const graph_type *x, build_type *o, int32_t neg) {
     if (!has_rank(x)) return;
-    int64_t pin = 1, pout = 1;
-    const char *sin[IR_MAX];
-    int32_t nsin = 0;
-    for (int32_t i = 0; i < x->rank; i++) {
-        int64_t d = tdim(x, i);
-        if (d >= 0) {
-            pin = dmul(pin, d);
-            if (pin < 0) return;
-        } else {
-            const char *s = tsym(x, i);
-            if (!s) return;
-            sin[nsin++] = s;
-        }
-    }
+    sym_poly pin, pout, q;
+    if (!sym_dims_product(x, 0, x->rank, &pin)) return;
+    sym_const(1, &pout);
     for (int32_t i = 0; i < o->rank; i++) {
+        sym_poly d, t;
         if (i == neg) continue;
-        if (o->d[i] >= 0) {
-            pout = dmul(pout, o->d[i]);
-            if (pout < 0) return;
-            continue;
-        }
-        if (!o->s[i]) return;
-        int32_t j;
-        for (j = 0; j < nsin; j++)
-            if (sin[j] && strcmp(sin[j], o->s[i]) == 0) break;
-        if (j == nsin) return;
-        sin[j] = NULL;
+        if (!sym_in(o->d[i], o->d[i] >= 0, o->s[i], &d) || !sym_mul(&pout, &d, &t)) return;
+        pout = t;
     }
-    const char *left = NULL;
-    int32_t nleft = 0;
-    for (int32_t j = 0; j < nsin; j++)
-        if (sin[j]) {
-            left = sin[j];
-            nleft++;
-        }
-    if (nleft == 0) {
-        if (pout == 0 || pin % pout) return;
-        o->d[neg] = pin / pout;
-    } else if (nleft == 1 && pin == pout && pout != 0) {
-        o->s[neg] = left;
-    }
+    if (sym_div(&pin, &pout, &q)) sym_put_dim(r, o, neg, &q);
 }
 
 static void inf_reshape(node_ctx *c) {
@@ -869,7 +931,7 @@ static void inf_reshape(node_ctx *c) {
             return;
         }
     }
-    if (neg >= 0) reshape_fill(x, o, neg);
+    if (neg >= 0) reshape_fill(c->r, x, o, neg);
     /* a tracked value keeps its entries through a reshape to rank <= 1 */
     const known_value *xv = c->n_in ? c->inv[0] : NULL;
     if (xv && o->rank <= 1) {
@@ -884,22 +946,11 @@ static void inf_reshape(node_ctx *c) {
     }
 }
 
-/* Product of dims [from,to) as a dim (a single symbolic dim among 1s survives). */
-static void product_dim(const graph_type *x, int32_t from, int32_t to, int64_t *d,
-                        const char **s) {
-    *d = dims_product(x, from, to);
-    *s = NULL;
-    if (*d >= 0) return;
-    const char *sym = NULL;
-    int32_t unknown = 0;
-    for (int32_t i = from; i < to; i++) {
-        int64_t e = tdim(x, i);
-        if (e == 1) continue;
-        if (e >= 0) return;
-        unknown++;
-        sym = tsym(x, i);
-    }
-    if (unknown == 1) *s = sym;
+/* Product of dims [from,to) as dim i of o. */
+static void product_dim(infer_run *r, const graph_type *x, int32_t from, int32_t to,
+                        build_type *o, int32_t i) {
+    sym_poly p;
+    if (sym_dims_product(x, from, to, &p)) sym_put_dim(r, o, i, &p);
 }
 
 static void inf_flatten(node_ctx *c) {
@@ -911,8 +962,8 @@ static void inf_flatten(node_ctx *c) {
     int64_t axis = graph_attr_int(c->n, "axis", 1);
     if (axis < 0) axis += x->rank;
     if (axis < 0 || axis > x->rank) return;
-    product_dim(x, 0, (int32_t)axis, &o->d[0], &o->s[0]);
-    product_dim(x, (int32_t)axis, x->rank, &o->d[1], &o->s[1]);
+    product_dim(c->r, x, 0, (int32_t)axis, o, 0);
+    product_dim(c->r, x, (int32_t)axis, x->rank, o, 1);
 }
 
 static void inf_transpose(node_ctx *c) {
@@ -1066,6 +1117,17 @@ static void inf_concat(node_ctx *c) {
     }
     o->d[ax] = sum;
     o->s[ax] = NULL;
+    if (sum < 0) {
+        /* named dims add up: Concat of [N,..] and [1,..] is [N + 1,..] */
+        sym_poly p, d, t;
+        sym_const(0, &p);
+        bool ok = true;
+        for (size_t i = 0; ok && i < c->n_in; i++) {
+            ok = has_rank(IN(c, i)) && sym_of_dim(IN(c, i), ax, &d) && sym_add(&p, &d, 1, &t);
+            if (ok) p = t;
+        }
+        if (ok) sym_put_dim(c->r, o, ax, &p);
+    }
     /* values: concatenation of tracked 1-D values */
     if (r != 1 || c->n_in == 0) return;
     int64_t total = 0;

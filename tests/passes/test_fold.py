@@ -229,6 +229,25 @@ def fold_should_fold_slice_of_static_dims_of_a_symbolic_shape():
     assert ops(m) == ["Tile"], ops(m)
 
 
+def fold_should_fold_a_value_whose_named_dims_cancel():
+    # repeats [Div(Mul(N, 4), N), 1]: 4 whatever N is, so the Tile folds to a
+    # constant-repeats Tile and the Shape chain goes
+    nodes = [helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+             helper.make_node("Gather", ["shp", "zero"], ["n"], name="gather", axis=0),
+             helper.make_node("Mul", ["n", "four"], ["n4"], name="mul"),
+             helper.make_node("Div", ["n4", "n"], ["q"], name="div"),
+             helper.make_node("Unsqueeze", ["q", "axes"], ["q1"], name="unsq"),
+             helper.make_node("Concat", ["q1", "one"], ["reps"], name="cat", axis=0),
+             helper.make_node("Tile", ["w", "reps"], ["y"], name="tile")]
+    m, acts = fold(make(nodes, [vi("x", F, ["N", 3]), vi("w", F, [2, 5])], [vi("y", F, [8, 5])],
+                        [i64("zero", 0), i64("four", 4), i64("axes", [0]), i64("one", [1])]))
+    assert ops(m) == ["Tile"], ops(m)
+    (div,) = [a for a in of(acts, "folded") if a["node"] == "div"]
+    assert div["rule"] == "known by shape inference", div
+    reps = [t for t in m.graph.initializer if t.name == m.graph.node[0].input[1]]
+    assert list(numpy_helper.to_array(reps[0])) == [4, 1]
+
+
 # ------------------------------------------------------------ scope
 
 def scope_model():

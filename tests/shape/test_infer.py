@@ -84,6 +84,94 @@ def infer_should_fill_reshape_minus_one_by_cancelling_symbols():
     assert t["r"] == (F, ["N", 12]), t["r"]
 
 
+def agree_with_ort(m, types, feeds, sizes):
+    """ONNX Runtime's output shapes on feeds equal the inferred dims of every graph
+    output, each named dim evaluated with the sizes given (e.g. {"N": 3})."""
+    with h.tempdir() as d:
+        path = os.path.join(d, "m.onnx")
+        onnx.save(m, path)
+        outs = h.run_ort(path, feeds)
+    for o, got in zip(m.graph.output, outs):
+        want = [d if isinstance(d, int) else eval(d, {}, dict(sizes))  # noqa: S307
+                for d in types[o.name][1]]
+        assert list(got.shape) == want, (o.name, got.shape, types[o.name])
+
+
+def _batch(name="n"):
+    """Nodes putting x's dim 0 (the named dim N) into scalar `name`."""
+    return [helper.make_node("Shape", ["x"], ["shp"]),
+            helper.make_node("Gather", ["shp", "zero"], [name], axis=0)]
+
+
+def infer_should_compute_with_named_dims():
+    # Reshape(x[N,16,64], [4*N, 256]), then that to [-1, 64]: 16*N; Flatten at 2
+    nodes = _batch() + [
+        helper.make_node("Mul", ["n", "four"], ["n4"]),
+        helper.make_node("Unsqueeze", ["n4", "axes"], ["n4_1"]),
+        helper.make_node("Concat", ["n4_1", "c256"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"]),
+        helper.make_node("Reshape", ["r", "m1_64"], ["r2"]),
+        helper.make_node("Flatten", ["x"], ["fl"], axis=2)]
+    m = make(nodes, [vi("x", F, ["N", 16, 64])], [vi("r2", F, None), vi("fl", F, None)],
+             [i64("zero", 0), i64("four", 4), i64("axes", [0]), i64("c256", [256]),
+              i64("m1_64", [-1, 64])])
+    t, _ = infer(m)
+    assert t["r"] == (F, ["4*N", 256]), t["r"]
+    assert t["r2"] == (F, ["16*N", 64]), t["r2"]
+    assert t["fl"] == (F, ["16*N", 64]), t["fl"]
+    agree_with_ort(m, t, {"x": np.ones((3, 16, 64), np.float32)}, {"N": 3})
+
+
+def infer_should_cancel_named_dims_back_to_numbers():
+    # Div(Mul(N, 4), N) is 4: x reshaped to [N, 4*3] through it
+    nodes = _batch() + [
+        helper.make_node("Mul", ["n", "four"], ["n4"]),
+        helper.make_node("Div", ["n4", "n"], ["q"]),
+        helper.make_node("Mul", ["q", "three"], ["q3"]),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Unsqueeze", ["q3", "axes"], ["q3_1"]),
+        helper.make_node("Concat", ["n1", "q3_1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"])]
+    t, _ = infer(make(nodes, [vi("x", F, ["N", 3, 4])], [vi("r", F, None)],
+                      [i64("zero", 0), i64("four", 4), i64("three", 3), i64("axes", [0])]))
+    assert t["r"] == (F, ["N", 12]), t["r"]
+
+
+def infer_should_add_named_dims_along_a_concat_axis_and_tile_by_them():
+    # Concat of [N,3] and [1,3]; Tile(w[5,3], [2*N, 1]); x flattened by its Size
+    nodes = _batch() + [
+        helper.make_node("Concat", ["x", "z"], ["c"], axis=0),
+        helper.make_node("Mul", ["n", "two"], ["n2"]),
+        helper.make_node("Unsqueeze", ["n2", "axes"], ["n2_1"]),
+        helper.make_node("Concat", ["n2_1", "one"], ["reps"], axis=0),
+        helper.make_node("Tile", ["w", "reps"], ["t"]),
+        helper.make_node("Size", ["x"], ["size"]),
+        helper.make_node("Unsqueeze", ["size", "axes"], ["size1"]),
+        helper.make_node("Reshape", ["x", "size1"], ["flat"])]
+    m = make(nodes, [vi("x", F, ["N", 3]), vi("z", F, [1, 3]), vi("w", F, [5, 3])],
+             [vi("c", F, None), vi("t", F, None), vi("flat", F, None)],
+             [i64("zero", 0), i64("two", 2), i64("axes", [0]), i64("one", [1])])
+    t, _ = infer(m)
+    assert t["c"] == (F, ["N + 1", 3]), t["c"]
+    assert t["t"] == (F, ["10*N", 3]), t["t"]
+    assert t["flat"] == (F, ["3*N"]), t["flat"]
+    feeds = {"x": np.ones((4, 3), np.float32), "z": np.ones((1, 3), np.float32),
+             "w": np.ones((5, 3), np.float32)}
+    agree_with_ort(m, t, feeds, {"N": 4})
+
+
+def infer_should_leave_a_dim_unknown_where_a_division_is_not_exact():
+    # N // 2 is no polynomial: the dim stays unknown, never "N/2" guessed
+    nodes = _batch() + [
+        helper.make_node("Div", ["n", "two"], ["h"]),
+        helper.make_node("Unsqueeze", ["h", "axes"], ["h1"]),
+        helper.make_node("Concat", ["h1", "m1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"])]
+    t, _ = infer(make(nodes, [vi("x", F, ["N", 4])], [vi("r", F, None)],
+                      [i64("zero", 0), i64("two", 2), i64("axes", [0]), i64("m1", [-1])]))
+    assert t["r"] == (F, [None, None]), t["r"]
+
+
 def infer_should_infer_tile_from_computed_repeats():
     t, _ = infer(onnx.load(os.path.join(h.MODELS, "shape_repeats.onnx")))
     assert t["reps"] == (I64, [3]), t["reps"]
