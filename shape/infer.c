@@ -628,9 +628,101 @@ static void inf_compare(node_ctx *c) {
     c->out[0].elem = DT_BOOL;
 }
 
+/* An output value for the tracked integer values of inputs [from, to), which
+** broadcast entry-wise (each of one entry or n); NULL when some is not tracked. */
+static known_value *values_zip(node_ctx *c, size_t from, size_t to, int32_t elem) {
+    int64_t n = 1;
+    int32_t rank = 0;
+    for (size_t i = from; i < to; i++) {
+        const known_value *v = i < c->n_in ? c->inv[i] : NULL;
+        if (!v || !v->v || v->rank > 1 || (v->n != 1 && n != 1 && v->n != n)) return NULL;
+        if (v->n != 1) n = v->n;
+        if (v->rank > rank) rank = v->rank;
+    }
+    return known_new(c->r, elem, rank, n, false);
+}
+
+/* Entry k of v broadcast to the zipped length. */
+static int64_t zk(const known_value *v, int64_t k) { return v->n == 1 ? 0 : k; }
+
+/* Is a tracked entry provably >= 0: a number that is, or a polynomial of dims
+** with positive coefficients only? */
+static bool entry_nonneg(const known_value *v, int64_t k) {
+    if (v->known[k]) return v->v[k] >= 0;
+    sym_poly p;
+    if (!v->syms[k] || !sym_parse(v->syms[k], &p)) return false;
+    for (int i = 0; i < p.n; i++)
+        if (p.t[i].coef < 0) return false;
+    return true;
+}
+
+static bool same_entry(const known_value *a, int64_t i, const known_value *b, int64_t j) {
+    if (a->known[i] && b->known[j]) return a->v[i] == b->v[j];
+    return !a->known[i] && !b->known[j] && same_sym(a->syms[i], b->syms[j]);
+}
+
+/* Equal on shape values, as exporters test a shape against -1 before Expand:
+** equal numbers or the same named dim are equal; a named dim (>= 0) is not a
+** negative number. */
+static void inf_equal(node_ctx *c) {
+    inf_compare(c);
+    known_value *o = c->n_in == 2 ? values_zip(c, 0, 2, DT_BOOL) : NULL;
+    if (!o) return;
+    const known_value *a = c->inv[0], *b = c->inv[1];
+    for (int64_t k = 0; k < o->n; k++) {
+        int64_t i = zk(a, k), j = zk(b, k);
+        bool neg_vs_dim = (a->known[i] && a->v[i] < 0 && entry_nonneg(b, j)) ||
+                          (b->known[j] && b->v[j] < 0 && entry_nonneg(a, i));
+        if (same_entry(a, i, b, j) || (a->known[i] && b->known[j]) || neg_vs_dim) {
+            o->v[k] = same_entry(a, i, b, j);
+            o->known[k] = 1;
+        }
+    }
+    c->outv[0] = o;
+}
+
+/* Max/Min of shape values: numbers, the same named dim, or a size against a
+** number <= 0. */
+static void inf_minmax(node_ctx *c) {
+    inf_bcast(c);
+    bool max = op_of(c->n) == OP_Max;
+    known_value *o = c->n_in == 2 ? values_zip(c, 0, 2, in_elem(c, 0)) : NULL;
+    if (!o) return;
+    const known_value *a = c->inv[0], *b = c->inv[1];
+    for (int64_t k = 0; k < o->n; k++) {
+        int64_t i = zk(a, k), j = zk(b, k);
+        const known_value *pick = NULL;
+        int64_t at = 0;
+        if (same_entry(a, i, b, j) || (a->known[i] && b->known[j])) {
+            bool a_wins = a->known[i] ? (max ? a->v[i] >= b->v[j] : a->v[i] <= b->v[j]) : true;
+            pick = a_wins ? a : b;
+            at = a_wins ? i : j;
+        } else if (b->known[j] && b->v[j] <= 0 && entry_nonneg(a, i)) {
+            pick = max ? a : b;
+            at = max ? i : j;
+        } else if (a->known[i] && a->v[i] <= 0 && entry_nonneg(b, j)) {
+            pick = max ? b : a;
+            at = max ? j : i;
+        }
+        if (pick) known_take(o, k, pick, at);
+    }
+    c->outv[0] = o;
+}
+
 static void inf_where(node_ctx *c) {
     bcast_inputs(c, 0, 3);
     c->out[0].elem = in_elem(c, 1) ? in_elem(c, 1) : in_elem(c, 2);
+    /* a known condition picks shape-value entries */
+    known_value *o = values_zip(c, 0, 3, c->out[0].elem);
+    if (!o) return;
+    const known_value *cond = c->inv[0], *a = c->inv[1], *b = c->inv[2];
+    for (int64_t k = 0; k < o->n; k++) {
+        int64_t ic = zk(cond, k);
+        if (!cond->known[ic]) continue;
+        if (cond->v[ic]) known_take(o, k, a, zk(a, k));
+        else known_take(o, k, b, zk(b, k));
+    }
+    c->outv[0] = o;
 }
 
 static void inf_prelu(node_ctx *c) {
@@ -1391,6 +1483,17 @@ static void inf_range(node_ctx *c) {
     const known_value *a = c->inv[0], *b = c->n_in > 1 ? c->inv[1] : NULL,
                *d = c->n_in > 2 ? c->inv[2] : NULL;
     if (!a || !b || !d || a->n != 1 || b->n != 1 || d->n != 1) return;
+    if (a->v && b->v && d->v && d->known[0] && d->v[0] == 1 && (!a->known[0] || !b->known[0])) {
+        /* Range(s, l, 1) has max(l - s, 0) entries: l - s when provably >= 0 */
+        sym_poly ps, pl, len;
+        if (!sym_in(a->v[0], a->known[0], a->syms[0], &ps) ||
+            !sym_in(b->v[0], b->known[0], b->syms[0], &pl) || !sym_add(&pl, &ps, -1, &len))
+            return;
+        for (int i = 0; i < len.n; i++)
+            if (len.t[i].coef < 0) return;
+        sym_put_dim(c->r, o, 0, &len);
+        return;
+    }
     if (!a->known[0] || !b->known[0] || !d->known[0]) return;
     if (a->v && b->v && d->v) {
         int64_t s = a->v[0], l = b->v[0], st = d->v[0];
@@ -1917,7 +2020,8 @@ static const infer_fn infer_hooks[OP_COUNT] = {
     [OP_Split] = inf_split, [OP_Squeeze] = inf_squeeze, [OP_Sub] = inf_arith,
     [OP_Tile] = inf_tile, [OP_TopK] = inf_topk, [OP_Transpose] = inf_transpose,
     [OP_Trilu] = inf_same, [OP_Unsqueeze] = inf_unsqueeze, [OP_Upsample] = inf_resize,
-    [OP_Where] = inf_where,
+    [OP_Where] = inf_where, [OP_Equal] = inf_equal, [OP_Max] = inf_minmax,
+    [OP_Min] = inf_minmax,
 };
 
 static infer_fn infer_lookup(const Onnx__NodeProto *n) {

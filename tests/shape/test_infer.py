@@ -160,6 +160,31 @@ def infer_should_add_named_dims_along_a_concat_axis_and_tile_by_them():
     agree_with_ort(m, t, feeds, {"N": 4})
 
 
+def infer_should_follow_the_expand_pattern_exporters_emit():
+    # PyTorch's y.expand(x.shape[0], 3): Where(Equal(shape, -1), ones, shape)
+    # feeds Expand; Max(N, 0) and Range(0, N, 1) keep N
+    nodes = _batch() + [
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "three"], ["shape"], axis=0),
+        helper.make_node("ConstantOfShape", ["two"], ["ones"],
+                         value=numpy_helper.from_array(np.array([1], np.int64))),
+        helper.make_node("Mul", ["ones", "m1"], ["minus"]),
+        helper.make_node("Equal", ["shape", "minus"], ["eq"]),
+        helper.make_node("Where", ["eq", "ones", "shape"], ["target"]),
+        helper.make_node("Expand", ["y", "target"], ["e"]),
+        helper.make_node("Max", ["n", "zero"], ["nmax"]),
+        helper.make_node("Range", ["zero", "nmax", "one"], ["rng"])]
+    m = make(nodes, [vi("x", F, ["N", 3]), vi("y", F, [1, 3])],
+             [vi("e", F, None), vi("rng", I64, None)],
+             [i64("zero", 0), i64("axes", [0]), i64("three", [3]), i64("two", [2]),
+              i64("m1", -1), i64("one", 1)])
+    t, _ = infer(m)
+    assert t["e"] == (F, ["N", 3]), t["e"]
+    assert t["rng"] == (I64, ["N"]), t["rng"]
+    feeds = {"x": np.ones((5, 3), np.float32), "y": np.ones((1, 3), np.float32)}
+    agree_with_ort(m, t, feeds, {"N": 5})
+
+
 def infer_should_leave_a_dim_unknown_where_a_division_is_not_exact():
     # N // 2 is no polynomial: the dim stays unknown, never "N/2" guessed
     nodes = _batch() + [
