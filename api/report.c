@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "api/ctx.h"
+#include "passes/passes.h"
 #include "shape/infer.h"
 
 static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
@@ -207,9 +208,12 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
-    const pass_def *p = pass_find(name);
-    if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
+/* Run pass p once as the given round (1 for the run asked for). *changed tells
+** whether it changed the model, *fold_again whether it left ops on constant
+** inputs for fold; either may be NULL. */
+static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pass_def *p,
+                               int round, bool *changed, bool *fold_again) {
+    const char *name = p->name;
     cJSON *entry = cJSON_CreateObject();
     cJSON *actions = cJSON_CreateArray();
     cJSON *scratch_warnings = cJSON_CreateArray();
@@ -244,6 +248,7 @@ tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const ch
         pass_snapshot_free(snap);
     }
     cJSON_AddStringToObject(entry, "name", name);
+    if (round > 1) cJSON_AddNumberToObject(entry, "round", round);
     cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);
     cJSON_AddBoolToObject(entry, "changed", pc.changed);
     cJSON_AddItemToObject(entry, "actions", actions);
@@ -256,5 +261,50 @@ tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const ch
         cJSON_Delete(entry);
     cJSON_Delete(scratch_warnings);
     if (rc) return ctx_fail(ctx, &ctx->err);
+    if (changed) *changed = pc.changed;
+    if (fold_again) *fold_again = pc.fold_again;
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
+    const pass_def *p = pass_find(name);
+    if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
+    return run_pass(ctx, model, p, 1, NULL, NULL);
+}
+
+/* Rounds of fold and fuse in all, the first included: each further round needs
+** a fuse rewrite that put an op on constant inputs, which is rare, and each
+** round is linear. */
+#define PASS_ROUNDS 4
+
+tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
+                                  const char *const *names, size_t n) {
+    if (!names && n) return err_set(&ctx->err, TILEOPT_MISUSE, "no pass names");
+    for (size_t i = 0; i < n; i++)
+        if (!pass_find(names[i]))
+            return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'",
+                           names[i] ? names[i] : "(null)");
+    const pass_def *fold = NULL, *fuse = NULL;
+    bool again = false;
+    for (size_t i = 0; i < n; i++) {
+        const pass_def *p = pass_find(names[i]);
+        if (p->run == pass_fold) fold = p;
+        if (p->run == pass_fuse) fuse = p;
+        bool left = false;
+        if (run_pass(ctx, model, p, 1, NULL, &left) != TILEOPT_OK)
+            return err_prefix(&ctx->err, "pass %s: ", p->name);
+        again |= left;
+    }
+    /* fuse can move an op onto a constant input; fold computes it, which may
+    ** let fuse go on: repeat both until neither has work, so that one run is
+    ** the fixed point a second optimize would reach */
+    for (int round = 2; fold && fuse && again && round <= PASS_ROUNDS; round++) {
+        bool folded = false;
+        if (run_pass(ctx, model, fold, round, &folded, NULL) != TILEOPT_OK)
+            return err_prefix(&ctx->err, "pass %s: ", fold->name);
+        again = false;
+        if (folded && run_pass(ctx, model, fuse, round, NULL, &again) != TILEOPT_OK)
+            return err_prefix(&ctx->err, "pass %s: ", fuse->name);
+    }
     return TILEOPT_OK;
 }

@@ -168,6 +168,14 @@ TILEOPT_API const char *tileopt_pass_name(size_t i);
 /* Run one pass by name on model, recording its actions in ctx's report. */
 TILEOPT_API tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model,
                                             const char *name);
+/* Run the n passes named, in order, as `optimize --passes` does, to a fixed
+** point: when fuse moves an op onto constant inputs and fold is among the
+** passes, fold and fuse run again (a few rounds at most) until neither has work,
+** so that optimizing the result changes nothing. Each run is an entry of the
+** report's passes; the extra ones carry "round" (2, 3, ...). An error names the
+** failing pass; the passes before it have changed the model. */
+TILEOPT_API tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
+                                              const char *const *names, size_t n);
 
 /*
 ** The report of everything run on ctx since tileopt_report_begin(): an object

@@ -17,6 +17,7 @@
 **      in front of d_i, so B broadcasts x over the repeats.
 **   5  a Tile left over size-1 axes only -> Expand (opset >= 8), the stride-0
 **      view, where ONNX Runtime runs it no slower (see FUSE_RULE5 below).
+**   6  Shape(T) -> Mul(Shape(x), r): a reader of T's shape alone reads x's.
 ** Rules 2 and 3 move the Tile after the op; they are applied only when every
 ** reader of T gets rewritten, so T disappears instead of being materialized
 ** twice. The new Tile goes back on the worklist, so Tiles sink to the end of
@@ -214,6 +215,14 @@ static bool fz_input_constant(graph *g, const char *name) {
     return !name || graph_const_find(g, name, &c);
 }
 
+/* A new node whose inputs are all constant is fold's to compute: say so, so the
+** run reaches its fixed point (a second optimize would fold it). */
+static void fz_note_foldable(pass_ctx *pc, graph *g, const char *const *ins, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (!fz_input_constant(g, ins[k])) return;
+    pc->fold_again = true;
+}
+
 /* ----------------------------------------------------------------- Tiles */
 
 typedef struct fz_tile {
@@ -316,7 +325,7 @@ static bool fz_is_broadcast(const fz_tile *t) {
 
 /* --------------------------------------------------------------- state */
 
-enum { P_NONE, P_R1, P_R2, P_R3C, P_R3T, P_R4 };
+enum { P_NONE, P_R1, P_R2, P_R3C, P_R3T, P_R4, P_R6 };
 
 typedef struct fz_plan {
     int32_t node;
@@ -640,6 +649,15 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
         p->kind = P_R2;
         return TILEOPT_OK;
     }
+    if (op_of(c) == OP_Shape) {
+        if (st->opset >= 15 && (graph_attr(c, "start") || graph_attr(c, "end"))) {
+            snprintf(p->why, sizeof p->why, "consumer %s (Shape) reads a window of the "
+                     "Tile's shape (start/end)", cid);
+            return TILEOPT_OK;
+        }
+        p->kind = P_R6;
+        return TILEOPT_OK;
+    }
     if (!e) {
         snprintf(p->why, sizeof p->why, "consumer %s (%s) is not an elementwise op "
                  "the pass handles", cid, c->op_type);
@@ -861,6 +879,7 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
     if (!nn) return err_set(pc->err, TILEOPT_NOMEM, "fuse: cannot add node %s", nname);
     int rc = fz_copy_attrs(g, nn, keep);
     if (rc) return err_set(pc->err, rc, "fuse: cannot copy attributes of %s", op);
+    fz_note_foldable(pc, g, ins, n_in);
     rc = fz_set_type(st, small, elem, t->xs.d, t->xs.rank);
     if (rc) return rc;
     const char *tin[2] = {small, t->reps};
@@ -940,6 +959,37 @@ static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
     if ((rc = fz_set_type(st, xr, t->xs.elem, xd, r)) ||
         (rc = fz_set_type(st, yr, yelem, yd, r)) ||
         (rc = fz_set_type(st, br, elem, yd, r)))
+        return rc;
+    return fz_grow_nodes(st);
+}
+
+/* Rule 6: Shape(T) -> Mul(Shape(x), r). T's shape is x's times the repeats,
+** so a reader that wants only the shape (zeros_like of a Tile, as DETR's
+** decoder target is) no longer keeps T alive. */
+static int fz_shape_reader(fz_state *st, const fz_tile *t, const fz_plan *p) {
+    graph *g = st->g;
+    const Onnx__NodeProto *c = graph_node(g, p->node);
+    const char *cout = c->output[0];
+    const char *sx = fz_hint(g, p->node, "input_shape");
+    const char *sname = fz_hint(g, p->node, "of_input"), *mname = fz_hint(g, p->node, "mul");
+    if (!sx || !sname || !mname) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
+    fz_report_as(st, t, p->node, "fused", 6, "Shape of a Tile from its input's shape",
+                 (uint64_t)t->xs.rank, (uint64_t)t->xs.rank, 0, t->t_numel * t->esize);
+    graph_remove_node(g, p->node);
+    int32_t ni;
+    int rc;
+    /* a static input shape is a constant, not a Shape node for fold to find */
+    if (fz_dims_static(t->xs.d, t->xs.rank)) {
+        if ((rc = fz_shape_init(st, sx, t->xs.d, t->xs.rank, &sx))) return rc;
+    } else if (!graph_add_node(g, "Shape", sname, &t->x, 1, &sx, 1, &ni)) {
+        return err_set(st->pc->err, TILEOPT_NOMEM, "fuse: cannot add Shape");
+    }
+    const char *mul_in[2] = {sx, t->reps};
+    if (!graph_add_node(g, "Mul", mname, mul_in, 2, &cout, 1, &ni))
+        return err_set(st->pc->err, TILEOPT_NOMEM, "fuse: cannot add Mul");
+    fz_note_foldable(st->pc, g, mul_in, 2);
+    int64_t rank = t->xs.rank;
+    if (!fz_dims_static(t->xs.d, t->xs.rank) && (rc = fz_set_type(st, sx, DT_INT64, &rank, 1)))
         return rc;
     return fz_grow_nodes(st);
 }
@@ -1048,6 +1098,9 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
             break;
         case P_R4:
             if ((rc = fz_split(st, &t, p))) goto done;
+            break;
+        case P_R6:
+            if ((rc = fz_shape_reader(st, &t, p))) goto done;
             break;
         default:
             if (!first_why) first_why = p->why;

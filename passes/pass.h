@@ -38,6 +38,9 @@ typedef struct pass_ctx {
     cJSON *actions;          /* array: this pass's actions */
     cJSON *warnings;         /* array of strings: the report's warnings */
     bool changed;
+    /* set by a rewrite that leaves an op whose inputs are all constant (fuse
+    ** moving an op onto a constant input): fold has work again */
+    bool fold_again;
     errbuf *err;
     tileopt_progress_fn progress;
     void *progress_user;

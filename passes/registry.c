@@ -16,6 +16,7 @@ const pass_def pass_registry[] = {
 const size_t pass_count = countof(pass_registry) - 1; /* the NULL row ends it */
 
 const pass_def *pass_find(const char *name) {
+    if (!name) return NULL;
     for (size_t i = 0; i < pass_count; i++)
         if (strcmp(pass_registry[i].name, name) == 0) return &pass_registry[i];
     return NULL;

@@ -201,11 +201,9 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         goto done;
     }
     tileopt_report_begin(ctx, model, a->in);
-    for (size_t i = 0; i < n_passes; i++) {
-        if (tileopt_pass_run(ctx, model, passes[i]) != TILEOPT_OK) {
-            tool_error(EXIT_FAIL, "pass %s: %s", passes[i], tileopt_ctx_errmsg(ctx));
-            goto report;
-        }
+    if (tileopt_passes_run(ctx, model, passes, n_passes) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto report;
     }
     if (a->infer_shapes && tileopt_model_infer_shapes(ctx, model) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "infer shapes: %s", tileopt_ctx_errmsg(ctx));

@@ -319,6 +319,36 @@ static void api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take(voi
     tileopt_ctx_free(ctx);
 }
 
+static void api_should_run_a_pass_list_and_refuse_unknown_names(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    Onnx__GraphProto *g = b_graph_new("g");
+    int64_t d[2] = {1, 3}, two[2] = {2, 1}, t[2] = {2, 3};
+    b_input(g, b_value("x", DT_FLOAT, 2, d));
+    b_init(g, b_tensor("reps", DT_INT64, 1, (int64_t[]){2}, two, sizeof two));
+    b_add(g, b_node("Tile", "x,reps", "t"));
+    b_add(g, b_node("Relu", "t", "y"));
+    b_output(g, b_value("y", DT_FLOAT, 2, t));
+    size_t len;
+    uint8_t *buf = b_pack(g, 13, &len);
+    tileopt_model *m = NULL;
+    assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
+    /* an unknown name is refused before any pass runs */
+    const char *bad[] = {"fuse", "nosuch"}, *null_name[] = {NULL};
+    assert_int_equal(tileopt_passes_run(ctx, m, bad, 2), TILEOPT_MISUSE);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "unknown pass 'nosuch'"));
+    assert_int_equal(tileopt_passes_run(ctx, m, NULL, 1), TILEOPT_MISUSE);
+    assert_int_equal(tileopt_passes_run(ctx, m, null_name, 1), TILEOPT_MISUSE);
+    /* no names: nothing to do */
+    assert_int_equal(tileopt_passes_run(ctx, m, NULL, 0), TILEOPT_OK);
+    const char *good[] = {"fold", "fuse"};
+    assert_int_equal(tileopt_passes_run(ctx, m, good, 2), TILEOPT_OK);
+    tileopt_model_free(m);
+    b_free_all();
+    tileopt_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(api_should_tile_with_openvino_promotion),
@@ -329,6 +359,7 @@ int main(void) {
         cmocka_unit_test(api_should_format_a_tensor_as_text),
         cmocka_unit_test(api_should_bind_uint16_test_data_to_a_bfloat16_input),
         cmocka_unit_test(api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take),
+        cmocka_unit_test(api_should_run_a_pass_list_and_refuse_unknown_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

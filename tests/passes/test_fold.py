@@ -248,6 +248,36 @@ def fold_should_fold_a_value_whose_named_dims_cancel():
     assert list(numpy_helper.to_array(reps[0])) == [4, 1]
 
 
+def fold_and_fuse_should_reach_their_fixed_point_in_one_run():
+    # Transpose(Neg(Tile(c, [N,1]))): fuse moves Neg onto the constant c, which
+    # leaves fold work; fold and fuse run again, and a second optimize changes
+    # nothing
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"], name="unsq"),
+             helper.make_node("Concat", ["n1", "one"], ["reps"], name="cat", axis=0),
+             helper.make_node("Tile", ["c", "reps"], ["t"], name="tile"),
+             helper.make_node("Neg", ["t"], ["neg"], name="neg"),
+             helper.make_node("Transpose", ["neg"], ["y"], name="transpose")]
+    m = make(nodes, [vi("x", F, ["N", 4])], [vi("y", F, [4, "N"])],
+             [f32("c", [[1, 2, 3, 4]]), i64("zero", 0), i64("axes", [0]), i64("one", [1])])
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4)}
+    with h.tempdir() as d:
+        src, dst, again = (os.path.join(d, f) for f in ("src.onnx", "dst.onnx", "again.onnx"))
+        onnx.save(m, src)
+        report = h.optimize_checked(src, dst, "fold,fuse")
+        runs = [(p["name"], p.get("round", 1)) for p in report["passes"]]
+        assert runs == [("fold", 1), ("fuse", 1), ("fold", 2), ("fuse", 2)], runs
+        (neg,) = [a for a in report["passes"][2]["actions"] if a["action"] == "folded"]
+        assert neg["op"] == "Neg", report["passes"][2]
+        out = onnx.load(dst)
+        assert ops(out)[-2:] == ["Tile", "Transpose"] and "Neg" not in ops(out), ops(out)
+        h.assert_close(h.run_ort(dst, feeds), h.run_ort(src, feeds), what="ORT")
+        h.optimize_checked(dst, again, "fold,fuse")
+        with open(dst, "rb") as a, open(again, "rb") as b:
+            assert a.read() == b.read(), "a second optimize changed the output"
+
+
 # ------------------------------------------------------------ scope
 
 def scope_model():

@@ -266,6 +266,41 @@ def fuse_should_sink_a_symbolic_tile_below_its_unary_reader():
     assert a["repeats_symbolic"] == ["N", 1, 1], a
 
 
+def fuse_should_read_the_shape_of_a_tile_from_its_input():
+    # DETR's decoder: tgt = zeros_like(query_pos), query_pos = Tile(q, [1,N,1]);
+    # Shape(Tile(x, r)) is Shape(x) * r, so the Shape no longer keeps the Tile
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "one_i"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsqueeze"),
+             helper.make_node("Concat", ["one", "n1", "one"], ["reps"], name="concat", axis=0),
+             helper.make_node("Tile", ["q", "reps"], ["qt"], name="tile"),
+             helper.make_node("Shape", ["qt"], ["qs"], name="shape_of_tile"),
+             helper.make_node("ConstantOfShape", ["qs"], ["zeros"], name="zeros_like",
+                              value=numpy_helper.from_array(np.zeros([1], np.float32))),
+             helper.make_node("Add", ["zeros", "qt"], ["y"], name="add")]
+    q = const("q", np.linspace(-1, 1, 10 * 8, dtype=np.float32).reshape(10, 1, 8))
+    m = make(nodes, [vi("x", F, [6, "N", 8])], [vi("y", F, [10, "N", 8])],
+             [q, const("one_i", np.array(1, np.int64)), i64("axes0", [0]), i64("one", [1])])
+    feeds = {"x": np.ones((6, 3, 8), np.float32)}
+    out, actions = optimize(m, feeds=feeds)
+    assert "Tile" not in ops(out), ops(out)
+    (a,) = fused(actions, 6)
+    assert a["node"] == "shape_of_tile" and a["repeats_symbolic"] == [1, "N", 1], a
+    mul = [n for n in out.graph.node if n.op_type == "Mul"]
+    assert len(mul) == 1 and mul[0].input[1] == "reps", ops(out)
+
+
+def fuse_should_keep_a_tile_whose_shape_is_read_through_a_window():
+    # Shape-15's start/end: the Tile's shape window is not rewritten
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("Shape", ["t"], ["y"], name="shape", start=1)]
+    m = make(nodes, [vi("x", F, ["N", 3])], [vi("y", I64, [1])], [i64("reps", [1, 2])],
+             opset=15)
+    out, actions = optimize(m, feeds={"x": np.ones((2, 3), np.float32)})
+    assert ops(out) == ["Tile", "Shape"], ops(out)
+    assert any("reads a window of the Tile's shape" in a["reason"] for a in skipped(actions))
+
+
 # ---------------------------------------------------------------- rule 2
 
 def fuse_should_sink_tile_to_the_end_of_a_unary_chain():

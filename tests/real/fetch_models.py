@@ -125,6 +125,7 @@ NPM_INPUTS = {
 # symbolic batch axis); export options go to torch.onnx.export, except
 # "ir_version" (see IR3). Small input sizes keep export and test time low.
 IMG = ["B", 3, 64, 64]
+IMG128 = ["B", 3, 128, 128]
 IMG224 = ["B", 3, 224, 224]
 # Export options of an IR-3 model: "ir_version" is no torch.onnx.export option;
 # export_torch sets the model's IR version to it after the export.
@@ -226,6 +227,18 @@ TORCH_RECIPES = {
     "nn_repeat_op11_dyn": ("nn_repeat", {}, [["B", 8, 16]], 11, "dynamic"),
     "nn_repeat_op13_dyn": ("nn_repeat", {}, [["B", 8, 16]], 13, "dynamic"),
     "nn_repeat_op17_static": ("nn_repeat", {}, [["B", 8, 16]], 17, "static"),
+    # InstanceNorm with running statistics: the export tiles weight, bias and
+    # statistics by the batch size (torch 1.13 exports it for a static batch only)
+    "nn_instance_norm_op11": ("nn_instance_norm", {}, [[2, 8, 6, 6]], 11, "static"),
+    # Tiles exporters emit from real architectures, over a dynamic batch: RAFT's
+    # coordinate grid, DETR's object queries and position embeddings
+    # (128 pixels: at 64 the coarsest correlation level is 1 wide, and RAFT
+    # normalizes its sampling grid by width - 1 there)
+    "tv_raft_small_op16_dyn": ("tv_raft", {}, [IMG128, IMG128], 16, "dynamic"),
+    "detr_r18_op11_dyn": ("detr", {}, [IMG], 11, "dynamic"),
+    "detr_r18_op13_dyn": ("detr", {}, [IMG], 13, "dynamic"),
+    "detr_r18_op17_dyn": ("detr", {}, [IMG], 17, "dynamic"),
+    "detr_r18_op13_static": ("detr", {}, [IMG], 13, "static"),
 }
 SEED = 0
 
@@ -462,12 +475,88 @@ def build(builder, kw, shapes):
                 z = torch.relu(x.repeat(1, 2, 1))
                 return y, z * 2.0
         m = Repeat()
+    elif builder == "nn_instance_norm":
+        m = nn.InstanceNorm2d(8, affine=True, track_running_stats=True)
+        with torch.no_grad():
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+            m.weight.normal_()
+            m.bias.normal_()
+    elif builder == "tv_raft":
+        class Flow(nn.Module):
+            """RAFT-small with two refinement steps (the default twelve repeat the
+            same ops): its coordinate grid is repeated over the batch. The
+            correlation's scale 1/sqrt(channels) is taken in float: torch 1.13
+            exports torchvision's sqrt of an int64 tensor as a Sqrt on int64,
+            which neither the checker nor ONNX Runtime accepts."""
+            def __init__(self):
+                super().__init__()
+                self.r = tv.models.optical_flow.raft_small(weights=None)
+
+                def corr_volume(fmap1, fmap2):
+                    b, c, h, w = fmap1.shape
+                    corr = torch.matmul(fmap1.view(b, c, h * w).transpose(1, 2),
+                                        fmap2.view(b, c, h * w))
+                    return corr.view(b, h, w, 1, h, w) / float(c) ** 0.5
+                self.r.corr_block._compute_corr_volume = corr_volume
+
+            def forward(self, a, b):
+                return self.r(a, b, num_flow_updates=2)[-1]
+        m = Flow()
+    elif builder == "detr":
+        m = detr_like(torch, tv)
     else:
         raise ValueError(f"unknown builder {builder}")
-    if builder.startswith("tv_"):
+    if builder.startswith("tv_") or builder == "detr":
         calibrate_batchnorm(torch, m, builder in ("tv_ssdlite", "tv_fasterrcnn"),
                             shapes[0][1:])
     return m.eval()
+
+
+def detr_like(torch, tv, d=32, queries=10, classes=5):
+    """DETR's structure (facebookresearch/detr: models/detr.py, transformer.py and
+    the learned position embedding of position_encoding.py) at a small size, with
+    the Tiles its export holds: a ResNet-18 trunk to stride 16, a 1x1 projection,
+    row and column embeddings repeated over the feature map and the batch, an
+    encoder over the flattened map with the positions added, and a decoder whose
+    object queries are query_embed.unsqueeze(1).repeat(1, batch, 1), its target
+    starting as zeros_like of them, the queries added to the decoder's queries and
+    keys in every layer."""
+    nn = torch.nn
+
+    class Detr(nn.Module):
+        def __init__(self):
+            super().__init__()
+            r = tv.models.resnet18(weights=None)
+            self.trunk = nn.Sequential(*list(r.children())[:-3])
+            self.proj = nn.Conv2d(256, d, 1)
+            self.row = nn.Parameter(torch.rand(16, d // 2))
+            self.col = nn.Parameter(torch.rand(16, d // 2))
+            self.encoder = nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0), 1)
+            self.query_embed = nn.Embedding(queries, d)
+            self.self_attn = nn.ModuleList(nn.MultiheadAttention(d, 4) for _ in range(2))
+            self.cross_attn = nn.ModuleList(nn.MultiheadAttention(d, 4) for _ in range(2))
+            self.norm = nn.LayerNorm(d)
+            self.cls = nn.Linear(d, classes + 1)
+            self.box = nn.Linear(d, 4)
+
+        def forward(self, x):
+            f = self.proj(self.trunk(x))
+            bs, _, h, w = f.shape
+            pos = torch.cat([self.col[:w].unsqueeze(0).repeat(h, 1, 1),
+                             self.row[:h].unsqueeze(1).repeat(1, w, 1)], -1)
+            pos = pos.flatten(0, 1).unsqueeze(1).repeat(1, bs, 1)
+            memory = self.encoder(f.flatten(2).permute(2, 0, 1) + pos)
+            query_pos = self.query_embed.weight.unsqueeze(1).repeat(1, bs, 1)
+            tgt = torch.zeros_like(query_pos)
+            for sa, ca in zip(self.self_attn, self.cross_attn):
+                q = tgt + query_pos
+                tgt = tgt + sa(q, q, tgt)[0]
+                tgt = tgt + ca(tgt + query_pos, memory + pos, memory)[0]
+            hs = self.norm(tgt).transpose(0, 1)
+            return self.cls(hs), self.box(hs).sigmoid()
+    return Detr()
 
 
 def calibrate_batchnorm(torch, m, detection, image):
@@ -526,6 +615,8 @@ def export_torch(name, recipe, folder, stamp):
         # An output that is the same everywhere would match whatever computed it.
         if o.dtype.kind == "f" and o.size > 1 and np.ptp(o) == 0:
             raise RuntimeError(f"output {i} is constant ({o.flat[0]}): a degenerate test")
+        if o.dtype.kind == "f" and np.isnan(o).any():
+            raise RuntimeError(f"output {i} holds NaN: nothing to compare against")
     in_names = [f"input_{i}" for i in range(len(xs))]
     out_names = [f"output_{i}" for i in range(len(outs))]
     dyn = None
