@@ -710,6 +710,36 @@ def fuse_should_drop_a_symbolic_tile_inside_a_loop_body():
     assert a["graph"] == "loop" and a["repeats_symbolic"] == ["N", 1, 1], a
 
 
+def fuse_should_drop_a_symbolic_tile_inside_a_scan_body():
+    # a Scan body adds the batch-repeated table (repeats from outside) to each
+    # slice of a sequence scanned along axis 0
+    body = helper.make_graph(
+        [helper.make_node("Tile", ["pos", "reps"], ["pt"], name="body_tile"),
+         helper.make_node("Add", ["x_t", "pt"], ["y_t"], name="body_add"),
+         helper.make_node("Identity", ["state_in"], ["state_out"], name="carry")],
+        "body", [vi("state_in", F, [1]), vi("x_t", F, ["N", 4, 8])],
+        [vi("state_out", F, [1]), vi("y_t", F, ["N", 4, 8])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "one_i"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsqueeze"),
+             helper.make_node("Concat", ["n1", "one", "one"], ["reps"], name="concat", axis=0),
+             helper.make_node("Scan", ["state", "x"], ["state_final", "y"], name="scan",
+                              body=body, num_scan_inputs=1)]
+    pos = const("pos", np.linspace(-1, 1, 4 * 8, dtype=np.float32).reshape(1, 4, 8))
+    m = make(nodes, [vi("x", F, [3, "N", 4, 8])],
+             [vi("state_final", F, [1]), vi("y", F, [3, "N", 4, 8])],
+             [pos, const("one_i", np.array(1, np.int64)), i64("axes0", [0]), i64("one", [1]),
+              const("state", np.zeros([1], np.float32))])
+    feeds = {"x": np.random.default_rng(8).standard_normal((3, 2, 4, 8)).astype(np.float32)}
+    # the evaluator has no Scan yet: ONNX Runtime is the oracle
+    out, actions = optimize(m, feeds=feeds, evaluator=False)
+    (scan,) = [n for n in out.graph.node if n.op_type == "Scan"]
+    body_ops = [n.op_type for n in [a for a in scan.attribute if a.name == "body"][0].g.node]
+    assert body_ops == ["Add", "Identity"], body_ops
+    (a,) = fused(actions, 1)
+    assert a["graph"] == "scan" and a["repeats_symbolic"] == ["N", 1, 1], a
+
+
 # ---------------------------------------------------------------- random
 
 def _random_model(rng):
