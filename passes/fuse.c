@@ -607,6 +607,42 @@ static int fz_plan_nary(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c
     return TILEOPT_OK;
 }
 
+/*
+** Rule 1 for MatMul: its batch dims (all but the last two) broadcast as an
+** elementwise op's do, so a Tile over size-1 batch axes only is a broadcast
+** MatMul does itself when the other operand's batch dims give the same result:
+** MatMul(a[B,M,K], Tile(w[1,K,N], [B,1,1])) is MatMul(a, w).
+*/
+static int fz_plan_matmul(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
+                          const char *cid, fz_plan *p) {
+    const char *a = graph_node_input(c, 0), *b = graph_node_input(c, 1);
+    int32_t r = t->xs.rank;
+    if (!a || !b || (strcmp(a, t->out) == 0) == (strcmp(b, t->out) == 0)) {
+        snprintf(p->why, sizeof p->why, "consumer %s (MatMul) reads the Tile as both "
+                 "operands", cid);
+        return TILEOPT_OK;
+    }
+    fz_shape o;
+    if (!fz_shape_of(&st->sy, st->g, strcmp(a, t->out) == 0 ? b : a, &o) || o.rank < 2 ||
+        r < 3) {
+        snprintf(p->why, sizeof p->why, "consumer %s (MatMul): no batch dims to broadcast "
+                 "(or the other operand's rank is unknown)", cid);
+        return TILEOPT_OK;
+    }
+    int64_t bt[FZ_MAX_RANK], bx[FZ_MAX_RANK];
+    int32_t rt, rx;
+    if (t->r[r - 1] != 1 || t->r[r - 2] != 1 || !fz_is_broadcast(t) ||
+        !fz_broadcast(t->t, r - 2, o.d, o.rank - 2, bt, &rt) ||
+        !fz_broadcast(t->xs.d, r - 2, o.d, o.rank - 2, bx, &rx) || !fz_same_shape(bt, rt, bx, rx)) {
+        snprintf(p->why, sizeof p->why, "consumer %s (MatMul) does not broadcast the Tile "
+                 "away: it tiles a matrix axis or an axis of size > 1, or the other "
+                 "operand's batch dims do not carry the repeats", cid);
+        return TILEOPT_OK;
+    }
+    p->kind = P_R1;
+    return TILEOPT_OK;
+}
+
 static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan *p) {
     graph *g = st->g;
     const Onnx__NodeProto *c = graph_node(g, ci);
@@ -649,6 +685,7 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
         p->kind = P_R2;
         return TILEOPT_OK;
     }
+    if (op_of(c) == OP_MatMul) return fz_plan_matmul(st, t, c, cid, p);
     if (op_of(c) == OP_Shape) {
         if (st->opset >= 15 && (graph_attr(c, "start") || graph_attr(c, "end"))) {
             snprintf(p->why, sizeof p->why, "consumer %s (Shape) reads a window of the "
@@ -1079,11 +1116,14 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
             const Onnx__NodeProto *c = graph_node(g, p->node);
             int64_t cs[FZ_MAX_RANK];
             int32_t cr;
-            uint64_t el = t.fixed && fz_consumer_out(st, &t, c, cs, &cr) &&
+            uint64_t el = t.fixed && fz_elementwise(c) && fz_consumer_out(st, &t, c, cs, &cr) &&
                                   fz_dims_static(cs, cr)
                               ? fz_numel(cs, cr)
                               : 0;
-            fz_report(st, &t, p->node, 1, "redundant Tile: the op broadcasts x itself",
+            fz_report(st, &t, p->node, 1,
+                      fz_elementwise(c) ? "redundant Tile: the op broadcasts x itself"
+                                        : "redundant Tile: MatMul broadcasts the batch dims "
+                                          "itself",
                       el, el, 0);
             for (size_t s = 0; s < c->n_input; s++)
                 if (strcmp(c->input[s], t.out) == 0 &&

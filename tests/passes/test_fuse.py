@@ -301,6 +301,40 @@ def fuse_should_keep_a_tile_whose_shape_is_read_through_a_window():
     assert any("reads a window of the Tile's shape" in a["reason"] for a in skipped(actions))
 
 
+def fuse_should_let_matmul_broadcast_a_tiled_batch():
+    # torch.bmm(a, w.repeat(B, 1, 1)): MatMul broadcasts batch dims itself, over a
+    # static batch and over a named one; a Tile of a matrix axis stays
+    for a_shape, reps in (([6, 3, 4], [6, 1, 1]), (["N", 3, 4], None)):
+        nodes = [helper.make_node("Tile", ["w", "reps"], ["wt"], name="tile"),
+                 helper.make_node("MatMul", ["a", "wt"], ["y"], name="matmul")]
+        inits = []
+        if reps is None:
+            nodes = [helper.make_node("Shape", ["a"], ["s"], name="shape"),
+                     helper.make_node("Slice", ["s", "zero", "one"], ["n"], name="slice"),
+                     helper.make_node("Concat", ["n", "one", "one"], ["reps"], name="cat",
+                                      axis=0)] + nodes
+            inits = [i64("zero", [0]), i64("one", [1])]
+        else:
+            inits = [i64("reps", reps)]
+        m = make(nodes, [vi("a", F, a_shape), vi("w", F, [1, 4, 5])],
+                 [vi("y", F, [a_shape[0], 3, 5])], inits)
+        rng = np.random.default_rng(9)
+        feeds = {"a": rng.standard_normal((6, 3, 4)).astype(np.float32),
+                 "w": rng.standard_normal((1, 4, 5)).astype(np.float32)}
+        # the evaluator has no MatMul yet: ONNX Runtime is the oracle
+        out, actions = optimize(m, feeds=feeds, evaluator=False)
+        assert ops(out)[-1:] == ["MatMul"] and "Tile" not in ops(out), ops(out)
+        (a,) = fused(actions, 1)
+        assert a["rule_name"] == "redundant Tile: MatMul broadcasts the batch dims itself", a
+    nodes = [helper.make_node("Tile", ["w", "reps"], ["wt"], name="tile"),
+             helper.make_node("MatMul", ["a", "wt"], ["y"], name="matmul")]
+    m = make(nodes, [vi("a", F, [2, 3, 8]), vi("w", F, [2, 4, 5])], [vi("y", F, [2, 3, 5])],
+             [i64("reps", [1, 2, 1])])
+    out, actions = optimize(m, evaluator=False)
+    assert ops(out) == ["Tile", "MatMul"], ops(out)
+    assert any("tiles a matrix axis" in s["reason"] for s in skipped(actions)), actions
+
+
 # ---------------------------------------------------------------- rule 2
 
 def fuse_should_sink_tile_to_the_end_of_a_unary_chain():
