@@ -248,8 +248,8 @@ static bool fz_runtime_repeats(fz_syms *sy, graph *g, const char *name, int64_t 
     if (sv && sv->rank == 1 && sv->n <= FZ_MAX_RANK) {
         for (int32_t i = 0; i < sv->n; i++) {
             const char *s = sv->syms ? sv->syms[i] : NULL;
-            if (!s && sv->vals[i] < 0) return false; /* fails at run time: leave it */
-            out[i] = s ? fz_intern(sy, s) : sv->vals[i];
+            /* a negative repeat fails at run time: nothing is known of it */
+            out[i] = s ? fz_intern(sy, s) : sv->vals[i] >= 0 ? sv->vals[i] : FZ_UNKNOWN;
         }
         *n = (size_t)sv->n;
         return true;
@@ -543,12 +543,6 @@ static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
     return TILEOPT_OK;
 }
 
-/*
-** Three or more operands broadcast together (Where, Sum/Max/Min/Mean): every
-** operand but the Tile's folds into one broadcast shape o, and rules 1 and 3
-** apply against o as they do against a binary op's other operand. Equally tiled
-** operands (rule 3) and rule 4 stay binary-only.
-*/
 /* Why rules 1 and 3 fail against operand shape o (what names it): a broadcast
 ** Tile whose repeated dims o does not carry, or a real tiling o varies along. */
 static void fz_why_varies(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
@@ -569,6 +563,12 @@ static void fz_why_varies(fz_state *st, const fz_tile *t, const Onnx__NodeProto 
                  rs);
 }
 
+/*
+** Three or more operands broadcast together (Where, Sum/Max/Min/Mean): every
+** operand but the Tile's folds into one broadcast shape o, and rules 1 and 3
+** apply against o as they do against a binary op's other operand. Equally tiled
+** operands (rule 3) and rule 4 stay binary-only.
+*/
 static int fz_plan_nary(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
                         const char *cid, fz_plan *p) {
     fz_shape o = {.rank = 0};
