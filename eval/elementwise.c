@@ -126,7 +126,7 @@ uint16_t eval_f32_to_bf16(float f) {
     }
 
 typedef struct ew_param {
-    double alpha;
+    double alpha, beta, gamma; /* activation parameters (HardSigmoid, Elu, Selu, ...) */
     uint8_t lo[8], hi[8]; /* Clip bounds in the element type */
     int saturate;         /* Cast to 8-bit floats: clamp out-of-range values */
 } ew_param;
@@ -241,6 +241,41 @@ BIN_FN(xor_bool, uint8_t, uint8_t, (x != 0) ^ (y != 0))
     UN_FN(ceil_##tag, T, T, CEIL(x))
 UF_OPS(float, float, f32, DT_FLOAT, sqrtf, expf, logf, tanhf, floorf, ceilf)
 UF_OPS(double, double, f64, DT_DOUBLE, sqrt, exp, log, tanh, floor, ceil)
+
+/* Activations and math functions of floats, computed in double (float results
+** are the double's rounding, as numpy's float32 ufuncs round theirs). */
+static double hard_sigmoid(double x, double a, double b) {
+    double y = a * x + b;
+    return y < 0 ? 0 : y > 1 ? 1 : y;
+}
+static double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+static double round_even(double x) { return nearbyint(x); }
+static double sign_of(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
+#define UA_OPS(T, U, tag, DT)                                                          \
+    UN_FN(hsig_##tag, T, T, hard_sigmoid(x, PRM->alpha, PRM->beta))                    \
+    UN_FN(hswish_##tag, T, T, x * hard_sigmoid(x, 1.0 / 6, 0.5))                       \
+    UN_FN(erf_##tag, T, T, erf(x))                                                     \
+    UN_FN(softplus_##tag, T, T, softplus(x))                                           \
+    UN_FN(softsign_##tag, T, T, x / (1 + fabs(x)))                                     \
+    UN_FN(elu_##tag, T, T, x >= 0 ? (double)x : PRM->alpha * expm1(x))                \
+    UN_FN(celu_##tag, T, T, x >= 0 ? (double)x : PRM->alpha * expm1(x / PRM->alpha))  \
+    UN_FN(selu_##tag, T, T, PRM->gamma * (x > 0 ? (double)x : PRM->alpha * expm1(x)))  \
+    UN_FN(thrrelu_##tag, T, T, x > PRM->alpha ? x : 0)                                 \
+    UN_FN(sin_##tag, T, T, sin(x))                                                     \
+    UN_FN(cos_##tag, T, T, cos(x))                                                     \
+    UN_FN(tan_##tag, T, T, tan(x))                                                     \
+    UN_FN(asin_##tag, T, T, asin(x))                                                   \
+    UN_FN(acos_##tag, T, T, acos(x))                                                   \
+    UN_FN(atan_##tag, T, T, atan(x))                                                   \
+    UN_FN(sinh_##tag, T, T, sinh(x))                                                   \
+    UN_FN(cosh_##tag, T, T, cosh(x))                                                   \
+    UN_FN(asinh_##tag, T, T, asinh(x))                                                 \
+    UN_FN(acosh_##tag, T, T, acosh(x))                                                 \
+    UN_FN(atanh_##tag, T, T, atanh(x))                                                 \
+    UN_FN(round_##tag, T, T, round_even(x))                                            \
+    UN_FN(sign_##tag, T, T, sign_of(x))
+UA_OPS(float, float, f32, DT_FLOAT)
+UA_OPS(double, double, f64, DT_DOUBLE)
 
 #define US_OPS(T, U, tag, DT)                                                          \
     UN_FN(neg_##tag, T, T, (T)(U)(0 - (uint64_t)(U)x))                                 \
@@ -536,6 +571,72 @@ TABLE(t_tanh, FLOATS);
 #undef OPNAME
 #define OPNAME(tag) floor_##tag
 TABLE(t_floor, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) hsig_##tag
+TABLE(t_hsig, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) hswish_##tag
+TABLE(t_hswish, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) erf_##tag
+TABLE(t_erf, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) softplus_##tag
+TABLE(t_softplus, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) softsign_##tag
+TABLE(t_softsign, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) elu_##tag
+TABLE(t_elu, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) celu_##tag
+TABLE(t_celu, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) selu_##tag
+TABLE(t_selu, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) thrrelu_##tag
+TABLE(t_thrrelu, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) sin_##tag
+TABLE(t_sin, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) cos_##tag
+TABLE(t_cos, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) tan_##tag
+TABLE(t_tan, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) asin_##tag
+TABLE(t_asin, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) acos_##tag
+TABLE(t_acos, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) atan_##tag
+TABLE(t_atan, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) sinh_##tag
+TABLE(t_sinh, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) cosh_##tag
+TABLE(t_cosh, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) asinh_##tag
+TABLE(t_asinh, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) acosh_##tag
+TABLE(t_acosh, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) atanh_##tag
+TABLE(t_atanh, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) round_##tag
+TABLE(t_round, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) sign_##tag
+TABLE(t_sign, FLOATS);
 #undef OPNAME
 #define OPNAME(tag) ceil_##tag
 TABLE(t_ceil, FLOATS);
@@ -839,6 +940,47 @@ UNARY(sigmoid, t_sigmoid)
 UNARY(tanh, t_tanh)
 UNARY(floor, t_floor)
 UNARY(ceil, t_ceil)
+UNARY(hard_swish, t_hswish)
+UNARY(erf, t_erf)
+UNARY(softplus, t_softplus)
+UNARY(softsign, t_softsign)
+UNARY(sin, t_sin)
+UNARY(cos, t_cos)
+UNARY(tan, t_tan)
+UNARY(asin, t_asin)
+UNARY(acos, t_acos)
+UNARY(atan, t_atan)
+UNARY(sinh, t_sinh)
+UNARY(cosh, t_cosh)
+UNARY(asinh, t_asinh)
+UNARY(acosh, t_acosh)
+UNARY(atanh, t_atanh)
+UNARY(round, t_round)
+UNARY(sign, t_sign)
+
+/* Activations with attributes, defaults from the operator schemas. */
+static int k_hard_sigmoid(KERNEL_ARGS) {
+    ew_param p = {.alpha = graph_attr_float(n, "alpha", 0.2f),
+                  .beta = graph_attr_float(n, "beta", 0.5f)};
+    return unary(n, opset, in, n_in, out, n_out, lim, err, t_hsig, &p);
+}
+static int k_elu(KERNEL_ARGS) {
+    ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
+    return unary(n, opset, in, n_in, out, n_out, lim, err, t_elu, &p);
+}
+static int k_celu(KERNEL_ARGS) {
+    ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
+    return unary(n, opset, in, n_in, out, n_out, lim, err, t_celu, &p);
+}
+static int k_selu(KERNEL_ARGS) {
+    ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.67326319217681884765625f),
+                  .gamma = graph_attr_float(n, "gamma", 1.05070102214813232421875f)};
+    return unary(n, opset, in, n_in, out, n_out, lim, err, t_selu, &p);
+}
+static int k_thresholded_relu(KERNEL_ARGS) {
+    ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
+    return unary(n, opset, in, n_in, out, n_out, lim, err, t_thrrelu, &p);
+}
 
 static int k_mod(KERNEL_ARGS) {
     int64_t fm = graph_attr_int(n, "fmod", 0);
@@ -1132,5 +1274,27 @@ const kernel_def kernel_table_elementwise[] = {
     {OP_Tile, 1, k_tile},
     {OP_Where, 9, k_where},
     {OP_Xor, 1, k_xor},
+    {OP_HardSigmoid, 1, k_hard_sigmoid},
+    {OP_HardSwish, 14, k_hard_swish},
+    {OP_Erf, 9, k_erf},
+    {OP_Softplus, 1, k_softplus},
+    {OP_Softsign, 1, k_softsign},
+    {OP_Elu, 1, k_elu},
+    {OP_Celu, 12, k_celu},
+    {OP_Selu, 1, k_selu},
+    {OP_ThresholdedRelu, 10, k_thresholded_relu},
+    {OP_Sin, 7, k_sin},
+    {OP_Cos, 7, k_cos},
+    {OP_Tan, 7, k_tan},
+    {OP_Asin, 7, k_asin},
+    {OP_Acos, 7, k_acos},
+    {OP_Atan, 7, k_atan},
+    {OP_Sinh, 9, k_sinh},
+    {OP_Cosh, 9, k_cosh},
+    {OP_Asinh, 9, k_asinh},
+    {OP_Acosh, 9, k_acosh},
+    {OP_Atanh, 9, k_atanh},
+    {OP_Round, 11, k_round},
+    {OP_Sign, 9, k_sign},
 };
 const size_t kernel_table_elementwise_count = countof(kernel_table_elementwise);
