@@ -22,7 +22,7 @@ _apt_install() {
 
 deps_build() {
     _apt_install gcc libc6-dev pkg-config meson ninja-build protobuf-c-compiler \
-        libprotobuf-c-dev libcjson-dev libonnx-dev
+        libprotobuf-c-dev libcjson-dev libonnx-dev libopenblas-dev
 }
 
 deps_test() {

@@ -840,6 +840,10 @@ static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **o
     return cast_tensor_sat(x, to, 1, lim, out, err);
 }
 
+int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbuf *err) {
+    return cast_tensor(x, to, lim, out, err);
+}
+
 /* ------------------------------------------------------------ kernels */
 
 #define KERNEL_ARGS                                                                    \

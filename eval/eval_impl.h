@@ -3,7 +3,8 @@
 ** buffers, uninitialized allocation, layout helpers and the strided loop driver.
 **
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
-** elementwise -> values -> ops_shape -> exec: the Tile engine only moves bytes,
+** elementwise -> values -> ops_shape -> ops_linalg -> ops_conv -> ops_pool ->
+** ops_norm -> exec: the Tile engine only moves bytes,
 ** so tensors can materialize any view with it (tests/harness/file_cycles.py
 ** fails on any two files that call each other).
 */
@@ -95,6 +96,35 @@ static inline float eval_bf16_to_f32(uint16_t h) {
     return v.f;
 }
 uint16_t eval_f32_to_bf16(float f);
+
+/* A node's name for messages: its name, else its op type. */
+static inline const char *eval_node_name(const Onnx__NodeProto *n) {
+    return n && n->name && n->name[0] ? n->name : (n && n->op_type ? n->op_type : "?");
+}
+
+/* The signature of every kernel in the tables of eval/ (kernel_fn). */
+#define KERNEL_PARAMS                                                                  \
+    const Onnx__NodeProto *n, int64_t opset, tensor *const *in, size_t n_in,            \
+        tensor **out, size_t n_out, const eval_limits *lim, errbuf *err
+
+/* x converted to element type `to` as Cast does (saturating 8-bit floats), a
+** new contiguous tensor, or x itself referenced when it has that type already. */
+int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbuf *err);
+
+/*
+** The neural-network kernels (ops_linalg, ops_conv, ops_pool, ops_norm) compute
+** in float for FLOAT, FLOAT16 and BFLOAT16, and in double for DOUBLE.
+** nn_input: a contiguous tensor of that working type with t's values (t itself
+** referenced when it is one already); UNSUPPORTED for other element types.
+** nn_output: *w converted to elem in place of itself (freed on failure too).
+*/
+int nn_input(tensor *t, const char *what, const eval_limits *lim, tensor **out, errbuf *err);
+int nn_output(tensor **w, int32_t elem, const eval_limits *lim, errbuf *err);
+/* C = alpha op(A) op(B) + beta C, row-major, through BLAS; elem DT_FLOAT or
+** DT_DOUBLE; dims up to INT_MAX (the callers check). */
+void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+             int64_t ldc);
 
 /* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
 int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);

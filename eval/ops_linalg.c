@@ -1,0 +1,289 @@
+/*
+** Linear algebra: MatMul and Gemm. Floating types go through BLAS (OpenBLAS,
+** found by meson): float for FLOAT, FLOAT16 and BFLOAT16, double for DOUBLE.
+** Integer MatMul/Gemm accumulate in 64 bits and wrap as the element type does.
+** Also the helpers the other neural-network kernels share (eval_impl.h):
+** nn_input, nn_output and nn_gemm.
+*/
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval/eval_impl.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+int nn_input(tensor *t, const char *what, const eval_limits *lim, tensor **out, errbuf *err) {
+    *out = NULL;
+    switch (t->elem) {
+    case DT_FLOAT:
+    case DT_DOUBLE:
+        return tensor_contiguous(t, lim, out, err);
+    case DT_FLOAT16:
+    case DT_BFLOAT16:
+        return eval_cast(t, DT_FLOAT, lim, out, err);
+    default:
+        return err_set(err, TILEOPT_UNSUPPORTED, "%s: element type %s is not supported",
+                       what, dtype_name(t->elem));
+    }
+}
+
+int nn_output(tensor **w, int32_t elem, const eval_limits *lim, errbuf *err) {
+    if ((*w)->elem == elem) return TILEOPT_OK;
+    tensor *o = NULL;
+    int rc = eval_cast(*w, elem, lim, &o, err);
+    tensor_free(*w);
+    *w = o;
+    return rc;
+}
+
+void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+             int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    /* BLAS wants leading dimensions of at least 1 even for empty operands */
+    blasint la = (blasint)(lda > 0 ? lda : 1), lb = (blasint)(ldb > 0 ? ldb : 1);
+    enum CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
+    if (elem == DT_DOUBLE)
+        cblas_dgemm(CblasRowMajor, A, B, (blasint)m, (blasint)n, (blasint)k, alpha, a, la, b,
+                    lb, beta, c, (blasint)ldc);
+    else
+        cblas_sgemm(CblasRowMajor, A, B, (blasint)m, (blasint)n, (blasint)k, (float)alpha,
+                    a, la, b, lb, (float)beta, c, (blasint)ldc);
+}
+
+static bool blas_dim(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static bool is_int_elem(int32_t e) {
+    return e == DT_INT32 || e == DT_INT64 || e == DT_UINT32 || e == DT_UINT64;
+}
+
+/* Element i of an integer tensor's contiguous data, widened. */
+static uint64_t int_at(const tensor *t, int64_t i) {
+    switch (t->elem) {
+    case DT_INT32: return (uint64_t)(int64_t)((const int32_t *)(const void *)t->data)[i];
+    case DT_UINT32: return ((const uint32_t *)(const void *)t->data)[i];
+    default: return ((const uint64_t *)(const void *)t->data)[i];
+    }
+}
+
+static void int_put(tensor *t, int64_t i, uint64_t v) {
+    switch (t->elem) {
+    case DT_INT32:
+    case DT_UINT32: ((uint32_t *)(void *)t->data)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)(void *)t->data)[i] = v; break;
+    }
+}
+
+/* ------------------------------------------------------------------- MatMul */
+
+/* numpy matmul: 1-D operands get a 1 prepended (A) or appended (B) and lose it
+** again; batch dims (all but the last two) broadcast. */
+typedef struct mm_plan {
+    int64_t m, k, n, batch;
+    int32_t brank;
+    int64_t bdims[TENSOR_MAX_RANK];
+    int64_t astep[TENSOR_MAX_RANK], bstep[TENSOR_MAX_RANK]; /* elements per batch index, 0: broadcast */
+    int64_t odims[TENSOR_MAX_RANK];
+    int32_t orank;
+} mm_plan;
+
+static int mm_plan_make(const Onnx__NodeProto *nd, const tensor *a, const tensor *b,
+                        mm_plan *p, errbuf *err) {
+    if (a->rank == 0 || b->rank == 0)
+        return err_set(err, TILEOPT_INVALID, "MatMul %s: an operand is a scalar",
+                       eval_node_name(nd));
+    int32_t ra = a->rank, rb = b->rank;
+    p->m = ra == 1 ? 1 : a->dims[ra - 2];
+    p->k = a->dims[ra - 1];
+    int64_t kb = rb == 1 ? b->dims[0] : b->dims[rb - 2];
+    p->n = rb == 1 ? 1 : b->dims[rb - 1];
+    if (kb != p->k)
+        return err_set(err, TILEOPT_INVALID, "MatMul %s: inner dims differ (%lld and %lld)",
+                       eval_node_name(nd), (long long)p->k, (long long)kb);
+    int32_t ba = ra > 2 ? ra - 2 : 0, bb = rb > 2 ? rb - 2 : 0;
+    p->brank = ba > bb ? ba : bb;
+    int64_t sa = p->m * p->k, sb = p->k * p->n;
+    p->batch = 1;
+    for (int32_t i = p->brank - 1; i >= 0; i--) {
+        int32_t ia = i - (p->brank - ba), ib = i - (p->brank - bb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return err_set(err, TILEOPT_INVALID,
+                           "MatMul %s: batch dims %lld and %lld do not broadcast",
+                           eval_node_name(nd), (long long)da, (long long)db);
+        p->bdims[i] = da == 1 ? db : da;
+        p->astep[i] = da == 1 ? 0 : sa;
+        p->bstep[i] = db == 1 ? 0 : sb;
+        sa *= da;
+        sb *= db;
+        if (!eval_mul_i64(p->batch, p->bdims[i], &p->batch))
+            return err_set(err, TILEOPT_LIMIT, "MatMul %s: output too large",
+                           eval_node_name(nd));
+    }
+    p->orank = 0;
+    for (int32_t i = 0; i < p->brank; i++) p->odims[p->orank++] = p->bdims[i];
+    if (ra > 1) p->odims[p->orank++] = p->m;
+    if (rb > 1) p->odims[p->orank++] = p->n;
+    return TILEOPT_OK;
+}
+
+/* Offsets (elements) of batch index i in A and B. */
+static void mm_offsets(const mm_plan *p, int64_t i, int64_t *oa, int64_t *ob) {
+    *oa = *ob = 0;
+    for (int32_t d = p->brank - 1; d >= 0; d--) {
+        int64_t x = i % p->bdims[d];
+        i /= p->bdims[d];
+        *oa += x * p->astep[d];
+        *ob += x * p->bstep[d];
+    }
+}
+
+static int matmul_int(const mm_plan *p, tensor *a, tensor *b, tensor *o) {
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t oa, ob;
+        mm_offsets(p, bi, &oa, &ob);
+        int64_t oc = bi * p->m * p->n;
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t j = 0; j < p->n; j++) {
+                uint64_t acc = 0;
+                for (int64_t q = 0; q < p->k; q++)
+                    acc += int_at(a, oa + i * p->k + q) * int_at(b, ob + q * p->n + j);
+                int_put(o, oc + i * p->n + j, acc);
+            }
+    }
+    return TILEOPT_OK;
+}
+
+static int k_matmul(KERNEL_PARAMS) {
+    (void)opset;
+    if (n_in != 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "MatMul %s: needs two inputs", eval_node_name(n));
+    if (in[0]->elem != in[1]->elem)
+        return err_set(err, TILEOPT_INVALID, "MatMul %s: operands of types %s and %s",
+                       eval_node_name(n), dtype_name(in[0]->elem), dtype_name(in[1]->elem));
+    mm_plan p;
+    int rc = mm_plan_make(n, in[0], in[1], &p, err);
+    if (rc) return rc;
+    int32_t elem = in[0]->elem;
+    tensor *a = NULL, *b = NULL, *o = NULL;
+    if (is_int_elem(elem)) {
+        if (!(rc = tensor_contiguous(in[0], lim, &a, err)) &&
+            !(rc = tensor_contiguous(in[1], lim, &b, err)) &&
+            !(rc = tensor_alloc(elem, p.odims, p.orank, lim, &o, err)))
+            rc = matmul_int(&p, a, b, o);
+    } else {
+        if (!blas_dim(p.m) || !blas_dim(p.n) || !blas_dim(p.k))
+            rc = err_set(err, TILEOPT_LIMIT, "MatMul %s: a dim exceeds what BLAS takes",
+                         eval_node_name(n));
+        if (!rc && !(rc = nn_input(in[0], "MatMul", lim, &a, err)) &&
+            !(rc = nn_input(in[1], "MatMul", lim, &b, err)) &&
+            !(rc = tensor_alloc(a->elem, p.odims, p.orank, lim, &o, err))) {
+            size_t es = a->elem == DT_DOUBLE ? 8 : 4;
+            for (int64_t bi = 0; bi < p.batch; bi++) {
+                int64_t oa, ob;
+                mm_offsets(&p, bi, &oa, &ob);
+                nn_gemm(a->elem, false, false, p.m, p.n, p.k, 1.0, a->data + oa * es, p.k,
+                        b->data + ob * es, p.n, 0.0, o->data + (size_t)(bi * p.m * p.n) * es,
+                        p.n);
+            }
+            rc = nn_output(&o, elem, lim, err);
+        }
+    }
+    tensor_free(a);
+    tensor_free(b);
+    if (rc) {
+        tensor_free(o);
+        return err_prefix(err, "MatMul %s: ", eval_node_name(n));
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* --------------------------------------------------------------------- Gemm */
+
+/* Y = alpha A' B' + beta C, C broadcast one way to [M, N] (before opset 7 only
+** with broadcast=1; without it C must be [M, N] already). */
+static int k_gemm(KERNEL_PARAMS) {
+    const char *nm = eval_node_name(n);
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1 || (opset < 11 && (n_in < 3 || !in[2])))
+        return err_set(err, TILEOPT_INVALID, "Gemm %s: needs A, B%s", nm,
+                       opset < 11 ? " and C" : "");
+    tensor *A = in[0], *B = in[1], *C = n_in > 2 ? in[2] : NULL;
+    if (A->rank != 2 || B->rank != 2)
+        return err_set(err, TILEOPT_INVALID, "Gemm %s: A and B must be 2-D", nm);
+    if (A->elem != B->elem || (C && C->elem != A->elem))
+        return err_set(err, TILEOPT_INVALID, "Gemm %s: operands of different types", nm);
+    bool ta = graph_attr_int(n, "transA", 0) != 0, tb = graph_attr_int(n, "transB", 0) != 0;
+    double alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 1.0f);
+    int64_t m = ta ? A->dims[1] : A->dims[0], k = ta ? A->dims[0] : A->dims[1];
+    int64_t kb = tb ? B->dims[1] : B->dims[0], nn = tb ? B->dims[0] : B->dims[1];
+    if (k != kb)
+        return err_set(err, TILEOPT_INVALID, "Gemm %s: inner dims differ (%lld and %lld)", nm,
+                       (long long)k, (long long)kb);
+    int64_t od[2] = {m, nn};
+    if (C && opset < 7 && !graph_attr_int(n, "broadcast", 0) &&
+        !(C->rank == 2 && C->dims[0] == m && C->dims[1] == nn))
+        return err_set(err, TILEOPT_INVALID, "Gemm %s: C must be [M, N] without broadcast=1",
+                       nm);
+    int32_t elem = A->elem;
+    bool ints = is_int_elem(elem);
+    tensor *a = NULL, *b = NULL, *cv = NULL, *o = NULL;
+    int rc = TILEOPT_OK;
+    if (!ints && (!blas_dim(m) || !blas_dim(nn) || !blas_dim(k)))
+        rc = err_set(err, TILEOPT_LIMIT, "a dim exceeds what BLAS takes");
+    if (!rc) rc = ints ? tensor_contiguous(A, lim, &a, err) : nn_input(A, "Gemm", lim, &a, err);
+    if (!rc) rc = ints ? tensor_contiguous(B, lim, &b, err) : nn_input(B, "Gemm", lim, &b, err);
+    if (!rc) rc = tensor_new(ints ? elem : a->elem, od, 2, lim, &o, err);
+    /* Y starts as beta C broadcast to [M, N] */
+    if (!rc && C && beta != 0) {
+        tensor *ce = NULL, *cw = NULL;
+        rc = view_expand(C, od, 2, &ce, err);
+        if (!rc && (ce->rank != 2 || ce->dims[0] != m || ce->dims[1] != nn))
+            rc = err_set(err, TILEOPT_INVALID, "C does not broadcast to [M, N]");
+        if (!rc) rc = ints ? tensor_contiguous(ce, lim, &cw, err) : nn_input(ce, "Gemm", lim, &cw, err);
+        tensor_free(ce);
+        cv = cw;
+        for (int64_t i = 0; !rc && i < m * nn; i++) {
+            if (ints)
+                int_put(o, i, int_at(cv, i) * (uint64_t)(int64_t)beta);
+            else if (o->elem == DT_DOUBLE)
+                ((double *)(void *)o->data)[i] = beta * ((const double *)(const void *)cv->data)[i];
+            else
+                ((float *)(void *)o->data)[i] =
+                    (float)(beta * ((const float *)(const void *)cv->data)[i]);
+        }
+    }
+    if (!rc && ints) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < nn; j++) {
+                uint64_t acc = 0;
+                for (int64_t q = 0; q < k; q++)
+                    acc += int_at(a, ta ? q * m + i : i * k + q) *
+                           int_at(b, tb ? j * k + q : q * nn + j);
+                int_put(o, i * nn + j, int_at(o, i * nn + j) + acc * (uint64_t)(int64_t)alpha);
+            }
+    } else if (!rc) {
+        nn_gemm(a->elem, ta, tb, m, nn, k, alpha, a->data, ta ? m : k, b->data, tb ? k : nn,
+                1.0, o->data, nn);
+        rc = nn_output(&o, elem, lim, err);
+    }
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(cv);
+    if (rc) {
+        tensor_free(o);
+        return err_prefix(err, "Gemm %s: ", nm);
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* -------------------------------------------------------------------- table */
+
+const kernel_def kernel_table_linalg[] = {
+    {OP_MatMul, 1, k_matmul},
+    {OP_Gemm, 1, k_gemm},
+};
+const size_t kernel_table_linalg_count = countof(kernel_table_linalg);
