@@ -122,6 +122,8 @@ extern const kernel_def kernel_table_shape[];
 extern const size_t kernel_table_shape_count;
 extern const kernel_def kernel_table_linalg[];   /* eval/ops_linalg.c: MatMul, Gemm */
 extern const size_t kernel_table_linalg_count;
+extern const kernel_def kernel_table_conv[];     /* eval/ops_conv.c: Conv */
+extern const size_t kernel_table_conv_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

@@ -126,6 +126,22 @@ void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, do
              const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
              int64_t ldc);
 
+/*
+** The window geometry of Conv, ConvTranspose and the pooling ops over ns spatial
+** axes: kernel, strides, dilations, pads (explicit, or from auto_pad) and the
+** output size (ceil_mode for pooling). nn_window_make reads the attributes of n;
+** kernel is the kernel_shape to use (from the attribute or the weights).
+*/
+#define NN_MAX_SPATIAL 8
+typedef struct nn_window {
+    int32_t ns;
+    int64_t in[NN_MAX_SPATIAL], k[NN_MAX_SPATIAL], stride[NN_MAX_SPATIAL];
+    int64_t dil[NN_MAX_SPATIAL], pad_b[NN_MAX_SPATIAL], pad_e[NN_MAX_SPATIAL];
+    int64_t out[NN_MAX_SPATIAL];
+} nn_window;
+int nn_window_make(const Onnx__NodeProto *n, int32_t ns, const int64_t *in_dims,
+                   const int64_t *kernel, bool ceil_mode, nn_window *w, errbuf *err);
+
 /* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
 int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);
 
