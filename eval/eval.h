@@ -124,6 +124,8 @@ extern const kernel_def kernel_table_linalg[];   /* eval/ops_linalg.c: MatMul, G
 extern const size_t kernel_table_linalg_count;
 extern const kernel_def kernel_table_conv[];     /* eval/ops_conv.c: Conv */
 extern const size_t kernel_table_conv_count;
+extern const kernel_def kernel_table_pool[];     /* eval/ops_pool.c: MaxPool, AveragePool, ... */
+extern const size_t kernel_table_pool_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 
