@@ -126,6 +126,8 @@ extern const kernel_def kernel_table_conv[];     /* eval/ops_conv.c: Conv */
 extern const size_t kernel_table_conv_count;
 extern const kernel_def kernel_table_pool[];     /* eval/ops_pool.c: MaxPool, AveragePool, ... */
 extern const size_t kernel_table_pool_count;
+extern const kernel_def kernel_table_norm[];     /* eval/ops_norm.c: Softmax, BatchNormalization, ... */
+extern const size_t kernel_table_norm_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 
