@@ -128,6 +128,8 @@ extern const kernel_def kernel_table_pool[];     /* eval/ops_pool.c: MaxPool, Av
 extern const size_t kernel_table_pool_count;
 extern const kernel_def kernel_table_norm[];     /* eval/ops_norm.c: Softmax, BatchNormalization, ... */
 extern const size_t kernel_table_norm_count;
+extern const kernel_def kernel_table_pad[];      /* eval/ops_pad.c: Pad */
+extern const size_t kernel_table_pad_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 
