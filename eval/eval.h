@@ -130,6 +130,8 @@ extern const kernel_def kernel_table_norm[];     /* eval/ops_norm.c: Softmax, Ba
 extern const size_t kernel_table_norm_count;
 extern const kernel_def kernel_table_pad[];      /* eval/ops_pad.c: Pad */
 extern const size_t kernel_table_pad_count;
+extern const kernel_def kernel_table_rnn[];      /* eval/ops_rnn.c: RNN, GRU, LSTM */
+extern const size_t kernel_table_rnn_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

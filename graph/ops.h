@@ -93,6 +93,7 @@ typedef enum op_bcast {
     X(EyeLike,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Flatten,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Floor,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(GRU,                        3,  6,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Gather,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(GatherElements,             2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Gelu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -111,6 +112,7 @@ typedef enum op_bcast {
     X(IsInf,                      1,  1,       OPK_UNARY,     OUT_BOOL,      BC_NONE,   0, 0) \
     X(IsNaN,                      1,  1,       OPK_UNARY,     OUT_BOOL,      BC_NONE,   0, 0) \
     X(LRN,                        1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(LSTM,                       3,  8,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(LayerNormalization,         2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(LeakyRelu,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Less,                       2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
@@ -136,6 +138,7 @@ typedef enum op_bcast {
     X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7, 0) \
     X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(3)) \
     X(Pow,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(RNN,                        3,  6,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Range,                      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0) | OP_IN(1) | OP_IN(2)) \
     X(Reciprocal,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(ReduceL1,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
