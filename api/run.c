@@ -449,7 +449,11 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
         add_ops(ops, m1);
         add_ops(ops, m2);
         verdict = "skipped";
-        snprintf(why, sizeof why, "the evaluator lacks %s%s%s", m1, n1 && n2 ? "," : "", m2);
+        /* each op named once, whether the input or the output holds it */
+        size_t k = (size_t)snprintf(why, sizeof why, "the evaluator lacks ");
+        const cJSON *o;
+        cJSON_ArrayForEach(o, ops) if (k < sizeof why) k += (size_t)snprintf(
+            why + k, sizeof why - k, "%s%s", o == ops->child ? "" : ", ", o->valuestring);
         goto done;
     }
     rc = make_inputs(ctx, before->g, rep, &vr, why, sizeof why);

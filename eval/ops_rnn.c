@@ -202,9 +202,15 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
                            (int)da->s.len, (const char *)da->s.data);
     }
     int gates = kind == CELL_RNN ? 1 : kind == CELL_GRU ? 3 : 4;
-    if (X->rank != 3 || in[1]->rank != 3 || in[2]->rank != 3 || hidden < 1)
-        return err_set(err, TILEOPT_INVALID, "%s %s: X, W, R must be 3-D, hidden_size set",
-                       n->op_type, nm);
+    if (X->rank != 3 || in[1]->rank != 3 || in[2]->rank != 3)
+        return err_set(err, TILEOPT_INVALID, "%s %s: X, W and R must be 3-D, not of ranks "
+                       "%d, %d, %d", n->op_type, nm, (int)X->rank, (int)in[1]->rank,
+                       (int)in[2]->rank);
+    /* hidden_size is optional: R is [directions, gates*hidden, hidden] */
+    if (!graph_attr(n, "hidden_size")) hidden = in[2]->dims[2];
+    if (hidden < 1)
+        return err_set(err, TILEOPT_INVALID, "%s %s: hidden size %lld", n->op_type, nm,
+                       (long long)hidden);
     rnn_io io = {.seq = X->dims[batch_first ? 1 : 0], .batch = X->dims[batch_first ? 0 : 1],
                  .in_size = X->dims[2], .hidden = hidden, .dirs = dirs, .gates = gates};
     int64_t GH = gates * hidden;

@@ -74,7 +74,7 @@ from validate_report import report_errors  # noqa: E402
 CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(SRCDIR, ".cache", "real"))
 KNOWN = os.path.join(HERE, "known_failures.txt")
 STAGES = ["load", "roundtrip", "optimize", "idempotent", "checker", "ort", "torch",
-          "migrate"]
+          "eval", "verify", "migrate"]
 TOOL_STAGES = ["load", "roundtrip", "optimize", "idempotent", "migrate"]
 MIGRATE_OPSET = 13
 ORT_RTOL, ORT_ATOL = 1e-3, 1e-7
@@ -180,6 +180,9 @@ class ModelRun:
             if optimized:
                 self.stage("checker", lambda: self.checker(opt))
                 self.stage("ort", lambda: self.ort(opt))
+            self.stage("eval", self.evaluate)
+            if optimized:
+                self.stage("verify", lambda: self.verify(tmp))
             if self.meta.get("expected_outputs"):
                 if optimized:
                     self.stage("torch", self.torch)
@@ -279,6 +282,38 @@ class ModelRun:
             h.assert_close(got, want, ORT_RTOL, ORT_ATOL)
         except AssertionError as e:
             raise StageFailure(f"output vs original in ONNX Runtime: {one_line(e)}")
+
+    def evaluate(self):
+        """tileopt's evaluator on the original gives ONNX Runtime's outputs (the
+        torch stage's tolerance: the two add in different orders)."""
+        want, err = self.ort_outputs(self.model)
+        if err:
+            return f"the original does not run in ONNX Runtime: {err}"
+        try:
+            got = h.run_tileopt(self.model, self.feeds())
+        except AssertionError as e:
+            if "not supported by the evaluator" in str(e):
+                return f"the evaluator lacks an op: {one_line(str(e).split('error: ')[-1], 200)}"
+            raise StageFailure(f"`tileopt run`: {one_line(e, 300)}")
+        for i, (g, e) in enumerate(zip(got, want)):
+            scale = float(np.abs(e).max()) if e.dtype.kind == "f" and e.size else 0.0
+            try:
+                h.assert_close(g, e, TORCH_RTOL, TORCH_ATOL_SCALE * scale, f"output {i}")
+            except AssertionError as err:
+                raise StageFailure(f"evaluator vs ONNX Runtime: {one_line(err)}")
+
+    def verify(self, tmp):
+        """`optimize --verify` gives a verdict: match; a mismatch fails, a skip says
+        why (the ops the evaluator lacks, or why the model does not run)."""
+        out = os.path.join(tmp, "verified.onnx")
+        rep = out + ".report.json"
+        run_tool("optimize", self.model, "-o", out, "--verify", "--report", rep, "--quiet")
+        with open(rep) as f:
+            v = json.load(f).get("verify", {})
+        if v.get("verdict") == "skipped":
+            return f"skipped: {v.get('reason') or ', '.join(v.get('ops', []))}"
+        if v.get("verdict") != "match":
+            raise StageFailure(f"verify: {v.get('verdict')}: {one_line(json.dumps(v), 300)}")
 
     def torch(self, only_original=False):
         paths = [("original", self.model)]
@@ -488,6 +523,7 @@ def main(argv):
     label = {"load": "load", "roundtrip": "round trip", "optimize": "optimize",
              "idempotent": "idempotent",
              "checker": "checker", "ort": "ORT match", "torch": "PyTorch match",
+             "eval": "evaluator = ORT", "verify": "verify match",
              "migrate": f"IR-3 migration to {MIGRATE_OPSET}"}
     parts = [f"{label[s]} {counts[s]}/{of[s]}" for s in shown_stages]
     skips = {s: sum(m.results.get(s, (NOT_RUN,))[0] == SKIP for m in models)
