@@ -132,6 +132,8 @@ extern const kernel_def kernel_table_pad[];      /* eval/ops_pad.c: Pad */
 extern const size_t kernel_table_pad_count;
 extern const kernel_def kernel_table_rnn[];      /* eval/ops_rnn.c: RNN, GRU, LSTM */
 extern const size_t kernel_table_rnn_count;
+extern const kernel_def kernel_table_resize[];   /* eval/ops_resize.c: Resize, Upsample */
+extern const size_t kernel_table_resize_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 
