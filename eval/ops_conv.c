@@ -1,5 +1,6 @@
 /*
-** Convolution: Conv through im2col and BLAS (a 1x1 convolution with unit
+** Convolution: Conv through im2col and BLAS, ConvTranspose through BLAS and
+** col2im (a 1x1 convolution with unit
 ** strides and no padding reads its input as the matrix itself), in float for
 ** FLOAT and the 16-bit floats and in double for DOUBLE, over any number of
 ** spatial axes, with groups, strides, dilations, pads and auto_pad. Also the
@@ -237,9 +238,191 @@ done:
     return TILEOPT_OK;
 }
 
+/* ------------------------------------------------------------ ConvTranspose */
+
+/* The output size and pads of ConvTranspose along each axis: from output_shape
+** (pads derived, the extra going to the end for SAME_UPPER and to the start
+** otherwise), auto_pad SAME (output = input * stride) or explicit pads. */
+static int deconv_geometry(const Onnx__NodeProto *n, int32_t ns, const int64_t *in,
+                           const int64_t *k, int64_t *stride, int64_t *dil, int64_t *pb,
+                           int64_t *pe, int64_t *outd, errbuf *err) {
+    int64_t pads[2 * NN_MAX_SPATIAL], opad[NN_MAX_SPATIAL], oshape[NN_MAX_SPATIAL];
+    int rc;
+    if ((rc = ints_attr(n, "strides", ns, 1, stride, err)) ||
+        (rc = ints_attr(n, "dilations", ns, 1, dil, err)) ||
+        (rc = ints_attr(n, "pads", 2 * ns, 0, pads, err)) ||
+        (rc = ints_attr(n, "output_padding", ns, 0, opad, err)))
+        return rc;
+    const Onnx__AttributeProto *os = graph_attr(n, "output_shape");
+    const Onnx__AttributeProto *ap = graph_attr(n, "auto_pad");
+    bool same = ap && ap->s.len > 5 && !memcmp(ap->s.data, "SAME_", 5);
+    bool upper = same && ap->s.len == 10 && !memcmp(ap->s.data, "SAME_UPPER", 10);
+    bool valid = ap && ap->s.len == 5 && !memcmp(ap->s.data, "VALID", 5);
+    if (os && os->n_ints) {
+        /* output_shape may list the spatial dims alone or all of them */
+        if (os->n_ints != (size_t)ns && os->n_ints != (size_t)ns + 2)
+            return err_set(err, TILEOPT_INVALID, "output_shape has %zu values", os->n_ints);
+        for (int32_t d = 0; d < ns; d++) oshape[d] = os->ints[os->n_ints - (size_t)ns + (size_t)d];
+    }
+    for (int32_t d = 0; d < ns; d++) {
+        if (in[d] < 0 || k[d] < 1 || stride[d] < 1 || dil[d] < 1 || opad[d] < 0 ||
+            in[d] > INT64_MAX / 8 / stride[d] || k[d] > INT64_MAX / 8 / dil[d])
+            return err_set(err, TILEOPT_INVALID, "axis %d: input %lld, kernel %lld, stride "
+                           "%lld, dilation %lld", (int)d, (long long)in[d], (long long)k[d],
+                           (long long)stride[d], (long long)dil[d]);
+        int64_t full = stride[d] * (in[d] - 1) + opad[d] + (k[d] - 1) * dil[d] + 1;
+        if ((os && os->n_ints) || same) {
+            int64_t want = (os && os->n_ints) ? oshape[d] : in[d] * stride[d];
+            int64_t total = full - want;
+            if (total < 0) total = 0;
+            pb[d] = upper ? total / 2 : total - total / 2;
+            pe[d] = total - pb[d];
+            outd[d] = want;
+        } else {
+            pb[d] = valid ? 0 : pads[d];
+            pe[d] = valid ? 0 : pads[d + ns];
+            outd[d] = full - pb[d] - pe[d];
+        }
+        if (outd[d] < 0 || pb[d] < 0 || pe[d] < 0)
+            return err_set(err, TILEOPT_INVALID, "axis %d: output size %lld", (int)d,
+                           (long long)outd[d]);
+    }
+    return TILEOPT_OK;
+}
+
+/* Y = col2im(W_g^T X_g) per image and group, plus the bias. */
+#define COL2IM(T)                                                                      \
+    static void col2im_##T(const T *col, int64_t mg, int32_t ns, const int64_t *in,    \
+                           const int64_t *k, const int64_t *st, const int64_t *dl,       \
+                           const int64_t *pb, const int64_t *od, T *y) {                 \
+        int64_t isz = 1, osz = 1, ksz = 1, ostr[NN_MAX_SPATIAL];                       \
+        for (int32_t d = ns - 1; d >= 0; d--) {                                        \
+            ostr[d] = osz;                                                             \
+            osz *= od[d];                                                              \
+            isz *= in[d];                                                              \
+            ksz *= k[d];                                                               \
+        }                                                                              \
+        for (int64_t m = 0; m < mg; m++)                                               \
+            for (int64_t kk = 0; kk < ksz; kk++) {                                     \
+                int64_t base[NN_MAX_SPATIAL], rem = kk;                                \
+                for (int32_t d = ns - 1; d >= 0; d--) {                                \
+                    base[d] = (rem % k[d]) * dl[d] - pb[d];                            \
+                    rem /= k[d];                                                       \
+                }                                                                      \
+                const T *row = col + (m * ksz + kk) * isz;                             \
+                int64_t p[NN_MAX_SPATIAL] = {0};                                       \
+                for (int64_t q = 0; q < isz; q++) {                                    \
+                    int64_t off = 0;                                                   \
+                    bool inside = true;                                                \
+                    for (int32_t d = 0; d < ns && inside; d++) {                       \
+                        int64_t oc = p[d] * st[d] + base[d];                           \
+                        inside = oc >= 0 && oc < od[d];                                \
+                        off += oc * ostr[d];                                           \
+                    }                                                                  \
+                    if (inside) y[m * osz + off] += row[q];                            \
+                    for (int32_t d = ns - 1; d >= 0 && ++p[d] == in[d]; d--) p[d] = 0; \
+                }                                                                      \
+            }                                                                          \
+    }
+COL2IM(float)
+COL2IM(double)
+
+static int k_conv_transpose(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "ConvTranspose %s: needs X and W", nm);
+    tensor *X = in[0], *W = in[1], *B = n_in > 2 ? in[2] : NULL;
+    int32_t ns = X->rank - 2;
+    if (X->rank < 3 || W->rank != X->rank || ns > NN_MAX_SPATIAL)
+        return err_set(err, TILEOPT_INVALID, "ConvTranspose %s: X of rank %d, W of rank %d",
+                       nm, (int)X->rank, (int)W->rank);
+    if (W->elem != X->elem || (B && B->elem != X->elem))
+        return err_set(err, TILEOPT_INVALID, "ConvTranspose %s: operands of different types",
+                       nm);
+    int64_t N = X->dims[0], C = X->dims[1], group = graph_attr_int(n, "group", 1);
+    if (group < 1 || C % group || W->dims[0] != C)
+        return err_set(err, TILEOPT_INVALID, "ConvTranspose %s: %lld input channels, W [%lld, "
+                       "...], group %lld", nm, (long long)C, (long long)W->dims[0],
+                       (long long)group);
+    int64_t mg = W->dims[1], M = mg * group, cg = C / group;
+    if (B && (B->rank != 1 || B->dims[0] != M))
+        return err_set(err, TILEOPT_INVALID, "ConvTranspose %s: B must be [%lld]", nm,
+                       (long long)M);
+    int64_t k[NN_MAX_SPATIAL], st[NN_MAX_SPATIAL], dl[NN_MAX_SPATIAL], pb[NN_MAX_SPATIAL],
+        pe[NN_MAX_SPATIAL], od[TENSOR_MAX_RANK] = {N, M};
+    for (int32_t d = 0; d < ns; d++) k[d] = W->dims[2 + d];
+    int rc = deconv_geometry(n, ns, X->dims + 2, k, st, dl, pb, pe, od + 2, err);
+    if (rc) return err_prefix(err, "ConvTranspose %s: ", nm);
+    int64_t isz = 1, osz = 1, ksz = 1;
+    for (int32_t d = 0; d < ns; d++) {
+        isz *= X->dims[2 + d];
+        osz *= od[2 + d];
+        ksz *= k[d];
+    }
+    int64_t rows = mg * ksz;
+    if (rows > INT_MAX || isz > INT_MAX || cg > INT_MAX)
+        return err_set(err, TILEOPT_LIMIT, "ConvTranspose %s: a matrix exceeds what BLAS takes",
+                       nm);
+    tensor *x = NULL, *wt = NULL, *b = NULL, *o = NULL;
+    void *col = NULL;
+    if ((rc = nn_input(X, "ConvTranspose", lim, &x, err)) ||
+        (rc = nn_input(W, "ConvTranspose", lim, &wt, err)) ||
+        (B && (rc = nn_input(B, "ConvTranspose", lim, &b, err))) ||
+        (rc = tensor_new(x->elem, od, X->rank, lim, &o, err)))
+        goto done;
+    size_t es = x->elem == DT_DOUBLE ? 8 : 4;
+    uint64_t col_bytes;
+    if (!eval_mul_u64((uint64_t)rows * (uint64_t)isz, es, &col_bytes) ||
+        (lim && lim->max_tensor_bytes && col_bytes > lim->max_tensor_bytes)) {
+        rc = err_set(err, TILEOPT_LIMIT, "ConvTranspose %s: its column matrix is over the "
+                     "tensor size limit", nm);
+        goto done;
+    }
+    if (!(col = malloc(col_bytes ? col_bytes : 1))) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t g = 0; g < group; g++) {
+            const uint8_t *xg = x->data + (size_t)((i * C + g * cg) * isz) * es;
+            const uint8_t *wg = wt->data + (size_t)(g * cg * rows) * es;
+            nn_gemm(x->elem, true, false, rows, isz, cg, 1.0, wg, rows, xg, isz, 0.0, col, isz);
+            uint8_t *yg = o->data + (size_t)((i * M + g * mg) * osz) * es;
+            if (es == 8)
+                col2im_double(col, mg, ns, X->dims + 2, k, st, dl, pb, od + 2,
+                              (double *)(void *)yg);
+            else
+                col2im_float(col, mg, ns, X->dims + 2, k, st, dl, pb, od + 2,
+                             (float *)(void *)yg);
+            for (int64_t m = 0; b && m < mg; m++)
+                for (int64_t p = 0; p < osz; p++) {
+                    if (es == 8)
+                        ((double *)(void *)yg)[m * osz + p] +=
+                            ((const double *)(const void *)b->data)[g * mg + m];
+                    else
+                        ((float *)(void *)yg)[m * osz + p] +=
+                            ((const float *)(const void *)b->data)[g * mg + m];
+                }
+        }
+    rc = nn_output(&o, X->elem, lim, err);
+done:
+    free(col);
+    tensor_free(x);
+    tensor_free(wt);
+    tensor_free(b);
+    if (rc) {
+        tensor_free(o);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "ConvTranspose %s: ", nm);
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
 /* -------------------------------------------------------------------- table */
 
 const kernel_def kernel_table_conv[] = {
     {OP_Conv, 1, k_conv},
+    {OP_ConvTranspose, 1, k_conv_transpose},
 };
 const size_t kernel_table_conv_count = countof(kernel_table_conv);
