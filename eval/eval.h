@@ -134,6 +134,8 @@ extern const kernel_def kernel_table_rnn[];      /* eval/ops_rnn.c: RNN, GRU, LS
 extern const size_t kernel_table_rnn_count;
 extern const kernel_def kernel_table_resize[];   /* eval/ops_resize.c: Resize, Upsample */
 extern const size_t kernel_table_resize_count;
+extern const kernel_def kernel_table_index[];    /* eval/ops_index.c: TopK, NonZero, GatherND, scatters */
+extern const size_t kernel_table_index_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

@@ -96,6 +96,7 @@ typedef enum op_bcast {
     X(GRU,                        3,  6,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Gather,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(GatherElements,             2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(GatherND,                   2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Gelu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Gemm,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(GlobalAveragePool,          1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
@@ -103,6 +104,7 @@ typedef enum op_bcast {
     X(GlobalMaxPool,              1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Greater,                    2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
     X(GreaterOrEqual,             2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  12, 0) \
+    X(GridSample,                 2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(HardSigmoid,                1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(HardSwish,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Hardmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
@@ -132,6 +134,7 @@ typedef enum op_bcast {
     X(Mod,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  10, 0) \
     X(Mul,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
     X(Neg,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(NonMaxSuppression,          2,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(NonZero,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Not,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Or,                         2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
@@ -154,8 +157,12 @@ typedef enum op_bcast {
     X(Relu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Reshape,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(Resize,                     1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(2) | OP_IN(3)) \
+    X(RoiAlign,                   3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Round,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Scan,                       1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Scatter,                    3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ScatterElements,            3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ScatterND,                  3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Selu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Shape,                      1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Shrink,                     1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \

@@ -1,0 +1,429 @@
+/*
+** Ops that select by value or by index: TopK, NonZero, GatherND, and the
+** scatters (Scatter, ScatterElements, ScatterND with their reductions). Values
+** move as bytes; comparisons and reductions read them as double (floating
+** types) or as 64-bit integers (integer types), so no integer loses digits.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval/eval_impl.h"
+
+/* ------------------------------------------------------------- element access */
+
+static bool is_float_kind(int32_t elem) {
+    const dtype_info *d = dtype_get(elem);
+    return d && d->kind == KIND_FLOAT;
+}
+
+/* Element i of contiguous t as double (floating types through a cast of one). */
+static double get_f64(const tensor *t, int64_t i) {
+    const uint8_t *p = t->data + (size_t)i * tensor_elem_size(t);
+    switch (t->elem) {
+    case DT_FLOAT: { float v; memcpy(&v, p, 4); return v; }
+    case DT_DOUBLE: { double v; memcpy(&v, p, 8); return v; }
+    case DT_FLOAT16: { uint16_t h; memcpy(&h, p, 2); return eval_f16_to_f32(h); }
+    case DT_BFLOAT16: { uint16_t h; memcpy(&h, p, 2); return eval_bf16_to_f32(h); }
+    default: return 0;
+    }
+}
+
+static void put_f64(tensor *t, int64_t i, double v) {
+    uint8_t *p = t->data + (size_t)i * tensor_elem_size(t);
+    switch (t->elem) {
+    case DT_FLOAT: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case DT_DOUBLE: memcpy(p, &v, 8); break;
+    case DT_FLOAT16: { uint16_t h = eval_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
+    case DT_BFLOAT16: { uint16_t h = eval_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+    default: break;
+    }
+}
+
+/* Element i of an integer or bool tensor, sign-extended as its type says. */
+static int64_t get_i64(const tensor *t, int64_t i) {
+    const uint8_t *p = t->data + (size_t)i * tensor_elem_size(t);
+    switch (t->elem) {
+    case DT_INT8: return (int8_t)p[0];
+    case DT_UINT8: case DT_BOOL: return p[0];
+    case DT_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case DT_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case DT_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case DT_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { int64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+
+static void put_i64(tensor *t, int64_t i, int64_t v) {
+    size_t es = tensor_elem_size(t);
+    uint64_t u = (uint64_t)v;
+    /* little-endian: the low bytes are the value in the narrower type */
+    for (size_t b = 0; b < es; b++) t->data[(size_t)i * es + b] = (uint8_t)(u >> (8 * b));
+}
+
+/* a < b in the element order (floating types: NaN above every number). */
+static int cmp_elems(const tensor *t, int64_t a, int64_t b) {
+    if (is_float_kind(t->elem)) {
+        double x = get_f64(t, a), y = get_f64(t, b);
+        if (isnan(x) || isnan(y)) return isnan(x) - isnan(y);
+        return (x > y) - (x < y);
+    }
+    if (t->elem == DT_UINT64) {
+        uint64_t x = (uint64_t)get_i64(t, a), y = (uint64_t)get_i64(t, b);
+        return (x > y) - (x < y);
+    }
+    int64_t x = get_i64(t, a), y = get_i64(t, b);
+    return (x > y) - (x < y);
+}
+
+static bool numeric(int32_t elem) {
+    const dtype_info *d = dtype_get(elem);
+    return d && (d->kind == KIND_FLOAT || d->kind == KIND_SINT || d->kind == KIND_UINT) &&
+           d->size <= 8 && elem != DT_FLOAT8E4M3FN && elem != DT_FLOAT8E4M3FNUZ &&
+           elem != DT_FLOAT8E5M2 && elem != DT_FLOAT8E5M2FNUZ;
+}
+
+/* ---------------------------------------------------------------------- TopK */
+
+typedef struct topk_ctx {
+    const tensor *x;
+    int64_t base, stride;
+    bool largest;
+} topk_ctx;
+
+static topk_ctx *topk_cur; /* qsort has no user pointer; TopK is not reentrant */
+
+static int topk_cmp(const void *pa, const void *pb) {
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    const topk_ctx *c = topk_cur;
+    int r = cmp_elems(c->x, c->base + a * c->stride, c->base + b * c->stride);
+    if (c->largest) r = -r;
+    /* equal values: the lower index first */
+    return r ? r : (a > b) - (a < b);
+}
+
+static int k_topk(KERNEL_PARAMS) {
+    const char *nm = eval_node_name(n);
+    if (n_in < 1 || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "TopK %s: needs X", nm);
+    tensor *X = in[0];
+    if (!numeric(X->elem) || X->rank < 1)
+        return err_set(err, TILEOPT_UNSUPPORTED, "TopK %s: %s of rank %d", nm,
+                       dtype_name(X->elem), (int)X->rank);
+    int64_t k;
+    if (opset >= 10) {
+        size_t c = 0;
+        if (n_in < 2 || !in[1] || !tensor_to_i64(in[1], &k, 1, &c) || c != 1)
+            return err_set(err, TILEOPT_INVALID, "TopK %s: K must be one integer", nm);
+    } else {
+        k = graph_attr_int(n, "k", -1);
+    }
+    int64_t axis = graph_attr_int(n, "axis", -1);
+    if (axis < 0) axis += X->rank;
+    if (axis < 0 || axis >= X->rank || k < 0 || k > X->dims[axis])
+        return err_set(err, TILEOPT_INVALID, "TopK %s: axis %lld, K %lld", nm,
+                       (long long)graph_attr_int(n, "axis", -1), (long long)k);
+    bool largest = opset < 11 || graph_attr_int(n, "largest", 1);
+    int64_t od[TENSOR_MAX_RANK], outer = 1, inner = 1, len = X->dims[axis];
+    for (int32_t i = 0; i < X->rank; i++) {
+        od[i] = i == axis ? k : X->dims[i];
+        if (i < axis) outer *= X->dims[i];
+        if (i > axis) inner *= X->dims[i];
+    }
+    tensor *x = NULL, *v = NULL, *ix = NULL;
+    int64_t *order = NULL;
+    int rc;
+    if ((rc = tensor_contiguous(X, lim, &x, err)) ||
+        (rc = tensor_alloc(X->elem, od, X->rank, lim, &v, err)) ||
+        (rc = tensor_alloc(DT_INT64, od, X->rank, lim, &ix, err)))
+        goto done;
+    if (!(order = malloc((size_t)(len ? len : 1) * sizeof *order))) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t es = tensor_elem_size(x);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            topk_ctx c = {x, o * len * inner + j, inner, largest};
+            for (int64_t i = 0; i < len; i++) order[i] = i;
+            topk_cur = &c;
+            qsort(order, (size_t)len, sizeof *order, topk_cmp);
+            for (int64_t i = 0; i < k; i++) {
+                int64_t at = (o * k + i) * inner + j;
+                memcpy(v->data + (size_t)at * es, x->data + (size_t)(c.base + order[i] * inner) * es, es);
+                ((int64_t *)(void *)ix->data)[at] = order[i];
+            }
+        }
+    out[0] = v;
+    v = NULL;
+    if (n_out > 1) {
+        out[1] = ix;
+        ix = NULL;
+    }
+done:
+    free(order);
+    tensor_free(x);
+    tensor_free(v);
+    tensor_free(ix);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- NonZero */
+
+static int k_nonzero(KERNEL_PARAMS) {
+    (void)opset;
+    if (n_in < 1 || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "NonZero %s: needs X", eval_node_name(n));
+    tensor *X = in[0], *x = NULL, *o = NULL;
+    if (!numeric(X->elem) && X->elem != DT_BOOL)
+        return err_set(err, TILEOPT_UNSUPPORTED, "NonZero %s: %s", eval_node_name(n),
+                       dtype_name(X->elem));
+    int rc = tensor_contiguous(X, lim, &x, err);
+    if (rc) return rc;
+    uint64_t total = tensor_numel(x), nnz = 0;
+    bool fl = is_float_kind(x->elem);
+    for (uint64_t e = 0; e < total; e++) nnz += fl ? get_f64(x, (int64_t)e) != 0 : get_i64(x, (int64_t)e) != 0;
+    int32_t r = X->rank ? X->rank : 1;
+    int64_t od[2] = {r, (int64_t)nnz};
+    if (!(rc = tensor_alloc(DT_INT64, od, 2, lim, &o, err))) {
+        int64_t *ov = (int64_t *)(void *)o->data, idx[TENSOR_MAX_RANK] = {0}, col = 0;
+        for (uint64_t e = 0; e < total; e++) {
+            bool nz = fl ? get_f64(x, (int64_t)e) != 0 : get_i64(x, (int64_t)e) != 0;
+            if (nz) {
+                for (int32_t i = 0; i < r; i++) ov[i * (int64_t)nnz + col] = X->rank ? idx[i] : 0;
+                col++;
+            }
+            for (int32_t i = X->rank - 1; i >= 0 && ++idx[i] == X->dims[i]; i--) idx[i] = 0;
+        }
+        out[0] = o;
+    }
+    tensor_free(x);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ GatherND */
+
+/* An index along an axis of size d, negative counting from the end. */
+static int norm_index(int64_t i, int64_t d, int64_t *out, errbuf *err) {
+    if (i < -d || i >= d)
+        return err_set(err, TILEOPT_INVALID, "index %lld out of range [%lld, %lld)",
+                       (long long)i, (long long)-d, (long long)d);
+    *out = i < 0 ? i + d : i;
+    return TILEOPT_OK;
+}
+
+static int k_gather_nd(KERNEL_PARAMS) {
+    const char *nm = eval_node_name(n);
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "GatherND %s: needs data and indices", nm);
+    tensor *D = in[0], *I = in[1];
+    int64_t b = opset >= 12 ? graph_attr_int(n, "batch_dims", 0) : 0;
+    if (I->rank < 1 || I->elem != DT_INT64)
+        return err_set(err, TILEOPT_INVALID, "GatherND %s: indices must be int64 of rank >= 1",
+                       nm);
+    int64_t kk = I->dims[I->rank - 1];
+    if (b < 0 || b >= I->rank || b + kk > D->rank)
+        return err_set(err, TILEOPT_INVALID, "GatherND %s: batch_dims %lld, index length %lld,"
+                       " data rank %d", nm, (long long)b, (long long)kk, (int)D->rank);
+    for (int64_t i = 0; i < b; i++)
+        if (I->dims[i] != D->dims[i])
+            return err_set(err, TILEOPT_INVALID, "GatherND %s: batch dims differ", nm);
+    int64_t od[TENSOR_MAX_RANK];
+    int32_t orank = 0;
+    for (int32_t i = 0; i < I->rank - 1; i++) od[orank++] = I->dims[i];
+    for (int64_t i = b + kk; i < D->rank; i++) od[orank++] = D->dims[i];
+    int64_t batch = 1, per = 1, slice = 1, dstr[TENSOR_MAX_RANK], s = 1;
+    for (int32_t i = D->rank - 1; i >= 0; i--) {
+        dstr[i] = s;
+        s *= D->dims[i];
+    }
+    for (int64_t i = 0; i < b; i++) batch *= D->dims[i];
+    for (int32_t i = (int32_t)b; i < I->rank - 1; i++) per *= I->dims[i];
+    for (int64_t i = b + kk; i < D->rank; i++) slice *= D->dims[i];
+    int64_t bstride = b ? dstr[b - 1] : 0;
+    tensor *d = NULL, *ix = NULL, *o = NULL;
+    int rc;
+    if ((rc = tensor_contiguous(D, lim, &d, err)) || (rc = tensor_contiguous(I, lim, &ix, err)) ||
+        (rc = tensor_alloc(D->elem, od, orank, lim, &o, err)))
+        goto done;
+    if (!tensor_keep(o, d)) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t es = tensor_elem_size(d);
+    const int64_t *iv = (const int64_t *)(const void *)ix->data;
+    for (int64_t bi = 0; bi < batch && !rc; bi++)
+        for (int64_t p = 0; p < per && !rc; p++) {
+            const int64_t *t = iv + (bi * per + p) * kk;
+            int64_t off = bi * bstride;
+            for (int64_t j = 0; j < kk && !rc; j++) {
+                int64_t v;
+                rc = norm_index(t[j], D->dims[b + j], &v, err);
+                off += v * dstr[b + j];
+            }
+            if (!rc)
+                memcpy(o->data + (size_t)((bi * per + p) * slice) * es,
+                       d->data + (size_t)off * es, (size_t)slice * es);
+        }
+done:
+    tensor_free(d);
+    tensor_free(ix);
+    if (rc) {
+        tensor_free(o);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "GatherND %s: ", nm);
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------ scatters */
+
+typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction;
+
+static int read_reduction(const Onnx__NodeProto *n, reduction *r, errbuf *err) {
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const Onnx__AttributeProto *a = graph_attr(n, "reduction");
+    *r = RED_NONE;
+    if (!a || !a->s.len) return TILEOPT_OK;
+    for (int i = 0; i < 5; i++)
+        if (strlen(names[i]) == a->s.len && !memcmp(a->s.data, names[i], a->s.len)) {
+            *r = (reduction)i;
+            return TILEOPT_OK;
+        }
+    return err_set(err, TILEOPT_INVALID, "reduction '%.*s'", (int)a->s.len,
+                   (const char *)a->s.data);
+}
+
+/* out[at] (op)= upd[from], in the element type's arithmetic. */
+static void scatter_one(tensor *out, int64_t at, const tensor *upd, int64_t from, reduction r) {
+    size_t es = tensor_elem_size(out);
+    if (r == RED_NONE) {
+        memcpy(out->data + (size_t)at * es, upd->data + (size_t)from * es, es);
+    } else if (is_float_kind(out->elem)) {
+        double a = get_f64(out, at), b = get_f64(upd, from);
+        put_f64(out, at, r == RED_ADD ? a + b : r == RED_MUL ? a * b : r == RED_MAX ? fmax(a, b) : fmin(a, b));
+    } else {
+        int64_t a = get_i64(out, at), b = get_i64(upd, from);
+        int64_t v = r == RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
+                  : r == RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                  : r == RED_MAX ? (a > b ? a : b)
+                                 : (a < b ? a : b);
+        put_i64(out, at, v);
+    }
+}
+
+static int k_scatter_elements(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 3 || !in[0] || !in[1] || !in[2] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "%s %s: needs data, indices, updates", n->op_type, nm);
+    tensor *D = in[0], *I = in[1], *U = in[2];
+    reduction red;
+    int rc = read_reduction(n, &red, err);
+    if (rc) return err_prefix(err, "%s %s: ", n->op_type, nm);
+    if (red != RED_NONE && !numeric(D->elem))
+        return err_set(err, TILEOPT_UNSUPPORTED, "%s %s: reduction on %s", n->op_type, nm,
+                       dtype_name(D->elem));
+    int64_t axis = graph_attr_int(n, "axis", 0);
+    if (axis < 0) axis += D->rank;
+    bool shape_ok = I->rank == D->rank && U->rank == I->rank && U->elem == D->elem &&
+                    axis >= 0 && axis < D->rank;
+    for (int32_t i = 0; shape_ok && i < I->rank; i++) shape_ok = I->dims[i] == U->dims[i];
+    if (!shape_ok || (I->elem != DT_INT64 && I->elem != DT_INT32))
+        return err_set(err, TILEOPT_INVALID, "%s %s: data, indices and updates do not fit",
+                       n->op_type, nm);
+    tensor *o = NULL, *dc = NULL, *ix = NULL, *u = NULL;
+    if ((rc = tensor_contiguous(D, lim, &dc, err)) ||
+        (rc = tensor_alloc(D->elem, D->dims, D->rank, lim, &o, err)) ||
+        (rc = tensor_contiguous(I, lim, &ix, err)) || (rc = tensor_contiguous(U, lim, &u, err)))
+        goto done;
+    memcpy(o->data, dc->data, tensor_nbytes(dc));
+    int64_t dstr[TENSOR_MAX_RANK], s = 1, idx[TENSOR_MAX_RANK] = {0};
+    for (int32_t i = D->rank - 1; i >= 0; i--) {
+        dstr[i] = s;
+        s *= D->dims[i];
+    }
+    uint64_t total = tensor_numel(ix);
+    for (uint64_t e = 0; e < total && !rc; e++) {
+        int64_t v, off = 0;
+        rc = norm_index(get_i64(ix, (int64_t)e), D->dims[axis], &v, err);
+        for (int32_t i = 0; i < D->rank; i++) off += (i == axis ? v : idx[i]) * dstr[i];
+        if (!rc) scatter_one(o, off, u, (int64_t)e, red);
+        for (int32_t i = I->rank - 1; i >= 0 && ++idx[i] == I->dims[i]; i--) idx[i] = 0;
+    }
+done:
+    tensor_free(dc);
+    tensor_free(ix);
+    tensor_free(u);
+    if (rc) {
+        tensor_free(o);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "%s %s: ", n->op_type, nm);
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+static int k_scatter_nd(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 3 || !in[0] || !in[1] || !in[2] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "ScatterND %s: needs data, indices, updates", nm);
+    tensor *D = in[0], *I = in[1], *U = in[2];
+    reduction red;
+    int rc = read_reduction(n, &red, err);
+    if (rc) return err_prefix(err, "ScatterND %s: ", nm);
+    if (red != RED_NONE && !numeric(D->elem))
+        return err_set(err, TILEOPT_UNSUPPORTED, "ScatterND %s: reduction on %s", nm,
+                       dtype_name(D->elem));
+    int64_t kk = I->rank ? I->dims[I->rank - 1] : 0;
+    bool ok = I->rank >= 1 && I->elem == DT_INT64 && kk <= D->rank && U->elem == D->elem &&
+              U->rank == I->rank - 1 + D->rank - kk;
+    for (int32_t i = 0; ok && i < I->rank - 1; i++) ok = U->dims[i] == I->dims[i];
+    for (int64_t i = kk; ok && i < D->rank; i++) ok = U->dims[I->rank - 1 + i - kk] == D->dims[i];
+    if (!ok)
+        return err_set(err, TILEOPT_INVALID, "ScatterND %s: data, indices and updates do not "
+                       "fit", nm);
+    int64_t dstr[TENSOR_MAX_RANK], s = 1, slice = 1, count = 1;
+    for (int32_t i = D->rank - 1; i >= 0; i--) {
+        dstr[i] = s;
+        s *= D->dims[i];
+    }
+    for (int64_t i = kk; i < D->rank; i++) slice *= D->dims[i];
+    for (int32_t i = 0; i < I->rank - 1; i++) count *= I->dims[i];
+    tensor *o = NULL, *dc = NULL, *ix = NULL, *u = NULL;
+    if ((rc = tensor_contiguous(D, lim, &dc, err)) ||
+        (rc = tensor_alloc(D->elem, D->dims, D->rank, lim, &o, err)) ||
+        (rc = tensor_contiguous(I, lim, &ix, err)) || (rc = tensor_contiguous(U, lim, &u, err)))
+        goto done;
+    memcpy(o->data, dc->data, tensor_nbytes(dc));
+    const int64_t *iv = (const int64_t *)(const void *)ix->data;
+    for (int64_t c = 0; c < count && !rc; c++) {
+        int64_t off = 0;
+        for (int64_t j = 0; j < kk && !rc; j++) {
+            int64_t v;
+            rc = norm_index(iv[c * kk + j], D->dims[j], &v, err);
+            off += v * dstr[j];
+        }
+        for (int64_t q = 0; q < slice && !rc; q++) scatter_one(o, off + q, u, c * slice + q, red);
+    }
+done:
+    tensor_free(dc);
+    tensor_free(ix);
+    tensor_free(u);
+    if (rc) {
+        tensor_free(o);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "ScatterND %s: ", nm);
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+const kernel_def kernel_table_index[] = {
+    {OP_TopK, 1, k_topk},
+    {OP_NonZero, 9, k_nonzero},
+    {OP_GatherND, 11, k_gather_nd},
+    {OP_Scatter, 9, k_scatter_elements},
+    {OP_ScatterElements, 11, k_scatter_elements},
+    {OP_ScatterND, 11, k_scatter_nd},
+};
+const size_t kernel_table_index_count = countof(kernel_table_index);
