@@ -136,6 +136,8 @@ extern const kernel_def kernel_table_resize[];   /* eval/ops_resize.c: Resize, U
 extern const size_t kernel_table_resize_count;
 extern const kernel_def kernel_table_index[];    /* eval/ops_index.c: TopK, NonZero, GatherND, scatters */
 extern const size_t kernel_table_index_count;
+extern const kernel_def kernel_table_detect[];   /* eval/ops_detect.c: NonMaxSuppression, RoiAlign, GridSample */
+extern const size_t kernel_table_detect_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

@@ -61,6 +61,7 @@ static const kernel_def *find_kernel(op_id op, int64_t opset) {
         {kernel_table_rnn, &kernel_table_rnn_count},
         {kernel_table_resize, &kernel_table_resize_count},
         {kernel_table_index, &kernel_table_index_count},
+        {kernel_table_detect, &kernel_table_detect_count},
     };
     const kernel_def *best = NULL;
     if (op == OP_NONE) return NULL;
