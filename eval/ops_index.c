@@ -257,7 +257,7 @@ static int k_gather_nd(KERNEL_PARAMS) {
             const int64_t *t = iv + (bi * per + p) * kk;
             int64_t off = bi * bstride;
             for (int64_t j = 0; j < kk && !rc; j++) {
-                int64_t v;
+                int64_t v = 0;
                 rc = norm_index(t[j], D->dims[b + j], &v, err);
                 off += v * dstr[b + j];
             }
@@ -345,7 +345,7 @@ static int k_scatter_elements(KERNEL_PARAMS) {
     }
     uint64_t total = tensor_numel(ix);
     for (uint64_t e = 0; e < total && !rc; e++) {
-        int64_t v, off = 0;
+        int64_t v = 0, off = 0;
         rc = norm_index(get_i64(ix, (int64_t)e), D->dims[axis], &v, err);
         for (int32_t i = 0; i < D->rank; i++) off += (i == axis ? v : idx[i]) * dstr[i];
         if (!rc) scatter_one(o, off, u, (int64_t)e, red);
@@ -400,7 +400,7 @@ static int k_scatter_nd(KERNEL_PARAMS) {
     for (int64_t c = 0; c < count && !rc; c++) {
         int64_t off = 0;
         for (int64_t j = 0; j < kk && !rc; j++) {
-            int64_t v;
+            int64_t v = 0;
             rc = norm_index(iv[c * kk + j], D->dims[j], &v, err);
             off += v * dstr[j];
         }

@@ -171,7 +171,7 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
     if (n_in < 1 || !in[0] || n_out < 1) return err_set(err, TILEOPT_INVALID, "needs X");
     tensor *X = in[0];
     int32_t r = X->rank;
-    rs_opts o;
+    rs_opts o = {0};
     int rc = read_opts(n, opset, &o, err);
     if (rc) return rc;
     bool upsample = !strcmp(n->op_type, "Upsample");
