@@ -235,6 +235,22 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
         if ((i == idx_c0 || i == idx_p) && kind != CELL_LSTM) continue;
         rc = eval_cast(in[i], DT_DOUBLE, lim, &t[i], err);
     }
+    for (int i = idx_h0; !rc && batch_first && i <= idx_c0; i++) {
+        /* batch first: initial states are [batch, directions, hidden] */
+        if (!t[i] || t[i]->rank != 3) continue;
+        tensor *st;
+        int64_t d[3] = {t[i]->dims[1], t[i]->dims[0], t[i]->dims[2]};
+        rc = tensor_alloc(DT_DOUBLE, d, 3, lim, &st, err);
+        for (int64_t bi = 0; !rc && bi < d[1]; bi++)
+            for (int64_t di = 0; di < d[0]; di++)
+                memcpy((double *)(void *)st->data + (di * d[1] + bi) * d[2],
+                       (double *)(void *)t[i]->data + (bi * d[0] + di) * d[2],
+                       (size_t)d[2] * sizeof(double));
+        if (!rc) {
+            tensor_free(t[i]);
+            t[i] = st;
+        }
+    }
     if (!rc && batch_first) {
         /* X [batch, seq, in] -> [seq, batch, in] by a copy */
         tensor *xt;
