@@ -93,6 +93,7 @@ static const opt_def options[] = {
     OPT("max-depth", OPT_U32, graph_lim.max_depth),
     OPT("max-rank", OPT_U32, graph_lim.max_rank),
     OPT("seed", OPT_U64, seed),
+    OPT("verify-strict", OPT_BOOL, verify_strict),
     {"input-shape", OPT_SHAPE, 0},
 };
 #undef OPT

@@ -566,6 +566,8 @@ done:
         cJSON_AddStringToObject(rep, "verdict", verdict);
         if (why[0]) cJSON_AddStringToObject(rep, "reason", why);
     }
+    if (rc == TILEOPT_OK && ctx->opt.verify_strict && strcmp(verdict, "skipped") == 0)
+        rc = err_set(&ctx->err, TILEOPT_UNSUPPORTED, "no verdict (--verify=strict): %s", why);
     verify_free(&vr);
     cJSON_Delete(own);
     return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;

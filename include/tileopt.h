@@ -91,6 +91,8 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **   "max-depth"        subgraph nesting depth, 1 to 256, default 64
 **   "max-rank"         tensor rank, default 64
 **   "seed"             seed for --verify inputs, default 1
+**   "verify-strict"    "0" (default) or "1": tileopt_model_verify fails with
+**                      TILEOPT_UNSUPPORTED where it would give no verdict
 **   "input-shape"      "NAME:D1,D2,..." (repeatable; the last ':' separates, so
 **                      names like "x:0" work; "NAME:" is a scalar): every model
 **                      loaded afterwards gets that main-graph input's dims
@@ -253,11 +255,13 @@ TILEOPT_API tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *mo
 /*
 ** Run `before` and `after` in the built-in evaluator on the same seeded random
 ** inputs (option "seed"; element types and static shapes from `before`'s graph
-** inputs, symbolic or unknown dims set to 2) and record in the report's
-** "verify" object the inputs used, per output the max abs/rel difference, and
-** the verdict: "match", "mismatch" (TILEOPT_MISMATCH; rtol 1e-3, atol 1e-7) or
-** "skipped" (TILEOPT_OK: the evaluator lacks an op, listed in "ops", or the
-** input model itself cannot run on such inputs, with the "reason").
+** inputs; symbolic or unknown dims 2 on the leading axis, elsewhere 2, 64, then
+** 512 until `before` runs) and record in the report's "verify" object the
+** inputs used, per output the max abs/rel difference, and the verdict: "match",
+** "mismatch" (TILEOPT_MISMATCH; rtol 1e-3, atol 1e-7) or "skipped" (the
+** evaluator lacks an op, listed in "ops", or the input model itself cannot run
+** on such inputs, with the "reason"): TILEOPT_OK, or TILEOPT_UNSUPPORTED with
+** the option "verify-strict".
 */
 TILEOPT_API tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
                                                 tileopt_model *after);

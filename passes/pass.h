@@ -26,6 +26,7 @@ typedef struct pass_options {
     double fold_max_growth;  /* fold: 0 = off */
     bool fold_scope_all;     /* fold: --fold-scope all */
     bool fuse_split;         /* fuse: rule 4 */
+    bool verify_strict;      /* verify: no verdict is a failure */
     uint64_t seed;           /* verify inputs */
     graph_limits graph_lim;
     eval_limits eval_lim;

@@ -178,7 +178,11 @@ static void print_summary(tileopt_ctx *ctx, FILE *f) {
     else if (ir_in != ir_out)
         fprintf(f, "  IR %.0f -> %.0f\n", ir_in, ir_out);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
-    if (v) fprintf(f, "  verify: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "verdict")));
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "reason"));
+    if (v)
+        fprintf(f, "  verify: %s%s%s\n",
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "verdict")),
+                why ? ": " : "", why ? why : "");
     const cJSON *w;
     cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(r, "warnings"))
         fprintf(f, "  warning: %s\n", cJSON_GetStringValue(w));
@@ -262,8 +266,11 @@ int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
             a.report = argv[++i];
         } else if (strcmp(s, "--infer-shapes") == 0) {
             a.infer_shapes = true;
-        } else if (strcmp(s, "--verify") == 0) {
+        } else if (strcmp(s, "--verify") == 0 || strcmp(s, "--verify=strict") == 0) {
             a.verify = true;
+            /* strict: a model the evaluator cannot run fails the command */
+            if (s[8] && tileopt_ctx_set(ctx, "verify-strict", "1") != TILEOPT_OK)
+                return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
             a.quiet = true;
         } else if (s[0] == '-' && s[1]) {

@@ -15,7 +15,7 @@ static const char usage_text[] =
     "                   [--target-opset N] [--fold-limit BYTES] [--fold-max-growth K]\n"
     "                   [--fold-scope tile|all] [--fuse-split] [--infer-shapes]\n"
     "                   [--keep-initializer-inputs] [--input-shape NAME:D1,D2,...]\n"
-    "                   [--report FILE|-] [--verify] [--quiet]\n"
+    "                   [--report FILE|-] [--verify[=strict]] [--quiet]\n"
     "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-eval-steps N]\n"
     "                   [--max-depth N] [--max-rank N] [--seed N]\n"
     "  tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR] [--max-... as above]\n"

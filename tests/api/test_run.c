@@ -162,6 +162,12 @@ static void api_should_verify_match_mismatch_and_skip(void **state) {
     const cJSON *ops = cJSON_GetObjectItem(v, "ops");
     assert_int_equal(cJSON_GetArraySize(ops), 1);
     assert_string_equal(cJSON_GetArrayItem(ops, 0)->valuestring, "Shrink");
+    /* strict: no verdict is a failure, with the reason; a match still passes */
+    assert_int_equal(tileopt_ctx_set(ctx, "verify-strict", "1"), TILEOPT_OK);
+    assert_int_equal(tileopt_model_verify(ctx, before, lacking), TILEOPT_UNSUPPORTED);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "Shrink"));
+    assert_int_equal(tileopt_model_verify(ctx, before, same), TILEOPT_OK);
+    assert_int_equal(tileopt_ctx_set(ctx, "verify-strict", "0"), TILEOPT_OK);
 
     /* the same seed gives the same inputs: the recorded diff repeats */
     assert_int_equal(tileopt_model_verify(ctx, before, other), TILEOPT_MISMATCH);

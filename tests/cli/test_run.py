@@ -229,6 +229,13 @@ def verify_should_skip_models_with_ops_the_evaluator_lacks():
         cp, v = _verify(f"{d}/m.onnx", d)
         assert cp.returncode == 0, cp.stderr
         assert v["verdict"] == "skipped" and v["ops"] == ["Shrink"], v
+        # the summary gives the verdict with its reason
+        cp = h.tileopt("optimize", f"{d}/m.onnx", "-o", f"{d}/out2.onnx", "--verify")
+        assert "verify: skipped: the evaluator lacks Shrink" in cp.stdout, cp.stdout
+        # strict: no verdict fails the command, and no model is written
+        cp = h.tileopt("optimize", f"{d}/m.onnx", "-o", f"{d}/strict.onnx", "--verify=strict")
+        assert cp.returncode == 1 and "no verdict (--verify=strict)" in cp.stderr, cp.stderr
+        assert "Shrink" in cp.stderr and not os.path.exists(f"{d}/strict.onnx"), cp.stderr
 
 
 if __name__ == "__main__":
