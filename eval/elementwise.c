@@ -277,6 +277,25 @@ static double sign_of(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
 UA_OPS(float, float, f32, DT_FLOAT)
 UA_OPS(double, double, f64, DT_DOUBLE)
 
+/* IsNaN, IsInf (alpha: detect +inf, beta: detect -inf), Shrink (alpha: lambd,
+** beta: bias), PRelu (the slope y where x < 0). */
+#define UP_OPS(T, U, tag, DT)                                                          \
+    UN_FN(isnan_##tag, T, uint8_t, isnan(x))                                           \
+    UN_FN(isinf_##tag, T, uint8_t,                                                     \
+          isinf(x) && ((x > 0 && PRM->alpha != 0) || (x < 0 && PRM->beta != 0)))        \
+    UN_FN(shrink_##tag, T, T,                                                          \
+          x < -PRM->alpha ? x + PRM->beta : x > PRM->alpha ? x - PRM->beta : 0)         \
+    BIN_FN(prelu_##tag, T, T, x < 0 ? y * x : x)
+UP_OPS(float, float, f32, DT_FLOAT)
+UP_OPS(double, double, f64, DT_DOUBLE)
+
+/* BitShift on unsigned integers: alpha != 0 shifts left. A shift by the width
+** or more gives 0, as numpy's does. */
+#define USH_OPS(T, U, tag, DT)                                                         \
+    BIN_FN(shl_##tag, T, T, y >= sizeof(T) * 8 ? 0 : (T)(x << y))                      \
+    BIN_FN(shr_##tag, T, T, y >= sizeof(T) * 8 ? 0 : (T)(x >> y))
+UINTS(USH_OPS)
+
 #define US_OPS(T, U, tag, DT)                                                          \
     UN_FN(neg_##tag, T, T, (T)(U)(0 - (uint64_t)(U)x))                                 \
     UN_FN(abs_##tag, T, T, x < 0 ? (T)(U)(0 - (uint64_t)(U)x) : x)                     \
@@ -571,6 +590,24 @@ TABLE(t_tanh, FLOATS);
 #undef OPNAME
 #define OPNAME(tag) floor_##tag
 TABLE(t_floor, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) isnan_##tag
+TABLE(t_isnan, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) isinf_##tag
+TABLE(t_isinf, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) shrink_##tag
+TABLE(t_shrink, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) prelu_##tag
+TABLE(t_prelu, FLOATS);
+#undef OPNAME
+#define OPNAME(tag) shl_##tag
+static const ew_inner t_shl[DT_COUNT] = {UINTS(ENTRY)};
+#undef OPNAME
+#define OPNAME(tag) shr_##tag
+static const ew_inner t_shr[DT_COUNT] = {UINTS(ENTRY)};
 #undef OPNAME
 #define OPNAME(tag) hsig_##tag
 TABLE(t_hsig, FLOATS);
@@ -981,6 +1018,42 @@ static int k_selu(KERNEL_ARGS) {
                   .gamma = graph_attr_float(n, "gamma", 1.05070102214813232421875f)};
     return unary(n, opset, in, n_in, out, n_out, lim, err, t_selu, &p);
 }
+static int k_is_nan(KERNEL_ARGS) {
+    (void)opset;
+    int rc = need(n, n_in, 1, 1, n_out, err);
+    return rc ? rc : run_table(n->op_type, n, t_isnan, in, 1, DT_BOOL, NULL, lim, &out[0], err);
+}
+static int k_is_inf(KERNEL_ARGS) {
+    (void)opset;
+    ew_param p = {.alpha = (double)graph_attr_int(n, "detect_positive", 1),
+                  .beta = (double)graph_attr_int(n, "detect_negative", 1)};
+    int rc = need(n, n_in, 1, 1, n_out, err);
+    return rc ? rc : run_table(n->op_type, n, t_isinf, in, 1, DT_BOOL, &p, lim, &out[0], err);
+}
+static int k_shrink(KERNEL_ARGS) {
+    ew_param p = {.alpha = graph_attr_float(n, "lambd", 0.5f),
+                  .beta = graph_attr_float(n, "bias", 0.0f)};
+    return unary(n, opset, in, n_in, out, n_out, lim, err, t_shrink, &p);
+}
+BINARY(prelu, t_prelu, 0)
+static int k_bit_shift(KERNEL_ARGS) {
+    const Onnx__AttributeProto *d = graph_attr(n, "direction");
+    bool left = d && d->s.len == 4 && !memcmp(d->s.data, "LEFT", 4);
+    if (!left && !(d && d->s.len == 5 && !memcmp(d->s.data, "RIGHT", 5)))
+        return err_set(err, TILEOPT_INVALID, "BitShift %s: direction must be LEFT or RIGHT",
+                       node_name(n));
+    return binary(n, opset, in, n_in, out, n_out, lim, err, left ? t_shl : t_shr, 0);
+}
+/* CastLike: Cast to the element type of the second input. */
+static int k_cast_like(KERNEL_ARGS) {
+    (void)opset;
+    int rc = need(n, n_in, 2, 2, n_out, err);
+    if (rc) return rc;
+    if (!in[0] || !in[1])
+        return err_set(err, TILEOPT_INVALID, "CastLike %s: an input is missing", node_name(n));
+    return cast_tensor(in[0], in[1]->elem, lim, &out[0], err);
+}
+
 static int k_thresholded_relu(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
     return unary(n, opset, in, n_in, out, n_out, lim, err, t_thrrelu, &p);
@@ -1034,6 +1107,33 @@ static int variadic(KERNEL_ARGS, const ew_inner *tbl) {
     return TILEOPT_OK;
 }
 static int k_max(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, lim, err, t_max); }
+static int k_sum(KERNEL_ARGS) {
+    if (n_in == 1 && n_out >= 1 && in[0]) { /* one input: itself */
+        out[0] = tensor_ref(in[0]);
+        return out[0] ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    return variadic(n, opset, in, n_in, out, n_out, lim, err, t_add);
+}
+/* Mean: the sum divided by the count, in the element type. */
+static int k_mean(KERNEL_ARGS) {
+    int rc = k_sum(n, opset, in, n_in, out, n_out, lim, err);
+    if (rc || n_in < 2) return rc;
+    tensor *cnt = NULL, *c = NULL, *r = NULL;
+    int64_t one = 1;
+    rc = tensor_new(DT_DOUBLE, &one, 0, lim, &cnt, err);
+    if (!rc) {
+        double k = (double)n_in;
+        memcpy(cnt->data, &k, sizeof k);
+        rc = cast_tensor(cnt, out[0]->elem, lim, &c, err);
+    }
+    tensor *ops[2] = {out[0], c};
+    if (!rc) rc = run_table(n->op_type, n, t_div, ops, 2, 0, NULL, lim, &r, err);
+    tensor_free(cnt);
+    tensor_free(c);
+    tensor_free(out[0]);
+    out[0] = rc ? NULL : r;
+    return rc;
+}
 static int k_min(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, lim, err, t_min); }
 
 static int k_leaky_relu(KERNEL_ARGS) {
@@ -1300,5 +1400,13 @@ const kernel_def kernel_table_elementwise[] = {
     {OP_Atanh, 9, k_atanh},
     {OP_Round, 11, k_round},
     {OP_Sign, 9, k_sign},
+    {OP_IsNaN, 9, k_is_nan},
+    {OP_IsInf, 10, k_is_inf},
+    {OP_Shrink, 9, k_shrink},
+    {OP_PRelu, 7, k_prelu},
+    {OP_BitShift, 11, k_bit_shift},
+    {OP_CastLike, 15, k_cast_like},
+    {OP_Sum, 8, k_sum},
+    {OP_Mean, 8, k_mean},
 };
 const size_t kernel_table_elementwise_count = countof(kernel_table_elementwise);

@@ -31,6 +31,7 @@ DROPOUT_WHY = ("Dropout in training mode with a ratio above 0: the expected outp
                "refuses to draw random numbers")
 KNOWN = {
     "test_cast_FLOAT_to_BFLOAT16": BF16_WHY,
+    "test_castlike_FLOAT_to_BFLOAT16": BF16_WHY,
     "test_castlike_FLOAT_to_BFLOAT16_expanded": BF16_WHY,
     "test_training_dropout": DROPOUT_WHY,
     "test_training_dropout_default": DROPOUT_WHY,
