@@ -138,6 +138,8 @@ extern const kernel_def kernel_table_index[];    /* eval/ops_index.c: TopK, NonZ
 extern const size_t kernel_table_index_count;
 extern const kernel_def kernel_table_detect[];   /* eval/ops_detect.c: NonMaxSuppression, RoiAlign, GridSample */
 extern const size_t kernel_table_detect_count;
+extern const kernel_def kernel_table_quant[];    /* eval/ops_quant.c: QuantizeLinear, DequantizeLinear, ... */
+extern const size_t kernel_table_quant_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

@@ -5,7 +5,7 @@
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
 ** elementwise -> values -> ops_shape -> ops_pad -> ops_linalg -> ops_conv ->
 ** ops_pool -> ops_norm -> ops_rnn -> ops_resize -> ops_index -> ops_detect ->
-** exec: the Tile engine only moves bytes,
+** ops_quant -> exec: the Tile engine only moves bytes,
 ** so tensors can materialize any view with it (tests/harness/file_cycles.py
 ** fails on any two files that call each other).
 */

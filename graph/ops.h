@@ -83,8 +83,10 @@ typedef enum op_bcast {
     X(Cosh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(CumSum,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(DepthToSpace,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(DequantizeLinear,           2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Div,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
     X(Dropout,                    1,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(DynamicQuantizeLinear,      1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Elu,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Equal,                      2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
     X(Erf,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -141,6 +143,7 @@ typedef enum op_bcast {
     X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7, 0) \
     X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(3)) \
     X(Pow,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(QuantizeLinear,             2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(RNN,                        3,  6,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Range,                      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0) | OP_IN(1) | OP_IN(2)) \
     X(Reciprocal,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
