@@ -1,6 +1,8 @@
 /*
-** Ops that select by value or by index: TopK, NonZero, GatherND, and the
-** scatters (Scatter, ScatterElements, ScatterND with their reductions). Values
+** Ops that select by value or by index, or place elements by index: TopK,
+** NonZero, GatherND, the scatters (Scatter, ScatterElements, ScatterND with
+** their reductions), Compress, OneHot, EyeLike, ReverseSequence, DepthToSpace
+** and SpaceToDepth. Values
 ** move as bytes; comparisons and reductions read them as double (floating
 ** types) or as 64-bit integers (integer types), so no integer loses digits.
 */
@@ -82,6 +84,8 @@ static bool numeric(int32_t elem) {
            d->size <= 8 && elem != DT_FLOAT8E4M3FN && elem != DT_FLOAT8E4M3FNUZ &&
            elem != DT_FLOAT8E5M2 && elem != DT_FLOAT8E5M2FNUZ;
 }
+
+static double dd_at(const tensor *t, int64_t i) { return ((const double *)(const void *)t->data)[i]; }
 
 /* ---------------------------------------------------------------------- TopK */
 
@@ -418,6 +422,239 @@ done:
     return TILEOPT_OK;
 }
 
+/* ----------------------------------------------------- placement by index */
+
+/* A contiguous copy of t, and the output o of dims/rank and t's type. */
+static int copy_setup(tensor *t, const int64_t *dims, int32_t rank, const eval_limits *lim,
+                      tensor **src, tensor **o, errbuf *err) {
+    *src = *o = NULL;
+    int rc = tensor_contiguous(t, lim, src, err);
+    if (!rc) rc = tensor_new(t->elem, dims, rank, lim, o, err);
+    if (!rc && !tensor_keep(*o, *src)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    return rc;
+}
+
+/* The common epilogue: out[0] = o on success, both freed on failure. */
+static int finish(int rc, tensor *src, tensor *o, tensor **out) {
+    tensor_free(src);
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth on [N, C, H, W]. */
+static int depth_space(const Onnx__NodeProto *n, bool to_space, tensor *const *in, size_t n_in,
+                       tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+    const char *nm = eval_node_name(n);
+    if (n_in < 1 || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "%s %s: needs an input", n->op_type, nm);
+    tensor *X = in[0];
+    int64_t b = graph_attr_int(n, "blocksize", 0);
+    const Onnx__AttributeProto *m = graph_attr(n, "mode");
+    bool crd = m && m->s.len == 3 && !memcmp(m->s.data, "CRD", 3);
+    if (X->rank != 4 || b < 1 ||
+        (to_space ? X->dims[1] % (b * b) : X->dims[2] % b || X->dims[3] % b))
+        return err_set(err, TILEOPT_INVALID, "%s %s: input of rank %d, blocksize %lld",
+                       n->op_type, nm, (int)X->rank, (long long)b);
+    int64_t N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
+    int64_t od[4] = {N, to_space ? C / (b * b) : C * b * b, to_space ? H * b : H / b,
+                     to_space ? W * b : W / b};
+    tensor *x, *o;
+    int rc = copy_setup(X, od, 4, lim, &x, &o, err);
+    if (rc) return finish(rc, x, o, out);
+    size_t es = tensor_elem_size(x);
+    int64_t oc = od[1], oh = od[2], ow = od[3];
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t c = 0; c < oc; c++)
+            for (int64_t h = 0; h < oh; h++)
+                for (int64_t w = 0; w < ow; w++) {
+                    int64_t ic, ih, iw;
+                    if (to_space) {
+                        int64_t hb = h % b, wb = w % b;
+                        ic = crd ? c * b * b + hb * b + wb : (hb * b + wb) * oc + c;
+                        ih = h / b;
+                        iw = w / b;
+                    } else {
+                        int64_t blk = c / C, cc = c % C;
+                        ic = cc;
+                        ih = h * b + blk / b;
+                        iw = w * b + blk % b;
+                    }
+                    memcpy(o->data + (size_t)(((i * oc + c) * oh + h) * ow + w) * es,
+                           x->data + (size_t)(((i * C + ic) * H + ih) * W + iw) * es, es);
+                }
+    return finish(TILEOPT_OK, x, o, out);
+}
+
+static int k_depth_to_space(KERNEL_PARAMS) {
+    (void)opset;
+    return depth_space(n, true, in, n_in, out, n_out, lim, err);
+}
+static int k_space_to_depth(KERNEL_PARAMS) {
+    (void)opset;
+    return depth_space(n, false, in, n_in, out, n_out, lim, err);
+}
+
+/* Compress: the slices along axis (or of the flattened input) whose condition
+** entry is true; a shorter condition leaves the rest out. */
+static int k_compress(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "Compress %s: needs input and condition", nm);
+    tensor *X = in[0], *cnd = NULL;
+    bool has_axis = graph_attr(n, "axis") != NULL;
+    int64_t axis = graph_attr_int(n, "axis", 0);
+    if (has_axis && axis < 0) axis += X->rank;
+    if (in[1]->rank != 1 || (has_axis && (axis < 0 || axis >= X->rank)))
+        return err_set(err, TILEOPT_INVALID, "Compress %s: condition must be 1-D, axis inside "
+                       "the rank", nm);
+    int64_t len = has_axis ? X->dims[axis] : (int64_t)tensor_numel(X);
+    int64_t outer = 1, inner = 1, kept = 0;
+    for (int32_t i = 0; has_axis && i < X->rank; i++) {
+        if (i < axis) outer *= X->dims[i];
+        if (i > axis) inner *= X->dims[i];
+    }
+    int rc = eval_cast(in[1], DT_BOOL, lim, &cnd, err);
+    if (rc) return rc;
+    int64_t nc = (int64_t)tensor_numel(cnd);
+    if (nc > len) {
+        tensor_free(cnd);
+        return err_set(err, TILEOPT_INVALID, "Compress %s: %lld conditions for %lld slices", nm,
+                       (long long)nc, (long long)len);
+    }
+    for (int64_t i = 0; i < nc; i++) kept += cnd->data[i] != 0;
+    int64_t od[TENSOR_MAX_RANK];
+    int32_t orank = has_axis ? X->rank : 1;
+    for (int32_t i = 0; i < orank; i++) od[i] = has_axis ? (i == axis ? kept : X->dims[i]) : kept;
+    tensor *x, *o;
+    rc = copy_setup(X, od, orank, lim, &x, &o, err);
+    if (!rc) {
+        size_t es = tensor_elem_size(x), blk = (size_t)inner * es;
+        int64_t at = 0;
+        for (int64_t p = 0; p < outer; p++)
+            for (int64_t i = 0; i < nc; i++)
+                if (cnd->data[i])
+                    memcpy(o->data + (size_t)(at++) * blk,
+                           x->data + (size_t)((p * len + i) * inner) * es, blk);
+    }
+    tensor_free(cnd);
+    return finish(rc, x, o, out);
+}
+
+/* OneHot: depth inserted at axis, values[1] where the index matches. */
+static int k_one_hot(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 3 || !in[0] || !in[1] || !in[2] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "OneHot %s: needs indices, depth, values", nm);
+    tensor *I = in[0], *D = NULL, *V = NULL, *ix = NULL;
+    int rc = eval_cast(in[1], DT_DOUBLE, lim, &D, err);
+    if (!rc) rc = tensor_contiguous(in[2], lim, &V, err);
+    if (!rc) rc = eval_cast(I, DT_DOUBLE, lim, &ix, err);
+    if (rc) goto fail;
+    if (tensor_numel(D) != 1 || tensor_numel(V) != 2 || I->rank >= TENSOR_MAX_RANK) {
+        rc = err_set(err, TILEOPT_INVALID, "OneHot %s: depth must be one value, values two", nm);
+        goto fail;
+    }
+    int64_t depth = (int64_t)dd_at(D, 0);
+    int64_t axis = graph_attr_int(n, "axis", -1);
+    int32_t r = I->rank + 1;
+    if (axis < 0) axis += r;
+    if (depth < 0 || axis < 0 || axis >= r) {
+        rc = err_set(err, TILEOPT_INVALID, "OneHot %s: depth %lld, axis %lld", nm,
+                     (long long)depth, (long long)graph_attr_int(n, "axis", -1));
+        goto fail;
+    }
+    int64_t od[TENSOR_MAX_RANK], outer = 1, inner = 1;
+    for (int32_t i = 0, j = 0; i < r; i++) {
+        od[i] = i == axis ? depth : I->dims[j++];
+        if (i < axis) outer *= od[i];
+        if (i > axis) inner *= od[i];
+    }
+    tensor *o = NULL;
+    if ((rc = tensor_alloc(V->elem, od, r, lim, &o, err))) goto fail;
+    size_t es = tensor_elem_size(V);
+    for (int64_t p = 0; p < outer; p++)
+        for (int64_t k = 0; k < depth; k++)
+            for (int64_t q = 0; q < inner; q++) {
+                double iv = dd_at(ix, p * inner + q);
+                int64_t want = (int64_t)(iv < 0 ? iv + (double)depth : iv);
+                memcpy(o->data + (size_t)((p * depth + k) * inner + q) * es,
+                       V->data + (want == k ? es : 0), es);
+            }
+    tensor_free(D);
+    tensor_free(V);
+    tensor_free(ix);
+    out[0] = o;
+    return TILEOPT_OK;
+fail:
+    tensor_free(D);
+    tensor_free(V);
+    tensor_free(ix);
+    return rc;
+}
+
+/* EyeLike: ones on diagonal k of a 2-D shape, in `dtype` or the input's type. */
+static int k_eye_like(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 1 || !in[0] || n_out < 1 || in[0]->rank != 2)
+        return err_set(err, TILEOPT_INVALID, "EyeLike %s: needs a 2-D input", nm);
+    int32_t elem = (int32_t)graph_attr_int(n, "dtype", in[0]->elem);
+    int64_t k = graph_attr_int(n, "k", 0), rows = in[0]->dims[0], cols = in[0]->dims[1];
+    tensor *d = NULL, *o = NULL;
+    int rc = tensor_new(DT_DOUBLE, in[0]->dims, 2, lim, &d, err);
+    for (int64_t i = 0; !rc && i < rows; i++)
+        if (i + k >= 0 && i + k < cols) ((double *)(void *)d->data)[i * cols + i + k] = 1;
+    if (!rc) rc = eval_cast(d, elem, lim, &o, err);
+    tensor_free(d);
+    if (rc) return rc;
+    out[0] = o;
+    return TILEOPT_OK;
+}
+
+/* ReverseSequence: the first sequence_lens[b] steps of each batch entry
+** reversed along time_axis, the rest kept. */
+static int k_reverse_sequence(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "ReverseSequence %s: needs input and lengths", nm);
+    tensor *X = in[0];
+    int64_t ba = graph_attr_int(n, "batch_axis", 1), ta = graph_attr_int(n, "time_axis", 0);
+    if (X->rank < 2 || ba < 0 || ta < 0 || ba >= X->rank || ta >= X->rank || ba == ta || ba > 1 ||
+        ta > 1)
+        return err_set(err, TILEOPT_INVALID, "ReverseSequence %s: batch_axis %lld, time_axis "
+                       "%lld", nm, (long long)ba, (long long)ta);
+    int64_t B = X->dims[ba], T = X->dims[ta], inner = 1, lens[4096];
+    size_t cnt = 0;
+    if (B > 4096 || !tensor_to_i64(in[1], lens, 4096, &cnt) || (int64_t)cnt != B)
+        return err_set(err, TILEOPT_INVALID, "ReverseSequence %s: sequence_lens needs %lld "
+                       "values", nm, (long long)B);
+    for (int32_t i = 2; i < X->rank; i++) inner *= X->dims[i];
+    tensor *x, *o;
+    int rc = copy_setup(X, X->dims, X->rank, lim, &x, &o, err);
+    if (rc) return finish(rc, x, o, out);
+    size_t es = tensor_elem_size(x), blk = (size_t)inner * es;
+    for (int64_t b = 0; b < B && !rc; b++) {
+        if (lens[b] < 0 || lens[b] > T) {
+            rc = err_set(err, TILEOPT_INVALID, "ReverseSequence %s: length %lld outside [0, "
+                         "%lld]", nm, (long long)lens[b], (long long)T);
+            break;
+        }
+        for (int64_t t = 0; t < T; t++) {
+            int64_t src = t < lens[b] ? lens[b] - 1 - t : t;
+            int64_t to = ta == 0 ? t * B + b : b * T + t, from = ta == 0 ? src * B + b : b * T + src;
+            memcpy(o->data + (size_t)to * blk, x->data + (size_t)from * blk, blk);
+        }
+    }
+    return finish(rc, x, o, out);
+}
+
 const kernel_def kernel_table_index[] = {
     {OP_TopK, 1, k_topk},
     {OP_NonZero, 9, k_nonzero},
@@ -425,5 +662,11 @@ const kernel_def kernel_table_index[] = {
     {OP_Scatter, 9, k_scatter_elements},
     {OP_ScatterElements, 11, k_scatter_elements},
     {OP_ScatterND, 11, k_scatter_nd},
+    {OP_DepthToSpace, 1, k_depth_to_space},
+    {OP_SpaceToDepth, 1, k_space_to_depth},
+    {OP_Compress, 9, k_compress},
+    {OP_OneHot, 9, k_one_hot},
+    {OP_EyeLike, 9, k_eye_like},
+    {OP_ReverseSequence, 10, k_reverse_sequence},
 };
 const size_t kernel_table_index_count = countof(kernel_table_index);

@@ -74,6 +74,7 @@ typedef enum op_bcast {
     X(Ceil,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Celu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Clip,                       1,  3,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(Compress,                   2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Concat,                     1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Constant,                   0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ConstantOfShape,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0)) \
@@ -139,6 +140,7 @@ typedef enum op_bcast {
     X(NonMaxSuppression,          2,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(NonZero,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Not,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(OneHot,                     3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Or,                         2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
     X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7, 0) \
     X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(3)) \
@@ -160,6 +162,7 @@ typedef enum op_bcast {
     X(Relu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Reshape,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(Resize,                     1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(2) | OP_IN(3)) \
+    X(ReverseSequence,            2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(RoiAlign,                   3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Round,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Scan,                       1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
