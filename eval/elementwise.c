@@ -1035,7 +1035,26 @@ static int k_shrink(KERNEL_ARGS) {
                   .beta = graph_attr_float(n, "bias", 0.0f)};
     return unary(n, opset, in, n_in, out, n_out, lim, err, t_shrink, &p);
 }
-BINARY(prelu, t_prelu, 0)
+/* PRelu: before opset 7 a 1-D slope of the channel count applies per channel
+** (axis 1), which numpy broadcasting reads as a [C, 1, ...] view. */
+static int k_prelu(KERNEL_ARGS) {
+    int rc = need(n, n_in, 2, 2, n_out, err);
+    if (rc) return rc;
+    if (!in[0] || !in[1])
+        return err_set(err, TILEOPT_INVALID, "PRelu %s: an input is missing", node_name(n));
+    tensor *x = in[0], *slope = in[1], *view = NULL;
+    if (opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->dims[0] == x->dims[1] &&
+        slope->dims[0] != 1) {
+        int64_t shape[TENSOR_MAX_RANK];
+        for (int32_t i = 1; i < x->rank; i++) shape[i - 1] = i == 1 ? slope->dims[0] : 1;
+        rc = view_reshape(slope, shape, (size_t)(x->rank - 1), lim, &view, err);
+        if (rc) return err_prefix(err, "PRelu %s: ", node_name(n));
+    }
+    tensor *ops[2] = {x, view ? view : slope};
+    rc = run_table(n->op_type, n, t_prelu, ops, 2, 0, NULL, lim, &out[0], err);
+    tensor_free(view);
+    return rc;
+}
 static int k_bit_shift(KERNEL_ARGS) {
     const Onnx__AttributeProto *d = graph_attr(n, "direction");
     bool left = d && d->s.len == 4 && !memcmp(d->s.data, "LEFT", 4);
@@ -1108,6 +1127,14 @@ static int variadic(KERNEL_ARGS, const ew_inner *tbl) {
 }
 static int k_max(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, lim, err, t_max); }
 static int k_sum(KERNEL_ARGS) {
+    /* before opset 8 the inputs must have one shape: no broadcasting */
+    for (size_t k = 1; opset < 8 && k < n_in; k++) {
+        bool same = in[k] && in[0] && in[k]->rank == in[0]->rank;
+        for (int32_t i = 0; same && i < in[0]->rank; i++) same = in[k]->dims[i] == in[0]->dims[i];
+        if (!same)
+            return err_set(err, TILEOPT_INVALID, "%s %s: inputs of different shapes before "
+                           "opset 8", n->op_type, node_name(n));
+    }
     if (n_in == 1 && n_out >= 1 && in[0]) { /* one input: itself */
         out[0] = tensor_ref(in[0]);
         return out[0] ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -1403,10 +1430,10 @@ const kernel_def kernel_table_elementwise[] = {
     {OP_IsNaN, 9, k_is_nan},
     {OP_IsInf, 10, k_is_inf},
     {OP_Shrink, 9, k_shrink},
-    {OP_PRelu, 7, k_prelu},
+    {OP_PRelu, 1, k_prelu},
     {OP_BitShift, 11, k_bit_shift},
     {OP_CastLike, 15, k_cast_like},
-    {OP_Sum, 8, k_sum},
-    {OP_Mean, 8, k_mean},
+    {OP_Sum, 1, k_sum},
+    {OP_Mean, 1, k_mean},
 };
 const size_t kernel_table_elementwise_count = countof(kernel_table_elementwise);
