@@ -143,6 +143,12 @@ typedef struct nn_window {
 int nn_window_make(const Onnx__NodeProto *n, int32_t ns, const int64_t *in_dims,
                    const int64_t *kernel, bool ceil_mode, nn_window *w, errbuf *err);
 
+/* Sort the n indices in idx by before(ctx, a, b) ("a goes first"), stably, with
+** tmp holding n more: a merge sort that takes its context as an argument, so
+** kernels keep no state between calls (qsort has no user pointer). */
+void eval_sort_indices(int64_t *idx, int64_t n, int64_t *tmp,
+                       bool (*before)(const void *ctx, int64_t a, int64_t b), const void *ctx);
+
 /* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
 int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);
 

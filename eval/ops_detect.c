@@ -42,13 +42,10 @@ static double nms_iou(const nms_box *a, const nms_box *b) {
     return uni > 0 ? inter / uni : 0;
 }
 
-static const double *nms_scores; /* qsort has no user pointer; NMS is not reentrant */
-
-static int nms_cmp(const void *pa, const void *pb) {
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    double x = nms_scores[a], y = nms_scores[b];
-    /* higher score first, then the lower index */
-    return x != y ? (x < y) - (x > y) : (a > b) - (a < b);
+/* a before b: the higher score (equal scores keep index order) */
+static bool nms_before(const void *scores, int64_t a, int64_t b) {
+    const double *s = scores;
+    return s[a] > s[b];
 }
 
 /* An optional scalar input as double (def when absent). */
@@ -89,7 +86,7 @@ static int k_nms(KERNEL_PARAMS) {
     nms_box *boxes = NULL;
     if ((rc = eval_cast(B, DT_DOUBLE, lim, &b, err)) || (rc = eval_cast(S, DT_DOUBLE, lim, &s, err)))
         goto done;
-    order = malloc((size_t)(nbox ? nbox : 1) * sizeof *order);
+    order = malloc((size_t)(nbox ? nbox : 1) * 2 * sizeof *order);
     boxes = malloc((size_t)(nbox ? nbox : 1) * sizeof *boxes);
     int64_t *kept = malloc((size_t)(nbox ? nbox : 1) * sizeof *kept);
     if (!order || !boxes || !kept) {
@@ -104,8 +101,7 @@ static int k_nms(KERNEL_PARAMS) {
             int64_t cand = 0, nk = 0;
             for (int64_t i = 0; i < nbox; i++)
                 if (!has_score_t || sc[i] > score_t) order[cand++] = i;
-            nms_scores = sc;
-            qsort(order, (size_t)cand, sizeof *order, nms_cmp);
+            eval_sort_indices(order, cand, order + nbox, nms_before, sc);
             for (int64_t q = 0; q < cand && nk < max_out; q++) {
                 bool keep = true;
                 for (int64_t j = 0; j < nk && keep; j++)

@@ -89,21 +89,32 @@ static double dd_at(const tensor *t, int64_t i) { return ((const double *)(const
 
 /* ---------------------------------------------------------------------- TopK */
 
+void eval_sort_indices(int64_t *idx, int64_t n, int64_t *tmp,
+                       bool (*before)(const void *ctx, int64_t a, int64_t b), const void *ctx) {
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, k = lo;
+            /* stable: from the left run unless the right one goes strictly first */
+            while (i < mid && j < hi) tmp[k++] = before(ctx, idx[j], idx[i]) ? idx[j++] : idx[i++];
+            while (i < mid) tmp[k++] = idx[i++];
+            while (j < hi) tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
 typedef struct topk_ctx {
     const tensor *x;
     int64_t base, stride;
     bool largest;
 } topk_ctx;
 
-static topk_ctx *topk_cur; /* qsort has no user pointer; TopK is not reentrant */
-
-static int topk_cmp(const void *pa, const void *pb) {
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    const topk_ctx *c = topk_cur;
+/* a before b: larger (or smaller) value; equal values keep index order */
+static bool topk_before(const void *ctx, int64_t a, int64_t b) {
+    const topk_ctx *c = ctx;
     int r = cmp_elems(c->x, c->base + a * c->stride, c->base + b * c->stride);
-    if (c->largest) r = -r;
-    /* equal values: the lower index first */
-    return r ? r : (a > b) - (a < b);
+    return c->largest ? r > 0 : r < 0;
 }
 
 static int k_topk(KERNEL_PARAMS) {
@@ -141,7 +152,7 @@ static int k_topk(KERNEL_PARAMS) {
         (rc = tensor_alloc(X->elem, od, X->rank, lim, &v, err)) ||
         (rc = tensor_alloc(DT_INT64, od, X->rank, lim, &ix, err)))
         goto done;
-    if (!(order = malloc((size_t)(len ? len : 1) * sizeof *order))) {
+    if (!(order = malloc((size_t)(len ? len : 1) * 2 * sizeof *order))) {
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
         goto done;
     }
@@ -150,8 +161,7 @@ static int k_topk(KERNEL_PARAMS) {
         for (int64_t j = 0; j < inner; j++) {
             topk_ctx c = {x, o * len * inner + j, inner, largest};
             for (int64_t i = 0; i < len; i++) order[i] = i;
-            topk_cur = &c;
-            qsort(order, (size_t)len, sizeof *order, topk_cmp);
+            eval_sort_indices(order, len, order + len, topk_before, &c);
             for (int64_t i = 0; i < k; i++) {
                 int64_t at = (o * k + i) * inner + j;
                 memcpy(v->data + (size_t)at * es, x->data + (size_t)(c.base + order[i] * inner) * es, es);
