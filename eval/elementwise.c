@@ -878,6 +878,9 @@ static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **o
 }
 
 int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbuf *err) {
+    /* kernels index what they get as a plain array: a view of the right type
+    ** (a Tile or Expand result) is materialized, not just referenced */
+    if (x->elem == to) return tensor_contiguous(x, lim, out, err);
     return cast_tensor(x, to, lim, out, err);
 }
 

@@ -140,6 +140,8 @@ extern const kernel_def kernel_table_detect[];   /* eval/ops_detect.c: NonMaxSup
 extern const size_t kernel_table_detect_count;
 extern const kernel_def kernel_table_quant[];    /* eval/ops_quant.c: QuantizeLinear, DequantizeLinear, ... */
 extern const size_t kernel_table_quant_count;
+extern const kernel_def kernel_table_loss[];     /* eval/ops_loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
+extern const size_t kernel_table_loss_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

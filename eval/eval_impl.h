@@ -5,7 +5,7 @@
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
 ** elementwise -> values -> ops_shape -> ops_pad -> ops_linalg -> ops_conv ->
 ** ops_pool -> ops_norm -> ops_rnn -> ops_resize -> ops_index -> ops_detect ->
-** ops_quant -> exec: the Tile engine only moves bytes,
+** ops_quant -> ops_loss -> exec: the Tile engine only moves bytes,
 ** so tensors can materialize any view with it (tests/harness/file_cycles.py
 ** fails on any two files that call each other).
 */
@@ -109,7 +109,8 @@ static inline const char *eval_node_name(const Onnx__NodeProto *n) {
         tensor **out, size_t n_out, const eval_limits *lim, errbuf *err
 
 /* x converted to element type `to` as Cast does (saturating 8-bit floats), a
-** new contiguous tensor, or x itself referenced when it has that type already. */
+** new contiguous tensor; when x has that type already, x's storage shared when
+** it is contiguous (so never write into the result then), else a copy. */
 int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbuf *err);
 
 /*

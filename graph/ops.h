@@ -69,6 +69,7 @@ typedef enum op_bcast {
     X(BitwiseNot,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(BitwiseOr,                  2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18, 0) \
     X(BitwiseXor,                 2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18, 0) \
+    X(BlackmanWindow,             1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Cast,                       1,  1,       OPK_UNARY,     OUT_ATTR_TO,   BC_NONE,   0, 0) \
     X(CastLike,                   2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Ceil,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -79,15 +80,19 @@ typedef enum op_bcast {
     X(Constant,                   0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ConstantOfShape,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0)) \
     X(Conv,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ConvInteger,                2,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ConvTranspose,              2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Cos,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Cosh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(CumSum,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(DFT,                        1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(DepthToSpace,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(DequantizeLinear,           2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Det,                        1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Div,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
     X(Dropout,                    1,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(DynamicQuantizeLinear,      1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Einsum,                     1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Elu,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Equal,                      2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
     X(Erf,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -108,6 +113,8 @@ typedef enum op_bcast {
     X(Greater,                    2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
     X(GreaterOrEqual,             2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  12, 0) \
     X(GridSample,                 2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(HammingWindow,              1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(HannWindow,                 1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(HardSigmoid,                1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(HardSwish,                  1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Hardmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
@@ -128,15 +135,19 @@ typedef enum op_bcast {
     X(LpNormalization,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(LpPool,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(MatMul,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(MatMulInteger,              2,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Max,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
     X(MaxPool,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(MaxUnpool,                  2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(2)) \
     X(Mean,                       1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
     X(MeanVarianceNormalization,  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(MelWeightMatrix,            5,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Min,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
     X(Mish,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Mod,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  10, 0) \
     X(Mul,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
     X(Neg,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(NegativeLogLikelihoodLoss,  2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(NonMaxSuppression,          2,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(NonZero,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Not,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -145,6 +156,8 @@ typedef enum op_bcast {
     X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7, 0) \
     X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(3)) \
     X(Pow,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(QLinearConv,                8,  9,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(QLinearMatMul,              8,  8,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(QuantizeLinear,             2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(RNN,                        3,  6,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Range,                      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0) | OP_IN(1) | OP_IN(2)) \
@@ -165,6 +178,7 @@ typedef enum op_bcast {
     X(ReverseSequence,            2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(RoiAlign,                   3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Round,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(STFT,                       2,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Scan,                       1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Scatter,                    3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ScatterElements,            3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
@@ -179,21 +193,25 @@ typedef enum op_bcast {
     X(Size,                       1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Slice,                      1,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(2) | OP_IN(3) | OP_IN(4)) \
     X(Softmax,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SoftmaxCrossEntropyLoss,    2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Softplus,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Softsign,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(SpaceToDepth,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Split,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(Sqrt,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Squeeze,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(StringNormalizer,           1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Sub,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
     X(Sum,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
     X(Tan,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Tanh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(TfIdfVectorizer,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ThresholdedRelu,            1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Tile,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(2)) \
     X(TopK,                       1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(Transpose,                  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Trilu,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Unique,                     1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Unsqueeze,                  1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(Upsample,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(Where,                      3,  3,       OPK_SELECT,    OUT_LIKE_IN1,  BC_MULTI,  9, 0) \
