@@ -128,6 +128,14 @@ void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, do
              const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
              int64_t ldc);
 
+/* MatMul (numpy rules) and Conv (N, C, spatial... with the node's attributes:
+** group, strides, dilations, pads, auto_pad) of tensors of one element type,
+** the integer kernels' float core; b may be NULL. */
+int nn_matmul(const Onnx__NodeProto *n, tensor *a, tensor *b, const eval_limits *lim,
+              tensor **out, errbuf *err);
+int nn_conv(const Onnx__NodeProto *n, tensor *x, tensor *w, tensor *b, const eval_limits *lim,
+            tensor **out, errbuf *err);
+
 /*
 ** The window geometry of Conv, ConvTranspose and the pooling ops over ns spatial
 ** axes: kernel, strides, dilations, pads (explicit, or from auto_pad) and the

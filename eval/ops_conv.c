@@ -138,12 +138,10 @@ static bool is_pointwise(const nn_window *w) {
     return true;
 }
 
-static int k_conv(KERNEL_PARAMS) {
-    (void)opset;
+int nn_conv(const Onnx__NodeProto *n, tensor *X, tensor *W, tensor *B, const eval_limits *lim,
+            tensor **out, errbuf *err) {
     const char *nm = eval_node_name(n);
-    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
-        return err_set(err, TILEOPT_INVALID, "Conv %s: needs X and W", nm);
-    tensor *X = in[0], *W = in[1], *B = n_in > 2 ? in[2] : NULL;
+    *out = NULL;
     int32_t ns = X->rank - 2;
     if (X->rank < 3 || W->rank != X->rank)
         return err_set(err, TILEOPT_INVALID, "Conv %s: X of rank %d, W of rank %d", nm,
@@ -234,8 +232,15 @@ done:
         tensor_free(o);
         return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "Conv %s: ", nm);
     }
-    out[0] = o;
+    *out = o;
     return TILEOPT_OK;
+}
+
+static int k_conv(KERNEL_PARAMS) {
+    (void)opset;
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "Conv %s: needs X and W", eval_node_name(n));
+    return nn_conv(n, in[0], in[1], n_in > 2 ? in[2] : NULL, lim, &out[0], err);
 }
 
 /* ------------------------------------------------------------ ConvTranspose */

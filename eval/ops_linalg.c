@@ -156,10 +156,10 @@ static int matmul_int(const mm_plan *p, tensor *a, tensor *b, tensor *o) {
     return TILEOPT_OK;
 }
 
-static int k_matmul(KERNEL_PARAMS) {
-    (void)opset;
-    if (n_in != 2 || !in[0] || !in[1] || n_out < 1)
-        return err_set(err, TILEOPT_INVALID, "MatMul %s: needs two inputs", eval_node_name(n));
+int nn_matmul(const Onnx__NodeProto *n, tensor *A, tensor *B, const eval_limits *lim,
+              tensor **out, errbuf *err) {
+    tensor *in[2] = {A, B};
+    *out = NULL;
     if (in[0]->elem != in[1]->elem)
         return err_set(err, TILEOPT_INVALID, "MatMul %s: operands of types %s and %s",
                        eval_node_name(n), dtype_name(in[0]->elem), dtype_name(in[1]->elem));
@@ -197,8 +197,15 @@ static int k_matmul(KERNEL_PARAMS) {
         tensor_free(o);
         return err_prefix(err, "MatMul %s: ", eval_node_name(n));
     }
-    out[0] = o;
+    *out = o;
     return TILEOPT_OK;
+}
+
+static int k_matmul(KERNEL_PARAMS) {
+    (void)opset;
+    if (n_in != 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "MatMul %s: needs two inputs", eval_node_name(n));
+    return nn_matmul(n, in[0], in[1], lim, &out[0], err);
 }
 
 /* --------------------------------------------------------------------- Gemm */

@@ -2,6 +2,8 @@
 ** Linear quantization: QuantizeLinear, DequantizeLinear (per tensor, and per
 ** axis from opset 13) and DynamicQuantizeLinear, between float and 8-bit (or,
 ** for dequantization, 32-bit) integers; rounding half to even, saturating.
+** And the integer ops built on them: MatMulInteger, ConvInteger, QLinearMatMul
+** and QLinearConv.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -173,9 +175,229 @@ done:
     return TILEOPT_OK;
 }
 
+/* ------------------------------------------------- integer MatMul and Conv */
+
+/*
+** MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv run the float
+** kernels (nn_matmul, nn_conv) in double on inputs with their zero points
+** subtracted: 8-bit products are exact in double and their sums stay exact
+** up to 2^53, so the integer accumulator comes out exactly.
+*/
+
+/* Values of a scale or zero point for x along `axis`: one value for the whole
+** tensor, or one per index of that axis (inner: the elements after it). */
+typedef struct per_axis {
+    tensor *v;              /* double; NULL: 0 (an absent zero point) */
+    int64_t count, inner;
+} per_axis;
+
+static int per_axis_read(const char *what, tensor *t, const tensor *x, int32_t axis,
+                         const eval_limits *lim, per_axis *p, errbuf *err) {
+    memset(p, 0, sizeof *p);
+    p->count = 1;
+    p->inner = 1;
+    if (!t) return TILEOPT_OK;
+    int64_t c = (int64_t)tensor_numel(t);
+    if (c != 1) {
+        if (axis < 0 || axis >= x->rank || x->dims[axis] != c)
+            return err_set(err, TILEOPT_INVALID, "%s has %lld values, expected 1%s", what,
+                           (long long)c, axis >= 0 && axis < x->rank ? " or one per row" : "");
+        p->count = c;
+        for (int32_t i = axis + 1; i < x->rank; i++) p->inner *= x->dims[i];
+    }
+    return eval_cast(t, DT_DOUBLE, lim, &p->v, err);
+}
+
+static double per_axis_at(const per_axis *p, uint64_t e, double dflt) {
+    if (!p->v) return dflt;
+    return dd(p->v)[p->count == 1 ? 0 : (int64_t)((e / (uint64_t)p->inner) % (uint64_t)p->count)];
+}
+
+/* x - zp as a new double tensor, zp along `axis` of x (or one value). */
+static int shifted(const char *what, tensor *x, tensor *zp, int32_t axis, const eval_limits *lim,
+                   tensor **out, errbuf *err) {
+    *out = NULL;
+    double lo, hi;
+    if (!int_range(x->elem, &lo, &hi) || x->elem == DT_INT32)
+        return err_set(err, TILEOPT_UNSUPPORTED, "%s of type %s, expected int8 or uint8", what,
+                       dtype_name(x->elem));
+    if (zp && zp->elem != x->elem)
+        return err_set(err, TILEOPT_INVALID, "%s is %s but its zero point is %s", what,
+                       dtype_name(x->elem), dtype_name(zp->elem));
+    per_axis z;
+    tensor *xv = NULL, *y = NULL;
+    int rc = per_axis_read("zero point", zp, x, axis, lim, &z, err);
+    if (!rc) rc = eval_cast(x, DT_DOUBLE, lim, &xv, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, x->dims, x->rank, lim, &y, err);
+    for (uint64_t e = 0; !rc && e < tensor_numel(x); e++)
+        dd(y)[e] = dd(xv)[e] - per_axis_at(&z, e, 0);
+    tensor_free(z.v);
+    tensor_free(xv);
+    if (rc) {
+        tensor_free(y);
+        return rc;
+    }
+    *out = y;
+    return TILEOPT_OK;
+}
+
+/* The rows of A and the columns of B, the axes per-row and per-column values follow. */
+static int32_t row_axis(const tensor *a) { return a->rank >= 2 ? a->rank - 2 : -1; }
+static int32_t col_axis(const tensor *b) { return b->rank >= 2 ? b->rank - 1 : -1; }
+
+/* The exact integer product of A - a_zp and B - b_zp, as double. */
+static int int_matmul(const Onnx__NodeProto *n, tensor *A, tensor *azp, tensor *B, tensor *bzp,
+                      const eval_limits *lim, tensor **acc, errbuf *err) {
+    tensor *a = NULL, *b = NULL;
+    int rc = shifted("A", A, azp, row_axis(A), lim, &a, err);
+    if (!rc) rc = shifted("B", B, bzp, col_axis(B), lim, &b, err);
+    if (!rc) rc = nn_matmul(n, a, b, lim, acc, err);
+    tensor_free(a);
+    tensor_free(b);
+    return rc;
+}
+
+/* The exact integer convolution of x - x_zp and w - w_zp (per output channel),
+** plus the int32 bias when given, as double. */
+static int int_conv(const Onnx__NodeProto *n, tensor *X, tensor *xzp, tensor *W, tensor *wzp,
+                    tensor *B, const eval_limits *lim, tensor **acc, errbuf *err) {
+    tensor *x = NULL, *w = NULL, *b = NULL;
+    int rc = xzp && tensor_numel(xzp) != 1
+                 ? (int)err_set(err, TILEOPT_INVALID, "x's zero point must be one value")
+                 : shifted("x", X, xzp, -1, lim, &x, err);
+    if (!rc) rc = shifted("w", W, wzp, 0, lim, &w, err);
+    if (!rc && B) rc = eval_cast(B, DT_DOUBLE, lim, &b, err);
+    if (!rc) rc = nn_conv(n, x, w, b, lim, acc, err);
+    tensor_free(x);
+    tensor_free(w);
+    tensor_free(b);
+    return rc;
+}
+
+/* The int32 result of an exact double accumulator. */
+static int emit_int32(const char *op, const Onnx__NodeProto *n, int rc, tensor *acc,
+                      const eval_limits *lim, tensor **out, errbuf *err) {
+    if (!rc) rc = nn_output(&acc, DT_INT32, lim, err);
+    if (rc) {
+        tensor_free(acc);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "%s %s: ", op, eval_node_name(n));
+    }
+    out[0] = acc;
+    return TILEOPT_OK;
+}
+
+static int k_matmul_integer(KERNEL_PARAMS) {
+    (void)opset;
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "MatMulInteger %s: needs A and B", eval_node_name(n));
+    tensor *acc = NULL;
+    int rc = int_matmul(n, in[0], n_in > 2 ? in[2] : NULL, in[1], n_in > 3 ? in[3] : NULL, lim,
+                        &acc, err);
+    return emit_int32("MatMulInteger", n, rc, acc, lim, out, err);
+}
+
+static int k_conv_integer(KERNEL_PARAMS) {
+    (void)opset;
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "ConvInteger %s: needs x and w", eval_node_name(n));
+    tensor *acc = NULL;
+    int rc = int_conv(n, in[0], n_in > 2 ? in[2] : NULL, in[1], n_in > 3 ? in[3] : NULL, NULL,
+                      lim, &acc, err);
+    return emit_int32("ConvInteger", n, rc, acc, lim, out, err);
+}
+
+/* y = round(acc * scale(e)) + y_zp, saturated to y_zp's type, scale(e) the
+** product of the input scales over the output scale at output element e. */
+static int requantize(tensor **acc, const per_axis *s1, const per_axis *s2, tensor *ys,
+                      tensor *yzp, const eval_limits *lim, errbuf *err) {
+    if (!ys || !yzp || tensor_numel(ys) != 1 || tensor_numel(yzp) != 1)
+        return err_set(err, TILEOPT_INVALID, "y_scale and y_zero_point must be one value each");
+    double lo, hi;
+    if (!int_range(yzp->elem, &lo, &hi) || yzp->elem == DT_INT32)
+        return err_set(err, TILEOPT_UNSUPPORTED, "output type %s", dtype_name(yzp->elem));
+    tensor *s = NULL, *z = NULL;
+    int rc = eval_cast(ys, DT_DOUBLE, lim, &s, err);
+    if (!rc) rc = eval_cast(yzp, DT_DOUBLE, lim, &z, err);
+    if (!rc) {
+        double *v = dd(*acc), y_s = dd(s)[0], y_z = dd(z)[0];
+        for (uint64_t e = 0; e < tensor_numel(*acc); e++)
+            v[e] = quantize_one(v[e] * (per_axis_at(s1, e, 1) * per_axis_at(s2, e, 1) / y_s),
+                                y_z, lo, hi);
+        rc = nn_output(acc, yzp->elem, lim, err);
+    }
+    tensor_free(s);
+    tensor_free(z);
+    return rc;
+}
+
+/* Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point. */
+static int k_qlinear_matmul(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    for (size_t i = 0; i < 8; i++)
+        if (i >= n_in || !in[i] || n_out < 1)
+            return err_set(err, TILEOPT_INVALID, "QLinearMatMul %s: needs 8 inputs", nm);
+    tensor *acc = NULL;
+    per_axis sa = {0}, sb = {0};
+    int rc = int_matmul(n, in[0], in[2], in[3], in[5], lim, &acc, err);
+    /* the scales follow the output's rows and columns: per-row values step
+    ** every N elements, per-column ones every element */
+    if (!rc) {
+        int64_t cols = in[3]->rank >= 2 ? in[3]->dims[in[3]->rank - 1] : 1;
+        tensor *rows_like = in[0]->rank >= 2 ? in[0] : NULL;
+        rc = per_axis_read("a_scale", in[1], in[0], row_axis(in[0]), lim, &sa, err);
+        if (!rc && rows_like) sa.inner = cols;
+    }
+    if (!rc) {
+        rc = per_axis_read("b_scale", in[4], in[3], col_axis(in[3]), lim, &sb, err);
+        sb.inner = 1;
+    }
+    if (!rc) rc = requantize(&acc, &sa, &sb, in[6], in[7], lim, err);
+    tensor_free(sa.v);
+    tensor_free(sb.v);
+    if (rc) {
+        tensor_free(acc);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "QLinearMatMul %s: ", nm);
+    }
+    out[0] = acc;
+    return TILEOPT_OK;
+}
+
+/* Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+** y_zero_point, optional int32 bias B. */
+static int k_qlinear_conv(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    for (size_t i = 0; i < 8; i++)
+        if (i >= n_in || !in[i] || n_out < 1)
+            return err_set(err, TILEOPT_INVALID, "QLinearConv %s: needs 8 inputs", nm);
+    tensor *acc = NULL;
+    per_axis sx = {0}, sw = {0};
+    int rc = tensor_numel(in[1]) != 1
+                 ? (int)err_set(err, TILEOPT_INVALID, "x_scale must be one value")
+                 : int_conv(n, in[0], in[2], in[3], in[5], n_in > 8 ? in[8] : NULL, lim, &acc,
+                            err);
+    if (!rc) rc = per_axis_read("x_scale", in[1], in[0], -1, lim, &sx, err);
+    /* per output channel: axis 1 of the output, as axis 0 of w */
+    if (!rc) rc = per_axis_read("w_scale", in[4], acc, 1, lim, &sw, err);
+    if (!rc) rc = requantize(&acc, &sx, &sw, in[6], in[7], lim, err);
+    tensor_free(sx.v);
+    tensor_free(sw.v);
+    if (rc) {
+        tensor_free(acc);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "QLinearConv %s: ", nm);
+    }
+    out[0] = acc;
+    return TILEOPT_OK;
+}
+
 const kernel_def kernel_table_quant[] = {
     {OP_QuantizeLinear, 10, k_quantize},
     {OP_DequantizeLinear, 10, k_dequantize},
     {OP_DynamicQuantizeLinear, 11, k_dynamic_quantize},
+    {OP_MatMulInteger, 10, k_matmul_integer},
+    {OP_ConvInteger, 10, k_conv_integer},
+    {OP_QLinearMatMul, 10, k_qlinear_matmul},
+    {OP_QLinearConv, 10, k_qlinear_conv},
 };
 const size_t kernel_table_quant_count = countof(kernel_table_quant);
