@@ -78,7 +78,7 @@ static const kernel_def *find_kernel(op_id op, int64_t opset) {
 }
 
 /* Control-flow ops the evaluator runs itself (from their first opset). */
-static bool is_control(op_id op) { return op == OP_If || op == OP_Loop; }
+static bool is_control(op_id op) { return op == OP_If || op == OP_Loop || op == OP_Scan; }
 
 bool eval_supports(const char *op_type, int64_t opset) {
     op_id op = op_find(op_type);
@@ -616,6 +616,292 @@ done:
     return rc;
 }
 
+/* ------------------------------------------------------------------- Scan */
+
+/* Slice idx of contiguous t along axis, without that axis. */
+static int slice_axis(tensor *t, int32_t axis, int64_t idx, const eval_limits *lim,
+                      tensor **out, errbuf *err) {
+    int64_t dims[TENSOR_MAX_RANK], outer = 1, inner = 1, len = t->dims[axis];
+    int32_t r = 0;
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (i < axis) outer *= t->dims[i];
+        if (i > axis) inner *= t->dims[i];
+        if (i != axis) dims[r++] = t->dims[i];
+    }
+    tensor *o = NULL;
+    int rc = tensor_alloc(t->elem, dims, r, lim, &o, err);
+    if (rc) return rc;
+    size_t es = tensor_elem_size(t), blk = (size_t)inner * es;
+    for (int64_t i = 0; i < outer && blk; i++)
+        memcpy(o->data + (size_t)i * blk, t->data + (size_t)((i * len + idx) * inner) * es, blk);
+    if (!tensor_keep(o, t)) {
+        tensor_free(o);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    *out = o;
+    return TILEOPT_OK;
+}
+
+/* Copies s (any layout) to index idx along axis of contiguous o, whose other
+** dims are s's. */
+static int place_axis(tensor *o, int32_t axis, int64_t idx, tensor *s, const eval_limits *lim,
+                      errbuf *err) {
+    tensor *c = NULL;
+    int rc = tensor_contiguous(s, lim, &c, err);
+    if (rc) return rc;
+    int64_t outer = 1, inner = 1, len = o->dims[axis];
+    for (int32_t i = 0; i < o->rank; i++) {
+        if (i < axis) outer *= o->dims[i];
+        if (i > axis) inner *= o->dims[i];
+    }
+    size_t es = tensor_elem_size(o), blk = (size_t)inner * es;
+    for (int64_t i = 0; i < outer && blk; i++)
+        memcpy(o->data + (size_t)((i * len + idx) * inner) * es, c->data + (size_t)i * blk, blk);
+    if (!tensor_keep(o, c)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    tensor_free(c);
+    return rc;
+}
+
+/* The axes and directions of a Scan node (opset 9 on): per scan input and per
+** scan output, an axis (negative counts from the end of that value's rank)
+** and whether the scan goes backward. */
+typedef struct scan_dirs {
+    const Onnx__AttributeProto *in_axes, *in_dirs, *out_axes, *out_dirs;
+} scan_dirs;
+
+static int64_t attr_at(const Onnx__AttributeProto *a, size_t i) {
+    return a && i < a->n_ints ? a->ints[i] : 0;
+}
+
+/* n values stacked along axis (of rank + 1 dims), entry t going to t or, going
+** backward, to n - 1 - t. */
+static int stack_along(tensor *const *v, int64_t n, int64_t axis, bool backward, graph *body,
+                       size_t body_out, const eval_limits *lim, tensor **out, errbuf *err) {
+    int64_t dims[TENSOR_MAX_RANK];
+    int32_t rank, elem;
+    if (n > 0) {
+        rank = v[0]->rank;
+        elem = v[0]->elem;
+        for (int64_t t = 1; t < n; t++)
+            if (v[t]->elem != elem || v[t]->rank != rank ||
+                memcmp(v[t]->dims, v[0]->dims, (size_t)rank * sizeof *dims))
+                return err_set(err, TILEOPT_INVALID, "scan output %zu changes type or shape at "
+                               "iteration %" PRId64, body_out, t);
+        memcpy(dims, v[0]->dims, (size_t)rank * sizeof *dims);
+    } else {
+        /* no iteration ran: the body's declaration gives type and shape */
+        graph_value *d = graph_find(body, body->pb->output[body_out]->name);
+        if (!d || !d->type.elem || !graph_type_static(&d->type))
+            return err_set(err, TILEOPT_UNSUPPORTED, "a scan of length 0 with scan output %zu "
+                           "of undeclared shape", body_out);
+        rank = d->type.rank;
+        elem = d->type.elem;
+        memcpy(dims, d->type.dims, (size_t)rank * sizeof *dims);
+    }
+    if (rank + 1 > TENSOR_MAX_RANK)
+        return err_set(err, TILEOPT_LIMIT, "scan output rank exceeds %d", TENSOR_MAX_RANK);
+    if (axis < 0) axis += rank + 1;
+    if (axis < 0 || axis > rank)
+        return err_set(err, TILEOPT_INVALID, "scan output axis outside rank %d", (int)rank + 1);
+    memmove(dims + axis + 1, dims + axis, (size_t)(rank - axis) * sizeof *dims);
+    dims[axis] = n;
+    tensor *o = NULL;
+    int rc = tensor_alloc(elem, dims, rank + 1, lim, &o, err);
+    for (int64_t t = 0; t < n && !rc; t++)
+        rc = place_axis(o, (int32_t)axis, backward ? n - 1 - t : t, v[t], lim, err);
+    if (rc) {
+        tensor_free(o);
+        return rc;
+    }
+    *out = o;
+    return TILEOPT_OK;
+}
+
+/* One scan: ns states and nx scan inputs (along their axes) through the body,
+** giving ns final states and ny stacked scan outputs in out. */
+static int scan_run(graph *body, const exec_plan *plan, eval_scope *scope, const scan_dirs *sd,
+                    tensor *const *state, size_t ns, tensor *const *xs, size_t nx, size_t ny,
+                    const eval_limits *lim, tensor **out, errbuf *err) {
+    int64_t T = -1;
+    int32_t *axis = calloc(nx ? nx : 1, sizeof *axis);
+    tensor **x = calloc(nx ? nx : 1, sizeof *x), **carried = calloc(ns ? ns : 1, sizeof *carried);
+    tensor **bin = calloc(ns + nx ? ns + nx : 1, sizeof *bin);
+    tensor **bout = calloc(ns + ny ? ns + ny : 1, sizeof *bout);
+    tensor **ys = NULL;
+    int rc = TILEOPT_OK;
+    if (!axis || !x || !carried || !bin || !bout) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nx && !rc; i++) {
+        int64_t a = attr_at(sd->in_axes, i);
+        if (a < 0) a += xs[i]->rank;
+        if (a < 0 || a >= xs[i]->rank) {
+            rc = err_set(err, TILEOPT_INVALID, "scan input %zu: axis outside rank %d", i,
+                         (int)xs[i]->rank);
+            break;
+        }
+        axis[i] = (int32_t)a;
+        if (T >= 0 && xs[i]->dims[a] != T)
+            rc = err_set(err, TILEOPT_INVALID, "scan inputs of lengths %" PRId64 " and %" PRId64,
+                         T, xs[i]->dims[a]);
+        T = xs[i]->dims[a];
+        if (!rc) rc = tensor_contiguous(xs[i], lim, &x[i], err);
+    }
+    if (rc) goto done;
+    if (T < 0) T = 0;
+    if (ny && (uint64_t)T > SIZE_MAX / ny / sizeof *ys) {
+        rc = err_set(err, TILEOPT_LIMIT, "scan too long");
+        goto done;
+    }
+    size_t n_ys = ny * (size_t)T;
+    if (!(ys = calloc(n_ys ? n_ys : 1, sizeof *ys))) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < ns; i++)
+        if (!(carried[i] = tensor_ref(state[i]))) {
+            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+            goto done;
+        }
+    for (int64_t t = 0; t < T && !rc; t++) {
+        if (scope && (rc = step(scope, err))) break;
+        for (size_t i = 0; i < ns; i++) bin[i] = carried[i];
+        for (size_t i = 0; i < nx && !rc; i++)
+            rc = slice_axis(x[i], axis[i], attr_at(sd->in_dirs, i) ? T - 1 - t : t, lim,
+                            &bin[ns + i], err);
+        if (!rc) rc = run_sub(body, plan, scope, lim, bin, ns + nx, bout, ns + ny, err);
+        for (size_t i = 0; i < nx; i++) {
+            tensor_free(bin[ns + i]);
+            bin[ns + i] = NULL;
+        }
+        if (rc) {
+            err_prefix(err, "iteration %" PRId64 ": ", t);
+            break;
+        }
+        for (size_t i = 0; i < ns; i++) {
+            tensor_free(carried[i]);
+            carried[i] = bout[i];
+            bout[i] = NULL;
+        }
+        for (size_t k = 0; k < ny; k++) {
+            ys[k * (size_t)T + (size_t)t] = bout[ns + k];
+            bout[ns + k] = NULL;
+        }
+    }
+    for (size_t k = 0; k < ny && !rc; k++)
+        rc = stack_along(ys + k * (size_t)T, T, attr_at(sd->out_axes, k),
+                         attr_at(sd->out_dirs, k) != 0, body, ns + k, lim, &out[ns + k], err);
+    for (size_t i = 0; i < ns && !rc; i++) {
+        out[i] = carried[i];
+        carried[i] = NULL;
+    }
+done:
+    for (size_t i = 0; x && i < nx; i++) tensor_free(x[i]);
+    for (size_t i = 0; carried && i < ns; i++) tensor_free(carried[i]);
+    for (size_t i = 0; ys && i < ny * (size_t)T; i++) tensor_free(ys[i]);
+    free(axis);
+    free(x);
+    free(carried);
+    free(bin);
+    free(bout);
+    free(ys);
+    return rc;
+}
+
+/*
+** Scan from opset 9: inputs are the initial states then num_scan_inputs scan
+** inputs. Opset 8's Scan has an optional sequence_lens input first and a batch
+** axis 0 on every input and output, scanning along axis 1: it runs as one scan
+** per batch entry, restacked.
+*/
+static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, tensor **out,
+                     size_t n_out, const eval_limits *lim, eval_scope *scope, errbuf *err) {
+    const Onnx__NodeProto *n = graph_node(g, node);
+    graph *body = branch(g, node, "body");
+    if (!body) return err_set(err, TILEOPT_INVALID, "attribute body is missing");
+    bool batched = graph_opset(g->model, "") < 9;
+    size_t first = batched ? 1 : 0;
+    int64_t m = graph_attr_int(n, "num_scan_inputs", -1);
+    if (m < 1 || (size_t)m > n_in - first)
+        return err_set(err, TILEOPT_INVALID, "num_scan_inputs %" PRId64 " with %zu inputs", m,
+                       n_in - first);
+    size_t nx = (size_t)m, ns = n_in - first - nx;
+    if (body->pb->n_input != ns + nx || body->pb->n_output < ns || n_out != body->pb->n_output)
+        return err_set(err, TILEOPT_INVALID, "body has %zu inputs and %zu outputs for %zu states, "
+                       "%zu scan inputs and %zu outputs", body->pb->n_input,
+                       body->pb->n_output, ns, nx, n_out);
+    size_t ny = n_out - ns;
+    for (size_t i = first; i < n_in; i++)
+        if (!in[i]) return err_set(err, TILEOPT_INVALID, "input %zu is missing", i);
+    scan_dirs sd = {graph_attr(n, "scan_input_axes"), graph_attr(n, "scan_input_directions"),
+                    graph_attr(n, "scan_output_axes"), graph_attr(n, "scan_output_directions")};
+    if (batched) sd = (scan_dirs){NULL, graph_attr(n, "directions"), NULL, NULL};
+    exec_plan plan = {0};
+    int rc = plan_build(body, &plan, err);
+    if (rc) return rc;
+    if (!batched) {
+        rc = scan_run(body, &plan, scope, &sd, in, ns, in + ns, nx, ny, lim, out, err);
+        plan_free(&plan);
+        return rc;
+    }
+    /* opset 8: every input has the batch on axis 0 */
+    int64_t B = in[1]->rank ? in[1]->dims[0] : 0;
+    for (size_t i = 1; i < n_in && !rc; i++)
+        if (in[i]->rank < 1 || in[i]->dims[0] != B)
+            rc = err_set(err, TILEOPT_INVALID, "input %zu does not have the batch of %" PRId64
+                         " on axis 0", i, B);
+    if (!rc && in[0]) {
+        /* a shorter sequence would leave the tail of its scan outputs undefined */
+        tensor *l = NULL;
+        rc = eval_cast(in[0], DT_INT64, lim, &l, err);
+        const tensor *x0 = in[1 + ns];
+        for (uint64_t b = 0; !rc && b < tensor_numel(l); b++)
+            if (x0->rank < 2 || ((const int64_t *)(const void *)l->data)[b] != x0->dims[1])
+                rc = err_set(err, TILEOPT_UNSUPPORTED, "sequence_lens other than the scan "
+                             "inputs' length");
+        tensor_free(l);
+    }
+    size_t nio = n_in - 1;
+    tensor **sl = calloc(nio ? nio : 1, sizeof *sl), **res = calloc(n_out * (size_t)(B ? B : 1) + 1, sizeof *res);
+    if (!rc && (!sl || !res)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    for (int64_t b = 0; b < B && !rc; b++) {
+        tensor *c = NULL;
+        for (size_t i = 0; i < nio && !rc; i++) {
+            tensor_free(sl[i]);
+            sl[i] = NULL;
+            if (!(rc = tensor_contiguous(in[1 + i], lim, &c, err)))
+                rc = slice_axis(c, 0, b, lim, &sl[i], err);
+            tensor_free(c);
+            c = NULL;
+        }
+        if (!rc)
+            rc = scan_run(body, &plan, scope, &sd, sl, ns, sl + ns, nx, ny, lim,
+                          res + (size_t)b * n_out, err);
+    }
+    for (size_t k = 0; k < n_out && !rc; k++) {
+        tensor **col = calloc((size_t)(B ? B : 1), sizeof *col);
+        if (!col) {
+            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+            break;
+        }
+        for (int64_t b = 0; b < B; b++) col[b] = res[(size_t)b * n_out + k];
+        rc = stack_along(col, B, 0, false, body, k, lim, &out[k], err);
+        free(col);
+    }
+    for (size_t i = 0; sl && i < nio; i++) tensor_free(sl[i]);
+    for (size_t i = 0; res && i < n_out * (size_t)B; i++) tensor_free(res[i]);
+    free(sl);
+    free(res);
+    plan_free(&plan);
+    if (rc)
+        for (size_t k = 0; k < n_out; k++) {
+            tensor_free(out[k]);
+            out[k] = NULL;
+        }
+    return rc;
+}
+
 /* ------------------------------------------------------------ one node */
 
 /* k: the node's kernel when the caller looked it up already, else NULL. */
@@ -641,6 +927,8 @@ static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *
         return exec_if(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
     if (id == OP_Loop)
         return exec_loop(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
+    if (id == OP_Scan)
+        return exec_scan(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
     if (!k) k = find_kernel(id, opset);
     if (!k)
         return err_set(err, TILEOPT_UNSUPPORTED,

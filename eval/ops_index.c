@@ -1,8 +1,8 @@
 /*
 ** Ops that select by value or by index, or place elements by index: TopK,
 ** NonZero, GatherND, the scatters (Scatter, ScatterElements, ScatterND with
-** their reductions), Compress, OneHot, EyeLike, ReverseSequence, DepthToSpace
-** and SpaceToDepth. Values
+** their reductions), Compress, OneHot, EyeLike, ReverseSequence, DepthToSpace,
+** SpaceToDepth and Unique. Values
 ** move as bytes; comparisons and reductions read them as double (floating
 ** types) or as 64-bit integers (integer types), so no integer loses digits.
 */
@@ -665,6 +665,129 @@ static int k_reverse_sequence(KERNEL_PARAMS) {
     return finish(rc, x, o, out);
 }
 
+/* -------------------------------------------------------------------- Unique */
+
+/* X as `len` slices along an axis (or, without one, as its elements). */
+typedef struct uniq_ctx {
+    const tensor *x;
+    int64_t outer, len, inner;
+} uniq_ctx;
+
+/* Slices a and b compared element by element in row-major order. */
+static int slice_cmp(const uniq_ctx *c, int64_t a, int64_t b) {
+    for (int64_t o = 0; o < c->outer; o++)
+        for (int64_t i = 0; i < c->inner; i++) {
+            int r = cmp_elems(c->x, (o * c->len + a) * c->inner + i,
+                              (o * c->len + b) * c->inner + i);
+            if (r) return r;
+        }
+    return 0;
+}
+
+static bool uniq_before(const void *ctx, int64_t a, int64_t b) {
+    return slice_cmp(ctx, a, b) < 0;
+}
+
+static bool first_before(const void *ctx, int64_t a, int64_t b) {
+    const int64_t *first = ctx;
+    return first[a] < first[b];
+}
+
+/*
+** The distinct slices of X along `axis` (without one: its distinct elements),
+** sorted ascending or in order of first occurrence, with where each first
+** occurs, which distinct slice each input slice is, and how often each occurs.
+*/
+static int k_unique(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 1 || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "Unique %s: needs X", nm);
+    tensor *X = in[0];
+    if (!numeric(X->elem) && X->elem != DT_BOOL)
+        return err_set(err, TILEOPT_UNSUPPORTED, "Unique %s: element type %s", nm,
+                       dtype_name(X->elem));
+    bool sorted = graph_attr_int(n, "sorted", 1) != 0, by_axis = graph_attr(n, "axis") != NULL;
+    int64_t axis = graph_attr_int(n, "axis", 0);
+    if (by_axis && axis < 0) axis += X->rank;
+    if (by_axis && (axis < 0 || axis >= X->rank))
+        return err_set(err, TILEOPT_INVALID, "Unique %s: axis outside rank %d", nm, (int)X->rank);
+    tensor *x = NULL, *o[4] = {NULL};
+    int64_t *idx = NULL, *tmp = NULL, *first = NULL, *count = NULL, *grp = NULL, *order = NULL;
+    int rc = tensor_contiguous(X, lim, &x, err);
+    if (rc) return rc;
+    uniq_ctx c = {x, 1, (int64_t)tensor_numel(x), 1};
+    if (by_axis) {
+        c.len = X->dims[axis];
+        for (int32_t i = 0; i < X->rank; i++) {
+            if (i < axis) c.outer *= X->dims[i];
+            if (i > axis) c.inner *= X->dims[i];
+        }
+    }
+    size_t L = (size_t)c.len ? (size_t)c.len : 1;
+    idx = malloc(L * sizeof *idx);
+    tmp = malloc(L * sizeof *tmp);
+    first = malloc(L * sizeof *first);
+    count = malloc(L * sizeof *count);
+    grp = malloc(L * sizeof *grp);
+    order = malloc(2 * L * sizeof *order);
+    if (!idx || !tmp || !first || !count || !grp || !order) {
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < c.len; i++) idx[i] = i;
+    /* stable: the first slice of each run of equal ones is its first occurrence */
+    eval_sort_indices(idx, c.len, tmp, uniq_before, &c);
+    int64_t U = 0;
+    for (int64_t j = 0; j < c.len; j++) {
+        if (j == 0 || slice_cmp(&c, idx[j - 1], idx[j]) != 0) {
+            first[U] = idx[j];
+            count[U++] = 0;
+        }
+        count[U - 1]++;
+        grp[idx[j]] = U - 1;
+    }
+    /* order[u]: the group at output position u; order[L + g]: g's position */
+    for (int64_t u = 0; u < U; u++) order[u] = u;
+    if (!sorted) eval_sort_indices(order, U, tmp, first_before, first);
+    for (int64_t u = 0; u < U; u++) order[L + order[u]] = u;
+    int64_t yd[TENSOR_MAX_RANK];
+    int32_t yr = by_axis ? X->rank : 1;
+    if (by_axis) memcpy(yd, X->dims, (size_t)X->rank * sizeof *yd);
+    yd[by_axis ? axis : 0] = U;
+    int64_t len_d[1] = {U}, inv_d[1] = {c.len};
+    if ((rc = tensor_alloc(X->elem, yd, yr, lim, &o[0], err)) ||
+        (rc = tensor_alloc(DT_INT64, len_d, 1, lim, &o[1], err)) ||
+        (rc = tensor_alloc(DT_INT64, inv_d, 1, lim, &o[2], err)) ||
+        (rc = tensor_alloc(DT_INT64, len_d, 1, lim, &o[3], err)))
+        goto done;
+    size_t es = tensor_elem_size(x), blk = (size_t)c.inner * es;
+    int64_t *iv = (int64_t *)(void *)o[1]->data, *inv = (int64_t *)(void *)o[2]->data;
+    int64_t *cv = (int64_t *)(void *)o[3]->data;
+    for (int64_t u = 0; u < U; u++) {
+        int64_t g = order[u];
+        iv[u] = first[g];
+        cv[u] = count[g];
+        for (int64_t q = 0; q < c.outer && blk; q++)
+            memcpy(o[0]->data + (size_t)((q * U + u) * c.inner) * es,
+                   x->data + (size_t)((q * c.len + first[g]) * c.inner) * es, blk);
+    }
+    for (int64_t i = 0; i < c.len; i++) inv[i] = order[L + grp[i]];
+done:
+    free(idx);
+    free(tmp);
+    free(first);
+    free(count);
+    free(grp);
+    free(order);
+    tensor_free(x);
+    for (size_t k = 0; k < 4; k++) {
+        if (!rc && k < n_out) out[k] = o[k];
+        else tensor_free(o[k]);
+    }
+    return rc;
+}
+
 const kernel_def kernel_table_index[] = {
     {OP_TopK, 1, k_topk},
     {OP_NonZero, 9, k_nonzero},
@@ -678,5 +801,6 @@ const kernel_def kernel_table_index[] = {
     {OP_OneHot, 9, k_one_hot},
     {OP_EyeLike, 9, k_eye_like},
     {OP_ReverseSequence, 10, k_reverse_sequence},
+    {OP_Unique, 11, k_unique},
 };
 const size_t kernel_table_index_count = countof(kernel_table_index);

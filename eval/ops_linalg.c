@@ -1,5 +1,5 @@
 /*
-** Linear algebra: MatMul and Gemm. Floating types go through BLAS (OpenBLAS,
+** Linear algebra: MatMul, Gemm, Det and Einsum. Floating types go through BLAS (OpenBLAS,
 ** found by meson): float for FLOAT, FLOAT16 and BFLOAT16, double for DOUBLE.
 ** Integer MatMul/Gemm accumulate in 64 bits and wrap as the element type does.
 ** Also the helpers the other neural-network kernels share (eval_impl.h):
@@ -7,6 +7,7 @@
 */
 #include <cblas.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,10 +288,280 @@ static int k_gemm(KERNEL_PARAMS) {
     return TILEOPT_OK;
 }
 
+/* ---------------------------------------------------------------------- Det */
+
+/* Determinants of the trailing [M, M] matrices, by LU decomposition with
+** partial pivoting in double. */
+static int k_det(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 1 || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "Det %s: needs X", nm);
+    tensor *X = in[0];
+    int32_t r = X->rank;
+    if (r < 2 || X->dims[r - 1] != X->dims[r - 2])
+        return err_set(err, TILEOPT_INVALID, "Det %s: X must end in a square [M, M]", nm);
+    int64_t m = X->dims[r - 1], batch = 1;
+    for (int32_t i = 0; i < r - 2; i++) batch *= X->dims[i];
+    tensor *x = NULL, *y = NULL;
+    double *a = NULL;
+    int rc = eval_cast(X, DT_DOUBLE, lim, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, r - 2, lim, &y, err);
+    size_t cells = (size_t)(m * m);
+    if (!rc && !(a = malloc((cells ? cells : 1) * sizeof *a)))
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        memcpy(a, (const double *)(const void *)x->data + b * m * m, cells * sizeof *a);
+        double det = 1;
+        for (int64_t c = 0; c < m && det != 0; c++) {
+            int64_t p = c;
+            for (int64_t i = c + 1; i < m; i++)
+                if (fabs(a[i * m + c]) > fabs(a[p * m + c])) p = i;
+            if (a[p * m + c] == 0) {
+                det = 0;
+                break;
+            }
+            if (p != c) {
+                for (int64_t j = 0; j < m; j++) {
+                    double t = a[c * m + j];
+                    a[c * m + j] = a[p * m + j];
+                    a[p * m + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[c * m + c];
+            for (int64_t i = c + 1; i < m; i++) {
+                double f = a[i * m + c] / a[c * m + c];
+                for (int64_t j = c; j < m; j++) a[i * m + j] -= f * a[c * m + j];
+            }
+        }
+        ((double *)(void *)y->data)[b] = det;
+    }
+    free(a);
+    tensor_free(x);
+    if (!rc && X->elem != DT_DOUBLE) rc = nn_output(&y, X->elem, lim, err);
+    if (rc) {
+        tensor_free(y);
+        return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "Det %s: ", nm);
+    }
+    out[0] = y;
+    return TILEOPT_OK;
+}
+
+/* ------------------------------------------------------------------- Einsum */
+
+/*
+** Einsum sums, over every label the output does not keep, the products of
+** the operands' elements the labels select. Labels are a-z and A-Z; "..."
+** stands for the same broadcast dims in every operand. A label repeated in one
+** operand takes its diagonal. Without "->", the output is the ellipsis dims,
+** then the labels used once, in alphabetical order.
+*/
+#define ES_LETTERS 52
+#define ES_LABELS (ES_LETTERS + TENSOR_MAX_RANK)  /* letters, then ellipsis dims */
+#define ES_MAX_OPERANDS 16
+
+typedef struct es_term {
+    int32_t n;                      /* labels of the term, one per axis */
+    int32_t label[TENSOR_MAX_RANK];
+} es_term;
+
+static int es_letter(char c) {
+    if (c >= 'a' && c <= 'z') return c - 'a';
+    if (c >= 'A' && c <= 'Z') return 26 + c - 'A';
+    return -1;
+}
+
+/* One term of s[0..len): letters and at most one "...", expanding to the last
+** `ell` of the ellipsis labels (ell < 0: as many as the operand's rank needs). */
+static int es_parse_term(const char *s, size_t len, int32_t rank, int32_t *ell, es_term *t,
+                         errbuf *err) {
+    int32_t letters = 0, pos = -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == ' ') continue;
+        if (s[i] == '.') {
+            if (pos >= 0 || i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.')
+                return err_set(err, TILEOPT_INVALID, "a malformed ellipsis");
+            pos = letters;
+            i += 2;
+            continue;
+        }
+        if (es_letter(s[i]) < 0)
+            return err_set(err, TILEOPT_INVALID, "label '%c' is not a letter", s[i]);
+        letters++;
+    }
+    int32_t e = 0;
+    if (pos >= 0) e = rank >= 0 ? rank - letters : *ell;
+    if (e < 0 || letters + e > TENSOR_MAX_RANK || (rank >= 0 && letters + e != rank))
+        return err_set(err, TILEOPT_INVALID, "a term of %d labels for rank %d", (int)letters,
+                       (int)rank);
+    if (rank >= 0 && pos >= 0 && e > *ell) *ell = e;
+    t->n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == ' ') continue;
+        if (s[i] == '.') {
+            /* ellipsis dims align on the right, as numpy broadcasts them */
+            for (int32_t k = 0; k < e; k++) t->label[t->n++] = ES_LETTERS + TENSOR_MAX_RANK - e + k;
+            i += 2;
+            continue;
+        }
+        t->label[t->n++] = es_letter(s[i]);
+    }
+    return TILEOPT_OK;
+}
+
+static int k_einsum(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    const char *eq = graph_attr_string(n, "equation", NULL);
+    if (!eq) return err_set(err, TILEOPT_INVALID, "Einsum %s: no equation", nm);
+    if (n_in < 1 || n_in > ES_MAX_OPERANDS || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "Einsum %s: %zu operands (1 to %d)", nm, n_in,
+                       ES_MAX_OPERANDS);
+    int32_t elem = in[0] ? in[0]->elem : 0;
+    for (size_t k = 0; k < n_in; k++)
+        if (!in[k] || in[k]->elem != elem)
+            return err_set(err, TILEOPT_INVALID, "Einsum %s: operands missing or of mixed types",
+                           nm);
+    const dtype_info *di = dtype_get(elem);
+    if (!di || (di->kind != KIND_FLOAT && di->kind != KIND_SINT && di->kind != KIND_UINT))
+        return err_set(err, TILEOPT_UNSUPPORTED, "Einsum %s: element type %s", nm,
+                       dtype_name(elem));
+    es_term term[ES_MAX_OPERANDS], ot;
+    int32_t ell = 0;
+    const char *arrow = strstr(eq, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - eq) : strlen(eq);
+    size_t start = 0, k = 0;
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; i <= lhs_len && !rc; i++) {
+        if (i < lhs_len && eq[i] != ',') continue;
+        if (k >= n_in) {
+            rc = err_set(err, TILEOPT_INVALID, "more terms than the %zu operands", n_in);
+            break;
+        }
+        rc = es_parse_term(eq + start, i - start, in[k]->rank, &ell, &term[k], err);
+        k++;
+        start = i + 1;
+    }
+    if (!rc && k != n_in) rc = err_set(err, TILEOPT_INVALID, "%zu terms for %zu operands", k, n_in);
+    /* the size of each label, a broadcast 1 giving way to the other size */
+    int64_t size[ES_LABELS];
+    int32_t uses[ES_LABELS] = {0};
+    for (int32_t l = 0; l < ES_LABELS; l++) size[l] = -1;
+    for (size_t o = 0; o < n_in && !rc; o++)
+        for (int32_t a = 0; a < term[o].n && !rc; a++) {
+            int32_t l = term[o].label[a];
+            int64_t d = in[o]->dims[a];
+            uses[l]++;
+            if (size[l] < 0 || (size[l] == 1 && l >= ES_LETTERS)) size[l] = d;
+            else if (d != size[l] && !(d == 1 && l >= ES_LETTERS))
+                rc = err_set(err, TILEOPT_INVALID, "label sizes %lld and %lld differ",
+                             (long long)size[l], (long long)d);
+        }
+    if (!rc && arrow) {
+        const char *r = arrow + 2;
+        rc = es_parse_term(r, strlen(r), -1, &ell, &ot, err);
+        for (int32_t a = 0; a < ot.n && !rc; a++) {
+            for (int32_t b = 0; b < a; b++)
+                if (ot.label[b] == ot.label[a])
+                    rc = err_set(err, TILEOPT_INVALID, "an output label repeats");
+            if (!rc && size[ot.label[a]] < 0)
+                rc = err_set(err, TILEOPT_INVALID, "output label not in any input");
+        }
+    } else if (!rc) {
+        ot.n = 0;
+        for (int32_t l = ES_LETTERS + TENSOR_MAX_RANK - ell; l < ES_LABELS; l++) ot.label[ot.n++] = l;
+        /* alphabetical: numpy orders upper-case letters before lower-case ones */
+        for (int32_t c = 26; c < 52 && ot.n < TENSOR_MAX_RANK; c++)
+            if (uses[c] == 1) ot.label[ot.n++] = c;
+        for (int32_t c = 0; c < 26 && ot.n < TENSOR_MAX_RANK; c++)
+            if (uses[c] == 1) ot.label[ot.n++] = c;
+    }
+    if (rc) return err_prefix(err, "Einsum %s: \"%s\": ", nm, eq);
+    /* loop labels: the output's, then the summed ones */
+    int32_t loop[ES_LABELS], nl = 0;
+    bool kept[ES_LABELS] = {false};
+    int64_t odims[TENSOR_MAX_RANK];
+    for (int32_t a = 0; a < ot.n; a++) {
+        loop[nl++] = ot.label[a];
+        kept[ot.label[a]] = true;
+        odims[a] = size[ot.label[a]];
+    }
+    int32_t n_kept = nl;
+    for (int32_t l = 0; l < ES_LABELS; l++)
+        if (size[l] >= 0 && !kept[l]) loop[nl++] = l;
+    /* element strides of each operand per loop label (0: broadcast or unused);
+    ** a repeated label adds its axes' strides, which walks the diagonal */
+    int64_t stride[ES_MAX_OPERANDS][ES_LABELS];
+    tensor *x[ES_MAX_OPERANDS] = {NULL}, *y = NULL;
+    bool ints = di->kind != KIND_FLOAT;
+    for (size_t o = 0; o < n_in && !rc; o++) {
+        rc = eval_cast(in[o], ints ? DT_INT64 : DT_DOUBLE, lim, &x[o], err);
+        int64_t s = 1;
+        for (int32_t l = 0; l < ES_LABELS; l++) stride[o][l] = 0;
+        for (int32_t a = term[o].n - 1; a >= 0; a--) {
+            if (in[o]->dims[a] != 1) stride[o][term[o].label[a]] += s;
+            s *= in[o]->dims[a];
+        }
+    }
+    if (!rc) rc = tensor_alloc(ints ? DT_INT64 : DT_DOUBLE, odims, ot.n, lim, &y, err);
+    if (rc) goto done;
+    int64_t total_out = (int64_t)tensor_numel(y), inner = 1;
+    for (int32_t i = n_kept; i < nl; i++)
+        if (!eval_mul_i64(inner, size[loop[i]], &inner)) {
+            rc = err_set(err, TILEOPT_LIMIT, "Einsum %s: too many products", nm);
+            goto done;
+        }
+    int64_t idx[ES_LABELS] = {0};
+    for (int64_t e = 0; e < total_out; e++) {
+        /* the output index of element e */
+        int64_t r = e;
+        for (int32_t i = n_kept - 1; i >= 0; i--) {
+            idx[i] = r % size[loop[i]];
+            r /= size[loop[i]];
+        }
+        int64_t base[ES_MAX_OPERANDS] = {0};
+        for (size_t o = 0; o < n_in; o++)
+            for (int32_t i = 0; i < n_kept; i++) base[o] += idx[i] * stride[o][loop[i]];
+        double accf = 0;
+        int64_t acci = 0;
+        for (int32_t i = n_kept; i < nl; i++) idx[i] = 0;
+        for (int64_t q = 0; q < inner; q++) {
+            double pf = 1;
+            uint64_t pi = 1;
+            for (size_t o = 0; o < n_in; o++) {
+                int64_t off = base[o];
+                for (int32_t i = n_kept; i < nl; i++) off += idx[i] * stride[o][loop[i]];
+                if (ints) pi *= (uint64_t)((const int64_t *)(const void *)x[o]->data)[off];
+                else pf *= ((const double *)(const void *)x[o]->data)[off];
+            }
+            accf += pf;
+            acci = (int64_t)((uint64_t)acci + pi);
+            for (int32_t i = nl - 1; i >= n_kept; i--) {
+                if (++idx[i] < size[loop[i]]) break;
+                idx[i] = 0;
+            }
+        }
+        if (ints) ((int64_t *)(void *)y->data)[e] = acci;
+        else ((double *)(void *)y->data)[e] = accf;
+    }
+    rc = nn_output(&y, elem, lim, err);
+done:
+    for (size_t o = 0; o < n_in; o++) tensor_free(x[o]);
+    if (rc) {
+        tensor_free(y);
+        return rc;
+    }
+    out[0] = y;
+    return TILEOPT_OK;
+}
+
 /* -------------------------------------------------------------------- table */
 
 const kernel_def kernel_table_linalg[] = {
     {OP_MatMul, 1, k_matmul},
     {OP_Gemm, 1, k_gemm},
+    {OP_Det, 11, k_det},
+    {OP_Einsum, 12, k_einsum},
 };
 const size_t kernel_table_linalg_count = countof(kernel_table_linalg);

@@ -1,8 +1,9 @@
 /*
 ** Normalization and friends: Softmax, LogSoftmax, Hardmax, BatchNormalization
 ** (inference and training mode), InstanceNormalization, LayerNormalization,
-** LRN, MeanVarianceNormalization, and Dropout as inference runs it. Values are
-** computed in double and go back to the input's element type once.
+** LRN, LpNormalization, MeanVarianceNormalization, and Dropout as inference
+** runs it. Values are computed in double and go back to the input's element
+** type once.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -331,6 +332,47 @@ static int k_lrn(KERNEL_PARAMS) {
     return emit(y, X->elem, lim, out, err);
 }
 
+/* X over its L1 or L2 norm along `axis`; a zero norm leaves zeros (0/0 is
+** no direction, and runtimes give 0 there rather than NaN). */
+static int k_lp_norm(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 1 || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "LpNormalization %s: needs an input", nm);
+    tensor *X = in[0];
+    int32_t r = X->rank;
+    int64_t axis = graph_attr_int(n, "axis", -1), p = graph_attr_int(n, "p", 2);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r || (p != 1 && p != 2))
+        return err_set(err, TILEOPT_INVALID, "LpNormalization %s: axis %lld of rank %d, p %lld",
+                       nm, (long long)graph_attr_int(n, "axis", -1), (int)r, (long long)p);
+    int64_t outer = prod(X->dims, 0, (int32_t)axis), len = X->dims[axis];
+    int64_t inner = prod(X->dims, (int32_t)axis + 1, r);
+    tensor *x = NULL, *y = NULL;
+    int rc;
+    if ((rc = as_double(X, lim, &x, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, lim, &y, err))) {
+        tensor_free(x);
+        return rc;
+    }
+    const double *xv = dv(x);
+    double *yv = dv(y);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t base = o * len * inner + j;
+            double norm = 0;
+            for (int64_t i = 0; i < len; i++) {
+                double v = xv[base + i * inner];
+                norm += p == 1 ? fabs(v) : v * v;
+            }
+            if (p == 2) norm = sqrt(norm);
+            for (int64_t i = 0; i < len; i++)
+                yv[base + i * inner] = norm == 0 ? 0 : xv[base + i * inner] / norm;
+        }
+    tensor_free(x);
+    return emit(y, X->elem, lim, out, err);
+}
+
 /* (X - mean) / sqrt(var), mean and variance over `axes` (default 0, 2, 3). */
 static int k_mvn(KERNEL_PARAMS) {
     (void)opset;
@@ -468,6 +510,7 @@ const kernel_def kernel_table_norm[] = {
     {OP_InstanceNormalization, 1, k_instance_norm},
     {OP_LayerNormalization, 17, k_layer_norm},
     {OP_LRN, 1, k_lrn},
+    {OP_LpNormalization, 1, k_lp_norm},
     {OP_MeanVarianceNormalization, 9, k_mvn},
     {OP_Dropout, 1, k_dropout},
 };
