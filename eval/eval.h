@@ -142,6 +142,10 @@ extern const kernel_def kernel_table_quant[];    /* eval/ops_quant.c: QuantizeLi
 extern const size_t kernel_table_quant_count;
 extern const kernel_def kernel_table_loss[];     /* eval/ops_loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
 extern const size_t kernel_table_loss_count;
+extern const kernel_def kernel_table_signal[];   /* eval/ops_signal.c: DFT, STFT, the windows, MelWeightMatrix */
+extern const size_t kernel_table_signal_count;
+extern const kernel_def kernel_table_string[];   /* eval/ops_string.c: StringNormalizer, TfIdfVectorizer */
+extern const size_t kernel_table_string_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 

@@ -5,8 +5,8 @@
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
 ** elementwise -> values -> ops_shape -> ops_pad -> ops_linalg -> ops_conv ->
 ** ops_pool -> ops_norm -> ops_rnn -> ops_resize -> ops_index -> ops_detect ->
-** ops_quant -> ops_loss -> exec: the Tile engine only moves bytes,
-** so tensors can materialize any view with it (tests/harness/file_cycles.py
+** ops_quant -> ops_loss -> ops_signal -> ops_string -> exec: the Tile engine
+** only moves bytes, so tensors can materialize any view with it (tests/harness/file_cycles.py
 ** fails on any two files that call each other).
 */
 #ifndef TILEOPT_EVAL_IMPL_H

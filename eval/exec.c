@@ -64,6 +64,8 @@ static const kernel_def *find_kernel(op_id op, int64_t opset) {
         {kernel_table_detect, &kernel_table_detect_count},
         {kernel_table_quant, &kernel_table_quant_count},
         {kernel_table_loss, &kernel_table_loss_count},
+        {kernel_table_signal, &kernel_table_signal_count},
+        {kernel_table_string, &kernel_table_string_count},
     };
     const kernel_def *best = NULL;
     if (op == OP_NONE) return NULL;

@@ -727,6 +727,268 @@ static void cast_should_round_trip_every_float8_code(void **state) {
     tensor_free(x);
 }
 
+/* ---------------------------------------------------------------- signal */
+
+static int run_signal(const char *op, Onnx__NodeProto *n, tensor **in, size_t n_in,
+                      tensor **out, errbuf *err) {
+    for (size_t i = 0; i < kernel_table_signal_count; i++)
+        if (!strcmp(op_table[kernel_table_signal[i].op].name, op))
+            return kernel_table_signal[i].fn(n, 17, in, n_in, out, 1, NULL, err);
+    fail_msg("no kernel %s", op);
+    return TILEOPT_ERROR;
+}
+
+static tensor *scalar_i64(int64_t v) {
+    tensor *t = make(DT_INT64, NULL, 0);
+    memcpy(t->data, &v, 8);
+    return t;
+}
+
+static void dft_should_match_the_direct_sum_for_any_length(void **state) {
+    (void)state;
+    errbuf err;
+    Onnx__AttributeProto inv = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = {&inv};
+    inv.name = (char *)"inverse";
+    inv.has_i = 1;
+    Onnx__NodeProto n = node_of("DFT");
+    n.n_attribute = 1;
+    n.attribute = attrs;
+    /* powers of two run the radix-2 FFT, the rest Bluestein's; dft_length both
+    ** cuts the signal (len < 9) and zero-pads it */
+    for (int64_t len = 1; len <= 40; len++)
+        for (inv.i = 0; inv.i <= 1; inv.i++) {
+            tensor *x = make(DT_DOUBLE, (int64_t[]){1, 9, 2}, 3), *dl = scalar_i64(len), *y;
+            double *xv = (double *)(void *)x->data;
+            for (int i = 0; i < 18; i++) xv[i] = sin(1.7 * i + 0.3) * (i % 3 + 1);
+            tensor *in[2] = {x, dl};
+            assert_int_equal(run_signal("DFT", &n, in, 2, &y, &err), TILEOPT_OK);
+            assert_int_equal(y->dims[1], len);
+            const double *yv = (const double *)(const void *)y->data;
+            double sign = inv.i ? 1 : -1, scale = inv.i ? 1.0 / (double)len : 1;
+            for (int64_t k = 0; k < len; k++) {
+                double re = 0, im = 0;
+                for (int64_t j = 0; j < len && j < 9; j++) {
+                    double a = sign * 2 * 3.14159265358979323846 * (double)((j * k) % len) /
+                               (double)len;
+                    re += xv[2 * j] * cos(a) - xv[2 * j + 1] * sin(a);
+                    im += xv[2 * j] * sin(a) + xv[2 * j + 1] * cos(a);
+                }
+                assert_true(fabs(yv[2 * k] - re * scale) <= 1e-12);
+                assert_true(fabs(yv[2 * k + 1] - im * scale) <= 1e-12);
+            }
+            tensor_free(y);
+            tensor_free(dl);
+            tensor_free(x);
+        }
+}
+
+static void signal_ops_should_reject_bad_inputs(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *y = NULL;
+    /* DFT over the real/imaginary axis */
+    Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = {&ax};
+    ax.name = (char *)"axis";
+    ax.has_i = 1;
+    ax.i = 2;
+    Onnx__NodeProto dft = node_of("DFT");
+    dft.n_attribute = 1;
+    dft.attribute = attrs;
+    tensor *x = make(DT_FLOAT, (int64_t[]){1, 8, 1}, 3);
+    assert_int_equal(run_signal("DFT", &dft, &x, 1, &y, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "n0"));
+    /* STFT frames longer than the signal */
+    Onnx__NodeProto stft = node_of("STFT");
+    tensor *step = scalar_i64(1), *fl = scalar_i64(9);
+    tensor *st_in[4] = {x, step, NULL, fl};
+    assert_int_equal(run_signal("STFT", &stft, st_in, 4, &y, &err), TILEOPT_INVALID);
+    assert_non_null(strstr(err.msg, "frame length 9"));
+    /* a negative window size */
+    Onnx__NodeProto hann = node_of("HannWindow");
+    tensor *neg = scalar_i64(-1);
+    assert_int_equal(run_signal("HannWindow", &hann, &neg, 1, &y, &err), TILEOPT_INVALID);
+    /* mel bands reaching past the last spectrogram bin (upper edge at the sample rate) */
+    Onnx__NodeProto mel = node_of("MelWeightMatrix");
+    tensor *lo = make(DT_FLOAT, NULL, 0), *hi = make(DT_FLOAT, NULL, 0);
+    ((float *)(void *)hi->data)[0] = 100;
+    tensor *nmb = scalar_i64(8), *dl = scalar_i64(16), *rate = scalar_i64(100);
+    tensor *min[5] = {nmb, dl, rate, lo, hi};
+    assert_int_equal(run_signal("MelWeightMatrix", &mel, min, 5, &y, &err), TILEOPT_INVALID);
+    assert_null(y);
+    tensor *all[] = {x, step, fl, neg, lo, hi, nmb, dl, rate};
+    for (size_t i = 0; i < countof(all); i++) tensor_free(all[i]);
+}
+
+/* ------------------------------------------------------------ text ops */
+
+static const kernel_def *string_kernel(op_id op) {
+    for (size_t i = 0; i < kernel_table_string_count; i++)
+        if (kernel_table_string[i].op == op) return &kernel_table_string[i];
+    fail_msg("no kernel %s", op_table[op].name);
+    return NULL;
+}
+
+static Onnx__AttributeProto attr_ints(const char *name, const int64_t *v, size_t n) {
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = (char *)name;
+    a.n_ints = n;
+    a.ints = (int64_t *)v;
+    return a;
+}
+
+static Onnx__AttributeProto attr_int(const char *name, int64_t v) {
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = (char *)name;
+    a.has_i = 1;
+    a.i = v;
+    return a;
+}
+
+static Onnx__AttributeProto attr_str(const char *name, const char *v) {
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = (char *)name;
+    a.has_s = 1;
+    a.s.data = (uint8_t *)v;
+    a.s.len = strlen(v);
+    return a;
+}
+
+static Onnx__AttributeProto attr_strs(const char *name, ProtobufCBinaryData *b,
+                                      const char *const *v, size_t n) {
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = (char *)name;
+    for (size_t i = 0; i < n; i++) {
+        b[i].data = (uint8_t *)v[i];
+        b[i].len = strlen(v[i]);
+    }
+    a.n_strings = n;
+    a.strings = b;
+    return a;
+}
+
+/* TfIdfVectorizer over 1- and 2-grams without skips; spool (strings) replaces
+** pool when given; n_w == 0 leaves the weights out. */
+static int run_tfidf(const char *mode, const int64_t *counts, size_t n_counts,
+                     const int64_t *idx, size_t n_idx, const int64_t *pool,
+                     const char *const *spool, size_t n_pool, const float *w, size_t n_w,
+                     tensor *x, tensor **y, errbuf *err) {
+    ProtobufCBinaryData sb[16];
+    assert_true(n_pool <= 16);
+    Onnx__AttributeProto a[8] = {
+        attr_str("mode", mode),
+        attr_int("min_gram_length", 1),
+        attr_int("max_gram_length", 2),
+        attr_int("max_skip_count", 0),
+        attr_ints("ngram_counts", counts, n_counts),
+        attr_ints("ngram_indexes", idx, n_idx),
+        spool ? attr_strs("pool_strings", sb, spool, n_pool)
+              : attr_ints("pool_int64s", pool, n_pool),
+        ONNX__ATTRIBUTE_PROTO__INIT,
+    };
+    a[7].name = (char *)"weights";
+    a[7].n_floats = n_w;
+    a[7].floats = (float *)w;
+    Onnx__AttributeProto *attrs[8];
+    for (int i = 0; i < 8; i++) attrs[i] = &a[i];
+    Onnx__NodeProto n = node_of("TfIdfVectorizer");
+    n.n_attribute = n_w ? 8 : 7;
+    n.attribute = attrs;
+    *y = NULL;
+    return string_kernel(OP_TfIdfVectorizer)->fn(&n, 9, &x, 1, y, 1, NULL, err);
+}
+
+static void tfidf_should_reject_bad_ngram_attributes(void **state) {
+    (void)state;
+    errbuf err;
+    tensor *x = make_i64((int64_t[]){1, 2, 3, 2, 3}, 5), *y;
+    const int64_t pool[] = {2, 3, 2, 3}, idx[] = {0, 1, 2};
+    /* unigrams 2 and 3, the bigram (2, 3) */
+    assert_int_equal(run_tfidf("TF", (int64_t[]){0, 2}, 2, idx, 3, pool, NULL, 4, NULL, 0, x,
+                               &y, &err), TILEOPT_OK);
+    assert_memory_equal(y->data, ((float[]){2, 2, 2}), 3 * sizeof(float));
+    tensor_free(y);
+    static const struct {
+        int64_t counts[2], idx[3];
+        size_t n_idx, n_w;
+        const char *says;
+    } bad[] = {
+        {{0, 5}, {0, 1, 2}, 3, 0, "ngram_counts"}, /* past the pool */
+        {{3, 2}, {0, 1, 2}, 3, 0, "ngram_counts"}, /* decreasing */
+        {{-1, 2}, {0, 1, 2}, 3, 0, "ngram_counts"},
+        {{0, 1}, {0, 1, 2}, 3, 0, "whole"},        /* 3 items of 2-grams */
+        {{0, 2}, {0, 1}, 2, 0, "ngram_indexes"},   /* an n-gram without a coordinate */
+        {{0, 2}, {0, -1, 2}, 3, 0, "ngram_indexes"},
+        {{0, 2}, {0, 1, 2}, 3, 2, "weights"},      /* fewer weights than outputs */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = run_tfidf("IDF", bad[i].counts, 2, bad[i].idx, bad[i].n_idx, pool, NULL, 4,
+                           (float[]){1, 1}, bad[i].n_w, x, &y, &err);
+        assert_int_equal(rc, TILEOPT_INVALID);
+        assert_null(y);
+        assert_non_null(strstr(err.msg, bad[i].says));
+        assert_non_null(strstr(err.msg, "n0"));
+    }
+    assert_int_equal(run_tfidf("BM25", (int64_t[]){0, 2}, 2, idx, 3, pool, NULL, 4, NULL, 0, x,
+                               &y, &err), TILEOPT_INVALID);
+    tensor_free(x);
+}
+
+static void tfidf_should_weight_output_coordinates_of_string_ngrams(void **state) {
+    (void)state;
+    errbuf err;
+    const char *words[] = {"a", "b", "a", "x", "a"}, *pool[] = {"a", "b", "a", "b"};
+    tensor *x = make_strings(words, 5), *y;
+    /* n-grams a, b, (a b) go to outputs 2, 0, 1; their counts are 3, 1, 1 */
+    const int64_t counts[] = {0, 2}, idx[] = {2, 0, 1};
+    const float w[] = {1, 10, 100};
+    assert_int_equal(run_tfidf("TFIDF", counts, 2, idx, 3, NULL, pool, 4, w, 3, x, &y, &err),
+                     TILEOPT_OK);
+    assert_memory_equal(y->data, ((float[]){1, 10, 300}), 3 * sizeof(float));
+    tensor_free(y);
+    assert_int_equal(run_tfidf("IDF", counts, 2, idx, 3, NULL, pool, 4, w, 3, x, &y, &err),
+                     TILEOPT_OK);
+    assert_memory_equal(y->data, ((float[]){1, 10, 100}), 3 * sizeof(float));
+    tensor_free(y);
+    /* an int input for a string pool is a mix-up */
+    tensor *xi = make_i64((int64_t[]){1}, 1);
+    assert_int_equal(run_tfidf("TF", counts, 2, idx, 3, NULL, pool, 4, NULL, 0, xi, &y, &err),
+                     TILEOPT_INVALID);
+    tensor_free(xi);
+    tensor_free(x);
+}
+
+static void string_normalizer_should_map_utf8_and_compare_in_output_case(void **state) {
+    (void)state;
+    errbuf err;
+    /* long s uppers to S, so it matches the stopword s compared in upper case;
+    ** bytes that are not UTF-8 pass through */
+    const char *words[] = {"\xc3\x89t\xc3\xa9", "MONDAY", "\xc5\xbf", "x\xff"};
+    const char *stop[] = {"monday", "s"};
+    tensor *x = make_strings(words, 4), *y;
+    ProtobufCBinaryData sb[2];
+    Onnx__AttributeProto a[2] = {attr_str("case_change_action", "UPPER"),
+                                 attr_strs("stopwords", sb, stop, 2)};
+    Onnx__AttributeProto *attrs[2] = {&a[0], &a[1]};
+    Onnx__NodeProto n = node_of("StringNormalizer");
+    n.n_attribute = 2;
+    n.attribute = attrs;
+    const kernel_def *k = string_kernel(OP_StringNormalizer);
+    assert_int_equal(k->fn(&n, 10, &x, 1, &y, 1, NULL, &err), TILEOPT_OK);
+    assert_int_equal(y->rank, 1);
+    assert_int_equal(y->dims[0], 2);
+    const graph_bytes *s = (const graph_bytes *)(const void *)y->data;
+    assert_int_equal(s[0].len, 5);
+    assert_memory_equal(s[0].data, "\xc3\x89T\xc3\x89", 5);
+    assert_int_equal(s[1].len, 2);
+    assert_memory_equal(s[1].data, "X\xff", 2);
+    tensor_free(y);
+    tensor_free(x);
+    /* [2, 1] is neither [C] nor [1, C] */
+    tensor *x2 = make(DT_STRING, (int64_t[]){2, 1}, 2);
+    assert_int_equal(k->fn(&n, 10, &x2, 1, &y, 1, NULL, &err), TILEOPT_INVALID);
+    tensor_free(x2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tile_should_match_reference_on_small_shapes),
@@ -756,6 +1018,11 @@ int main(void) {
         cmocka_unit_test(cast_should_convert_strings_both_ways),
         cmocka_unit_test(broadcast_should_follow_legacy_axis_rule),
         cmocka_unit_test(cast_should_round_trip_every_float8_code),
+        cmocka_unit_test(tfidf_should_reject_bad_ngram_attributes),
+        cmocka_unit_test(tfidf_should_weight_output_coordinates_of_string_ngrams),
+        cmocka_unit_test(string_normalizer_should_map_utf8_and_compare_in_output_case),
+        cmocka_unit_test(dft_should_match_the_direct_sum_for_any_length),
+        cmocka_unit_test(signal_ops_should_reject_bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
