@@ -32,6 +32,10 @@
 #define FOLD_GROWTH_FLOOR 4096
 
 enum { VS_NONE = 0, VS_CONST = 1, VS_PARTIAL = 2 };
+/* A node whose outputs are over the size budget but whose readers may all fold
+** is evaluated anyway and kept (TR_KEPT); when every reader folded it goes too
+** (TR_GONE): the big intermediate of a constant chain is never stored. */
+enum { TR_NONE = 0, TR_KEPT = 1, TR_GONE = 2 };
 
 /* Ops whose value differs from run to run: never folded. */
 static const char *const never_fold[] = {
@@ -51,6 +55,8 @@ typedef struct fold_graph {
     uint8_t *scope;          /* per node: in the fold scope */
     bool tiles_open;         /* the model holds a Tile whose repeats are not known yet */
     uint8_t *folded;         /* per node */
+    uint8_t *transient;      /* per node: evaluated over the size budget for readers
+                             ** that may fold (TR_*) */
     uint32_t nv0;            /* values when the sweep started (the tables below) */
     int32_t *remaining;      /* per value: input slots still to be looked at */
     uint8_t *needed;         /* per value: a reader did not fold, or a subgraph reads it */
@@ -387,16 +393,67 @@ static bool predicted_bytes(fold_graph *f, const char *name, uint64_t *bytes) {
     return true;
 }
 
-/* The node stays: output `name` takes (or, predicted, would take) more than
+/* The node stays: its outputs take (or, predicted, would take) `bytes`, which
+** less the `freed` bytes of the constants that would go with it is more than
 ** --fold-limit. */
-static void skip_over_limit(pass_ctx *pc, graph *g, int32_t idx, const char *name,
-                            const char *verb, uint64_t in_bytes, uint64_t bytes) {
-    cJSON *a = pass_skip(pc, g, idx, "output '%s' %s %" PRIu64 " bytes, over --fold-limit %" PRIu64,
-                         name, verb, bytes, pc->opt->fold_limit);
+static void skip_over_limit(pass_ctx *pc, graph *g, int32_t idx, const char *verb,
+                            uint64_t in_bytes, uint64_t bytes, uint64_t freed) {
+    cJSON *a = pass_skip(pc, g, idx, "outputs %s %" PRIu64 " bytes and free %" PRIu64
+                         ": %" PRIu64 " more, over --fold-limit %" PRIu64, verb, bytes, freed,
+                         bytes - freed, pc->opt->fold_limit);
     if (!a) return;
     cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
     cJSON_AddNumberToObject(a, "bytes_after", (double)bytes);
+    cJSON_AddNumberToObject(a, "bytes_freed", (double)freed);
     cJSON_AddStringToObject(a, "rule", "fold-limit");
+}
+
+/* Whether folding adds more than --fold-limit bytes: the outputs against the
+** constants that go away with the node (a Transpose of a weight adds none). */
+static bool over_budget(const pass_options *opt, uint64_t bytes, uint64_t freed) {
+    return bytes > freed && bytes - freed > opt->fold_limit;
+}
+
+/* Bytes of the constant inputs that go away when n folds: values of this graph
+** (initializers, Constant or folded outputs) that n alone reads, that no graph
+** output or subgraph needs. */
+static uint64_t freed_bytes(fold_graph *f, const Onnx__NodeProto *n, tensor *const *in) {
+    uint64_t b = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        const char *name = graph_node_input(n, i);
+        int32_t vi = name && in[i] ? vindex(f, name) : -1;
+        if (vi < 0 || (uint32_t)vi >= f->nv0 || f->partial[vi]) continue;
+        const graph_value *v = &f->g->values[vi];
+        int32_t slots = 0;
+        bool again = false;
+        for (size_t j = 0; j < n->n_input; j++) {
+            const char *o = graph_node_input(n, j);
+            if (!o || strcmp(o, name) != 0) continue;
+            slots++;
+            again = again || j < i;
+        }
+        if (again || v->outer >= 0 || v->output >= 0 || f->needed[vi] ||
+            f->remaining[vi] != slots)
+            continue;
+        b += tensor_nbytes(in[i]);
+    }
+    return b;
+}
+
+/* Some reader of n's outputs is a node of this sweep that may fold: a chain
+** through n may end in a small constant. */
+static bool chain_possible(fold_graph *f, const Onnx__NodeProto *n) {
+    for (size_t o = 0; o < n->n_output; o++) {
+        if (!n->output[o][0]) continue;
+        const graph_value *v = graph_find(f->g, n->output[o]);
+        for (uint32_t u = 0; v && u < v->n_uses; u++) {
+            int32_t r = v->uses[u].node;
+            if (v->uses[u].input >= 0 && r >= 0 && (uint32_t)r < f->nn && f->scope[r] &&
+                f->maybe[r])
+                return true;
+        }
+    }
+    return false;
 }
 
 static void free_outs(tensor **outs, size_t n) {
@@ -490,6 +547,8 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         }
         in_bytes += tensor_nbytes(in[i]);
     }
+    uint64_t freed = freed_bytes(f, n, in);
+    bool chain = false;
     bool out_partial = false;
     if (graph_node_is(n, "Tile") && n_in == 2 && in[0] &&
         tile_is_redundant_broadcast(f, n, in[0], in[1])) {
@@ -510,24 +569,33 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     } else {
         if (in_partial) rule = "static dims of a shape";
         /* refuse before evaluating when the inferred output size says so */
+        uint64_t predicted = 0;
         for (size_t o = 0; o < n_out; o++) {
             uint64_t b = 0;
-            if (n->output[o][0] && !predicted_bytes(f, n->output[o], &b)) {
+            if (n->output[o][0] &&
+                (!predicted_bytes(f, n->output[o], &b) || predicted + b < predicted)) {
                 rc = err_set(pc->err, TILEOPT_INVALID,
                              "node %s (%s): output '%s' has more bytes than fit in 64 bits",
                              graph_node_id(g, idx), n->op_type, n->output[o]);
                 goto out;
             }
-            if (b > opt->fold_limit) {
-                skip_over_limit(pc, g, idx, n->output[o], "would take", in_bytes, b);
-                goto out;
-            }
+            predicted += b;
         }
-        /* no tensor of the evaluation may outgrow what the fold may keep: a
-        ** ConstantOfShape of an unknown-size output fails early, not after 4 GiB */
+        chain = chain_possible(f, n);
+        if (over_budget(opt, predicted, freed) && !chain) {
+            skip_over_limit(pc, g, idx, "would take", in_bytes, predicted, freed);
+            goto out;
+        }
+        /* no tensor of the evaluation may outgrow what the fold may keep or the
+        ** inputs it reads (a ConstantOfShape of an unknown-size output fails
+        ** early, not after 4 GiB), unless it is the intermediate of a chain:
+        ** then the evaluator's own limit (--max-tensor-bytes) holds */
         eval_limits lim = opt->eval_lim;
-        if (!lim.max_tensor_bytes || lim.max_tensor_bytes > opt->fold_limit)
-            lim.max_tensor_bytes = opt->fold_limit;
+        uint64_t base = freed > in_bytes ? freed : in_bytes;
+        uint64_t keep = opt->fold_limit + base < opt->fold_limit ? UINT64_MAX
+                                                                  : opt->fold_limit + base;
+        if (!chain && (!lim.max_tensor_bytes || lim.max_tensor_bytes > keep))
+            lim.max_tensor_bytes = keep;
         errbuf e = {0};
         if (eval_node(g, idx, in, n_in, outs, n_out, &lim, NULL, &e) != TILEOPT_OK) {
             if (e.code == TILEOPT_NOMEM) {
@@ -550,12 +618,24 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     uint64_t out_bytes = 0;
     for (size_t o = 0; o < n_out; o++) {
         if (!outs[o]) goto out; /* Shape/Size of an unknown type */
-        uint64_t b = tensor_nbytes(outs[o]);
-        if (b > opt->fold_limit) {
-            skip_over_limit(pc, g, idx, n->output[o], "takes", in_bytes, b);
+        out_bytes += tensor_nbytes(outs[o]);
+    }
+    if (over_budget(opt, out_bytes, freed)) {
+        if (!chain) {
+            skip_over_limit(pc, g, idx, "take", in_bytes, out_bytes, freed);
             goto out;
         }
-        out_bytes += b;
+        /* readers get the values; the node stays unless they all fold */
+        for (size_t o = 0; o < n_out; o++) {
+            int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+            if (vi < 0) continue;
+            f->val[vi] = outs[o];
+            f->partial[vi] = 0;
+            f->fold_out[vi] = 0;
+            outs[o] = NULL;
+        }
+        f->transient[idx] = TR_KEPT;
+        goto out;
     }
     if (opt->fold_max_growth > 0 && out_bytes > FOLD_GROWTH_FLOOR &&
         (double)out_bytes > opt->fold_max_growth * (double)in_bytes) {
@@ -780,6 +860,42 @@ static int release(fold_graph *f, int32_t vi) {
     return rc;
 }
 
+/* Whether every reader of n's outputs folded or went as part of a chain. */
+static bool readers_gone(fold_graph *f, const Onnx__NodeProto *n) {
+    for (size_t o = 0; o < n->n_output; o++) {
+        if (!n->output[o][0]) continue;
+        const graph_value *v = graph_find(f->g, n->output[o]);
+        if (!v || v->output >= 0) return false;
+        for (uint32_t u = 0; u < v->n_uses; u++) {
+            int32_t r = v->uses[u].node;
+            if (v->uses[u].input < 0 || r < 0 || (uint32_t)r >= f->nn ||
+                !(f->folded[r] || f->transient[r] == TR_GONE))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Chain intermediates, last first (so a chain settles from its end): gone
+** when all their readers are, else they stay and say why. */
+static void settle_chains(fold_graph *f) {
+    for (uint32_t k = f->count; k-- > 0;) {
+        int32_t idx = f->order[k];
+        if (f->transient[idx] != TR_KEPT || graph_node_removed(f->g, idx)) continue;
+        const Onnx__NodeProto *n = graph_node(f->g, idx);
+        if (!readers_gone(f, n)) {
+            cJSON *a = pass_skip(f->pc, f->g, idx, "outputs over --fold-limit %" PRIu64
+                                 ", and not every reader folded", f->pc->opt->fold_limit);
+            if (a) cJSON_AddStringToObject(a, "rule", "fold-limit");
+            continue;
+        }
+        f->transient[idx] = TR_GONE;
+        f->folded[idx] = 1;
+        cJSON *a = pass_action(f->pc, f->g, idx, "folded");
+        if (a) cJSON_AddStringToObject(a, "rule", "inside a constant chain");
+    }
+}
+
 static int phase_fold(fold_graph *f) {
     graph *g = f->g;
     int32_t *ins = NULL;
@@ -807,7 +923,8 @@ static int phase_fold(fold_graph *f) {
         bool done = false;
         int rc = TILEOPT_OK;
         if (f->scope[idx] && f->maybe[idx]) rc = try_fold(f, idx, &done);
-        if (!rc && !done && f->scope[idx] && graph_node_is(n, "Tile") && f->opset >= 6)
+        if (!rc && !done && f->scope[idx] && !f->transient[idx] && graph_node_is(n, "Tile") &&
+            f->opset >= 6)
             rc = tile_rewrite(f, idx);
         for (size_t i = 0; !rc && i < n_in; i++) {
             int32_t vi = ins[i];
@@ -834,6 +951,7 @@ static int phase_fold(fold_graph *f) {
         int rc = release(f, vi);
         if (rc) return rc;
     }
+    settle_chains(f);
     /* Last folded first: a shared constant's most recent readers go first, which
     ** keeps removal cheap for an index that looks up uses from the back. */
     for (uint32_t k = f->count; k-- > 0;)
@@ -855,13 +973,15 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     f.maybe = calloc(nn, 1);
     f.scope = calloc(nn, 1);
     f.folded = calloc(nn, 1);
+    f.transient = calloc(nn, 1);
     f.order = malloc(nn * sizeof *f.order);
     f.nv0 = f.nv;
     f.remaining = calloc(nv, sizeof *f.remaining);
     f.needed = calloc(nv, 1);
     f.fold_out = calloc(nv, 1);
     int rc = TILEOPT_OK;
-    if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded || !f.order ||
+    if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded ||
+        !f.transient || !f.order ||
         !f.remaining || !f.needed || !f.fold_out)
         rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
     for (uint32_t i = 0; !rc && i < f.nv0; i++) {
@@ -884,6 +1004,7 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     free(f.maybe);
     free(f.scope);
     free(f.folded);
+    free(f.transient);
     free(f.order);
     free(f.remaining);
     free(f.needed);

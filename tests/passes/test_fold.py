@@ -117,6 +117,42 @@ def fold_should_fold_a_64mb_tile_with_a_higher_limit():
     assert folded and folded[0]["bytes_after"] == 4096 * 4096 * 4, acts
 
 
+def fold_should_fold_a_transpose_of_a_weight_over_the_limit():
+    # 4 MiB in, 4 MiB out: the model does not grow, whatever --fold-limit says
+    w = np.arange(1024 * 1024, dtype=np.float32).reshape(1024, 1024) % 7
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"], name="tr", perm=[1, 0]),
+             helper.make_node("MatMul", ["x", "wt"], ["y"])]
+    m, acts = fold(make(nodes, [vi("x", F, [2, 1024])], [vi("y", F, [2, 1024])],
+                        [f32("w", w)]), "--fold-scope", "all")
+    assert ops(m) == ["MatMul"], ops(m)
+    done = of(acts, "folded", "Transpose")
+    assert done and done[0]["bytes_after"] == 4 << 20, acts
+
+
+def fold_should_fold_a_chain_whose_intermediate_is_over_the_limit():
+    # the 64 MiB Tile is never stored: only the scalar at the chain's end is
+    m, acts = fold(big_tile_model(), "--fold-scope", "all")
+    assert ops(m) == ["Add"], ops(m)
+    tile = of(acts, "folded", "Tile")
+    assert tile and tile[0]["rule"] == "inside a constant chain", acts
+    assert m.ByteSize() < 10000, m.ByteSize()
+
+
+def fold_should_keep_a_chain_intermediate_that_a_reader_still_needs():
+    nodes = [helper.make_node("Tile", ["c", "reps"], ["t"], name="big"),
+             helper.make_node("ReduceSum", ["t"], ["s"], keepdims=0),
+             helper.make_node("Add", ["x", "s"], ["y"]),
+             helper.make_node("Add", ["x2", "t"], ["z"])]
+    m, acts = fold(make(nodes, [vi("x", F, [1]), vi("x2", F, [4096, 4096])],
+                        [vi("y", F, [1]), vi("z", F, [4096, 4096])],
+                        [f32("c", np.arange(16).reshape(4, 4) % 3), i64("reps", [1024, 1024])]),
+                   "--fold-scope", "all")
+    assert sorted(ops(m)) == ["Add", "Add", "Tile"], ops(m)
+    skip = of(acts, "skipped", "Tile")
+    assert skip and skip[0]["rule"] == "fold-limit", acts
+    assert of(acts, "folded", "ReduceSum"), acts
+
+
 def growth_model():
     nodes = [helper.make_node("Tile", ["c", "reps"], ["t"], name="grow"),
              helper.make_node("Add", ["x", "t"], ["y"])]
