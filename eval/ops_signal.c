@@ -433,7 +433,7 @@ static int window(const Onnx__NodeProto *n, double a0, double a1, double a2, ten
     if (n_in != 1 || !in[0] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: takes one input, size", n->op_type, nm);
     int64_t size;
-    bool periodic;
+    bool periodic = true;
     int rc;
     if ((rc = int_input(n, in[0], "size", lim, &size, err)) ||
         (rc = flag_attr(n, "periodic", 1, &periodic, err)))
