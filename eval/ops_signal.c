@@ -43,16 +43,17 @@ static bool is_output_type(int64_t e) {
 static int flag_attr(const Onnx__NodeProto *n, const char *name, int64_t dflt, bool *out,
                      errbuf *err) {
     int64_t v = graph_attr_int(n, name, dflt);
+    *out = v == 1;
     if (v != 0 && v != 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: %s is %lld, must be 0 or 1", n->op_type,
                        eval_node_name(n), name, (long long)v);
-    *out = v == 1;
     return TILEOPT_OK;
 }
 
 /* The value of a scalar integer input (int32 or int64 by the schemas). */
 static int int_input(const Onnx__NodeProto *n, tensor *t, const char *what,
                      const eval_limits *lim, int64_t *v, errbuf *err) {
+    *v = 0;
     const dtype_info *d = dtype_get(t->elem);
     if (!d || (d->kind != KIND_SINT && d->kind != KIND_UINT))
         return err_set(err, TILEOPT_INVALID, "%s %s: %s has element type %s, expected an "
@@ -433,7 +434,7 @@ static int window(const Onnx__NodeProto *n, double a0, double a1, double a2, ten
     if (n_in != 1 || !in[0] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: takes one input, size", n->op_type, nm);
     int64_t size;
-    bool periodic = true;
+    bool periodic;
     int rc;
     if ((rc = int_input(n, in[0], "size", lim, &size, err)) ||
         (rc = flag_attr(n, "periodic", 1, &periodic, err)))

@@ -523,7 +523,7 @@ static int k_tfidf(KERNEL_PARAMS) {
     if (n_in < 1 || !in[0] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "TfIdfVectorizer %s: needs an input", nm);
     tensor *X = in[0];
-    tf_plan p;
+    tf_plan p = {0};
     int rc = tf_attrs(n, &p, err);
     if (rc) return rc;
     bool ints = X->elem == DT_INT32 || X->elem == DT_INT64;
