@@ -69,7 +69,7 @@ void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user)
 #define MAX_DEPTH_CEILING 256
 
 typedef enum opt_kind {
-    OPT_U64, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
+    OPT_U64, OPT_BYTES, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
     OPT_SHAPE,               /* repeatable, kept in the context, not in pass_options */
 } opt_kind;
 
@@ -82,13 +82,13 @@ typedef struct opt_def {
 #define OPT(name, kind, field) {name, kind, offsetof(pass_options, field)}
 static const opt_def options[] = {
     OPT("target-opset", OPT_OPSET, target_opset),
-    OPT("fold-limit", OPT_U64, fold_limit),
+    OPT("fold-limit", OPT_BYTES, fold_limit),
     OPT("fold-max-growth", OPT_FACTOR, fold_max_growth),
     OPT("fold-scope", OPT_SCOPE, fold_scope_all),
     OPT("fuse-split", OPT_BOOL, fuse_split),
     OPT("keep-initializer-inputs", OPT_BOOL, keep_initializer_inputs),
-    OPT("max-tensor-bytes", OPT_U64, eval_lim.max_tensor_bytes),
-    OPT("max-eval-bytes", OPT_U64, eval_lim.max_total_bytes),
+    OPT("max-tensor-bytes", OPT_BYTES, eval_lim.max_tensor_bytes),
+    OPT("max-eval-bytes", OPT_BYTES, eval_lim.max_total_bytes),
     OPT("max-eval-steps", OPT_U64, eval_lim.max_steps),
     OPT("max-depth", OPT_U32, graph_lim.max_depth),
     OPT("max-rank", OPT_U32, graph_lim.max_rank),
@@ -106,6 +106,37 @@ static bool parse_u64(const char *s, uint64_t *out) {
     if (errno || *end) return false;
     *out = v;
     return true;
+}
+
+/*
+** A size in bytes as GNU tools write it: a number with an optional suffix, K, M,
+** G, T or KiB, MiB, GiB, TiB for powers of 1024, KB, MB, GB, TB for powers of
+** 1000 (B alone for bytes), or "unlimited".
+*/
+static bool parse_bytes(const char *s, uint64_t *out) {
+    if (s && strcmp(s, "unlimited") == 0) {
+        *out = UINT64_MAX;
+        return true;
+    }
+    if (!s || !*s || *s < '0' || *s > '9') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return false;
+    static const struct {
+        const char *suffix;
+        uint64_t scale;
+    } units[] = {
+        {"", 1}, {"B", 1},
+        {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1000ull},
+        {"M", 1ull << 20}, {"MiB", 1ull << 20}, {"MB", 1000000ull},
+        {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"GB", 1000000000ull},
+        {"T", 1ull << 40}, {"TiB", 1ull << 40}, {"TB", 1000000000000ull},
+    };
+    for (size_t i = 0; i < countof(units); i++)
+        if (strcmp(end, units[i].suffix) == 0)
+            return !__builtin_mul_overflow((uint64_t)v, units[i].scale, out);
+    return false;
 }
 
 /* "NAME:D1,D2,..." (NAME may hold ':' itself, as TensorFlow's "x:0" does: the last
@@ -160,9 +191,16 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     uint64_t u;
     switch (o->kind) {
     case OPT_U64:
+    case OPT_BYTES:
     case OPT_U32:
-        if (!parse_u64(value, &u) || (o->kind == OPT_U32 && (u == 0 || u > UINT32_MAX)))
+        if (!(o->kind == OPT_BYTES ? parse_bytes(value, &u) : parse_u64(value, &u)) ||
+            (o->kind == OPT_U32 && (u == 0 || u > UINT32_MAX))) {
+            if (o->kind == OPT_BYTES)
+                return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes a size in bytes "
+                               "(1048576, 512K, 16M, 1GiB, 2GB or unlimited), not '%s'", name,
+                               value);
             break;
+        }
         /* The loader's wire scan, protobuf-c's unpacker, the index, every pass and
         ** the evaluator recurse once per subgraph level: 256 levels stay well inside
         ** a default thread stack, under the sanitizers too (3,000 overflowed it). */

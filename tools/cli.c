@@ -80,6 +80,29 @@ void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
     fflush(stderr);
 }
 
+/* The resource limits every command takes, with their defaults. */
+static const char limits_help[] =
+    "resource limits (every command):\n"
+    "  --max-tensor-bytes SIZE  bytes one evaluated or loaded tensor may take (default 4G)\n"
+    "  --max-eval-bytes SIZE    bytes all live evaluator tensors may take (default 8G)\n"
+    "  --max-eval-steps N       nodes run plus Loop iterations in one evaluation\n"
+    "                           (default 4194304; 0: no limit)\n"
+    "  --max-depth N            subgraph nesting depth, 1 to 256 (default 64)\n"
+    "  --max-rank N             tensor rank (default 64)\n"
+    "SIZE is a number of bytes with an optional suffix: K, M, G, T (or KiB, MiB, ...)\n"
+    "for powers of 1024, KB, MB, GB, TB for powers of 1000, or 'unlimited'.\n"
+    "Long options also take their value as --name=value.\n";
+
+bool cli_wants_help(int argc, char **argv, const char *help) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(help, stdout);
+            fputs(limits_help, stdout);
+            return true;
+        }
+    return false;
+}
+
 /* Flags that map one to one onto library options (tileopt_ctx_set). */
 static const struct {
     const char *flag;

@@ -31,6 +31,10 @@ int tool_error(int code, const char *fmt, ...);
 ** 2 (usage) on a bad value. */
 int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only);
 
+/* With --help or -h among argv: print help (the command's usage and options)
+** and the limits every command takes to stdout, and return true. */
+bool cli_wants_help(int argc, char **argv, const char *help);
+
 /* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);
 

@@ -28,7 +28,14 @@ static void print_shape(const cJSON *shape) {
     fputs("]", stdout);
 }
 
+static const char inspect_help[] =
+    "usage: tileopt inspect MODEL.onnx [--json]\n"
+    "Prints opsets, IR version, node and initializer counts and every Tile.\n"
+    "options:\n"
+    "  --json                    print one JSON object instead (default: text)\n";
+
 int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv) {
+    if (cli_wants_help(argc, argv, inspect_help)) return EXIT_OK;
     const char *path = NULL;
     bool json = false;
     for (int i = 1; i < argc; i++) {

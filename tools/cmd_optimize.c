@@ -250,7 +250,39 @@ done:
     return rc;
 }
 
+static const char optimize_help[] =
+    "usage: tileopt optimize IN.onnx -o OUT.onnx [options]\n"
+    "Runs the passes on IN and writes OUT atomically; IN is never modified.\n"
+    "options:\n"
+    "  -o, --output OUT.onnx     the optimized model (required; never IN itself)\n"
+    "  --passes LIST             passes in order, comma-separated, from upgrade, fold,\n"
+    "                            fuse, or none (load and save only)\n"
+    "                            (default upgrade,fold,fuse)\n"
+    "  --target-opset N          the opset upgrade converts to, 6 to 17 (default: the\n"
+    "                            model's own from opset 7, else 13)\n"
+    "  --keep-initializer-inputs keep initializers listed as graph inputs when the IR\n"
+    "                            goes past 3 (default: take them out)\n"
+    "  --fold-scope tile|all     fold Tiles and what feeds them, or every constant node\n"
+    "                            (default tile)\n"
+    "  --fold-limit SIZE         most bytes one fold may add to the model, outputs less\n"
+    "                            the constants that go with it (default 1M)\n"
+    "  --fold-max-growth K       also refuse outputs over K times their constant inputs\n"
+    "                            (default 0: off)\n"
+    "  --fuse-split              fuse a Tile into a binary op with a full-size operand\n"
+    "                            by reshaping both to broadcast (default off)\n"
+    "  --input-shape NAME:D1,... fix a graph input's dims (repeatable; default none)\n"
+    "  --infer-shapes            write inferred types and shapes into value_info\n"
+    "                            (default off)\n"
+    "  --verify[=strict]         run IN and OUT on the same random inputs and fail on a\n"
+    "                            difference; strict also fails without a verdict\n"
+    "                            (default off)\n"
+    "  --seed N                  seed of --verify's inputs (default 1)\n"
+    "  --report FILE|-           write the JSON report to FILE or stdout (default none)\n"
+    "  -q, --quiet               no progress and no summary (default: progress on a\n"
+    "                            terminal, summary on stdout)\n";
+
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
+    if (cli_wants_help(argc, argv, optimize_help)) return EXIT_OK;
     opt_args a = {0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];

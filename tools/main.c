@@ -5,6 +5,7 @@
 ** only through include/tileopt.h.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -31,6 +32,38 @@ static const struct {
     {"inspect", cmd_inspect},
 };
 
+/* Flags whose value is optional keep "=VALUE" attached: "--verify" alone means
+** something else than "--verify strict" would. */
+static const char *const optional_value_flags[] = {"--verify"};
+
+/*
+** GNU style: every long option also takes its value as "--name=value". The
+** commands parse "--name value"; this splits the first form into the second.
+** The strings stay argv's; only the array is new (NULL when out of memory).
+*/
+static char **split_long_options(int argc, char **argv, int *out_argc) {
+    char **v = malloc((2 * (size_t)argc + 1) * sizeof *v);
+    if (!v) return NULL;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        char *eq = argv[i][0] == '-' && argv[i][1] == '-' ? strchr(argv[i], '=') : NULL;
+        bool keep = !eq;
+        for (size_t k = 0; eq && k < sizeof optional_value_flags / sizeof *optional_value_flags; k++)
+            keep = keep || (strlen(optional_value_flags[k]) == (size_t)(eq - argv[i]) &&
+                            strncmp(argv[i], optional_value_flags[k], (size_t)(eq - argv[i])) == 0);
+        if (keep || i == 0) {
+            v[n++] = argv[i];
+            continue;
+        }
+        *eq = '\0';
+        v[n++] = argv[i];
+        v[n++] = eq + 1;
+    }
+    v[n] = NULL;
+    *out_argc = n;
+    return v;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return tool_error(EXIT_USAGE, "no command given");
     const char *cmd = argv[1];
@@ -48,7 +81,10 @@ int main(int argc, char **argv) {
     tileopt_ctx *ctx;
     if (tileopt_ctx_new(&ctx) != TILEOPT_OK) return tool_error(EXIT_FAIL, "out of memory");
     cli_clean_up_on_signals(ctx);
-    int rc = commands[k].run(ctx, argc - 1, argv + 1);
+    int nargc;
+    char **nargv = split_long_options(argc - 1, argv + 1, &nargc);
+    int rc = nargv ? commands[k].run(ctx, nargc, nargv) : tool_error(EXIT_FAIL, "out of memory");
+    free(nargv);
     tileopt_ctx_free(ctx);
     return rc;
 }
