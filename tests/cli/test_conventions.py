@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""GNU habits of the command line: sizes with suffixes, --name=value, and a
+--help per command that describes every option with its default."""
+import json
+import os
+import re
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
+import harness as h  # noqa: E402
+
+
+def tile_model(d):
+    """A constant 4x4 float tiled 600x600 times: a 23,040,000-byte fold."""
+    nodes = [helper.make_node("Tile", ["c", "reps"], ["t"], name="big"),
+             helper.make_node("Add", ["x", "t"], ["y"])]
+    g = helper.make_graph(nodes, "g", [h.vi("x", TensorProto.FLOAT, [2400, 2400])],
+                          [h.vi("y", TensorProto.FLOAT, [2400, 2400])],
+                          [numpy_helper.from_array(np.ones((4, 4), np.float32), "c"),
+                           h.i64("reps", [600, 600])])
+    p = os.path.join(d, "m.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), p)
+    return p
+
+
+def folded(d, *flags):
+    src, out = tile_model(d), os.path.join(d, "o.onnx")
+    h.expect_ok(h.tileopt("optimize", src, "-o", out, "--passes", "fold", "-q", *flags))
+    return "Tile" not in [n.op_type for n in onnx.load(out).graph.node]
+
+
+def sizes_should_take_suffixes_and_unlimited():
+    with h.tempdir() as d:
+        # the fold adds 23,040,000 bytes and frees the 80 of its constant inputs
+        assert not folded(d, "--fold-limit", "16M")
+        assert not folded(d, "--fold-limit", "23MB")
+        assert folded(d, "--fold-limit", "24MB")
+        assert not folded(d, "--fold-limit", "22499K")
+        assert folded(d, "--fold-limit", "22500K")
+        assert folded(d, "--fold-limit", "1GiB")
+        assert folded(d, "--fold-limit", "unlimited")
+        for bad in ("1.5M", "-1", "10X", "M", ""):
+            cp = h.tileopt("optimize", tile_model(d), "-o", os.path.join(d, "o.onnx"),
+                           "--fold-limit", bad)
+            assert cp.returncode == 2, (bad, cp.returncode, cp.stderr)
+            assert "size in bytes" in cp.stderr and "--help" in cp.stderr, cp.stderr
+
+
+def long_options_should_take_an_equals_value():
+    with h.tempdir() as d:
+        src, out = tile_model(d), os.path.join(d, "o.onnx")
+        cp = h.tileopt("optimize", src, "--output=" + out, "--passes=fold", "--report=-",
+                       "--fold-limit=32M", "--max-tensor-bytes=1G", "--verify=strict", "-q")
+        h.expect_ok(cp)
+        report = json.loads(cp.stdout)
+        assert [p["name"] for p in report["passes"]] == ["fold"], report["passes"]
+        assert report["verify"]["verdict"] == "match", report["verify"]
+        assert "Tile" not in [n.op_type for n in onnx.load(out).graph.node]
+        cp = h.tileopt("inspect", src, "--max-rank=1")
+        assert cp.returncode == 1 and "rank" in cp.stderr, cp.stderr
+
+
+def help_should_describe_every_option_with_its_default():
+    usage = h.tileopt("--help").stdout
+    for cmd in ("optimize", "inspect"):
+        cp = h.tileopt(cmd, "--help")
+        h.expect_ok(cp)
+        text = cp.stdout
+        assert text.startswith(f"usage: tileopt {cmd}"), text
+        line = next(l for l in usage.splitlines() if l.strip().startswith(f"tileopt {cmd}"))
+        block = usage[usage.index(line):].split("\n  tileopt ")[0]
+        for flag in set(re.findall(r"--[a-z-]+", block)) - {"--max-"}:
+            assert flag in text, (cmd, flag)
+        # every option entry (a line starting with two spaces and a dash) says
+        # its default, or that it is required, within its description
+        entries = re.split(r"\n(?=  -)", text.split("options:\n", 1)[1])
+        for e in entries:
+            if e.strip().startswith("-") and "help" not in e:
+                assert "default" in e or "required" in e, (cmd, e)
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
