@@ -189,6 +189,15 @@ static void print_summary(tileopt_ctx *ctx, FILE *f) {
 #undef NUM
 }
 
+/* Whether the last pass the report lists is `name` and failed. */
+static bool failed_pass_is(tileopt_ctx *ctx, const char *name) {
+    const cJSON *passes = cJSON_GetObjectItemCaseSensitive(tileopt_report_json(ctx), "passes");
+    int n = cJSON_GetArraySize(passes);
+    const cJSON *last = n ? cJSON_GetArrayItem(passes, n - 1) : NULL;
+    const char *got = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "name"));
+    return got && strcmp(got, name) == 0 && cJSON_GetObjectItemCaseSensitive(last, "error");
+}
+
 /* The output size the report states now. */
 static double output_file_bytes(tileopt_ctx *ctx) {
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(tileopt_report_json(ctx), "output");
@@ -205,8 +214,12 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         goto done;
     }
     tileopt_report_begin(ctx, model, a->in);
-    if (tileopt_passes_run(ctx, model, passes, n_passes) != TILEOPT_OK) {
+    tileopt_status st = tileopt_passes_run(ctx, model, passes, n_passes);
+    if (st != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        if (st == TILEOPT_UNSUPPORTED && failed_pass_is(ctx, "upgrade"))
+            fputs("(to go on: --passes fold,fuse keeps the model's opset, or give a "
+                  "--target-opset that every node listed allows)\n", stderr);
         goto report;
     }
     if (a->infer_shapes && tileopt_model_infer_shapes(ctx, model) != TILEOPT_OK) {

@@ -84,5 +84,14 @@ def help_should_describe_every_option_with_its_default():
                 assert "default" in e or "required" in e, (cmd, e)
 
 
+def an_upgrade_it_cannot_do_should_say_how_to_go_on():
+    with h.tempdir() as d:
+        src = "/usr/share/libonnx-testdata/data/node/test_tile/model.onnx"  # Tile-13
+        cp = h.tileopt("optimize", src, "-o", os.path.join(d, "o.onnx"), "--target-opset", "6")
+        assert cp.returncode == 1, cp.stderr
+        assert "Tile 13->6" in cp.stderr and "--passes fold,fuse" in cp.stderr, cp.stderr
+        assert not os.path.exists(os.path.join(d, "o.onnx"))
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
