@@ -42,11 +42,17 @@ tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err);
 ** object otherwise, created on first use; owned by the report. */
 cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array);
 
-/* Node, Tile and initializer counts over the main graph and every subgraph. */
+/* Node, Tile and initializer counts over the main graph and every subgraph;
+** of the initializer bytes, those stored in external data files. ops: how many
+** nodes of each op type ("domain:op" outside the default domain); ext_files:
+** the external data files the initializers name, each once (both JSON, owned
+** by the caller, NULL when out of memory). */
 typedef struct api_counts {
-    uint64_t nodes, tiles, inits, init_bytes;
+    uint64_t nodes, tiles, inits, init_bytes, ext_bytes;
+    cJSON *ops, *ext_files;
 } api_counts;
 void api_count(const graph_model *m, api_counts *c);
+void api_counts_free(api_counts *c);
 /* The model's opset_import as a JSON array of {domain, version}. */
 cJSON *api_opsets_json(const graph_model *m);
 /* JSON text for reports and inspect: exact int64s, \xNN for bytes that are not

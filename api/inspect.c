@@ -94,6 +94,24 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
     }
 }
 
+/* The main graph's inputs (initializers listed as inputs left out) or outputs,
+** each with its element type and shape where declared or inferred. */
+static cJSON *io_json(graph *g, bool inputs) {
+    cJSON *arr = cJSON_CreateArray();
+    size_t n = inputs ? g->pb->n_input : g->pb->n_output;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = (inputs ? g->pb->input[i] : g->pb->output[i])->name;
+        graph_value *v = name ? graph_find(g, name) : NULL;
+        if (!v || (inputs && v->initializer >= 0)) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", name);
+        cJSON_AddStringToObject(e, "dtype", v->type.elem ? dtype_name(v->type.elem) : "unknown");
+        cJSON_AddItemToObject(e, "shape", shape_json(&v->type));
+        cJSON_AddItemToArray(arr, e);
+    }
+    return arr;
+}
+
 tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, char **json_out) {
     *json_out = NULL;
     graph_model *m = model->g;
@@ -104,7 +122,10 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     errbuf ignored;
     infer_shapes(m, &ignored);
     cJSON *o = cJSON_CreateObject();
-    if (!o) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    if (!o) {
+        api_counts_free(&c);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
     cJSON_AddStringToObject(o, "path", m->path ? m->path : "");
     cJSON_AddItemToObject(o, "ir_version", pass_json_int(m->pb->ir_version));
     cJSON_AddStringToObject(o, "producer", m->pb->producer_name ? m->pb->producer_name : "");
@@ -113,6 +134,10 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     cJSON_AddNumberToObject(o, "initializers", (double)c.inits);
     cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes);
     cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes);
+    cJSON_AddItemToObject(o, "inputs", io_json(m->main, true));
+    cJSON_AddItemToObject(o, "outputs", io_json(m->main, false));
+    if (c.ops) cJSON_AddItemToObject(o, "ops", cJSON_Duplicate(c.ops, 1));
+    api_counts_free(&c);
     cJSON *tiles = cJSON_CreateArray();
     inspect_tiles(m->main, graph_opset(m, ""), tiles);
     cJSON_AddItemToObject(o, "tiles", tiles);

@@ -10,6 +10,13 @@
 #include "passes/passes.h"
 #include "shape/infer.h"
 
+/* count[key] += 1 in a JSON object of counts. */
+static void bump(cJSON *count, const char *key) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(count, key);
+    if (v) cJSON_SetNumberValue(v, v->valuedouble + 1);
+    else cJSON_AddNumberToObject(count, key, 1);
+}
+
 static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
     c->nodes += g->n_node;
     c->inits += g->n_initializer;
@@ -19,13 +26,29 @@ static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
                        : t->n_float_data * 4 + t->n_int32_data * 4 + t->n_int64_data * 8 +
                              t->n_double_data * 8 + t->n_uint64_data * 8;
         for (size_t k = 0; k < t->n_string_data; k++) c->init_bytes += t->string_data[k].len;
-        for (size_t k = 0; k < t->n_external_data; k++)
-            if (t->external_data[k]->key && strcmp(t->external_data[k]->key, "length") == 0)
-                c->init_bytes += strtoull(t->external_data[k]->value, NULL, 10);
+        for (size_t k = 0; k < t->n_external_data; k++) {
+            const Onnx__StringStringEntryProto *e = t->external_data[k];
+            if (!e->key || !e->value) continue;
+            if (strcmp(e->key, "length") == 0) {
+                uint64_t len = strtoull(e->value, NULL, 10);
+                c->init_bytes += len;
+                c->ext_bytes += len;
+            } else if (strcmp(e->key, "location") == 0 && c->ext_files &&
+                       !cJSON_GetObjectItemCaseSensitive(c->ext_files, e->value)) {
+                cJSON_AddTrueToObject(c->ext_files, e->value);
+            }
+        }
     }
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         if (graph_node_is(n, "Tile")) c->tiles++;
+        if (c->ops) {
+            char key[512];
+            const char *op = n->op_type ? n->op_type : "";
+            if (graph_domain_is_default(n->domain)) snprintf(key, sizeof key, "%s", op);
+            else snprintf(key, sizeof key, "%s:%s", n->domain, op);
+            bump(c->ops, key);
+        }
         for (size_t a = 0; a < n->n_attribute; a++) {
             if (n->attribute[a]->g) count_graph(n->attribute[a]->g, c);
             for (size_t k = 0; k < n->attribute[a]->n_graphs; k++)
@@ -48,7 +71,23 @@ cJSON *api_opsets_json(const graph_model *m) {
 
 void api_count(const graph_model *m, api_counts *c) {
     memset(c, 0, sizeof *c);
+    c->ops = cJSON_CreateObject();
+    c->ext_files = cJSON_CreateObject();
     count_graph(m->pb->graph, c);
+}
+
+void api_counts_free(api_counts *c) {
+    cJSON_Delete(c->ops);
+    cJSON_Delete(c->ext_files);
+    c->ops = c->ext_files = NULL;
+}
+
+/* The file names of a set (the keys of an object) as a JSON array. */
+static cJSON *names_of(const cJSON *set) {
+    cJSON *arr = cJSON_CreateArray();
+    const cJSON *e;
+    cJSON_ArrayForEach(e, set) cJSON_AddItemToArray(arr, cJSON_CreateString(e->string));
+    return arr;
 }
 
 static cJSON *summary(const graph_model *m, const char *path, uint64_t file_bytes) {
@@ -62,6 +101,10 @@ static cJSON *summary(const graph_model *m, const char *path, uint64_t file_byte
     cJSON_AddNumberToObject(s, "tiles", (double)c.tiles);
     cJSON_AddNumberToObject(s, "initializer_bytes", (double)c.init_bytes);
     cJSON_AddNumberToObject(s, "file_bytes", (double)file_bytes);
+    cJSON_AddNumberToObject(s, "external_data_bytes", (double)c.ext_bytes);
+    cJSON_AddItemToObject(s, "external_data_files", names_of(c.ext_files));
+    if (c.ops) cJSON_AddItemToObject(s, "ops", cJSON_Duplicate(c.ops, 1));
+    api_counts_free(&c);
     return s;
 }
 

@@ -16,7 +16,7 @@
 
 typedef struct opt_args {
     const char *in, *out, *passes, *report;
-    bool verify, quiet, infer_shapes;
+    bool verify, quiet, infer_shapes, target_asked;
 } opt_args;
 
 static void known_passes(char *buf, size_t cap) {
@@ -136,7 +136,106 @@ static double default_opset(const cJSON *summary) {
     return 0;
 }
 
-static void print_summary(tileopt_ctx *ctx, FILE *f) {
+/* b bytes in human units: "512 B", "1.5 KiB", "2.4 GiB". */
+static const char *human(double b, char *buf, size_t cap) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    while (b >= 1024 && u + 1 < sizeof unit / sizeof unit[0]) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+/* Nodes a pass acted on (each counted once, whatever number of actions it
+** got) and nodes it skipped. */
+static void pass_node_counts(const cJSON *pass, int *done, int *skipped) {
+    cJSON *seen = cJSON_CreateObject();
+    const cJSON *a;
+    *done = *skipped = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(pass, "actions")) {
+        const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
+        const char *node = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "node"));
+        const char *graph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "graph"));
+        bool skip = kind && strcmp(kind, "skipped") == 0;
+        char key[1024];
+        snprintf(key, sizeof key, "%c%s/%s", skip ? 's' : 'd', graph ? graph : "",
+                 node ? node : "");
+        if (seen && cJSON_GetObjectItemCaseSensitive(seen, key)) continue;
+        if (seen) cJSON_AddTrueToObject(seen, key);
+        if (skip) ++*skipped;
+        else ++*done;
+    }
+    cJSON_Delete(seen);
+}
+
+/* One row per op type, nodes before and after: changed rows first, then the
+** rest, each group most frequent first. */
+static void print_op_table(FILE *f, const cJSON *before, const cJSON *after) {
+    cJSON *all = cJSON_CreateObject();
+    const cJSON *e;
+    cJSON_ArrayForEach(e, before) if (all) cJSON_AddTrueToObject(all, e->string);
+    cJSON_ArrayForEach(e, after)
+        if (all && !cJSON_GetObjectItemCaseSensitive(all, e->string))
+            cJSON_AddTrueToObject(all, e->string);
+    int n = cJSON_GetArraySize(all), k = 0;
+    struct row { const char *op; double b, a; } *rows = malloc((size_t)(n ? n : 1) * sizeof *rows);
+    if (!rows) {
+        cJSON_Delete(all);
+        return;
+    }
+    cJSON_ArrayForEach(e, all) {
+        rows[k].op = e->string;
+        rows[k].b = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(before, e->string));
+        rows[k].a = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(after, e->string));
+        if (rows[k].b != rows[k].b) rows[k].b = 0; /* NaN: absent */
+        if (rows[k].a != rows[k].a) rows[k].a = 0;
+        k++;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: op types are few */
+        for (int j = i; j > 0; j--) {
+            struct row *x = &rows[j - 1], *y = &rows[j];
+            bool cx = x->b != x->a, cy = y->b != y->a;
+            double mx = x->b > x->a ? x->b : x->a, my = y->b > y->a ? y->b : y->a;
+            bool in_order = cx != cy ? cx : mx != my ? mx > my : strcmp(x->op, y->op) <= 0;
+            if (in_order) break;
+            struct row t = *x;
+            *x = *y;
+            *y = t;
+        }
+    fprintf(f, "  %-24s %8s %8s\n", "op", "before", "after");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-24s %8.0f %8.0f%s\n", rows[i].op, rows[i].b, rows[i].a,
+                rows[i].b != rows[i].a ? "  *" : "");
+    free(rows);
+    cJSON_Delete(all);
+}
+
+/* Model size: the .onnx file plus its external data, with the files named. */
+static void print_sizes(FILE *f, const cJSON *in, const cJSON *out) {
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    char b1[32], b2[32], b3[32], b4[32];
+    double ext_in = NUM(in, "external_data_bytes"), ext_out = NUM(out, "external_data_bytes");
+    fprintf(f, "  model size %s -> %s",
+            human(NUM(in, "file_bytes") + ext_in, b1, sizeof b1),
+            human(NUM(out, "file_bytes") + ext_out, b2, sizeof b2));
+    fprintf(f, " (initializers %s -> %s, external data %s -> %s)\n",
+            human(NUM(in, "initializer_bytes"), b1, sizeof b1),
+            human(NUM(out, "initializer_bytes"), b2, sizeof b2), human(ext_in, b3, sizeof b3),
+            human(ext_out, b4, sizeof b4));
+    for (int k = 0; k < 2; k++) {
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(k ? out : in, "external_data_files");
+        if (!cJSON_GetArraySize(files)) continue;
+        fprintf(f, "  external data of the %s:", k ? "output" : "input");
+        const cJSON *e;
+        cJSON_ArrayForEach(e, files) fprintf(f, " %s", cJSON_GetStringValue(e));
+        fputc('\n', f);
+    }
+#undef NUM
+}
+
+static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
     const cJSON *r = tileopt_report_json(ctx);
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(r, "output");
@@ -145,16 +244,11 @@ static void print_summary(tileopt_ctx *ctx, FILE *f) {
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out, "path")));
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "passes")) {
-        const cJSON *a;
-        int done = 0, skipped = 0;
-        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(p, "actions")) {
-            const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
-            if (kind && strcmp(kind, "skipped") == 0) skipped++;
-            else done++;
-        }
-        fprintf(f, "  %-8s %4d changes, %4d skipped, %.1f ms",
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done, skipped,
-                NUM(p, "duration_ms"));
+        int done, skipped;
+        pass_node_counts(p, &done, &skipped);
+        fprintf(f, "  %-8s %4d node%s changed, %4d skipped, %.1f ms",
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done,
+                done == 1 ? "" : "s", skipped, NUM(p, "duration_ms"));
         const cJSON *changes = cJSON_GetObjectItemCaseSensitive(p, "changes");
         const char *sep = "; ";
         for (size_t k = 0; k < sizeof change_words / sizeof change_words[0]; k++) {
@@ -165,16 +259,21 @@ static void print_summary(tileopt_ctx *ctx, FILE *f) {
         }
         fputc('\n', f);
     }
-    fprintf(f, "  nodes %.0f -> %.0f, Tile %.0f -> %.0f, initializers %.0f -> %.0f bytes, file %.0f -> %.0f bytes\n",
-            NUM(in, "nodes"), NUM(out, "nodes"), NUM(in, "tiles"), NUM(out, "tiles"),
-            NUM(in, "initializer_bytes"), NUM(out, "initializer_bytes"), NUM(in, "file_bytes"),
-            NUM(out, "file_bytes"));
+    print_op_table(f, cJSON_GetObjectItemCaseSensitive(in, "ops"),
+                   cJSON_GetObjectItemCaseSensitive(out, "ops"));
+    fprintf(f, "  nodes %.0f -> %.0f, Tile %.0f -> %.0f\n", NUM(in, "nodes"), NUM(out, "nodes"),
+            NUM(in, "tiles"), NUM(out, "tiles"));
+    print_sizes(f, in, out);
     double op_in = default_opset(in), op_out = default_opset(out);
     double ir_in = NUM(in, "ir_version"), ir_out = NUM(out, "ir_version");
+    const char *why_opset = args->target_asked ? "--target-opset asks for it"
+                            : "opsets below 7 go to 13 by default: no current runtime runs "
+                              "Tile-1 or the legacy broadcast";
     if (op_in != op_out && ir_in != ir_out)
-        fprintf(f, "  opset %.0f -> %.0f, IR %.0f -> %.0f\n", op_in, op_out, ir_in, ir_out);
+        fprintf(f, "  opset %.0f -> %.0f, IR %.0f -> %.0f (%s; the IR version is the one the "
+                "opset needs)\n", op_in, op_out, ir_in, ir_out, why_opset);
     else if (op_in != op_out)
-        fprintf(f, "  opset %.0f -> %.0f\n", op_in, op_out);
+        fprintf(f, "  opset %.0f -> %.0f (%s)\n", op_in, op_out, why_opset);
     else if (ir_in != ir_out)
         fprintf(f, "  IR %.0f -> %.0f\n", ir_in, ir_out);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
@@ -256,7 +355,7 @@ report:
     if (a->report) write_report(ctx, a->report);
 summary:
     if (rc == EXIT_OK && !a->quiet)
-        print_summary(ctx, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
+        print_summary(ctx, a, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
 done:
     tileopt_model_free(model);
     tileopt_model_free(before);
@@ -319,6 +418,7 @@ int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
             a.quiet = true;
         } else if (s[0] == '-' && s[1]) {
+            if (strcmp(s, "--target-opset") == 0) a.target_asked = true;
             int rc = cmd_option_flag(ctx, argc, argv, &i, false);
             if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
             if (rc) return rc;

@@ -4,6 +4,7 @@
 import json
 import os
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -91,6 +92,22 @@ def an_upgrade_it_cannot_do_should_say_how_to_go_on():
         assert cp.returncode == 1, cp.stderr
         assert "Tile 13->6" in cp.stderr and "--passes fold,fuse" in cp.stderr, cp.stderr
         assert not os.path.exists(os.path.join(d, "o.onnx"))
+
+
+def run_script_should_keep_outputs_of_models_that_share_a_name():
+    node = "/usr/share/libonnx-testdata/data/node"
+    models = [f"{node}/test_tile/model.onnx", f"{node}/test_tile_precomputed/model.onnx",
+              f"{node}/test_tile/model.onnx"]
+    srcdir = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with h.tempdir() as d:
+        env = dict(os.environ, TILEOPT=h.tileopt_path())
+        cp = subprocess.run([os.path.join(srcdir, "run"), *models, "-q"], cwd=d, env=env,
+                            capture_output=True, text=True, timeout=300)
+        assert cp.returncode == 0, cp.stderr
+        got = sorted(os.listdir(os.path.join(d, "out")))
+        assert got == sorted(f"{n}.{k}" for n in ("model", "test_tile_model",
+                                                  "test_tile_precomputed_model")
+                             for k in ("opt.onnx", "report.json")), got
 
 
 if __name__ == "__main__":
