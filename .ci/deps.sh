@@ -21,8 +21,10 @@ _apt_install() {
 }
 
 deps_build() {
+    # python3-onnx for onnx/onnx-data.proto (SequenceProto, OptionalProto), which
+    # libonnx-dev lacks
     _apt_install gcc libc6-dev pkg-config meson ninja-build protobuf-c-compiler \
-        libprotobuf-c-dev libcjson-dev libonnx-dev libopenblas-dev
+        libprotobuf-c-dev libcjson-dev libonnx-dev libopenblas-dev python3-onnx
 }
 
 deps_test() {

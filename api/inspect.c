@@ -100,13 +100,24 @@ static cJSON *io_json(graph *g, bool inputs) {
     cJSON *arr = cJSON_CreateArray();
     size_t n = inputs ? g->pb->n_input : g->pb->n_output;
     for (size_t i = 0; i < n; i++) {
-        const char *name = (inputs ? g->pb->input[i] : g->pb->output[i])->name;
-        graph_value *v = name ? graph_find(g, name) : NULL;
+        const Onnx__ValueInfoProto *vi = inputs ? g->pb->input[i] : g->pb->output[i];
+        graph_value *v = vi->name ? graph_find(g, vi->name) : NULL;
         if (!v || (inputs && v->initializer >= 0)) continue;
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", name);
-        cJSON_AddStringToObject(e, "dtype", v->type.elem ? dtype_name(v->type.elem) : "unknown");
-        cJSON_AddItemToObject(e, "shape", shape_json(&v->type));
+        cJSON_AddStringToObject(e, "name", vi->name);
+        /* a sequence or optional says so around its tensors' element type */
+        int32_t elem = 0;
+        graph_kind kind = graph_type_kind(vi->type, &elem);
+        const char *en = elem ? dtype_name(elem) : "unknown";
+        char dt[64];
+        if (kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL)
+            snprintf(dt, sizeof dt, "%s(%s)", kind == GRAPH_KIND_SEQUENCE ? "sequence" : "optional",
+                     en);
+        else
+            snprintf(dt, sizeof dt, "%s", v->type.elem ? dtype_name(v->type.elem) : "unknown");
+        cJSON_AddStringToObject(e, "dtype", dt);
+        cJSON_AddItemToObject(e, "shape", kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL
+                                              ? cJSON_CreateNull() : shape_json(&v->type));
         cJSON_AddItemToArray(arr, e);
     }
     return arr;

@@ -34,7 +34,18 @@ typedef struct tensor {
     uint8_t *data;                      /* first element */
     tbuf *buf;                          /* owner (NULL: borrowed, e.g. an initializer) */
     const char *name;
+    /* A value is a tensor (EVAL_TENSOR, 0: so a zeroed struct is one), a
+    ** sequence or an optional. A sequence or optional has no data, rank 0, and
+    ** holds references to its items: a sequence's tensors, all of element type
+    ** elem (SequenceEmpty's dtype when there are none), or an optional's one
+    ** tensor or sequence (none when it is empty). Items are shared by every
+    ** value holding them: read them, tensor_ref one to keep it, never free one. */
+    int32_t kind;
+    struct tensor **items;
+    size_t n_items;
 } tensor;
+enum { EVAL_TENSOR = GRAPH_KIND_TENSOR, EVAL_SEQUENCE = GRAPH_KIND_SEQUENCE,
+       EVAL_OPTIONAL = GRAPH_KIND_OPTIONAL };
 
 /* Limits and accounting for one evaluation. */
 typedef struct eval_limits {
@@ -76,6 +87,27 @@ int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor
                   errbuf *err);
 int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
                   errbuf *err);
+
+/* ------------------------------------------------ sequences and optionals */
+
+/* A new sequence or optional (kind) of n empty item slots, each to be filled
+** once by value_put or value_share before the value is used. elem: the element
+** type of a sequence's tensors, 0 to take the first item's. Sequences hold at
+** most 2^20 items (TILEOPT_LIMIT). */
+int value_new(int32_t kind, int32_t elem, size_t n, tensor **out, errbuf *err);
+/* Slot i of v holds x (referenced: the caller keeps its handle). A sequence
+** takes tensors of its element type only, an optional a tensor or a sequence. */
+int value_put(tensor *v, size_t i, tensor *x, errbuf *err);
+/* Slot i of v shares item j of w. */
+void value_share(tensor *v, size_t i, const tensor *w, size_t j);
+const char *value_kind_name(int32_t kind);   /* "a tensor", "an optional", ... (graph_kind) */
+/* A serialized value of the given kind: a TensorProto, SequenceProto or
+** OptionalProto, read as the graph declares it (the bytes do not say which).
+** elem is the declared element type, which an empty sequence or optional takes
+** (its message has none). Sequences of sequences, maps and sparse tensors are
+** TILEOPT_UNSUPPORTED. tensor_encode writes every kind. */
+int value_decode(const void *bytes, size_t size, int32_t kind, int32_t elem,
+                 const eval_limits *lim, tensor **out, errbuf *err);
 
 /* --------------------------------------------------------------- views */
 
@@ -146,14 +178,25 @@ extern const kernel_def kernel_table_signal[];   /* eval/ops_signal.c: DFT, STFT
 extern const size_t kernel_table_signal_count;
 extern const kernel_def kernel_table_string[];   /* eval/ops_string.c: StringNormalizer, TfIdfVectorizer */
 extern const size_t kernel_table_string_count;
+extern const kernel_def kernel_table_random[];   /* eval/ops_random.c: RandomUniform, RandomNormal, Bernoulli, ... */
+extern const size_t kernel_table_random_count;
+/* eval/ops_sequence.c: the sequence and optional ops, and Identity of any value.
+** Only its kernels are given sequences and optionals; every other kernel gets
+** tensors (the evaluator refuses a node otherwise). */
+extern const kernel_def kernel_table_sequence[];
+extern const size_t kernel_table_sequence_count;
 
 /* ---------------------------------------------------- values (eval/values.c) */
 
 /* actual against expected: floating types numpy.isclose style, |a - e| <= atol +
 ** rtol * |e| with NaN equal to NaN; integers, bool, strings and 8-bit floats
-** exactly. */
+** exactly; sequences and optionals item by item. */
 typedef struct tensor_diff {
-    bool same_shape;            /* element type and shape agree (else nothing else set) */
+    bool same_shape;            /* element type and shape agree (else nothing else set);
+                                ** for sequences and optionals the kind, the item count
+                                ** and every item's type and shape */
+    int64_t bad_item;           /* sequences and optionals: the first item that differs,
+                                ** -1 for none (or for a differing kind or count) */
     uint64_t n_bad;             /* elements outside the tolerance */
     uint64_t first_bad;         /* index of the first such element */
     double max_abs, max_rel;    /* over all numeric elements */

@@ -5,12 +5,15 @@
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
 ** elementwise -> values -> ops_shape -> ops_pad -> ops_linalg -> ops_conv ->
 ** ops_pool -> ops_norm -> ops_rnn -> ops_resize -> ops_index -> ops_detect ->
-** ops_quant -> ops_loss -> ops_signal -> ops_string -> exec: the Tile engine
-** only moves bytes, so tensors can materialize any view with it (tests/harness/file_cycles.py
-** fails on any two files that call each other).
+** ops_quant -> ops_loss -> ops_signal -> ops_string -> ops_random ->
+** ops_sequence -> exec: the Tile engine only moves bytes, so tensors can
+** materialize any view with it (tests/harness/file_cycles.py fails on any two
+** files that call each other).
 */
 #ifndef TILEOPT_EVAL_IMPL_H
 #define TILEOPT_EVAL_IMPL_H
+
+#include <string.h>
 
 #include "eval/eval.h"
 
@@ -45,6 +48,13 @@ int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_lim
                  tensor **out, errbuf *err);
 /* A new handle on the storage of t with a layout the caller fills. */
 tensor *tensor_share(const tensor *t);
+/* Bytes of storage a value keeps alive: the span a tensor's layout covers (0
+** when the data is borrowed from the model); a sequence's or optional's items
+** and their handles. */
+uint64_t tensor_storage_bytes(const tensor *t);
+/* A sequence or optional like t whose items are fn of t's items (new handles). */
+int value_map(tensor *t, int (*fn)(tensor *, const eval_limits *, tensor **, errbuf *),
+              const eval_limits *lim, tensor **out, errbuf *err);
 /* Makes dst keep src's storage alive (strings copied by pointer). */
 bool tensor_keep(tensor *dst, const tensor *src);
 /* Is the layout a pair per axis (Tile view) rather than one axis per dim? */
@@ -157,6 +167,44 @@ int nn_window_make(const Onnx__NodeProto *n, int32_t ns, const int64_t *in_dims,
 ** kernels keep no state between calls (qsort has no user pointer). */
 void eval_sort_indices(int64_t *idx, int64_t n, int64_t *tmp,
                        bool (*before)(const void *ctx, int64_t a, int64_t b), const void *ctx);
+
+/*
+** The random stream of a node (the random generators, Dropout in training):
+** splitmix64 seeded by the node's `seed` attribute or, without one, by a hash
+** of its first output's name, which optimization keeps. No runtime's stream
+** can be reproduced; a repeatable one is what --verify needs, since it
+** compares two runs of a model.
+*/
+typedef struct eval_rng {
+    uint64_t s;
+} eval_rng;
+
+static inline uint64_t eval_rng_next(eval_rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static inline double eval_rng_unit(eval_rng *r) {
+    return (double)(eval_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+static inline eval_rng eval_rng_for(const Onnx__NodeProto *n) {
+    const Onnx__AttributeProto *a = graph_attr(n, "seed");
+    eval_rng r = {0x243f6a8885a308d3ull};
+    if (a) {
+        uint32_t bits;
+        memcpy(&bits, &a->f, sizeof bits);
+        r.s ^= bits;
+    } else if (n->n_output > 0 && n->output[0]) {
+        for (const char *c = n->output[0]; *c; c++) /* FNV-1a */
+            r.s = (r.s ^ (uint8_t)*c) * 0x100000001b3ull;
+    }
+    eval_rng_next(&r);
+    return r;
+}
 
 /* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
 int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);

@@ -35,12 +35,21 @@ struct eval_scope {
 /* One unit of work against the run's budget. A per-Loop cap alone would let
 ** nested Loops multiply it (40 nested Loops of 2 trips, or 10^6 x 10^6); one
 ** count for the whole run bounds them all. */
-static int step(eval_scope *f, errbuf *err) {
-    if (f->lim->max_steps && ++f->use->steps > f->lim->max_steps)
+static int steps_add(eval_scope *f, uint64_t n, errbuf *err) {
+    if (f->lim->max_steps && (f->use->steps += n) > f->lim->max_steps)
         return err_set(err, TILEOPT_LIMIT,
                        "the evaluation ran more than %" PRIu64 " nodes and Loop iterations "
                        "(max-eval-steps)", f->lim->max_steps);
     return TILEOPT_OK;
+}
+static int step(eval_scope *f, errbuf *err) { return steps_add(f, 1, err); }
+
+/* A node that makes a sequence copies its item pointers: one more step per
+** this many, so a Loop growing a sequence by an item per iteration (work
+** quadratic in its length) stays within the run's budget too. */
+#define ITEMS_PER_STEP 64
+static uint64_t item_steps(const tensor *t) {
+    return t && t->kind != EVAL_TENSOR ? t->n_items / ITEMS_PER_STEP : 0;
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -66,6 +75,8 @@ static const kernel_def *find_kernel(op_id op, int64_t opset) {
         {kernel_table_loss, &kernel_table_loss_count},
         {kernel_table_signal, &kernel_table_signal_count},
         {kernel_table_string, &kernel_table_string_count},
+        {kernel_table_random, &kernel_table_random_count},
+        {kernel_table_sequence, &kernel_table_sequence_count},
     };
     const kernel_def *best = NULL;
     if (op == OP_NONE) return NULL;
@@ -80,7 +91,16 @@ static const kernel_def *find_kernel(op_id op, int64_t opset) {
 }
 
 /* Control-flow ops the evaluator runs itself (from their first opset). */
-static bool is_control(op_id op) { return op == OP_If || op == OP_Loop || op == OP_Scan; }
+static bool is_control(op_id op) {
+    return op == OP_If || op == OP_Loop || op == OP_Scan || op == OP_SequenceMap;
+}
+
+/* Kernels that take sequences and optionals: those of ops_sequence.c. */
+static bool takes_values(const kernel_def *k) {
+    for (size_t i = 0; i < kernel_table_sequence_count; i++)
+        if (k == &kernel_table_sequence[i]) return true;
+    return false;
+}
 
 bool eval_supports(const char *op_type, int64_t opset) {
     op_id op = op_find(op_type);
@@ -89,20 +109,9 @@ bool eval_supports(const char *op_type, int64_t opset) {
 
 /* ------------------------------------------------------------ accounting */
 
-/* Bytes of storage a tensor keeps alive: the span its layout covers (0 when the
-** data is borrowed from the model). Views sharing a buffer are counted once
-** each, which errs on the safe side. */
-static uint64_t storage_bytes(const tensor *t) {
-    if (!t || !t->buf) return 0;
-    const dtype_info *d = dtype_get(t->elem);
-    uint64_t span = d ? d->size : 1;
-    for (int32_t i = 0; i < t->vrank; i++) {
-        if (t->vdims[i] == 0) return 0;
-        int64_t s = t->vstrides[i] < 0 ? -t->vstrides[i] : t->vstrides[i];
-        span += (uint64_t)(t->vdims[i] - 1) * (uint64_t)s;
-    }
-    return span;
-}
+/* Bytes of storage a value keeps alive (tensor_storage_bytes). Views sharing a
+** buffer are counted once each, which errs on the safe side. */
+static uint64_t storage_bytes(const tensor *t) { return tensor_storage_bytes(t); }
 
 static int account(eval_scope *f, const tensor *t, const char *what, errbuf *err) {
     uint64_t b = storage_bytes(t);
@@ -329,6 +338,9 @@ static graph *branch(graph *g, int32_t node, const char *attr) {
 
 static int read_bool(tensor *t, const char *what, const eval_limits *lim, bool *v,
                      errbuf *err) {
+    if (t->kind != EVAL_TENSOR)
+        return err_set(err, TILEOPT_INVALID, "%s must be a single bool, got %s", what,
+                       value_kind_name(t->kind));
     if (t->elem != DT_BOOL || tensor_numel(t) != 1)
         return err_set(err, TILEOPT_INVALID, "%s must be a single bool, got %s with %" PRIu64
                        " elements", what, dtype_name(t->elem), tensor_numel(t));
@@ -392,6 +404,9 @@ typedef struct scan_acc {
 
 static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_scope *scope,
                     const eval_limits *lim, errbuf *err) {
+    if (t->kind != EVAL_TENSOR)
+        return err_set(err, TILEOPT_INVALID, "scan output %zu is %s, not a tensor", index,
+                       value_kind_name(t->kind));
     if (iter == 0) {
         s->elem = t->elem;
         s->rank = t->rank;
@@ -531,7 +546,7 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
         return err_set(err, TILEOPT_UNSUPPORTED, "a Loop without M and cond never ends");
     if (in[0]) {
         tensor *c = NULL;
-        if (in[0]->elem != DT_INT64 || tensor_numel(in[0]) != 1)
+        if (in[0]->kind != EVAL_TENSOR || in[0]->elem != DT_INT64 || tensor_numel(in[0]) != 1)
             return err_set(err, TILEOPT_INVALID, "M must be a single int64");
         rc = tensor_contiguous(in[0], lim, &c, err);
         if (rc) return rc;
@@ -681,6 +696,10 @@ static int stack_along(tensor *const *v, int64_t n, int64_t axis, bool backward,
                        size_t body_out, const eval_limits *lim, tensor **out, errbuf *err) {
     int64_t dims[TENSOR_MAX_RANK];
     int32_t rank, elem;
+    for (int64_t t = 0; t < n; t++)
+        if (v[t]->kind != EVAL_TENSOR)
+            return err_set(err, TILEOPT_INVALID, "scan output %zu is %s, not a tensor",
+                           body_out, value_kind_name(v[t]->kind));
     if (n > 0) {
         rank = v[0]->rank;
         elem = v[0]->elem;
@@ -904,7 +923,96 @@ static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
     return rc;
 }
 
+/* ------------------------------------------------------------ SequenceMap */
+
+/*
+** SequenceMap: the body runs once per item of the first input, a sequence;
+** every other input is a sequence of as many items (the body gets the item of
+** the run) or a tensor (the body gets it each time). Output k is the sequence
+** of the body's output k over the runs, its element type declared by the body
+** when there are none.
+*/
+static int exec_sequence_map(graph *g, int32_t node, tensor *const *in, size_t n_in,
+                             tensor **out, size_t n_out, const eval_limits *lim,
+                             eval_scope *scope, errbuf *err) {
+    graph *body = branch(g, node, "body");
+    if (!body) return err_set(err, TILEOPT_INVALID, "attribute body is missing");
+    if (body->pb->n_input != n_in || body->pb->n_output != n_out)
+        return err_set(err, TILEOPT_INVALID, "body has %zu inputs and %zu outputs, the node "
+                       "%zu and %zu", body->pb->n_input, body->pb->n_output, n_in, n_out);
+    if (!in[0] || in[0]->kind != EVAL_SEQUENCE)
+        return err_set(err, TILEOPT_INVALID, "input 0 must be a sequence");
+    size_t len = in[0]->n_items;
+    for (size_t j = 0; j < n_in; j++) {
+        if (!in[j]) return err_set(err, TILEOPT_INVALID, "input %zu is missing", j);
+        if (in[j]->kind == EVAL_OPTIONAL ||
+            (in[j]->kind == EVAL_SEQUENCE && in[j]->n_items != len))
+            return err_set(err, TILEOPT_INVALID, "input %zu is %s of %zu items where a "
+                           "sequence of %zu or a tensor belongs", j,
+                           value_kind_name(in[j]->kind), in[j]->n_items, len);
+    }
+    tensor **bin = calloc(n_in, sizeof *bin), **bout = calloc(n_out ? n_out : 1, sizeof *bout);
+    exec_plan plan = {0};
+    uint64_t held = 0;
+    int rc = TILEOPT_OK;
+    if (!bin || !bout) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (!rc) rc = plan_build(body, &plan, err);
+    for (size_t k = 0; k < n_out && !rc; k++) {
+        int32_t elem = 0;
+        if (!len) graph_type_kind(body->pb->output[k]->type, &elem);
+        rc = value_new(EVAL_SEQUENCE, elem, len, &out[k], err);
+    }
+    for (size_t i = 0; i < len && !rc; i++) {
+        if (scope && (rc = step(scope, err))) break;
+        for (size_t j = 0; j < n_in; j++)
+            bin[j] = in[j]->kind == EVAL_SEQUENCE ? in[j]->items[i] : in[j];
+        rc = run_sub(body, &plan, scope, lim, bin, n_in, bout, n_out, err);
+        for (size_t k = 0; k < n_out && !rc; k++) {
+            if ((rc = value_put(out[k], i, bout[k], err))) err_prefix(err, "output %zu: ", k);
+            held += storage_bytes(bout[k]);
+        }
+        for (size_t k = 0; k < n_out; k++) {
+            tensor_free(bout[k]);
+            bout[k] = NULL;
+        }
+        /* what the outputs hold so far counts against the run, as Loop's scans do */
+        if (!rc && scope && lim->max_total_bytes &&
+            scope->use->bytes + held > lim->max_total_bytes)
+            rc = err_set(err, TILEOPT_LIMIT, "the output sequences take %" PRIu64 " bytes, "
+                         "over the limit %" PRIu64, held, lim->max_total_bytes);
+        if (rc) err_prefix(err, "item %zu: ", i);
+    }
+    plan_free(&plan);
+    free(bin);
+    free(bout);
+    if (rc)
+        for (size_t k = 0; k < n_out; k++) {
+            tensor_free(out[k]);
+            out[k] = NULL;
+        }
+    return rc;
+}
+
 /* ------------------------------------------------------------ one node */
+
+/*
+** Sequences and optionals reach only what takes them: the kernels of
+** ops_sequence.c, Loop's carried values and SequenceMap. Every other kernel,
+** If's condition, Loop's M and cond and Scan's inputs read tensors, and a
+** value there is refused before it could be read as one.
+*/
+static int check_kinds(const char *op, op_id id, const kernel_def *k, tensor *const *in,
+                       size_t n_in, errbuf *err) {
+    size_t i = 0;
+    while (i < n_in && (!in[i] || in[i]->kind == EVAL_TENSOR)) i++;
+    if (i == n_in) return TILEOPT_OK;
+    size_t tensors_only = id == OP_Loop                           ? 2
+                          : id == OP_SequenceMap || (k && takes_values(k)) ? 0
+                                                                  : n_in;
+    if (i >= tensors_only) return TILEOPT_OK;
+    return err_set(err, TILEOPT_INVALID, "op %s input %zu is %s; it takes tensors there", op,
+                   i, value_kind_name(in[i]->kind));
+}
 
 /* k: the node's kernel when the caller looked it up already, else NULL. */
 static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *inputs,
@@ -925,18 +1033,23 @@ static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *
         return err_set(err, TILEOPT_INVALID, "node %s: %s takes %" PRId32 "..%" PRId32
                        " inputs, it has %zu", graph_node_id(g, node), op,
                        op_table[id].min_in, op_table[id].max_in, n->n_input);
+    if (!is_control(id) && !k) k = find_kernel(id, opset);
+    if (!is_control(id) && !k)
+        return err_set(err, TILEOPT_UNSUPPORTED,
+                       "op %s (opset %" PRId64 ") is not supported by the evaluator", op,
+                       opset);
+    int rc = check_kinds(op, id, k, inputs, n_inputs, err);
+    if (rc) return rc;
     if (id == OP_If)
         return exec_if(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
     if (id == OP_Loop)
         return exec_loop(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
     if (id == OP_Scan)
         return exec_scan(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
-    if (!k) k = find_kernel(id, opset);
-    if (!k)
-        return err_set(err, TILEOPT_UNSUPPORTED,
-                       "op %s (opset %" PRId64 ") is not supported by the evaluator", op,
-                       opset);
-    int rc = k->fn(n, opset, inputs, n_inputs, outputs, n_outputs, lim, err);
+    if (id == OP_SequenceMap)
+        return exec_sequence_map(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope,
+                                 err);
+    rc = k->fn(n, opset, inputs, n_inputs, outputs, n_outputs, lim, err);
     if (rc) {
         for (size_t i = 0; i < n_outputs; i++) {
             tensor_free(outputs[i]);
@@ -996,7 +1109,15 @@ int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
 /* An input must have the declared element type: kernels dispatch on it. Its
 ** shape may differ from the declaration (ONNX's own test data does that);
 ** evaluation follows the actual shape. */
-static int check_input(const graph_value *v, const tensor *t, errbuf *err) {
+static int check_input(const graph_value *v, const Onnx__ValueInfoProto *vi, const tensor *t,
+                       errbuf *err) {
+    graph_kind want = graph_type_kind(vi->type, NULL);
+    /* a tensor or sequence where an optional is declared is one that holds it:
+    ** a Loop-16 body carries an optional in and its sequence out */
+    if (want != GRAPH_KIND_NONE && want != (graph_kind)t->kind &&
+        !(want == GRAPH_KIND_OPTIONAL && t->kind != EVAL_OPTIONAL))
+        return err_set(err, TILEOPT_INVALID, "input '%s' is %s, the model expects %s",
+                       v->name, value_kind_name(t->kind), value_kind_name(want));
     if (v->type.elem && v->type.elem != t->elem)
         return err_set(err, TILEOPT_INVALID, "input '%s' is %s, the model expects %s",
                        v->name, dtype_name(t->elem), dtype_name(v->type.elem));
@@ -1036,7 +1157,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
             rc = err_set(err, TILEOPT_INVALID, "input '%s' is missing", v->name);
             goto done;
         }
-        rc = check_input(v, inputs[k], err);
+        rc = check_input(v, pb->input[i], inputs[k], err);
         if (rc) goto done;
         size_t idx = (size_t)(v - g->values);
         release(f, &f->vals[idx]);
@@ -1100,6 +1221,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
             f->vals[idx] = nout[o];
             nout[o] = NULL;
             if (!rc) rc = account(f, f->vals[idx], on, err);
+            if (!rc) rc = steps_add(f, item_steps(f->vals[idx]), err);
         }
         if (rc) {
             err_prefix(err, "node %s (%s): ", graph_node_id(g, ni),

@@ -1,7 +1,7 @@
 /*
 ** Detection post-processing and sampling: NonMaxSuppression, RoiAlign (average
-** mode, both coordinate transformations) and GridSample (bilinear, nearest,
-** bicubic; zeros, border and reflection padding). Computed in double.
+** mode, both coordinate transformations), MaxRoiPool and GridSample (bilinear,
+** nearest, bicubic; zeros, border and reflection padding). Computed in double.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -375,9 +375,74 @@ done:
     return rc;
 }
 
+/*
+** MaxRoiPool (Fast R-CNN's RoI pooling): each region (batch index, x1, y1, x2,
+** y2, in input coordinates times spatial_scale, rounded) is split into
+** pooled_shape bins, floor to ceil, and each bin takes its maximum; an empty
+** bin gives 0.
+*/
+static int k_max_roi_pool(KERNEL_PARAMS) {
+    (void)opset;
+    const char *nm = eval_node_name(n);
+    if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "MaxRoiPool %s: needs X and rois", nm);
+    tensor *X = in[0], *R = in[1];
+    const Onnx__AttributeProto *ps = graph_attr(n, "pooled_shape");
+    if (X->rank != 4 || R->rank != 2 || R->dims[1] != 5 || !ps || ps->n_ints != 2 ||
+        ps->ints[0] < 1 || ps->ints[1] < 1)
+        return err_set(err, TILEOPT_INVALID, "MaxRoiPool %s: needs X [N, C, H, W], rois "
+                       "[num_rois, 5] and a pooled_shape of two positive dims", nm);
+    double scale = graph_attr_float(n, "spatial_scale", 1.0f);
+    int64_t N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
+    int64_t PH = ps->ints[0], PW = ps->ints[1], nr = R->dims[0];
+    int64_t od[4] = {nr, C, PH, PW};
+    tensor *x = NULL, *r = NULL, *y = NULL;
+    int rc = eval_cast(X, DT_DOUBLE, lim, &x, err);
+    if (!rc) rc = eval_cast(R, DT_DOUBLE, lim, &r, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, od, 4, lim, &y, err);
+    for (int64_t k = 0; !rc && k < nr; k++) {
+        const double *roi = dvals(r) + k * 5;
+        int64_t b = (int64_t)roi[0];
+        if (!(roi[0] >= 0 && roi[0] < (double)N)) {
+            rc = err_set(err, TILEOPT_INVALID, "MaxRoiPool %s: region %lld names batch %g of %lld",
+                         nm, (long long)k, roi[0], (long long)N);
+            break;
+        }
+        double x1 = round(roi[1] * scale), y1 = round(roi[2] * scale);
+        double x2 = round(roi[3] * scale), y2 = round(roi[4] * scale);
+        double bw = fmax(x2 - x1 + 1, 1) / (double)PW, bh = fmax(y2 - y1 + 1, 1) / (double)PH;
+        for (int64_t c = 0; c < C; c++) {
+            const double *plane = dvals(x) + (b * C + c) * H * W;
+            double *out = dvals(y) + (k * C + c) * PH * PW;
+            for (int64_t i = 0; i < PH; i++)
+                for (int64_t j = 0; j < PW; j++) {
+                    double h0 = fmin(fmax(floor((double)i * bh) + y1, 0), (double)H);
+                    double h1 = fmin(fmax(ceil((double)(i + 1) * bh) + y1, 0), (double)H);
+                    double w0 = fmin(fmax(floor((double)j * bw) + x1, 0), (double)W);
+                    double w1 = fmin(fmax(ceil((double)(j + 1) * bw) + x1, 0), (double)W);
+                    double m = h1 > h0 && w1 > w0 ? -INFINITY : 0;
+                    for (int64_t yy = (int64_t)h0; yy < (int64_t)h1; yy++)
+                        for (int64_t xx = (int64_t)w0; xx < (int64_t)w1; xx++)
+                            m = fmax(m, plane[yy * W + xx]);
+                    out[i * PW + j] = m;
+                }
+        }
+    }
+    tensor_free(x);
+    tensor_free(r);
+    if (!rc) rc = nn_output(&y, X->elem, lim, err);
+    if (rc) {
+        tensor_free(y);
+        return rc;
+    }
+    out[0] = y;
+    return TILEOPT_OK;
+}
+
 const kernel_def kernel_table_detect[] = {
     {OP_NonMaxSuppression, 10, k_nms},
     {OP_RoiAlign, 10, k_roi_align},
     {OP_GridSample, 16, k_grid_sample},
+    {OP_MaxRoiPool, 1, k_max_roi_pool},
 };
 const size_t kernel_table_detect_count = countof(kernel_table_detect);

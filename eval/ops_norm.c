@@ -1,9 +1,9 @@
 /*
 ** Normalization and friends: Softmax, LogSoftmax, Hardmax, BatchNormalization
 ** (inference and training mode), InstanceNormalization, LayerNormalization,
-** LRN, LpNormalization, MeanVarianceNormalization, and Dropout as inference
-** runs it. Values are computed in double and go back to the input's element
-** type once.
+** LRN, LpNormalization, MeanVarianceNormalization, and Dropout (as inference
+** runs it, and in training from the node's own random stream). Values are
+** computed in double and go back to the input's element type once.
 */
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +17,20 @@ static int as_double(tensor *t, const eval_limits *lim, tensor **out, errbuf *er
 }
 
 static double *dv(tensor *t) { return (double *)(void *)t->data; }
+
+/* x: X as a contiguous double tensor, y: a new double tensor of X's shape
+** (both NULL on failure). */
+static int double_pair(tensor *X, const eval_limits *lim, tensor **x, tensor **y,
+                       errbuf *err) {
+    *y = NULL;
+    int rc = as_double(X, lim, x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, y, err);
+    if (rc) {
+        tensor_free(*x);
+        *x = NULL;
+    }
+    return rc;
+}
 
 /* out[0] = y converted to elem; y freed. */
 static int emit(tensor *y, int32_t elem, const eval_limits *lim, tensor **out, errbuf *err) {
@@ -55,12 +69,8 @@ static int softmax(const Onnx__NodeProto *n, int64_t opset, sm_kind kind, tensor
     int64_t len = opset >= 13 ? (r ? X->dims[axis] : 1) : prod(X->dims, (int32_t)axis, r);
     int64_t inner = opset >= 13 ? prod(X->dims, (int32_t)axis + 1, r) : 1;
     tensor *x = NULL, *y = NULL;
-    int rc;
-    if ((rc = as_double(X, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, lim, &y, err))) {
-        tensor_free(x);
-        return rc;
-    }
+    int rc = double_pair(X, lim, &x, &y, err);
+    if (rc) return rc;
     const double *xv = dv(x);
     double *yv = dv(y);
     for (int64_t o = 0; o < outer; o++)
@@ -310,12 +320,8 @@ static int k_lrn(KERNEL_PARAMS) {
     int64_t N = X->dims[0], C = X->dims[1], sp = prod(X->dims, 2, X->rank);
     int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
     tensor *x = NULL, *y = NULL;
-    int rc;
-    if ((rc = as_double(X, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &y, err))) {
-        tensor_free(x);
-        return rc;
-    }
+    int rc = double_pair(X, lim, &x, &y, err);
+    if (rc) return rc;
     for (int64_t i = 0; i < N; i++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t s = 0; s < sp; s++) {
@@ -349,12 +355,8 @@ static int k_lp_norm(KERNEL_PARAMS) {
     int64_t outer = prod(X->dims, 0, (int32_t)axis), len = X->dims[axis];
     int64_t inner = prod(X->dims, (int32_t)axis + 1, r);
     tensor *x = NULL, *y = NULL;
-    int rc;
-    if ((rc = as_double(X, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, lim, &y, err))) {
-        tensor_free(x);
-        return rc;
-    }
+    int rc = double_pair(X, lim, &x, &y, err);
+    if (rc) return rc;
     const double *xv = dv(x);
     double *yv = dv(y);
     for (int64_t o = 0; o < outer; o++)
@@ -439,6 +441,41 @@ done:
 
 /* Inference: Y = X and a mask of ones. Training mode draws random numbers no
 ** other runtime would draw alike: refused unless the ratio is 0. */
+/* Training mode: each element kept with probability 1 - ratio and scaled by
+** 1 / (1 - ratio), from the node's own random stream; the mask says which. */
+static int dropout_train(const Onnx__NodeProto *n, int64_t opset, tensor *X, double ratio,
+                         tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+    if (!(ratio >= 0 && ratio <= 1))
+        return err_set(err, TILEOPT_INVALID, "Dropout %s: ratio %g outside [0, 1]",
+                       eval_node_name(n), ratio);
+    bool want_mask = n_out > 1 && n->output[1] && n->output[1][0];
+    tensor *x = NULL, *y = NULL, *m = NULL;
+    int rc = as_double(X, lim, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &y, err);
+    if (!rc && want_mask) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &m, err);
+    if (!rc) {
+        eval_rng r = eval_rng_for(n);
+        double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0;
+        for (uint64_t i = 0; i < tensor_numel(y); i++) {
+            bool keep = eval_rng_unit(&r) >= ratio;
+            dv(y)[i] = keep ? dv(x)[i] * scale : 0;
+            if (m) dv(m)[i] = keep;
+        }
+        rc = nn_output(&y, X->elem, lim, err);
+    }
+    /* the mask: bool from opset 10 on, before it X's type */
+    if (!rc && m) rc = nn_output(&m, opset >= 10 ? DT_BOOL : X->elem, lim, err);
+    tensor_free(x);
+    if (rc) {
+        tensor_free(y);
+        tensor_free(m);
+        return rc;
+    }
+    out[0] = y;
+    if (m) out[1] = m;
+    return TILEOPT_OK;
+}
+
 static int k_dropout(KERNEL_PARAMS) {
     const char *nm = eval_node_name(n);
     if (n_in < 1 || !in[0] || n_out < 1)
@@ -466,9 +503,7 @@ static int k_dropout(KERNEL_PARAMS) {
     } else if (opset < 7) {
         training = graph_attr_int(n, "is_test", 0) == 0;
     }
-    if (training && ratio != 0)
-        return err_set(err, TILEOPT_UNSUPPORTED, "Dropout %s in training mode draws random "
-                       "numbers", nm);
+    if (training && ratio != 0) return dropout_train(n, opset, in[0], ratio, out, n_out, lim, err);
     out[0] = tensor_ref(in[0]);
     if (!out[0]) return err_set(err, TILEOPT_NOMEM, "out of memory");
     if (n_out > 1 && n->output[1] && n->output[1][0]) {

@@ -1,4 +1,5 @@
-/* Tensors: refcounted storage, handles, layouts, and TensorProto conversion. */
+/* Tensors: refcounted storage, handles, layouts, and TensorProto conversion;
+** sequences and optionals: their shared items, and their test-data messages. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -282,11 +283,75 @@ int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_lim
     return tensor_make(elem, dims, rank, lim, false, out, err);
 }
 
+/* ---------------------------------------------------- values and items */
+
+/* Sequences hold at most this many items: their arrays of pointers stay
+** within 16 MB, and a count past it is bad data, not a model's. */
+#define VALUE_MAX_ITEMS ((size_t)1 << 20)
+
+/*
+** The items of a sequence or optional: an array shared by every handle on the
+** value (tensor_ref copies no item), whose slots point to items, each a handle
+** shared by every value holding it (SequenceInsert copies pointers, not handles
+** of a few KB). Both are counted, and carry their storage bytes, so what a Loop
+** passes on each iteration costs the same however long its sequence is. An
+** item's count lives in a small record of its own beside the array, not in the
+** handle: a long sequence's counts then sit close together in memory, and
+** SequenceInsert touches them, not one 2.6 KB handle per item.
+*/
+typedef struct titem {
+    size_t refs;
+    uint64_t bytes;          /* tensor_storage_bytes of t */
+    tensor *t;
+} titem;
+typedef struct tseq {
+    size_t refs;
+    uint64_t bytes;          /* the items' bytes and handles */
+    size_t n;
+    tensor *items[];         /* what tensor.items points to; then n titem pointers */
+} tseq;
+
+static tseq *seq_of(const tensor *t) {
+    return (tseq *)(void *)((char *)t->items - offsetof(tseq, items));
+}
+static titem **holders(tseq *q) { return (titem **)(void *)(q->items + q->n); }
+
+uint64_t tensor_storage_bytes(const tensor *t) {
+    if (!t) return 0;
+    if (t->kind != EVAL_TENSOR) return t->items ? seq_of(t)->bytes : 0;
+    if (!t->buf) return 0;
+    const dtype_info *d = dtype_get(t->elem);
+    uint64_t span = d ? d->size : 1;
+    for (int32_t i = 0; i < t->vrank; i++) {
+        if (t->vdims[i] == 0) return 0;
+        int64_t s = t->vstrides[i] < 0 ? -t->vstrides[i] : t->vstrides[i];
+        span += (uint64_t)(t->vdims[i] - 1) * (uint64_t)s;
+    }
+    return span;
+}
+
+static void item_release(titem *ti) {
+    if (!ti || --ti->refs > 0) return;
+    tensor_free(ti->t);
+    free(ti);
+}
+
+/* What a handle holds: its storage, or its share of the items. */
+static void handle_release(tensor *t) {
+    tbuf_release(t->buf);
+    if (!t->items) return;
+    tseq *q = seq_of(t);
+    if (--q->refs > 0) return;
+    for (size_t i = 0; i < q->n; i++) item_release(holders(q)[i]);
+    free(q);
+}
+
 tensor *tensor_share(const tensor *t) {
     tensor *c = malloc(sizeof *c);
     if (!c) return NULL;
     memcpy(c, t, sizeof *c);
     tbuf_retain(c->buf);
+    if (c->items) seq_of(c)->refs++;
     return c;
 }
 
@@ -294,8 +359,106 @@ tensor *tensor_ref(tensor *t) { return t ? tensor_share(t) : NULL; }
 
 void tensor_free(tensor *t) {
     if (!t) return;
-    tbuf_release(t->buf);
+    handle_release(t);
     free(t);
+}
+
+const char *value_kind_name(int32_t kind) {
+    static const char *const names[] = {"a tensor", "a sequence", "an optional",
+                                        "a map or sparse tensor"};
+    return kind >= 0 && (size_t)kind < countof(names) ? names[kind] : "a value";
+}
+
+int value_new(int32_t kind, int32_t elem, size_t n, tensor **out, errbuf *err) {
+    *out = NULL;
+    if (kind != EVAL_SEQUENCE && kind != EVAL_OPTIONAL)
+        return err_set(err, TILEOPT_MISUSE, "value_new: kind %d", (int)kind);
+    if (kind == EVAL_OPTIONAL && n > 1)
+        return err_set(err, TILEOPT_MISUSE, "an optional of %zu items", n);
+    if (n > VALUE_MAX_ITEMS)
+        return err_set(err, TILEOPT_LIMIT, "a sequence of %zu items, over the limit of %zu", n,
+                       VALUE_MAX_ITEMS);
+    tensor *v = calloc(1, sizeof *v);
+    tseq *q = calloc(1, sizeof *q + n * (sizeof *q->items + sizeof(titem *)));
+    if (!v || !q) {
+        free(v);
+        free(q);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    q->refs = 1;
+    q->n = n;
+    q->bytes = (uint64_t)n * (sizeof(titem) + sizeof(tensor));
+    v->items = q->items;
+    v->kind = kind;
+    v->elem = elem;
+    v->n_items = n;
+    *out = v;
+    return TILEOPT_OK;
+}
+
+/* Slots are filled while the value is built, before anything shares it. */
+static bool fillable(const tensor *v, size_t i) {
+    return v->items && i < v->n_items && !v->items[i] && seq_of(v)->refs == 1;
+}
+
+int value_put(tensor *v, size_t i, tensor *x, errbuf *err) {
+    if (!fillable(v, i))
+        return err_set(err, TILEOPT_MISUSE, "value_put: slot %zu of %zu", i, v->n_items);
+    if (v->kind == EVAL_SEQUENCE && x->kind != EVAL_TENSOR)
+        return err_set(err, TILEOPT_UNSUPPORTED,
+                       "a sequence cannot hold %s: the evaluator's sequences hold tensors",
+                       value_kind_name(x->kind));
+    if (v->kind == EVAL_OPTIONAL && x->kind == EVAL_OPTIONAL)
+        return err_set(err, TILEOPT_UNSUPPORTED, "an optional of an optional");
+    /* an empty sequence with no declared type takes its first item's */
+    bool fresh = v->kind == EVAL_OPTIONAL || !v->elem;
+    if (!fresh && x->elem != v->elem)
+        return err_set(err, TILEOPT_INVALID,
+                       "a sequence of %s tensors cannot hold a tensor of %s",
+                       dtype_name(v->elem), dtype_name(x->elem));
+    titem *ti = malloc(sizeof *ti);
+    if (ti) ti->t = tensor_share(x);
+    if (!ti || !ti->t) {
+        free(ti);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    ti->refs = 1;
+    ti->bytes = tensor_storage_bytes(x);
+    tseq *q = seq_of(v);
+    holders(q)[i] = ti;
+    v->items[i] = ti->t;
+    if (!eval_add_u64(q->bytes, ti->bytes, &q->bytes)) q->bytes = UINT64_MAX;
+    if (fresh) v->elem = x->elem;
+    return TILEOPT_OK;
+}
+
+void value_share(tensor *v, size_t i, const tensor *w, size_t j) {
+    titem *ti = holders(seq_of(w))[j];
+    ti->refs++;
+    tseq *q = seq_of(v);
+    holders(q)[i] = ti;
+    v->items[i] = ti->t;
+    if (!eval_add_u64(q->bytes, ti->bytes, &q->bytes)) q->bytes = UINT64_MAX;
+}
+
+/* A new value of t's kind whose items are fn of t's items (fn makes new handles). */
+int value_map(tensor *t, int (*fn)(tensor *, const eval_limits *, tensor **, errbuf *),
+              const eval_limits *lim, tensor **out, errbuf *err) {
+    tensor *v = NULL;
+    int rc = value_new(t->kind, t->elem, t->n_items, &v, err);
+    for (size_t i = 0; i < t->n_items && !rc; i++) {
+        tensor *x = NULL;
+        rc = fn(t->items[i], lim, &x, err);
+        if (!rc) rc = value_put(v, i, x, err);
+        tensor_free(x);
+    }
+    if (rc) {
+        tensor_free(v);
+        return rc;
+    }
+    v->name = t->name;
+    *out = v;
+    return TILEOPT_OK;
 }
 
 bool tensor_keep(tensor *dst, const tensor *src) {
@@ -346,6 +509,7 @@ bool tensor_is_contiguous(const tensor *t) {
 
 int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) {
     *out = NULL;
+    if (t->kind != EVAL_TENSOR) return value_map(t, tensor_contiguous, lim, out, err);
     if (tensor_is_contiguous(t)) {
         tensor *c = tensor_share(t);
         if (!c) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -504,6 +668,11 @@ int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_lim
 
 Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tensor *t,
                                    errbuf *err) {
+    if (t->kind != EVAL_TENSOR) {
+        err_set(err, TILEOPT_UNSUPPORTED, "%s: %s is no TensorProto", name ? name : "?",
+                value_kind_name(t->kind));
+        return NULL;
+    }
     tensor *c;
     if (tensor_contiguous((tensor *)t, NULL, &c, err)) return NULL;
     size_t dims_rank = (size_t)c->rank;
@@ -532,10 +701,103 @@ int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor
     return graph_tensor_decode(bytes, size, decoded, &a, err);
 }
 
+/* ------------------------------------------------ sequences and optionals */
+
+/* Test data nests an optional's sequence's tensor at most: a few levels more
+** are a clear refusal below, many more the wire check's limit. */
+#define VALUE_MAX_LEVELS 8
+
+static int from_value_data(graph_value_data *d, int32_t elem, const eval_limits *lim,
+                           tensor **out, errbuf *err) {
+    if (d->kind == GRAPH_KIND_TENSOR)
+        return tensor_from_data(&d->tensor, d->name, true, lim, out, err);
+    tensor *v = NULL;
+    int rc = value_new(d->kind, 0, d->n_items, &v, err);
+    for (size_t i = 0; i < d->n_items && !rc; i++) {
+        if (d->kind == GRAPH_KIND_SEQUENCE && d->items[i].kind != GRAPH_KIND_TENSOR) {
+            rc = err_set(err, TILEOPT_UNSUPPORTED, "a sequence cannot hold %s: the "
+                         "evaluator's sequences hold tensors",
+                         value_kind_name(d->items[i].kind));
+            break;
+        }
+        tensor *x = NULL;
+        rc = from_value_data(&d->items[i], elem, lim, &x, err);
+        if (!rc) rc = value_put(v, i, x, err);
+        tensor_free(x);
+        if (rc) err_prefix(err, "item %zu: ", i);
+    }
+    if (rc) {
+        tensor_free(v);
+        return rc;
+    }
+    if (!v->n_items) v->elem = elem;
+    *out = v;
+    return TILEOPT_OK;
+}
+
+typedef struct value_arg {
+    int32_t elem;
+    const eval_limits *lim;
+    tensor **out;
+} value_arg;
+
+static int value_decoded(graph_value_data *d, void *arg, errbuf *err) {
+    value_arg *a = arg;
+    return from_value_data(d, a->elem, a->lim, a->out, err);
+}
+
+int value_decode(const void *bytes, size_t size, int32_t kind, int32_t elem,
+                 const eval_limits *lim, tensor **out, errbuf *err) {
+    *out = NULL;
+    if (kind == EVAL_TENSOR) return tensor_decode(bytes, size, lim, out, err);
+    value_arg a = {elem, lim, out};
+    return graph_value_decode(bytes, size, (graph_kind)kind, VALUE_MAX_LEVELS, value_decoded,
+                              &a, err);
+}
+
+static void value_data_free(graph_value_data *d) {
+    for (size_t i = 0; d->items && i < d->n_items; i++) value_data_free(&d->items[i]);
+    free(d->items);
+}
+
+/* The tree graph_value_encode writes, over the contiguous items of v. */
+static int to_value_data(const tensor *v, const char *name, graph_value_data *d, errbuf *err) {
+    memset(d, 0, sizeof *d);
+    d->kind = (graph_kind)v->kind;
+    d->name = name;
+    if (v->kind == EVAL_TENSOR) {
+        d->tensor = (graph_tensor_data){v->elem, v->rank, v->dims, tensor_numel(v), v->data,
+                                        (size_t)tensor_nbytes(v), false};
+        return TILEOPT_OK;
+    }
+    d->items = calloc(v->n_items ? v->n_items : 1, sizeof *d->items);
+    if (!d->items) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    d->n_items = v->n_items;
+    for (size_t i = 0; i < v->n_items; i++) {
+        int rc = to_value_data(v->items[i], NULL, &d->items[i], err);
+        if (rc) return rc;
+    }
+    return TILEOPT_OK;
+}
+
+static int value_encode(const tensor *t, const char *name, void **bytes, size_t *size,
+                        errbuf *err) {
+    tensor *c = NULL;
+    int rc = tensor_contiguous((tensor *)t, NULL, &c, err);
+    if (rc) return rc;
+    graph_value_data d;
+    rc = to_value_data(c, name ? name : t->name, &d, err);
+    if (!rc) rc = graph_value_encode(&d, bytes, size, err);
+    value_data_free(&d);
+    tensor_free(c);
+    return rc;
+}
+
 int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
                   errbuf *err) {
     *bytes = NULL;
     *size = 0;
+    if (t->kind != EVAL_TENSOR) return value_encode(t, name, bytes, size, err);
     tensor *c;
     int rc = tensor_contiguous((tensor *)t, NULL, &c, err);
     if (rc) return rc;

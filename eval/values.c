@@ -1,8 +1,8 @@
 /*
 ** Reading values out of tensors for people and tests: compare two tensors the
 ** way ONNX's backend tests do (numpy.isclose for floating types, exactly for the
-** rest), print one element, and detach a
-** tensor from the model's memory before it leaves the library.
+** rest; sequences and optionals item by item), print one element, and detach a
+** value from the model's memory before it leaves the library.
 */
 #include <inttypes.h>
 #include <math.h>
@@ -42,7 +42,7 @@ static int components(int32_t elem) {
 size_t tensor_format(const tensor *t, uint64_t i, char *buf, size_t cap) {
     if (!cap) return 0;
     buf[0] = '\0';
-    if (i >= tensor_numel(t)) return 0;
+    if (t->kind != EVAL_TENSOR || i >= tensor_numel(t)) return 0;
     tensor *c = NULL;
     if (tensor_contiguous((tensor *)t, NULL, &c, NULL)) return 0;
     const uint8_t *p = c->data + i * tensor_elem_size(c);
@@ -75,10 +75,43 @@ size_t tensor_format(const tensor *t, uint64_t i, char *buf, size_t cap) {
     return w > 0 ? (size_t)w : 0;
 }
 
+/* Sequences and optionals item by item: the kinds, the item counts and every
+** item's type and shape must agree (else same_shape is false); the differences
+** add up and the first bad item is named. An empty optional equals an empty
+** optional. */
+static int compare_items(const tensor *expected, const tensor *actual, double rtol,
+                         double atol, tensor_diff *d, errbuf *err) {
+    if (expected->kind != actual->kind || expected->n_items != actual->n_items)
+        return TILEOPT_OK;
+    d->same_shape = true;
+    for (size_t i = 0; i < actual->n_items; i++) {
+        tensor_diff di;
+        int rc = tensor_compare(expected->items[i], actual->items[i], rtol, atol, &di, err);
+        if (rc) return rc;
+        if (di.max_abs > d->max_abs) d->max_abs = di.max_abs;
+        if (di.max_rel > d->max_rel) d->max_rel = di.max_rel;
+        if (d->bad_item < 0 && (!di.same_shape || di.n_bad)) {
+            d->bad_item = (int64_t)i;
+            d->first_bad = di.first_bad;
+            memcpy(d->expected, di.expected, sizeof d->expected);
+            memcpy(d->actual, di.actual, sizeof d->actual);
+        }
+        if (!di.same_shape) {
+            d->same_shape = false;
+            return TILEOPT_OK;
+        }
+        d->n_bad += di.n_bad;
+    }
+    return TILEOPT_OK;
+}
+
 int tensor_compare(const tensor *expected, const tensor *actual, double rtol, double atol,
                    tensor_diff *d, errbuf *err) {
     memset(d, 0, sizeof *d);
     d->first_bad = UINT64_MAX;
+    d->bad_item = -1;
+    if (expected->kind != EVAL_TENSOR || actual->kind != EVAL_TENSOR)
+        return compare_items(expected, actual, rtol, atol, d, err);
     if (expected->elem != actual->elem || expected->rank != actual->rank ||
         memcmp(expected->dims, actual->dims, (size_t)expected->rank * sizeof(int64_t)) != 0)
         return TILEOPT_OK;
@@ -143,6 +176,7 @@ int tensor_compare(const tensor *expected, const tensor *actual, double rtol, do
 
 int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) {
     *out = NULL;
+    if (t->kind != EVAL_TENSOR) return value_map(t, tensor_detach, lim, out, err);
     tensor *c = NULL;
     int rc = tensor_contiguous(t, lim, &c, err);
     if (rc) return rc;

@@ -8,8 +8,8 @@
 ** and initializers) lives in the model's arena and is released with the model.
 ** Nothing here is freed piecemeal.
 **
-** Files call only files before them in arena -> dtype -> err -> tensor -> index
-** -> load -> mutate -> save, so each reads knowing only what comes before it
+** Files call only files before them in arena -> dtype -> err -> wire -> tensor ->
+** index -> load -> mutate -> save, so each reads knowing only what comes before it
 ** (tests/harness/file_cycles.py fails on any two that call each other).
 */
 #ifndef TILEOPT_GRAPH_H
@@ -377,5 +377,56 @@ int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void
 int graph_tensor_encode(const char *name, int32_t elem, const int64_t *dims, size_t rank,
                         const void *data, size_t nbytes, void **bytes, size_t *size,
                         errbuf *err);
+
+/* ------------------------------------------------ sequences and optionals */
+
+/*
+** What a value is, as a TypeProto declares it and as test data holds it: a
+** tensor, a sequence (onnx-data.proto's SequenceProto) or an optional
+** (OptionalProto). Maps, sparse tensors and opaque types are GRAPH_KIND_OTHER;
+** GRAPH_KIND_NONE is a type that declares nothing.
+*/
+typedef enum graph_kind {
+    GRAPH_KIND_NONE = -1,
+    GRAPH_KIND_TENSOR,
+    GRAPH_KIND_SEQUENCE,
+    GRAPH_KIND_OPTIONAL,
+    GRAPH_KIND_OTHER,
+} graph_kind;
+/* The kind tp declares (tp may be NULL), and in *elem (may be NULL) the element
+** type of the tensors inside it at any depth, 0 when not declared. */
+graph_kind graph_type_kind(const Onnx__TypeProto *tp, int32_t *elem);
+
+/* Bytes of a protobuf message walked without unpacking: nesting past max_levels
+** messages is TILEOPT_LIMIT (protobuf-c's unpacker would recurse that deep), a
+** string holding a NUL byte TILEOPT_INVALID. */
+int graph_wire_check(const ProtobufCMessageDescriptor *d, const void *data, size_t size,
+                     uint32_t max_levels, errbuf *err);
+
+/*
+** A sequence or optional of test data as a tree: a tensor's values (as
+** graph_tensor_read gives them), or the items of a sequence, or the one item
+** of an optional (none when it is empty).
+*/
+typedef struct graph_value_data {
+    graph_kind kind;
+    const char *name;
+    graph_tensor_data tensor;           /* GRAPH_KIND_TENSOR */
+    struct graph_value_data *items;     /* GRAPH_KIND_SEQUENCE, GRAPH_KIND_OPTIONAL */
+    size_t n_items;
+} graph_value_data;
+typedef int (*graph_value_fn)(graph_value_data *v, void *arg, errbuf *err);
+/* Decode a serialized SequenceProto (kind GRAPH_KIND_SEQUENCE) or OptionalProto
+** (GRAPH_KIND_OPTIONAL): the bytes alone do not say which message they hold.
+** fn sees the tree, valid only during the call (it may take a tensor's owned
+** data as graph_tensor_decode's callback may). Maps and sparse tensors are
+** TILEOPT_UNSUPPORTED, external data is refused, and messages nest at most
+** max_levels deep. */
+int graph_value_decode(const void *bytes, size_t size, graph_kind kind, uint32_t max_levels,
+                       graph_value_fn fn, void *arg, errbuf *err);
+/* v (a sequence or optional; its tensors' elem, rank, dims, data and nbytes as
+** graph_tensor_encode takes them) as a serialized SequenceProto or
+** OptionalProto; *bytes is malloc'd: free it. */
+int graph_value_encode(const graph_value_data *v, void **bytes, size_t *size, errbuf *err);
 
 #endif

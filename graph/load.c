@@ -15,73 +15,6 @@
 
 #include "graph/graph.h"
 
-/* ------------------------------------------------------------ wire checks */
-
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-/*
-** Walk a message's fields with its descriptor, descending into sub-messages, so a
-** hostile file cannot drive protobuf-c's recursive unpacker past max levels. Each
-** subgraph costs three levels (GraphProto -> NodeProto -> AttributeProto).
-*/
-static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
-                        const uint8_t *end, uint32_t level, uint32_t max, errbuf *err) {
-    if (level > max)
-        return err_set(err, TILEOPT_LIMIT,
-                       "protobuf messages nest deeper than %" PRIu32 " levels (subgraph depth limit)",
-                       max);
-    while (p < end) {
-        uint64_t key, len;
-        if (!read_varint(&p, end, &key)) break; /* protobuf-c reports the details */
-        /* protobuf-c accepts field number 0 when its key is over-long (80 00) but
-        ** rejects the 1-byte key it writes back, so such a model would save into
-        ** bytes that do not load (fuzz_load found this). */
-        if (key >> 3 == 0)
-            return err_set(err, TILEOPT_PARSE,
-                           "not a valid ONNX model: the protobuf has a field number 0");
-        uint32_t wire = (uint32_t)(key & 7);
-        if (wire == 0) {
-            if (!read_varint(&p, end, &len)) break;
-        } else if (wire == 1) {
-            p += (size_t)(end - p) < 8 ? (size_t)(end - p) : 8;
-        } else if (wire == 5) {
-            p += (size_t)(end - p) < 4 ? (size_t)(end - p) : 4;
-        } else if (wire == 2) {
-            if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p)) break;
-            const ProtobufCFieldDescriptor *f =
-                key >> 3 <= UINT32_MAX
-                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
-                    : NULL;
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
-                int rc = scan_message(f->descriptor, p, p + len, level + 1, max, err);
-                if (rc) return rc;
-            }
-            /* protobuf-c hands strings out NUL-terminated: a NUL inside one would
-            ** cut it short here while other readers see all of it (a name, or an
-            ** external-data location, meaning two different things). */
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && strcmp(f->name, "doc_string") != 0 &&
-                memchr(p, 0, (size_t)len))
-                return err_set(err, TILEOPT_INVALID, "%s.%s holds a NUL byte", d->short_name,
-                               f->name);
-            p += len;
-        } else {
-            break;
-        }
-    }
-    return TILEOPT_OK;
-}
-
 /* ---------------------------------------------------------- external data */
 
 static const char *ext_location(const Onnx__TensorProto *t) {
@@ -232,8 +165,8 @@ static int check_function_names(const Onnx__FunctionProto *f, errbuf *err) {
 
 static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf *err) {
     if (size == 0) return err_set(err, TILEOPT_PARSE, "the file is empty, not an ONNX model");
-    int rc = scan_message(&onnx__model_proto__descriptor, data, data + size, 0,
-                          4 * m->limits.max_depth + 16, err);
+    int rc = graph_wire_check(&onnx__model_proto__descriptor, data, size,
+                              4 * m->limits.max_depth + 16, err);
     if (rc) return rc;
     m->pb = onnx__model_proto__unpack(arena_pb_allocator(m->arena), size, data);
     if (!m->pb)

@@ -64,6 +64,7 @@ typedef enum op_bcast {
     X(Atanh,                      1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(AveragePool,                1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(BatchNormalization,         5,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Bernoulli,                  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(BitShift,                   2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  11, 0) \
     X(BitwiseAnd,                 2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  18, 0) \
     X(BitwiseNot,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -77,6 +78,7 @@ typedef enum op_bcast {
     X(Clip,                       1,  3,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Compress,                   2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Concat,                     1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(ConcatFromSequence,         1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Constant,                   0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ConstantOfShape,            1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0)) \
     X(Conv,                       2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
@@ -138,6 +140,7 @@ typedef enum op_bcast {
     X(MatMulInteger,              2,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Max,                        1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
     X(MaxPool,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(MaxRoiPool,                 2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(MaxUnpool,                  2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(2)) \
     X(Mean,                       1,  OP_ANY,  OPK_VARIADIC,  OUT_LIKE_IN0,  BC_MULTI,  8, 0) \
     X(MeanVarianceNormalization,  1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
@@ -146,12 +149,16 @@ typedef enum op_bcast {
     X(Mish,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Mod,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  10, 0) \
     X(Mul,                        2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_MULTI,  7, 0) \
+    X(Multinomial,                1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Neg,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(NegativeLogLikelihoodLoss,  2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(NonMaxSuppression,          2,  5,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(NonZero,                    1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Not,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(OneHot,                     3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(Optional,                   0,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(OptionalGetElement,         1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(OptionalHasElement,         1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Or,                         2,  2,       OPK_BINARY,    OUT_BOOL,      BC_MULTI,  7, 0) \
     X(PRelu,                      2,  2,       OPK_BINARY,    OUT_LIKE_IN0,  BC_UNI,    7, 0) \
     X(Pad,                        1,  4,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1) | OP_IN(3)) \
@@ -160,6 +167,10 @@ typedef enum op_bcast {
     X(QLinearMatMul,              8,  8,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(QuantizeLinear,             2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(RNN,                        3,  6,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(RandomNormal,               0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(RandomNormalLike,           1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(RandomUniform,              0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(RandomUniformLike,          1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Range,                      3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(0) | OP_IN(1) | OP_IN(2)) \
     X(Reciprocal,                 1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(ReduceL1,                   1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
@@ -184,6 +195,13 @@ typedef enum op_bcast {
     X(ScatterElements,            3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(ScatterND,                  3,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Selu,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
+    X(SequenceAt,                 2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SequenceConstruct,          1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SequenceEmpty,              0,  0,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SequenceErase,              1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SequenceInsert,             2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SequenceLength,             1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(SequenceMap,                1,  OP_ANY,  OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Shape,                      1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Shrink,                     1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Sigmoid,                    1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
@@ -198,6 +216,7 @@ typedef enum op_bcast {
     X(Softsign,                   1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(SpaceToDepth,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Split,                      1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
+    X(SplitToSequence,            1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Sqrt,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Squeeze,                    1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, OP_IN(1)) \
     X(StringNormalizer,           1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \

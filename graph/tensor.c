@@ -1,4 +1,5 @@
-/* TensorProto values: every storage form in, raw_data out. */
+/* TensorProto values: every storage form in, raw_data out; sequences and
+** optionals of test data (SequenceProto, OptionalProto) in and out. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 
 #include "graph/arena.h"
 #include "graph/graph.h"
+#include "onnx-data.pb-c.h"
 
 void graph_limits_default(graph_limits *lim) {
     lim->max_depth = 64;
@@ -514,6 +516,272 @@ int graph_tensor_encode(const char *name, int32_t elem, const int64_t *dims, siz
         *size = len;
     }
     free(sd);
+    return rc;
+}
+
+/* ------------------------------------------------ sequences and optionals */
+
+graph_kind graph_type_kind(const Onnx__TypeProto *tp, int32_t *elem) {
+    if (elem) *elem = 0;
+    /* the outer kind; the element type from the tensor type at the bottom */
+    graph_kind kind = GRAPH_KIND_NONE;
+    for (bool outer = true; tp; outer = false) {
+        graph_kind k;
+        const Onnx__TypeProto *next = NULL;
+        switch (tp->value_case) {
+        case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+            if (elem && tp->tensor_type && tp->tensor_type->has_elem_type)
+                *elem = tp->tensor_type->elem_type;
+            k = GRAPH_KIND_TENSOR;
+            break;
+        case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+            k = GRAPH_KIND_SEQUENCE;
+            next = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+            break;
+        case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+            k = GRAPH_KIND_OPTIONAL;
+            next = tp->optional_type ? tp->optional_type->elem_type : NULL;
+            break;
+        case ONNX__TYPE_PROTO__VALUE__NOT_SET:
+            k = GRAPH_KIND_NONE;
+            break;
+        default:
+            k = GRAPH_KIND_OTHER;
+            break;
+        }
+        if (outer) kind = k;
+        tp = next;
+    }
+    return kind;
+}
+
+/* The DataType codes of SequenceProto and OptionalProto: the same numbers in both. */
+enum { VD_UNDEFINED = 0, VD_TENSOR = 1, VD_SPARSE = 2, VD_SEQUENCE = 3, VD_MAP = 4,
+       VD_OPTIONAL = 5 };
+
+/* A throwaway model gives graph_tensor_read the arena and limits it expects. */
+static int tmp_model(graph_model *tmp, errbuf *err) {
+    memset(tmp, 0, sizeof *tmp);
+    tmp->arena = arena_new();
+    if (!tmp->arena) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    graph_limits_default(&tmp->limits);
+    return TILEOPT_OK;
+}
+
+static void value_data_release(graph_value_data *v) {
+    if (v->kind == GRAPH_KIND_TENSOR && v->tensor.owned) free(v->tensor.data);
+    v->tensor.owned = false;
+    for (size_t i = 0; v->items && i < v->n_items; i++) value_data_release(&v->items[i]);
+}
+
+static int dec_sequence(graph_model *m, const Onnx__SequenceProto *p, graph_value_data *out,
+                        errbuf *err);
+static int dec_optional(graph_model *m, const Onnx__OptionalProto *p, graph_value_data *out,
+                        errbuf *err);
+
+static int dec_tensor(graph_model *m, const Onnx__TensorProto *p, graph_value_data *out,
+                      errbuf *err) {
+    out->kind = GRAPH_KIND_TENSOR;
+    out->name = p->name;
+    if (graph_tensor_is_external(p))
+        return err_set(err, TILEOPT_UNSUPPORTED,
+                       "tensor %s: external data in a standalone value file",
+                       p->name ? p->name : "?");
+    return graph_tensor_read(m, p, &out->tensor, err);
+}
+
+/* Room for n items in the arena; the items start empty (kind tensor, no data). */
+static int dec_items(graph_model *m, size_t n, graph_value_data *out, errbuf *err) {
+    out->n_items = 0;
+    out->items = arena_calloc(m->arena, n ? n : 1, sizeof *out->items);
+    if (!out->items) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    out->n_items = n;
+    return TILEOPT_OK;
+}
+
+static int dec_sequence(graph_model *m, const Onnx__SequenceProto *p, graph_value_data *out,
+                        errbuf *err) {
+    const char *nm = p->name ? p->name : "";
+    out->kind = GRAPH_KIND_SEQUENCE;
+    out->name = p->name;
+    if (p->n_map_values || p->n_sparse_tensor_values ||
+        (p->has_elem_type && (p->elem_type == VD_MAP || p->elem_type == VD_SPARSE)))
+        return err_set(err, TILEOPT_UNSUPPORTED,
+                       "SequenceProto '%s': sequences of maps or sparse tensors are not "
+                       "supported", nm);
+    size_t nt = p->n_tensor_values, ns = p->n_sequence_values, no = p->n_optional_values;
+    int32_t holds = nt ? VD_TENSOR : ns ? VD_SEQUENCE : no ? VD_OPTIONAL : VD_UNDEFINED;
+    if ((nt > 0) + (ns > 0) + (no > 0) > 1 ||
+        (holds && p->has_elem_type && p->elem_type != VD_UNDEFINED && p->elem_type != holds))
+        return err_set(err, TILEOPT_INVALID,
+                       "SequenceProto '%s': its elem_type %" PRId32 " disagrees with the "
+                       "values it holds", nm, p->has_elem_type ? p->elem_type : 0);
+    int rc = dec_items(m, nt + ns + no, out, err);
+    for (size_t i = 0; i < nt && !rc; i++)
+        rc = dec_tensor(m, p->tensor_values[i], &out->items[i], err);
+    for (size_t i = 0; i < ns && !rc; i++)
+        rc = dec_sequence(m, p->sequence_values[i], &out->items[i], err);
+    for (size_t i = 0; i < no && !rc; i++)
+        rc = dec_optional(m, p->optional_values[i], &out->items[i], err);
+    return rc;
+}
+
+static int dec_optional(graph_model *m, const Onnx__OptionalProto *p, graph_value_data *out,
+                        errbuf *err) {
+    const char *nm = p->name ? p->name : "";
+    out->kind = GRAPH_KIND_OPTIONAL;
+    out->name = p->name;
+    if (p->map_value || p->sparse_tensor_value)
+        return err_set(err, TILEOPT_UNSUPPORTED,
+                       "OptionalProto '%s': optional maps or sparse tensors are not supported",
+                       nm);
+    int32_t holds = p->tensor_value     ? VD_TENSOR
+                    : p->sequence_value ? VD_SEQUENCE
+                    : p->optional_value ? VD_OPTIONAL
+                                        : VD_UNDEFINED;
+    int present = (p->tensor_value != NULL) + (p->sequence_value != NULL) +
+                  (p->optional_value != NULL);
+    if (present > 1 ||
+        (holds && p->has_elem_type && p->elem_type != VD_UNDEFINED && p->elem_type != holds))
+        return err_set(err, TILEOPT_INVALID,
+                       "OptionalProto '%s': its elem_type %" PRId32 " disagrees with the "
+                       "value it holds", nm, p->has_elem_type ? p->elem_type : 0);
+    int rc = dec_items(m, holds ? 1 : 0, out, err);
+    if (rc || !holds) return rc;
+    if (holds == VD_TENSOR) return dec_tensor(m, p->tensor_value, &out->items[0], err);
+    if (holds == VD_SEQUENCE) return dec_sequence(m, p->sequence_value, &out->items[0], err);
+    return dec_optional(m, p->optional_value, &out->items[0], err);
+}
+
+int graph_value_decode(const void *bytes, size_t size, graph_kind kind, uint32_t max_levels,
+                       graph_value_fn fn, void *arg, errbuf *err) {
+    if (kind != GRAPH_KIND_SEQUENCE && kind != GRAPH_KIND_OPTIONAL)
+        return err_set(err, TILEOPT_MISUSE, "graph_value_decode: not a sequence or optional");
+    bool seq = kind == GRAPH_KIND_SEQUENCE;
+    const ProtobufCMessageDescriptor *d =
+        seq ? &onnx__sequence_proto__descriptor : &onnx__optional_proto__descriptor;
+    int rc = graph_wire_check(d, bytes, size, max_levels, err);
+    if (rc) return rc;
+    ProtobufCMessage *msg = protobuf_c_message_unpack(d, NULL, size, bytes);
+    if (!msg)
+        return err_set(err, TILEOPT_PARSE, "not a serialized %s",
+                       seq ? "SequenceProto" : "OptionalProto");
+    graph_model tmp;
+    graph_value_data root;
+    memset(&root, 0, sizeof root);
+    rc = tmp_model(&tmp, err);
+    if (!rc)
+        rc = seq ? dec_sequence(&tmp, (const Onnx__SequenceProto *)msg, &root, err)
+                 : dec_optional(&tmp, (const Onnx__OptionalProto *)msg, &root, err);
+    if (!rc) rc = fn(&root, arg, err);
+    value_data_release(&root);
+    if (tmp.arena) arena_free(tmp.arena);
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return rc;
+}
+
+static int enc_value(graph_model *m, const graph_value_data *v, void **out, errbuf *err);
+
+static int enc_tensor(graph_model *m, const graph_value_data *v, void **out, errbuf *err) {
+    const graph_tensor_data *t = &v->tensor;
+    *out = graph_tensor_new(m, v->name, t->elem, t->dims, (size_t)t->rank, t->data, t->nbytes);
+    return *out ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
+}
+
+/* The items of a sequence, all of one kind, go to the list of that kind. */
+static int enc_sequence(graph_model *m, const graph_value_data *v, void **out, errbuf *err) {
+    Onnx__SequenceProto *p = arena_alloc(m->arena, sizeof *p);
+    void **items = arena_calloc(m->arena, v->n_items ? v->n_items : 1, sizeof *items);
+    char *name = v->name ? arena_strdup(m->arena, v->name) : NULL;
+    if (!p || !items || (v->name && !name)) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    onnx__sequence_proto__init(p);
+    p->name = name;
+    graph_kind k = v->n_items ? v->items[0].kind : GRAPH_KIND_TENSOR;
+    for (size_t i = 0; i < v->n_items; i++) {
+        if (v->items[i].kind != k)
+            return err_set(err, TILEOPT_INVALID, "a sequence holding items of different kinds");
+        int rc = enc_value(m, &v->items[i], &items[i], err);
+        if (rc) return rc;
+    }
+    p->has_elem_type = 1;
+    if (k == GRAPH_KIND_TENSOR) {
+        p->elem_type = VD_TENSOR;
+        p->n_tensor_values = v->n_items;
+        p->tensor_values = (Onnx__TensorProto **)items;
+    } else if (k == GRAPH_KIND_SEQUENCE) {
+        p->elem_type = VD_SEQUENCE;
+        p->n_sequence_values = v->n_items;
+        p->sequence_values = (Onnx__SequenceProto **)items;
+    } else {
+        p->elem_type = VD_OPTIONAL;
+        p->n_optional_values = v->n_items;
+        p->optional_values = (Onnx__OptionalProto **)items;
+    }
+    *out = p;
+    return TILEOPT_OK;
+}
+
+static int enc_optional(graph_model *m, const graph_value_data *v, void **out, errbuf *err) {
+    Onnx__OptionalProto *p = arena_alloc(m->arena, sizeof *p);
+    char *name = v->name ? arena_strdup(m->arena, v->name) : NULL;
+    if (!p || (v->name && !name)) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    onnx__optional_proto__init(p);
+    p->name = name;
+    p->has_elem_type = 1;
+    p->elem_type = VD_UNDEFINED;
+    *out = p;
+    if (!v->n_items) return TILEOPT_OK;
+    const graph_value_data *it = &v->items[0];
+    void *item = NULL;
+    int rc = enc_value(m, it, &item, err);
+    if (rc) return rc;
+    if (it->kind == GRAPH_KIND_TENSOR) {
+        p->elem_type = VD_TENSOR;
+        p->tensor_value = item;
+    } else if (it->kind == GRAPH_KIND_SEQUENCE) {
+        p->elem_type = VD_SEQUENCE;
+        p->sequence_value = item;
+    } else {
+        p->elem_type = VD_OPTIONAL;
+        p->optional_value = item;
+    }
+    return TILEOPT_OK;
+}
+
+static int enc_value(graph_model *m, const graph_value_data *v, void **out, errbuf *err) {
+    *out = NULL;
+    switch (v->kind) {
+    case GRAPH_KIND_TENSOR: return enc_tensor(m, v, out, err);
+    case GRAPH_KIND_SEQUENCE: return enc_sequence(m, v, out, err);
+    case GRAPH_KIND_OPTIONAL: return enc_optional(m, v, out, err);
+    default:
+        return err_set(err, TILEOPT_MISUSE, "graph_value_encode: a value of kind %d",
+                       (int)v->kind);
+    }
+}
+
+int graph_value_encode(const graph_value_data *v, void **bytes, size_t *size, errbuf *err) {
+    *bytes = NULL;
+    *size = 0;
+    if (v->kind != GRAPH_KIND_SEQUENCE && v->kind != GRAPH_KIND_OPTIONAL)
+        return err_set(err, TILEOPT_MISUSE, "graph_value_encode: not a sequence or optional");
+    graph_model tmp;
+    int rc = tmp_model(&tmp, err);
+    if (rc) return rc;
+    void *msg = NULL;
+    rc = enc_value(&tmp, v, &msg, err);
+    if (!rc) {
+        size_t len = protobuf_c_message_get_packed_size(msg);
+        uint8_t *buf = malloc(len ? len : 1);
+        if (!buf) {
+            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+        } else {
+            protobuf_c_message_pack(msg, buf);
+            *bytes = buf;
+            *size = len;
+        }
+    }
+    arena_free(tmp.arena);
     return rc;
 }
 

@@ -87,7 +87,8 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
 **   "max-eval-bytes"   bytes all live evaluator tensors may take, default 8 GiB
 **   "max-eval-steps"   nodes run plus Loop iterations in one evaluation (run,
-**                      verify, each fold), default 2^22; 0 = no limit
+**                      verify, each fold; a node making a sequence counts one
+**                      more per 64 items), default 2^22; 0 = no limit
 **   "max-depth"        subgraph nesting depth, 1 to 256, default 64
 **   "max-rank"         tensor rank, default 64
 **   "seed"             seed for --verify inputs, default 1
@@ -178,6 +179,12 @@ TILEOPT_API tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *mod
 ** failing pass; the passes before it have changed the model. */
 TILEOPT_API tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
                                               const char *const *names, size_t n);
+/* The pipeline `tileopt optimize` runs: passes is a comma-separated list of pass
+** names ("fold,fuse"), "none" for no pass, or NULL for every pass in default
+** order; then as tileopt_passes_run. An unknown or empty name is
+** TILEOPT_MISUSE, before any pass runs. */
+TILEOPT_API tileopt_status tileopt_optimize(tileopt_ctx *ctx, tileopt_model *model,
+                                            const char *passes);
 
 /*
 ** The report of everything run on ctx since tileopt_report_begin(): an object
@@ -200,6 +207,7 @@ TILEOPT_API tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *pat
 
 /* ---------------------------------------------------------------- tensors */
 
+/* A value: a tensor, or a sequence or optional of tensors (see tileopt_tensor_kind). */
 typedef struct tileopt_tensor tileopt_tensor;
 
 /* Decode a serialized TensorProto (as in ONNX test data: input_0.pb). */
@@ -207,10 +215,39 @@ TILEOPT_API tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *pat
                                                tileopt_tensor **out);
 TILEOPT_API tileopt_status tileopt_tensor_load_buffer(tileopt_ctx *ctx, const void *data,
                                                       size_t size, tileopt_tensor **out);
+/* Write a tensor as a serialized TensorProto, a sequence as a SequenceProto and
+** an optional as an OptionalProto. */
 TILEOPT_API tileopt_status tileopt_tensor_save(tileopt_ctx *ctx,
                                                const tileopt_tensor *tensor,
                                                const char *path);
 TILEOPT_API void tileopt_tensor_free(tileopt_tensor *tensor);
+
+/*
+** Decode the value file for graph input `index` of model (counting the inputs
+** that are not initializers, as tileopt_model_run binds them) or for graph
+** output `index`, as that input or output declares its type: a TensorProto, or
+** for a sequence or an optional the SequenceProto or OptionalProto of
+** onnx-data.proto, as ONNX's test data stores them (the bytes alone do not say
+** which). An index past the graph's inputs or outputs, or one declaring no
+** type, reads a TensorProto. Sequences of sequences, maps and sparse tensors
+** are TILEOPT_UNSUPPORTED.
+*/
+TILEOPT_API tileopt_status tileopt_model_input_load(tileopt_ctx *ctx,
+                                                    const tileopt_model *model, size_t index,
+                                                    const char *path, tileopt_tensor **out);
+TILEOPT_API tileopt_status tileopt_model_output_load(tileopt_ctx *ctx,
+                                                     const tileopt_model *model, size_t index,
+                                                     const char *path, tileopt_tensor **out);
+
+/* What a tileopt_tensor holds: a tensor, a sequence of tensors of one element
+** type (tileopt_tensor_dtype), or an optional (holding a tensor, a sequence, or
+** nothing). Sequences and optionals have rank 0. */
+typedef enum tileopt_value_kind {
+    TILEOPT_VALUE_TENSOR = 0,
+    TILEOPT_VALUE_SEQUENCE = 1,
+    TILEOPT_VALUE_OPTIONAL = 2,
+} tileopt_value_kind;
+TILEOPT_API int tileopt_tensor_kind(const tileopt_tensor *tensor);
 /* ONNX TensorProto.DataType code, rank, and dims (owned by tensor). */
 TILEOPT_API int tileopt_tensor_dtype(const tileopt_tensor *tensor);
 TILEOPT_API size_t tileopt_tensor_rank(const tileopt_tensor *tensor);
@@ -221,7 +258,8 @@ TILEOPT_API const char *tileopt_tensor_name(const tileopt_tensor *tensor);
 /*
 ** Compare actual against expected the way `run --test-dir` and verify do:
 ** floating types numpy.isclose style (|a - e| <= atol + rtol * |e|, rtol 1e-3,
-** atol 1e-7, NaN equal to NaN); integers, bool, strings and 8-bit floats exactly.
+** atol 1e-7, NaN equal to NaN); integers, bool, strings and 8-bit floats exactly;
+** sequences and optionals item by item (an empty optional equals an empty one).
 ** An expected UINT16 tensor against a BFLOAT16 one is read as the bfloat16 bits
 ** it holds (ONNX's test data stores bfloat16 so: numpy has none). TILEOPT_OK when
 ** they agree; TILEOPT_MISMATCH when they do not, with tileopt_ctx_errmsg() saying
@@ -234,7 +272,9 @@ TILEOPT_API tileopt_status tileopt_tensor_compare(tileopt_ctx *ctx,
 
 /*
 ** The tensor as text, "FLOAT [2,3] = [1, 2, 3, 4, 5, 6]", with at most max_values
-** values and ", ..." when there are more. On success *out is a new string the
+** values and ", ..." when there are more; a sequence as "sequence of 3 FLOAT
+** tensors: [...; ...]" with at most max_values items, an optional as
+** "optional: ..." or "empty optional". On success *out is a new string the
 ** caller frees with tileopt_free().
 */
 TILEOPT_API tileopt_status tileopt_tensor_format(tileopt_ctx *ctx, const tileopt_tensor *tensor,

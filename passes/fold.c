@@ -37,10 +37,13 @@ enum { VS_NONE = 0, VS_CONST = 1, VS_PARTIAL = 2 };
 ** (TR_GONE): the big intermediate of a constant chain is never stored. */
 enum { TR_NONE = 0, TR_KEPT = 1, TR_GONE = 2 };
 
-/* Ops whose value differs from run to run: never folded. */
+/* Ops whose value differs from run to run, and ops that make sequences and
+** optionals (an initializer holds a tensor only): never folded. */
 static const char *const never_fold[] = {
     "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
     "Multinomial", "Bernoulli",
+    "Optional", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
+    "SplitToSequence",
 };
 
 typedef struct fold_graph {
@@ -618,6 +621,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     uint64_t out_bytes = 0;
     for (size_t o = 0; o < n_out; o++) {
         if (!outs[o]) goto out; /* Shape/Size of an unknown type */
+        if (outs[o]->kind != EVAL_TENSOR) goto out; /* Identity of a sequence, say */
         out_bytes += tensor_nbytes(outs[o]);
     }
     if (over_budget(opt, out_bytes, freed)) {

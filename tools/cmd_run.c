@@ -1,6 +1,7 @@
 /*
 ** `tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]`: evaluate a
-** model on serialized TensorProto inputs, as in ONNX's backend test data.
+** model on serialized TensorProto inputs (SequenceProto and OptionalProto for
+** sequences and optionals), as in ONNX's backend test data.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -10,24 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 
 /* values shown per output when printing results */
 #define RUN_SHOW 8
 
-static const char run_usage[] =
+static const char run_help[] =
     "usage: tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]\n"
-    "  Evaluate MODEL with the built-in evaluator. Inputs are serialized TensorProto\n"
-    "  files bound in order to the graph inputs that have no initializer.\n"
-    "  --test-dir DIR  read DIR/input_*.pb, compare the outputs with DIR/output_*.pb\n"
-    "                  (floats: rtol 1e-3, atol 1e-7; other types exactly); exit 1 on a\n"
-    "                  mismatch\n"
-    "  -o OUTDIR       write the outputs as OUTDIR/output_N.pb\n"
-    "  --max-tensor-bytes B, --max-eval-bytes B, --max-eval-steps N, --max-depth N,\n"
-    "  --max-rank N\n"
-    "                  resource limits, as for optimize\n"
-    "  Without --test-dir or -o the outputs are printed.\n";
+    "Evaluates MODEL with the built-in evaluator. Inputs are serialized TensorProto\n"
+    "files bound in order to the graph inputs that have no initializer (a sequence\n"
+    "or optional input: a SequenceProto or OptionalProto, as in ONNX's test data).\n"
+    "options:\n"
+    "  --test-dir DIR            a data set (DIR/input_*.pb, DIR/output_*.pb) or a\n"
+    "                            backend test folder (DIR/test_data_set_*, and\n"
+    "                            DIR/model.onnx when MODEL is not given): compare the\n"
+    "                            outputs (floats: rtol 1e-3, atol 1e-7; other types\n"
+    "                            exactly), exit 1 on a mismatch (default none)\n"
+    "  -o, --output OUTDIR       write the outputs as OUTDIR/output_N.pb, per data set\n"
+    "                            OUTDIR/test_data_set_N/output_N.pb (default: print\n"
+    "                            them, unless --test-dir)\n";
 
 typedef struct path_list {
     char **paths;
@@ -51,8 +55,9 @@ static int by_num(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* DIR/<prefix>N.pb in numeric order of N. */
-static int list_numbered(const char *dir, const char *prefix, path_list *out) {
+/* DIR/<prefix>N<suffix> in numeric order of N. */
+static int list_numbered(const char *dir, const char *prefix, const char *suffix,
+                         path_list *out) {
     out->paths = NULL;
     out->n = 0;
     DIR *d = opendir(dir);
@@ -66,7 +71,7 @@ static int list_numbered(const char *dir, const char *prefix, path_list *out) {
         char *end;
         errno = 0;
         unsigned long num = strtoul(s + plen, &end, 10);
-        if (end == s + plen || errno || strcmp(end, ".pb") != 0) continue;
+        if (end == s + plen || errno || strcmp(end, suffix) != 0) continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 8;
             numbered *g = realloc(items, cap * sizeof *g);
@@ -109,13 +114,18 @@ static void free_tensors(tileopt_tensor **t, size_t n) {
     free(t);
 }
 
-static int load_tensors(tileopt_ctx *ctx, char *const *paths, size_t n,
-                        tileopt_tensor ***out) {
+typedef tileopt_status (*value_loader)(tileopt_ctx *ctx, const tileopt_model *model,
+                                       size_t index, const char *path, tileopt_tensor **out);
+
+/* File i read as graph input (or output) i declares it: a tensor, a sequence
+** or an optional. */
+static int load_values(tileopt_ctx *ctx, const tileopt_model *model, value_loader load,
+                       char *const *paths, size_t n, tileopt_tensor ***out) {
     tileopt_tensor **t = calloc(n ? n : 1, sizeof *t);
     *out = t;
     if (!t) return tool_error(EXIT_FAIL, "out of memory");
     for (size_t i = 0; i < n; i++)
-        if (tileopt_tensor_load(ctx, paths[i], &t[i]) != TILEOPT_OK)
+        if (load(ctx, model, i, paths[i], &t[i]) != TILEOPT_OK)
             return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
     return EXIT_OK;
 }
@@ -129,7 +139,7 @@ static int compare(tileopt_ctx *ctx, tileopt_tensor **expected, size_t n_expecte
     int rc = EXIT_OK;
     for (size_t i = 0; i < n_actual; i++)
         if (tileopt_tensor_compare(ctx, expected[i], actual[i]) != TILEOPT_OK)
-            rc = tool_error(EXIT_FAIL, "output %zu '%s': %s", i,
+            rc = tool_error(EXIT_FAIL, "%s: output %zu '%s': %s", dir, i,
                             tileopt_tensor_name(actual[i]), tileopt_ctx_errmsg(ctx));
     return rc;
 }
@@ -159,12 +169,79 @@ static int print_outputs(tileopt_ctx *ctx, tileopt_tensor *const *outs, size_t n
     return EXIT_OK;
 }
 
+static void free_outputs(tileopt_tensor **outs, size_t n) {
+    if (!outs) return;
+    for (size_t i = 0; i < n; i++) tileopt_tensor_free(outs[i]);
+    tileopt_free(outs);
+}
+
+/* One data set: DIR/input_*.pb through the model, the outputs compared with
+** DIR/output_*.pb, and written to out_dir when given. */
+static int run_data_set(tileopt_ctx *ctx, tileopt_model *model, const char *dir,
+                        const char *out_dir) {
+    path_list in_paths = {0}, out_paths = {0};
+    tileopt_tensor **in = NULL, **expected = NULL, **outs = NULL;
+    size_t n_outs = 0;
+    int rc = list_numbered(dir, "input_", ".pb", &in_paths);
+    if (!rc) rc = list_numbered(dir, "output_", ".pb", &out_paths);
+    if (!rc && !out_paths.n)
+        rc = tool_error(EXIT_FAIL, "%s holds no output_*.pb to compare with", dir);
+    if (!rc)
+        rc = load_values(ctx, model, tileopt_model_input_load, in_paths.paths, in_paths.n, &in);
+    if (!rc)
+        rc = load_values(ctx, model, tileopt_model_output_load, out_paths.paths, out_paths.n,
+                         &expected);
+    if (!rc && tileopt_model_run(ctx, model, in, in_paths.n, &outs, &n_outs) != TILEOPT_OK)
+        rc = tool_error(EXIT_FAIL, "%s: %s", dir, tileopt_ctx_errmsg(ctx));
+    if (!rc) rc = compare(ctx, expected, out_paths.n, outs, n_outs, dir);
+    if (!rc && out_dir) rc = write_outputs(ctx, out_dir, outs, n_outs);
+    if (!rc) printf("%s: %zu output%s match\n", dir, n_outs, n_outs == 1 ? "" : "s");
+    free_tensors(in, in_paths.n);
+    free_tensors(expected, out_paths.n);
+    free_outputs(outs, n_outs);
+    paths_free(&in_paths);
+    paths_free(&out_paths);
+    return rc;
+}
+
+/* A backend test folder runs each of its DIR/test_data_set_N (all of them, a
+** failing one not stopping the rest); any other folder is one data set. */
+static int run_test_dir(tileopt_ctx *ctx, tileopt_model *model, const char *dir,
+                        const char *out_dir) {
+    path_list sets = {0};
+    int rc = list_numbered(dir, "test_data_set_", "", &sets);
+    if (rc || !sets.n) {
+        paths_free(&sets);
+        return rc ? rc : run_data_set(ctx, model, dir, out_dir);
+    }
+    if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+        rc = tool_error(EXIT_FAIL, "cannot create '%s': %s", out_dir, strerror(errno));
+    size_t failed = 0;
+    for (size_t i = 0; i < sets.n && !rc; i++) {
+        char sub[4096];
+        const char *base = strrchr(sets.paths[i], '/') + 1;
+        if (out_dir && snprintf(sub, sizeof sub, "%s/%s", out_dir, base) >= (int)sizeof sub) {
+            rc = tool_error(EXIT_FAIL, "output folder path too long");
+            break;
+        }
+        if (run_data_set(ctx, model, sets.paths[i], out_dir ? sub : NULL)) failed++;
+    }
+    if (!rc && sets.n > 1)
+        printf("%s: %zu of %zu data sets match\n", dir, sets.n - failed, sets.n);
+    paths_free(&sets);
+    return rc ? rc : failed ? EXIT_FAIL : EXIT_OK;
+}
+
 int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     const char *model_path = NULL, *test_dir = NULL, *out_dir = NULL;
     char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
     size_t n_inputs = 0;
     if (!inputs) return tool_error(EXIT_FAIL, "out of memory");
     int rc = EXIT_OK;
+    if (cli_wants_help(argc, argv, run_help)) {
+        free(inputs);
+        return EXIT_OK;
+    }
     for (int i = 1; i < argc && !rc; i++) {
         const char *s = argv[i];
         bool has_next = i + 1 < argc;
@@ -176,10 +253,6 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
             if (!has_next) rc = tool_error(EXIT_USAGE, "%s needs a folder", s);
             else if (out_dir) rc = tool_error(EXIT_USAGE, "%s given twice", s);
             else out_dir = argv[++i];
-        } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
-            fputs(run_usage, stdout);
-            free(inputs);
-            return EXIT_OK;
         } else if (s[0] == '-' && s[1]) {
             int fr = cmd_option_flag(ctx, argc, argv, &i, true);
             if (fr < 0) rc = tool_error(EXIT_USAGE, "unknown option '%s' for run", s);
@@ -190,6 +263,12 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
             inputs[n_inputs++] = argv[i];
         }
     }
+    char default_model[4096];
+    if (!rc && !model_path && test_dir &&
+        snprintf(default_model, sizeof default_model, "%s/model.onnx", test_dir) <
+            (int)sizeof default_model &&
+        access(default_model, F_OK) == 0)
+        model_path = default_model; /* a backend test folder holds its model */
     if (!rc && !model_path) rc = tool_error(EXIT_USAGE, "run needs a model");
     if (!rc && test_dir && n_inputs)
         rc = tool_error(EXIT_USAGE, "give input files or --test-dir, not both");
@@ -199,51 +278,26 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     }
 
     tileopt_model *model = NULL;
-    tileopt_tensor **in = NULL, **expected = NULL, **outs = NULL;
-    size_t n_in = n_inputs, n_expected = 0, n_outs = 0;
-    path_list in_paths = {0}, out_paths = {0};
+    tileopt_tensor **in = NULL, **outs = NULL;
+    size_t n_in = n_inputs, n_outs = 0;
     if (tileopt_model_load(ctx, model_path, &model) != TILEOPT_OK) {
         rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
     if (test_dir) {
-        rc = list_numbered(test_dir, "input_", &in_paths);
-        if (!rc) rc = list_numbered(test_dir, "output_", &out_paths);
-        if (!rc && !out_paths.n)
-            rc = tool_error(EXIT_FAIL, "%s holds no output_*.pb to compare with", test_dir);
-        if (!rc) rc = load_tensors(ctx, in_paths.paths, in_paths.n, &in);
-        if (!rc) rc = load_tensors(ctx, out_paths.paths, out_paths.n, &expected);
-        n_in = in_paths.n;
-        n_expected = out_paths.n;
-    } else {
-        rc = load_tensors(ctx, inputs, n_inputs, &in);
+        rc = run_test_dir(ctx, model, test_dir, out_dir);
+        goto done;
     }
+    rc = load_values(ctx, model, tileopt_model_input_load, inputs, n_inputs, &in);
     if (rc) goto done;
     if (tileopt_model_run(ctx, model, in, n_in, &outs, &n_outs) != TILEOPT_OK) {
         rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
-    if (test_dir) {
-        rc = compare(ctx, expected, n_expected, outs, n_outs, test_dir);
-        if (rc) goto done;
-    }
-    if (out_dir) {
-        rc = write_outputs(ctx, out_dir, outs, n_outs);
-        if (rc) goto done;
-    }
-    if (test_dir)
-        printf("%s: %zu output%s match\n", test_dir, n_outs, n_outs == 1 ? "" : "s");
-    else if (!out_dir)
-        rc = print_outputs(ctx, outs, n_outs);
+    rc = out_dir ? write_outputs(ctx, out_dir, outs, n_outs) : print_outputs(ctx, outs, n_outs);
 done:
     free_tensors(in, n_in);
-    free_tensors(expected, n_expected);
-    if (outs) {
-        for (size_t i = 0; i < n_outs; i++) tileopt_tensor_free(outs[i]);
-        tileopt_free(outs);
-    }
-    paths_free(&in_paths);
-    paths_free(&out_paths);
+    free_outputs(outs, n_outs);
     tileopt_model_free(model);
     free(inputs);
     return rc;

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """`tileopt run`: positional inputs, -o, --test-dir (match and mismatch), bad
-files and bad arguments; and `optimize --verify` recording its verdict."""
+files and bad arguments, sequences and optionals in and out; and `optimize
+--verify` recording its verdict."""
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -159,17 +161,122 @@ def run_should_exit_1_on_missing_or_bad_files():
         assert cp.returncode == 1 and "output_" in cp.stderr, cp.stderr
 
 
+def custom_op_model(name=None):
+    """One node of a custom domain: every default-domain op up to opset 17 runs
+    in the evaluator, so an op it lacks lives elsewhere."""
+    g = helper.make_graph(
+        [helper.make_node("Frobnicate", ["x"], ["y"], name=name, domain="com.example")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                               helper.make_opsetid("com.example", 1)])
+
+
 def run_should_name_an_unsupported_op():
     with h.tempdir() as d:
-        g = helper.make_graph(
-            [helper.make_node("Det", ["x"], ["y"], name="det1")], "g",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
-                  f"{d}/m.onnx")
+        onnx.save(custom_op_model("frob1"), f"{d}/m.onnx")
         save_pb(np.zeros((1, 1, 3, 3), np.float32), f"{d}/x.pb", "x")
         cp = h.tileopt("run", f"{d}/m.onnx", f"{d}/x.pb")
-        assert cp.returncode == 1 and "Det" in cp.stderr and "det1" in cp.stderr, cp.stderr
+        assert cp.returncode == 1 and "com.example:Frobnicate" in cp.stderr and \
+            "frob1" in cp.stderr, cp.stderr
+
+
+def seq_type(elem=TensorProto.FLOAT):
+    return helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem, None))
+
+
+def save_seq(arrs, path, name=""):
+    s = onnx.SequenceProto(name=name, elem_type=onnx.SequenceProto.TENSOR)
+    s.tensor_values.extend(numpy_helper.from_array(a) for a in arrs)
+    with open(path, "wb") as f:
+        f.write(s.SerializeToString())
+
+
+def save_opt(arrs, path, name=""):
+    o = onnx.OptionalProto(name=name)
+    if arrs is not None:
+        o.elem_type = onnx.OptionalProto.SEQUENCE
+        o.sequence_value.elem_type = onnx.SequenceProto.TENSOR
+        o.sequence_value.tensor_values.extend(numpy_helper.from_array(a) for a in arrs)
+    with open(path, "wb") as f:
+        f.write(o.SerializeToString())
+
+
+def seq_model(path, nodes, inputs, outputs):
+    g = helper.make_graph(nodes, "g", [helper.make_value_info(n, t) for n, t in inputs],
+                          [helper.make_value_info(n, t) for n, t in outputs])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]), path)
+
+
+def run_should_read_compare_and_write_sequences_and_optionals():
+    opt = helper.make_optional_type_proto(seq_type())
+    with h.tempdir() as d:
+        seq_model(f"{d}/m.onnx",
+                  [helper.make_node("SequenceInsert", ["s", "t"], ["y"]),
+                   helper.make_node("OptionalHasElement", ["o"], ["has"]),
+                   helper.make_node("Optional", ["y"], ["oy"])],
+                  [("s", seq_type()), ("t", helper.make_tensor_type_proto(TensorProto.FLOAT, None)),
+                   ("o", opt)],
+                  [("y", seq_type()), ("has", helper.make_tensor_type_proto(TensorProto.BOOL, [])),
+                   ("oy", opt)])
+        os.mkdir(f"{d}/t")
+        save_seq([X, X[0]], f"{d}/t/input_0.pb", "s")
+        save_pb(X[1], f"{d}/t/input_1.pb", "t")
+        save_opt(None, f"{d}/t/input_2.pb", "o")
+        h.expect_ok(h.tileopt("run", f"{d}/m.onnx", *[f"{d}/t/input_{i}.pb" for i in range(3)],
+                              "-o", f"{d}/t"))
+        y = onnx.SequenceProto()
+        with open(f"{d}/t/output_0.pb", "rb") as f:
+            y.ParseFromString(f.read())
+        got = [numpy_helper.to_array(t) for t in y.tensor_values]
+        assert len(got) == 3 and np.array_equal(got[2], X[1]), got
+        oy = onnx.OptionalProto()
+        with open(f"{d}/t/output_2.pb", "rb") as f:
+            oy.ParseFromString(f.read())
+        assert oy.elem_type == onnx.OptionalProto.SEQUENCE and \
+            len(oy.sequence_value.tensor_values) == 3, oy
+        assert load_pb(f"{d}/t/output_1.pb") == np.bool_(False)
+        cp = h.expect_ok(h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t"))
+        assert "3 outputs match" in cp.stdout, cp.stdout
+        save_seq([X, X[0], X[1] + 1], f"{d}/t/output_0.pb")
+        cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t")
+        assert cp.returncode == 1 and "output 0 'y': item 2: 3 of 3 values differ" in cp.stderr, \
+            cp.stderr
+        save_seq([X], f"{d}/t/output_0.pb")
+        cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t")
+        assert cp.returncode == 1 and "expected a sequence of 1 FLOAT tensors, got a " \
+            "sequence of 3" in cp.stderr, cp.stderr
+
+
+def run_should_refuse_misused_sequences_and_optionals_clearly():
+    with h.tempdir() as d:
+        save_seq([X], f"{d}/s.pb")
+        save_pb(X, f"{d}/x.pb")
+        save_pb(np.array(3, np.int64), f"{d}/p.pb")
+        save_opt(None, f"{d}/o.pb")
+        cases = [  # model nodes, inputs, outputs, input files, what stderr says
+            ([helper.make_node("Relu", ["s"], ["y"])], [("s", seq_type())], "x", ["s.pb"],
+             "op Relu input 0 is a sequence"),
+            ([helper.make_node("Identity", ["s"], ["y"])], [("s", seq_type())], "s", ["x.pb"],
+             "read as a sequence, as graph input 's' declares"),
+            ([helper.make_node("SequenceAt", ["s", "p"], ["y"])],
+             [("s", seq_type()), ("p", helper.make_tensor_type_proto(TensorProto.INT64, []))],
+             "x", ["s.pb", "p.pb"], "position 3 is outside [-1, 0]"),
+            ([helper.make_node("OptionalGetElement", ["o"], ["y"])],
+             [("o", helper.make_optional_type_proto(seq_type()))], "s", ["o.pb"],
+             "the optional is empty"),
+            ([helper.make_node("Relu", ["x"], ["y"])],
+             [("x", helper.make_tensor_type_proto(TensorProto.FLOAT, None))], "x", ["s.pb"],
+             "read as a tensor, as graph input 'x' declares"),
+        ]
+        for nodes, inputs, out, files, says in cases:
+            out_type = seq_type() if out == "s" else helper.make_tensor_type_proto(
+                TensorProto.FLOAT, None)
+            seq_model(f"{d}/m.onnx", nodes, inputs, [("y", out_type)])
+            cp = h.tileopt("run", f"{d}/m.onnx", *[f"{d}/{f}" for f in files])
+            assert cp.returncode == 1 and says in cp.stderr, (says, cp.returncode, cp.stderr)
+            assert cp.stderr.startswith("tileopt: error: ") and cp.stderr.count("\n") == 1, \
+                cp.stderr
 
 
 def run_should_exit_2_on_bad_arguments():
@@ -187,6 +294,28 @@ def run_should_exit_2_on_bad_arguments():
             cp = h.tileopt(*args)
             assert cp.returncode == 2, (args, cp.returncode, cp.stderr)
             assert "tileopt: error: " in cp.stderr, (args, cp.stderr)
+
+
+def run_should_take_a_backend_test_folder_and_run_every_data_set():
+    src = "/usr/share/libonnx-testdata/data/node/test_tile"
+    with h.tempdir() as d:
+        t = os.path.join(d, "test_tile")
+        shutil.copytree(src, t)
+        shutil.copytree(f"{t}/test_data_set_0", f"{t}/test_data_set_1")
+        # the model comes from the folder; each set's outputs go to a folder of its own
+        cp = h.tileopt("run", "--test-dir", t, "-o", f"{d}/out")
+        assert cp.returncode == 0, cp.stderr
+        assert "2 of 2 data sets match" in cp.stdout, cp.stdout
+        for k in (0, 1):
+            assert os.path.isfile(f"{d}/out/test_data_set_{k}/output_0.pb"), os.listdir(d)
+        # a failing set does not stop the next one, and the run fails
+        shutil.copytree(f"{t}/test_data_set_0", f"{t}/test_data_set_2")
+        y = onnx.load_tensor(f"{t}/test_data_set_0/output_0.pb")
+        wrong = numpy_helper.to_array(y) + 1
+        save_pb(wrong, f"{t}/test_data_set_0/output_0.pb", y.name)
+        cp = h.tileopt("run", f"{t}/model.onnx", "--test-dir", t)
+        assert cp.returncode == 1 and "test_data_set_0" in cp.stderr, cp.stderr
+        assert "2 of 3 data sets match" in cp.stdout, cp.stdout
 
 
 def run_should_print_its_usage_with_help():
@@ -220,22 +349,18 @@ def verify_should_record_a_match_with_inputs_and_diffs():
 
 def verify_should_skip_models_with_ops_the_evaluator_lacks():
     with h.tempdir() as d:
-        g = helper.make_graph(
-            [helper.make_node("Det", ["x"], ["y"])], "g",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
-                  f"{d}/m.onnx")
+        onnx.save(custom_op_model(), f"{d}/m.onnx")
         cp, v = _verify(f"{d}/m.onnx", d)
         assert cp.returncode == 0, cp.stderr
-        assert v["verdict"] == "skipped" and v["ops"] == ["Det"], v
+        assert v["verdict"] == "skipped" and v["ops"] == ["com.example:Frobnicate"], v
         # the summary gives the verdict with its reason
         cp = h.tileopt("optimize", f"{d}/m.onnx", "-o", f"{d}/out2.onnx", "--verify")
-        assert "verify: skipped: the evaluator lacks Det" in cp.stdout, cp.stdout
+        assert "verify: skipped: the evaluator lacks com.example:Frobnicate" in cp.stdout, \
+            cp.stdout
         # strict: no verdict fails the command, and no model is written
         cp = h.tileopt("optimize", f"{d}/m.onnx", "-o", f"{d}/strict.onnx", "--verify=strict")
         assert cp.returncode == 1 and "no verdict (--verify=strict)" in cp.stderr, cp.stderr
-        assert "Det" in cp.stderr and not os.path.exists(f"{d}/strict.onnx"), cp.stderr
+        assert "Frobnicate" in cp.stderr and not os.path.exists(f"{d}/strict.onnx"), cp.stderr
 
 
 if __name__ == "__main__":

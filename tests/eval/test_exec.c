@@ -324,6 +324,61 @@ static void exec_should_compare_like_isclose(void **state) {
     b_free_all();
 }
 
+/* Sequences share their items: a value made of another's items, a handle on
+** a sequence, and the values decoded from their own encoding all see the same
+** items and compare equal; each frees only what it holds (ASan checks). */
+static void exec_should_share_sequence_items_and_round_trip_them(void **state) {
+    (void)state;
+    int64_t d[1] = {3};
+    float a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
+    tensor *ta = b_make(DT_FLOAT, 1, d, a), *tb = b_make(DT_FLOAT, 1, d, b), *ti = NULL;
+    errbuf err = {0};
+    tensor *s = NULL, *s2 = NULL, *opt = NULL;
+    assert_int_equal(value_new(EVAL_SEQUENCE, 0, 2, &s, &err), TILEOPT_OK);
+    assert_int_equal(value_put(s, 0, ta, &err), TILEOPT_OK);
+    assert_int_equal(value_put(s, 1, tb, &err), TILEOPT_OK);
+    assert_int_equal(s->elem, DT_FLOAT);
+    tensor_free(ta); /* the sequence keeps its own reference */
+    int64_t one = 1;
+    ti = b_make(DT_INT64, 0, NULL, &one);
+    assert_int_equal(value_new(EVAL_SEQUENCE, DT_FLOAT, 1, &s2, &err), TILEOPT_OK);
+    assert_int_equal(value_put(s2, 0, ti, &err), TILEOPT_INVALID);
+    value_share(s2, 0, s, 1);
+    assert_ptr_equal(s2->items[0], s->items[1]);
+    tensor *h = tensor_ref(s);
+    tensor_free(s);
+    assert_int_equal(value_new(EVAL_OPTIONAL, 0, 1, &opt, &err), TILEOPT_OK);
+    assert_int_equal(value_put(opt, 0, h, &err), TILEOPT_OK);
+    void *bytes = NULL;
+    size_t size = 0;
+    assert_int_equal(tensor_encode(opt, "o", &bytes, &size, &err), TILEOPT_OK);
+    tensor *back = NULL;
+    assert_int_equal(value_decode(bytes, size, EVAL_OPTIONAL, 0, NULL, &back, &err), TILEOPT_OK);
+    free(bytes);
+    tensor_diff df;
+    assert_int_equal(tensor_compare(opt, back, 1e-3, 1e-7, &df, &err), TILEOPT_OK);
+    assert_true(df.same_shape);
+    assert_int_equal(df.n_bad, 0);
+    assert_int_equal(tensor_compare(opt, s2, 1e-3, 1e-7, &df, &err), TILEOPT_OK);
+    assert_false(df.same_shape);
+    assert_int_equal(tensor_compare(h, s2, 1e-3, 1e-7, &df, &err), TILEOPT_OK);
+    assert_false(df.same_shape); /* 2 items against 1 */
+    tensor *c = NULL;
+    assert_int_equal(tensor_detach(h, NULL, &c, &err), TILEOPT_OK);
+    assert_int_equal(c->kind, EVAL_SEQUENCE);
+    assert_int_equal(c->n_items, 2);
+    assert_memory_equal(c->items[1]->data, b, sizeof b);
+    tensor_free(c);
+    tensor_free(back);
+    tensor_free(opt);
+    tensor_free(h);
+    assert_memory_equal(s2->items[0]->data, b, sizeof b);
+    tensor_free(s2);
+    tensor_free(tb);
+    tensor_free(ti);
+    b_free_all();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exec_should_report_unsupported_op_with_node_name),
@@ -335,6 +390,7 @@ int main(void) {
         cmocka_unit_test(exec_should_list_missing_ops_in_subgraphs),
         cmocka_unit_test(exec_should_detach_outputs_from_the_model),
         cmocka_unit_test(exec_should_compare_like_isclose),
+        cmocka_unit_test(exec_should_share_sequence_items_and_round_trip_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

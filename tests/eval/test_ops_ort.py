@@ -3,8 +3,11 @@
 Scan with axes and directions, Einsum with ellipses and implicit outputs,
 Unique of floats along an axis, Det of singular and batched matrices,
 MaxUnpool in 3-D, LpPool, LpNormalization, the losses on 4-D scores with
-weights and ignore_index, and the integer ops with per-column and per-channel
-zero points and scales. Each case is one small model run in both."""
+weights and ignore_index, the integer ops with per-column and per-channel
+zero points and scales, and the sequence ops no node test runs (SplitToSequence
+with and without split, SequenceErase, ConcatFromSequence with new_axis,
+SequenceAt at negative positions, SequenceLength) between tensor inputs and
+outputs. Each case is one small model run in both."""
 import os
 import sys
 
@@ -107,6 +110,16 @@ def max_unpool_should_invert_max_pool_in_3d():
     check(node, {"x": x}, extra=[pool], opset=11, what="MaxPool then MaxUnpool")
 
 
+def max_roi_pool_should_match():
+    x = f32(2, 3, 12, 10)
+    rois = np.array([[0, 1, 1, 6, 8], [1, 0, 0, 9, 11], [1, 3.6, 2.2, 4.1, 2.9],
+                     [0, 8, 9, 30, 40]], np.float32)
+    for scale in (1.0, 0.5):
+        check(helper.make_node("MaxRoiPool", ["x", "r"], ["y"], pooled_shape=[3, 2],
+                               spatial_scale=scale), {"x": x, "r": rois}, opset=11,
+              what=f"MaxRoiPool scale {scale}")
+
+
 def lp_pool_and_lp_normalization_should_match():
     x = f32(2, 3, 7, 6)
     check(helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 2],
@@ -155,6 +168,58 @@ def integer_ops_should_match_with_per_column_and_per_channel_parameters():
     node = helper.make_node("ConvInteger", ["x", "w2", "xz"], ["y"], group=3)
     check(node, {"x": x}, inits=[("w2", RNG.integers(0, 256, size=(3, 1, 2, 2)).astype(np.uint8)),
                                  ("xz", np.uint8(7))], opset=10, what="ConvInteger group 3")
+
+
+def i64(v):
+    return np.array(v, np.int64)
+
+
+def split_erase_concat_should_match_for_each_split_form_and_new_axis():
+    x = f32(3, 5, 2)
+    # (SplitToSequence attributes, its split input, erase position, Concat attributes)
+    cases = [({"axis": 1}, None, i64(1), {"axis": 1}),
+             ({"axis": 1, "keepdims": 0}, None, i64(-2), {"axis": 1, "new_axis": 1}),
+             ({"axis": 0, "keepdims": 0}, None, None, {"axis": -1, "new_axis": 1}),
+             ({"axis": 0}, i64(2), None, {"axis": 0}),
+             ({"axis": -2}, i64([1, 3, 1]), i64(0), {"axis": -2}),
+             ({"axis": 2}, np.array([1, 1], np.int32), i64(-1), {"axis": 0, "new_axis": 1})]
+    for split_kw, split, pos, cat_kw in cases:
+        inits = [("split", split)] if split is not None else []
+        if pos is not None:
+            inits.append(("pos", pos))
+        nodes = [helper.make_node("SplitToSequence", ["x"] + (["split"] if split is not None else []),
+                                  ["s"], **split_kw),
+                 helper.make_node("SequenceErase", ["s"] + (["pos"] if pos is not None else []),
+                                  ["e"])]
+        node = helper.make_node("ConcatFromSequence", ["e"], ["y"], **cat_kw)
+        check(node, {"x": x}, inits=inits, extra=nodes, opset=11,
+              what=f"SplitToSequence {split_kw} split={split} SequenceErase {pos} "
+                   f"ConcatFromSequence {cat_kw}")
+
+
+def sequence_at_should_count_negative_positions_from_the_back():
+    x = f32(4, 3)
+    split = helper.make_node("SplitToSequence", ["x"], ["s"], axis=0, keepdims=0)
+    for p in (-4, -1, -2, 0, 3):
+        check(helper.make_node("SequenceAt", ["s", "p"], ["y"]), {"x": x}, inits=[("p", i64(p))],
+              extra=[split], opset=11, what=f"SequenceAt {p}")
+    check(helper.make_node("SequenceAt", ["s", "p"], ["y"]), {"x": x},
+          inits=[("p", np.array(-3, np.int32))], extra=[split], opset=11,
+          what="SequenceAt int32 -3")
+
+
+def sequence_length_should_count_items_after_insert_and_erase():
+    x = f32(5, 2)
+    nodes = [helper.make_node("SplitToSequence", ["x", "two"], ["s"], axis=0),
+             helper.make_node("SequenceInsert", ["s", "x", "p"], ["s2"]),
+             helper.make_node("SequenceErase", ["s2"], ["s3"]),
+             helper.make_node("SequenceInsert", ["s3", "x"], ["s4"])]
+    check(helper.make_node("SequenceLength", ["s4"], ["n"]), {"x": x},
+          inits=[("two", i64(2)), ("p", i64(-1))], extra=nodes, opset=11,
+          what="SequenceLength")
+    empty = helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT)
+    check(helper.make_node("SequenceLength", ["e"], ["n"]), {"x": x}, extra=[empty], opset=11,
+          what="SequenceLength of SequenceEmpty")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 ** INT64_MAX, INT64_MIN and 2^40, to reach the overflow checks); the rest is the
 ** serialized TensorProto.
 **
+** The same bytes are also read as a SequenceProto and an OptionalProto.
+**
 ** Properties beyond "no crash": the materialized Tile kernel and the Tile view
 ** made contiguous agree byte for byte; with as many repeats as axes,
 ** tileopt_tile (promoting) agrees with both; encode then decode keeps the type
@@ -132,6 +134,34 @@ static void check_encode(tileopt_tensor *in) {
     free(bytes);
 }
 
+/* The same bytes read as a SequenceProto and as an OptionalProto (the bytes
+** do not say which they hold): an error has a message, and what decodes
+** encodes and decodes again to the same kind and item count. */
+static void check_containers(const uint8_t *proto, size_t size, int32_t elem) {
+    static const int32_t kinds[] = {EVAL_SEQUENCE, EVAL_OPTIONAL};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        tensor *v = NULL, *back = NULL;
+        errbuf e = {0};
+        if (value_decode(proto, size, kinds[k], elem, &fuzz_lim, &v, &e)) {
+            FUZZ_CHECK(e.msg[0], "value_decode failed without a message");
+            continue;
+        }
+        void *bytes = NULL;
+        size_t n = 0;
+        if (tensor_encode(v, "fuzz", &bytes, &n, &e)) {
+            FUZZ_CHECK(e.msg[0], "encoding a decoded value failed without a message");
+        } else {
+            int rc = value_decode(bytes, n, kinds[k], elem, &fuzz_lim, &back, &e);
+            FUZZ_CHECK(!rc, "an encoded value does not decode: %s", e.msg);
+            FUZZ_CHECK(rc || (back->kind == v->kind && back->n_items == v->n_items),
+                       "encode/decode changed the value's kind or item count");
+        }
+        tensor_free(back);
+        tensor_free(v);
+        free(bytes);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 4) return 0;
     uint8_t ctl[4];
@@ -143,6 +173,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *proto = data + 4 + n;
     size_t proto_size = size - 4 - n;
 
+    /* the Cast target byte doubles as an empty container's element type */
+    check_containers(proto, proto_size, ctl[3] % 17);
     tileopt_ctx *ctx = fuzz_ctx();
     tileopt_tensor *in = NULL;
     tileopt_status st = tileopt_tensor_load_buffer(ctx, proto, proto_size, &in);
