@@ -351,3 +351,34 @@ tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
     }
     return TILEOPT_OK;
 }
+
+/* At most this many passes in one list: a longer one is a mistake, and the
+** names live on the stack. */
+#define OPTIMIZE_MAX_PASSES 64
+
+tileopt_status tileopt_optimize(tileopt_ctx *ctx, tileopt_model *model, const char *passes) {
+    const char *names[OPTIMIZE_MAX_PASSES];
+    size_t n = 0;
+    if (!passes) {
+        for (const char *p; n < OPTIMIZE_MAX_PASSES && (p = tileopt_pass_name(n));) names[n++] = p;
+        return tileopt_passes_run(ctx, model, names, n);
+    }
+    if (strcmp(passes, "none") == 0) return tileopt_passes_run(ctx, model, NULL, 0);
+    char buf[1024];
+    if (strlen(passes) >= sizeof buf)
+        return err_set(&ctx->err, TILEOPT_MISUSE, "pass list longer than %zu bytes",
+                       sizeof buf - 1);
+    memcpy(buf, passes, strlen(passes) + 1);
+    for (char *s = buf;;) {
+        char *comma = strchr(s, ',');
+        if (comma) *comma = '\0';
+        if (!*s) return err_set(&ctx->err, TILEOPT_MISUSE, "an empty pass name in '%s'", passes);
+        if (n == OPTIMIZE_MAX_PASSES)
+            return err_set(&ctx->err, TILEOPT_MISUSE, "more than %d passes",
+                           OPTIMIZE_MAX_PASSES);
+        names[n++] = s;
+        if (!comma) break;
+        s = comma + 1;
+    }
+    return tileopt_passes_run(ctx, model, names, n);
+}

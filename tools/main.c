@@ -20,8 +20,8 @@ static const char usage_text[] =
     "                   [--max-tensor-bytes B] [--max-eval-bytes B] [--max-eval-steps N]\n"
     "                   [--max-depth N] [--max-rank N] [--seed N]\n"
     "  tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR] [--max-... as above]\n"
-    "  tileopt inspect MODEL.onnx [--json] [--max-... as above]\n"
-    "  tileopt --help | --version\n";
+    "  tileopt inspect MODEL.onnx [--json] [--all] [--max-... as above]\n"
+    "  tileopt --help | --version; tileopt COMMAND --help for every option\n";
 
 static const struct {
     const char *name;

@@ -333,10 +333,30 @@ static void api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take(voi
     tileopt_ctx_free(ctx);
 }
 
+static tileopt_model *tile_relu_model(tileopt_ctx *ctx);
+
 static void api_should_run_a_pass_list_and_refuse_unknown_names(void **state) {
     (void)state;
     tileopt_ctx *ctx = NULL;
     assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    tileopt_model *m = tile_relu_model(ctx);
+    /* an unknown name is refused before any pass runs */
+    const char *bad[] = {"fuse", "nosuch"}, *null_name[] = {NULL};
+    assert_int_equal(tileopt_passes_run(ctx, m, bad, 2), TILEOPT_MISUSE);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "unknown pass 'nosuch'"));
+    assert_int_equal(tileopt_passes_run(ctx, m, NULL, 1), TILEOPT_MISUSE);
+    assert_int_equal(tileopt_passes_run(ctx, m, null_name, 1), TILEOPT_MISUSE);
+    /* no names: nothing to do */
+    assert_int_equal(tileopt_passes_run(ctx, m, NULL, 0), TILEOPT_OK);
+    const char *good[] = {"fold", "fuse"};
+    assert_int_equal(tileopt_passes_run(ctx, m, good, 2), TILEOPT_OK);
+    tileopt_model_free(m);
+    b_free_all();
+    tileopt_ctx_free(ctx);
+}
+
+/* The tile model above: x [1, 3] tiled [2, 1] into a Relu. */
+static tileopt_model *tile_relu_model(tileopt_ctx *ctx) {
     Onnx__GraphProto *g = b_graph_new("g");
     int64_t d[2] = {1, 3}, two[2] = {2, 1}, t[2] = {2, 3};
     b_input(g, b_value("x", DT_FLOAT, 2, d));
@@ -348,16 +368,37 @@ static void api_should_run_a_pass_list_and_refuse_unknown_names(void **state) {
     uint8_t *buf = b_pack(g, 13, &len);
     tileopt_model *m = NULL;
     assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
-    /* an unknown name is refused before any pass runs */
-    const char *bad[] = {"fuse", "nosuch"}, *null_name[] = {NULL};
-    assert_int_equal(tileopt_passes_run(ctx, m, bad, 2), TILEOPT_MISUSE);
-    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "unknown pass 'nosuch'"));
-    assert_int_equal(tileopt_passes_run(ctx, m, NULL, 1), TILEOPT_MISUSE);
-    assert_int_equal(tileopt_passes_run(ctx, m, null_name, 1), TILEOPT_MISUSE);
-    /* no names: nothing to do */
-    assert_int_equal(tileopt_passes_run(ctx, m, NULL, 0), TILEOPT_OK);
-    const char *good[] = {"fold", "fuse"};
-    assert_int_equal(tileopt_passes_run(ctx, m, good, 2), TILEOPT_OK);
+    return m;
+}
+
+/* How many pass entries the report holds. */
+static int report_passes(tileopt_ctx *ctx) {
+    return cJSON_GetArraySize(cJSON_GetObjectItem(tileopt_report_json(ctx), "passes"));
+}
+
+static void api_should_optimize_with_the_default_pipeline_or_a_list(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    tileopt_model *m = tile_relu_model(ctx);
+    assert_int_equal(tileopt_report_begin(ctx, m, NULL), TILEOPT_OK);
+    /* malformed lists are refused before any pass runs */
+    const char *bad[] = {"fold,nosuch", ",fold", "fold,", "", "fold,,fuse"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(tileopt_optimize(ctx, m, bad[i]), TILEOPT_MISUSE);
+        assert_int_equal(report_passes(ctx), 0);
+    }
+    assert_int_equal(tileopt_optimize(ctx, m, "none"), TILEOPT_OK);
+    assert_int_equal(report_passes(ctx), 0);
+    assert_int_equal(tileopt_optimize(ctx, m, "fold"), TILEOPT_OK);
+    assert_int_equal(report_passes(ctx), 1);
+    /* NULL: every pass, in the default order */
+    assert_int_equal(tileopt_optimize(ctx, m, NULL), TILEOPT_OK);
+    const cJSON *passes = cJSON_GetObjectItem(tileopt_report_json(ctx), "passes");
+    for (size_t i = 0; tileopt_pass_name(i); i++)
+        assert_string_equal(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(passes, 1 + (int)i), "name")->valuestring,
+            tileopt_pass_name(i));
     tileopt_model_free(m);
     b_free_all();
     tileopt_ctx_free(ctx);
@@ -374,6 +415,7 @@ int main(void) {
         cmocka_unit_test(api_should_bind_uint16_test_data_to_a_bfloat16_input),
         cmocka_unit_test(api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take),
         cmocka_unit_test(api_should_run_a_pass_list_and_refuse_unknown_names),
+        cmocka_unit_test(api_should_optimize_with_the_default_pipeline_or_a_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
