@@ -948,6 +948,7 @@ static int phase_fold(fold_graph *f) {
         if ((k & 4095) == 0) pass_progress(f->pc, "fold", k, f->count);
     }
     free(ins);
+    if (f->count > 4096) pass_progress(f->pc, "fold", f->count, f->count); /* reaches 100% */
     /* readers that were never looked at (none expected) count as not folded */
     for (uint32_t vi = 0; vi < f->nv0; vi++) {
         if (!f->val[vi]) continue;

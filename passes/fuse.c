@@ -1229,6 +1229,7 @@ static int fz_graph(pass_ctx *pc, graph *g) {
         /* the worklist grows while it drains: total is done + still queued */
         if (++steps % 4096 == 0) pass_progress(pc, "fuse", steps, steps + st.n_work);
     }
+    if (!rc && steps >= 4096) pass_progress(pc, "fuse", steps, steps); /* reaches 100% */
     uint32_t n1 = graph_n_nodes(g);
     for (uint32_t i = 0; !rc && i < n1; i++) {
         if (graph_node_removed(g, (int32_t)i) || !graph_node_is(graph_node(g, (int32_t)i), "Tile"))

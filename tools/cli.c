@@ -13,7 +13,19 @@
 
 #include "cmd.h"
 
+/* Whether the progress line holds text: anything else printed to the terminal
+** erases it first, or the two would be glued on one line. */
+static bool progress_shown;
+
+void cli_progress_clear(void) {
+    if (!progress_shown) return;
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+    progress_shown = false;
+}
+
 int tool_error(int code, const char *fmt, ...) {
+    cli_progress_clear();
     char msg[4096];
     va_list ap;
     va_start(ap, fmt);
@@ -68,15 +80,17 @@ void cli_clean_up_on_signals(tileopt_ctx *ctx) {
     }
 }
 
-/* Progress on a terminal only: a single line redrawn in place. */
+/* Progress on a terminal only: a single line redrawn in place, erased when a
+** phase reaches its total. */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
     (void)user;
     if (total)
-        fprintf(stderr, "\r%s: %llu/%llu (%3.0f%%)", what, (unsigned long long)done,
+        fprintf(stderr, "\r\033[K%s: %llu/%llu (%3.0f%%)", what, (unsigned long long)done,
                 (unsigned long long)total, 100.0 * (double)done / (double)total);
     else
-        fprintf(stderr, "\r%s: %llu", what, (unsigned long long)done);
-    if (done == total) fputs("\r\033[K", stderr);
+        fprintf(stderr, "\r\033[K%s: %llu", what, (unsigned long long)done);
+    progress_shown = true;
+    if (done == total) cli_progress_clear();
     fflush(stderr);
 }
 

@@ -37,6 +37,8 @@ bool cli_wants_help(int argc, char **argv, const char *help);
 
 /* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);
+/* Erase the progress line if one is shown (before printing anything else). */
+void cli_progress_clear(void);
 
 /* Remove the temporary file a save is writing when SIGINT, SIGTERM or SIGHUP
 ** arrives (signals the caller ignores stay ignored). */

@@ -236,6 +236,7 @@ static void print_sizes(FILE *f, const cJSON *in, const cJSON *out) {
 }
 
 static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
+    cli_progress_clear();
     const cJSON *r = tileopt_report_json(ctx);
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(r, "output");

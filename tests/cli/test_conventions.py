@@ -110,5 +110,33 @@ def run_script_should_keep_outputs_of_models_that_share_a_name():
                              for k in ("opt.onnx", "report.json")), got
 
 
+def progress_should_reach_100_and_be_erased_before_the_summary():
+    """In a real terminal (script gives tileopt a pty): the fold and fuse
+    progress of a 9,000-node model reaches 100%, and the summary starts on a
+    clean line, not glued to a progress line."""
+    nodes = [helper.make_node("Tile", ["c", "reps"], ["t0"], name="tile")]
+    for i in range(9000):
+        nodes.append(helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]))
+    nodes.append(helper.make_node("Add", ["x", "t9000"], ["y"]))
+    g = helper.make_graph(nodes, "g", [h.vi("x", TensorProto.FLOAT, [4, 4])],
+                          [h.vi("y", TensorProto.FLOAT, [4, 4])],
+                          [numpy_helper.from_array(np.ones((2, 2), np.float32), "c"),
+                           h.i64("reps", [2, 2])])
+    with h.tempdir() as d:
+        src, out = os.path.join(d, "big.onnx"), os.path.join(d, "o.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
+        cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes fold,fuse"
+        cp = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True,
+                            timeout=300)
+        text = cp.stdout.decode("utf-8", "replace")
+        assert cp.returncode == 0, text
+        assert "fold: 9002/9002 (100%)" in text, text
+        start = text.index(f"{src} -> {out}")
+        before = text[:start]
+        # what precedes the summary is a newline or the erase sequence
+        assert before == "" or before.endswith("\n") or before.endswith("\r\x1b[K"), \
+            repr(before[-80:])
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
