@@ -327,15 +327,34 @@ static int write_all_fd(int fd, const uint8_t *p, size_t n, const char *path, er
     return TILEOPT_OK;
 }
 
+/* Progress of the external data file in bytes, as the model file's "saving". */
+typedef struct data_progress {
+    graph_model *m;
+    uint64_t written, total, next;
+} data_progress;
+
+static void data_progress_add(data_progress *p, uint64_t n) {
+    p->written += n;
+    if (!p->m->progress || p->total < PROGRESS_STEP) return;
+    if (p->written >= p->next || p->written == p->total) {
+        p->m->progress(p->m->progress_user, "saving data", p->written, p->total);
+        p->next = p->written + PROGRESS_STEP;
+    }
+}
+
 static int write_data_file(int fd, void *user, errbuf *err) {
     relocation *r = user;
     uint8_t *buf = NULL;
     size_t buf_cap = 0;
     int rc = TILEOPT_OK;
+    data_progress prog = {r->m, 0, 0, PROGRESS_STEP};
+    for (size_t i = 0; i < r->n; i++)
+        prog.total += r->list[i].src.path ? r->list[i].src.length : r->list[i].saved.raw_data.len;
     for (size_t i = 0; !rc && i < r->n; i++) {
         const moved *mv = &r->list[i];
         if (!mv->src.path) {
             rc = write_all_fd(fd, mv->saved.raw_data.data, mv->saved.raw_data.len, r->data_path, err);
+            if (!rc) data_progress_add(&prog, mv->saved.raw_data.len);
             continue;
         }
         /* External source: stream the extent through a bounded buffer. */
@@ -354,6 +373,7 @@ static int write_data_file(int fd, void *user, errbuf *err) {
             graph_extent part = {mv->src.path, mv->src.offset + done, n};
             rc = graph_extent_read(&part, buf, err);
             if (!rc) rc = write_all_fd(fd, buf, n, r->data_path, err);
+            if (!rc) data_progress_add(&prog, n);
             done += n;
         }
     }

@@ -108,8 +108,11 @@ TILEOPT_API tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name,
                                            const char *value);
 
 /*
-** Progress callback for long work; `done` of `total` units of `what`. The CLI uses
-** it to draw progress on a terminal. NULL (the default) reports nothing.
+** Progress callback for long work; `done` of `total` units of `what`. The passes
+** count nodes ("fold", "fuse"); a save counts bytes ("saving" for the model
+** file, "saving data" for its external data file). Each phase ends with done ==
+** total. The CLI uses it to draw progress on a terminal. NULL (the default)
+** reports nothing.
 */
 typedef void (*tileopt_progress_fn)(void *user, const char *what, uint64_t done,
                                     uint64_t total);

@@ -80,15 +80,35 @@ void cli_clean_up_on_signals(tileopt_ctx *ctx) {
     }
 }
 
+const char *cli_human_bytes(double b, char *buf, size_t cap) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    while (b >= 1024 && u + 1 < sizeof unit / sizeof unit[0]) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
 /* Progress on a terminal only: a single line redrawn in place, erased when a
-** phase reaches its total. */
+** phase reaches its total. Saves count bytes, shown in human units. */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
     (void)user;
+    char d[32], t[32];
+    bool bytes = strncmp(what, "saving", 6) == 0;
+    if (bytes) {
+        cli_human_bytes((double)done, d, sizeof d);
+        cli_human_bytes((double)total, t, sizeof t);
+    } else {
+        snprintf(d, sizeof d, "%llu", (unsigned long long)done);
+        snprintf(t, sizeof t, "%llu", (unsigned long long)total);
+    }
     if (total)
-        fprintf(stderr, "\r\033[K%s: %llu/%llu (%3.0f%%)", what, (unsigned long long)done,
-                (unsigned long long)total, 100.0 * (double)done / (double)total);
+        fprintf(stderr, "\r\033[K%s: %s/%s (%3.0f%%)", what, d, t,
+                100.0 * (double)done / (double)total);
     else
-        fprintf(stderr, "\r\033[K%s: %llu", what, (unsigned long long)done);
+        fprintf(stderr, "\r\033[K%s: %s", what, d);
     progress_shown = true;
     if (done == total) cli_progress_clear();
     fflush(stderr);

@@ -6,6 +6,7 @@
 #define TILEOPT_CMD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tileopt.h"
@@ -37,6 +38,8 @@ bool cli_wants_help(int argc, char **argv, const char *help);
 
 /* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);
+/* b bytes in human units ("512 B", "1.5 KiB", "2.4 GiB") written into buf. */
+const char *cli_human_bytes(double b, char *buf, size_t cap);
 /* Erase the progress line if one is shown (before printing anything else). */
 void cli_progress_clear(void);
 

@@ -136,18 +136,6 @@ static double default_opset(const cJSON *summary) {
     return 0;
 }
 
-/* b bytes in human units: "512 B", "1.5 KiB", "2.4 GiB". */
-static const char *human(double b, char *buf, size_t cap) {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    size_t u = 0;
-    while (b >= 1024 && u + 1 < sizeof unit / sizeof unit[0]) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-    return buf;
-}
-
 /* Nodes a pass acted on (each counted once, whatever number of actions it
 ** got) and nodes it skipped. */
 static void pass_node_counts(const cJSON *pass, int *done, int *skipped) {
@@ -218,12 +206,12 @@ static void print_sizes(FILE *f, const cJSON *in, const cJSON *out) {
     char b1[32], b2[32], b3[32], b4[32];
     double ext_in = NUM(in, "external_data_bytes"), ext_out = NUM(out, "external_data_bytes");
     fprintf(f, "  model size %s -> %s",
-            human(NUM(in, "file_bytes") + ext_in, b1, sizeof b1),
-            human(NUM(out, "file_bytes") + ext_out, b2, sizeof b2));
+            cli_human_bytes(NUM(in, "file_bytes") + ext_in, b1, sizeof b1),
+            cli_human_bytes(NUM(out, "file_bytes") + ext_out, b2, sizeof b2));
     fprintf(f, " (initializers %s -> %s, external data %s -> %s)\n",
-            human(NUM(in, "initializer_bytes"), b1, sizeof b1),
-            human(NUM(out, "initializer_bytes"), b2, sizeof b2), human(ext_in, b3, sizeof b3),
-            human(ext_out, b4, sizeof b4));
+            cli_human_bytes(NUM(in, "initializer_bytes"), b1, sizeof b1),
+            cli_human_bytes(NUM(out, "initializer_bytes"), b2, sizeof b2), cli_human_bytes(ext_in, b3, sizeof b3),
+            cli_human_bytes(ext_out, b4, sizeof b4));
     for (int k = 0; k < 2; k++) {
         const cJSON *files = cJSON_GetObjectItemCaseSensitive(k ? out : in, "external_data_files");
         if (!cJSON_GetArraySize(files)) continue;

@@ -138,5 +138,27 @@ def progress_should_reach_100_and_be_erased_before_the_summary():
             repr(before[-80:])
 
 
+def saving_external_data_should_show_progress_in_human_units():
+    w = np.ones((70, 1 << 18), np.float32)  # 70 MiB, past the 64 MiB progress step
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                          [h.vi("x", TensorProto.FLOAT, [70, 1 << 18])],
+                          [h.vi("y", TensorProto.FLOAT, [70, 1 << 18])],
+                          [numpy_helper.from_array(w, "w")])
+    with h.tempdir() as d:
+        # another folder: the output gets a data file of its own (beside the
+        # input it would share the input's)
+        src, out = os.path.join(d, "ext.onnx"), os.path.join(d, "sub", "o.onnx")
+        os.mkdir(os.path.join(d, "sub"))
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src,
+                  save_as_external_data=True, location="ext.data")
+        cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes none"
+        cp = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True,
+                            timeout=300)
+        text = cp.stdout.decode("utf-8", "replace")
+        assert cp.returncode == 0, text
+        assert "saving data: 70.0 MiB/70.0 MiB (100%)" in text, text
+        assert "external data 70.0 MiB -> 70.0 MiB" in text, text
+
+
 if __name__ == "__main__":
     sys.exit(h.run_tests(globals()))
