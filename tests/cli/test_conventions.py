@@ -110,6 +110,16 @@ def run_script_should_keep_outputs_of_models_that_share_a_name():
                              for k in ("opt.onnx", "report.json")), got
 
 
+def optimize_in_terminal(src, out, passes):
+    """What `tileopt optimize` writes to a terminal (script gives it a pty:
+    progress shows only there), stdout and stderr as one text."""
+    cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes {passes}"
+    cp = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, timeout=300)
+    text = cp.stdout.decode("utf-8", "replace")
+    assert cp.returncode == 0, text
+    return text
+
+
 def progress_should_reach_100_and_be_erased_before_the_summary():
     """In a real terminal (script gives tileopt a pty): the fold and fuse
     progress of a 9,000-node model reaches 100%, and the summary starts on a
@@ -125,11 +135,7 @@ def progress_should_reach_100_and_be_erased_before_the_summary():
     with h.tempdir() as d:
         src, out = os.path.join(d, "big.onnx"), os.path.join(d, "o.onnx")
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
-        cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes fold,fuse"
-        cp = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True,
-                            timeout=300)
-        text = cp.stdout.decode("utf-8", "replace")
-        assert cp.returncode == 0, text
+        text = optimize_in_terminal(src, out, "fold,fuse")
         assert "fold: 9002/9002 (100%)" in text, text
         start = text.index(f"{src} -> {out}")
         before = text[:start]
@@ -151,11 +157,7 @@ def saving_external_data_should_show_progress_in_human_units():
         os.mkdir(os.path.join(d, "sub"))
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src,
                   save_as_external_data=True, location="ext.data")
-        cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes none"
-        cp = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True,
-                            timeout=300)
-        text = cp.stdout.decode("utf-8", "replace")
-        assert cp.returncode == 0, text
+        text = optimize_in_terminal(src, out, "none")
         assert "saving data: 70.0 MiB/70.0 MiB (100%)" in text, text
         assert "external data 70.0 MiB -> 70.0 MiB" in text, text
 
