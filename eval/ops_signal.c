@@ -51,21 +51,17 @@ static int flag_attr(const Onnx__NodeProto *n, const char *name, int64_t dflt, b
 }
 
 /* The value of a scalar integer input (int32 or int64 by the schemas). */
-static int int_input(const Onnx__NodeProto *n, tensor *t, const char *what,
-                     const eval_limits *lim, int64_t *v, errbuf *err) {
+static int int_input(const Onnx__NodeProto *n, tensor *t, const char *what, int64_t *v,
+                     errbuf *err) {
     *v = 0;
     const dtype_info *d = dtype_get(t->elem);
     if (!d || (d->kind != KIND_SINT && d->kind != KIND_UINT))
         return err_set(err, TILEOPT_INVALID, "%s %s: %s has element type %s, expected an "
                        "integer", n->op_type, eval_node_name(n), what, dtype_name(t->elem));
-    if (tensor_numel(t) != 1 || t->rank > 1)
+    size_t count = 0;
+    if (t->rank > 1 || !tensor_to_i64(t, v, 1, &count) || count != 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: %s must be a scalar", n->op_type,
                        eval_node_name(n), what);
-    tensor *c = NULL;
-    int rc = eval_cast(t, DT_INT64, lim, &c, err);
-    if (rc) return rc;
-    memcpy(v, c->data, sizeof *v);
-    tensor_free(c);
     return TILEOPT_OK;
 }
 
@@ -293,7 +289,7 @@ static int k_dft(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "DFT %s: onesided needs a real input, not a "
                        "complex one", nm);
     int64_t len = X->dims[axis], L = len;
-    if (n_in > 1 && in[1] && (rc = int_input(n, in[1], "dft_length", lim, &L, err))) return rc;
+    if (n_in > 1 && in[1] && (rc = int_input(n, in[1], "dft_length", &L, err))) return rc;
     if (L < 1)
         return err_set(err, TILEOPT_INVALID, "DFT %s: a transform of length %lld, must be at "
                        "least 1", nm, (long long)L);
@@ -366,7 +362,7 @@ static int k_stft(KERNEL_PARAMS) {
     if (onesided && ch == 2)
         return err_set(err, TILEOPT_INVALID, "STFT %s: onesided (the default) needs a real "
                        "signal, not a complex one", nm);
-    if ((rc = int_input(n, in[1], "frame_step", lim, &step, err))) return rc;
+    if ((rc = int_input(n, in[1], "frame_step", &step, err))) return rc;
     if (step < 1)
         return err_set(err, TILEOPT_INVALID, "STFT %s: frame_step %lld, must be at least 1", nm,
                        (long long)step);
@@ -374,7 +370,7 @@ static int k_stft(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "STFT %s: the window must be a 1-D float tensor",
                        nm);
     if (FL) {
-        if ((rc = int_input(n, FL, "frame_length", lim, &F, err))) return rc;
+        if ((rc = int_input(n, FL, "frame_length", &F, err))) return rc;
         if (W && W->dims[0] != F)
             return err_set(err, TILEOPT_INVALID, "STFT %s: a window of %lld values for "
                            "frame_length %lld", nm, (long long)W->dims[0], (long long)F);
@@ -436,7 +432,7 @@ static int window(const Onnx__NodeProto *n, double a0, double a1, double a2, ten
     int64_t size;
     bool periodic;
     int rc;
-    if ((rc = int_input(n, in[0], "size", lim, &size, err)) ||
+    if ((rc = int_input(n, in[0], "size", &size, err)) ||
         (rc = flag_attr(n, "periodic", 1, &periodic, err)))
         return rc;
     if (size < 0)
@@ -499,9 +495,9 @@ static int k_mel_weight_matrix(KERNEL_PARAMS) {
     int64_t nmb, dft_len, rate;
     double lo, hi;
     int rc;
-    if ((rc = int_input(n, in[0], "num_mel_bins", lim, &nmb, err)) ||
-        (rc = int_input(n, in[1], "dft_length", lim, &dft_len, err)) ||
-        (rc = int_input(n, in[2], "sample_rate", lim, &rate, err)) ||
+    if ((rc = int_input(n, in[0], "num_mel_bins", &nmb, err)) ||
+        (rc = int_input(n, in[1], "dft_length", &dft_len, err)) ||
+        (rc = int_input(n, in[2], "sample_rate", &rate, err)) ||
         (rc = float_input(n, in[3], "lower_edge_hertz", lim, &lo, err)) ||
         (rc = float_input(n, in[4], "upper_edge_hertz", lim, &hi, err)))
         return rc;
