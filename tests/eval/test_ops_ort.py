@@ -7,7 +7,8 @@ weights and ignore_index, the integer ops with per-column and per-channel
 zero points and scales, and the sequence ops no node test runs (SplitToSequence
 with and without split, SequenceErase, ConcatFromSequence with new_axis,
 SequenceAt at negative positions, SequenceLength) between tensor inputs and
-outputs. Each case is one small model run in both."""
+outputs. Each case is one small model run in both. Last, the new kernels'
+refusals of bad input: exit 1 and one line naming the node."""
 import os
 import sys
 
@@ -18,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
 import harness as h  # noqa: E402
+import ort as _ort  # noqa: E402
 
 RNG = np.random.default_rng(7)
 NP2ONNX = {np.dtype(k): v for k, v in {
@@ -220,6 +222,49 @@ def sequence_length_should_count_items_after_insert_and_erase():
     empty = helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT)
     check(helper.make_node("SequenceLength", ["e"], ["n"]), {"x": x}, extra=[empty], opset=11,
           what="SequenceLength of SequenceEmpty")
+
+
+def fails(node, feeds, expect, opset=13):
+    """node on feeds fails in tileopt (exit 1) with expect in its one-line error,
+    which names the node."""
+    vis = [helper.make_tensor_value_info(k, NP2ONNX[v.dtype], None) for k, v in feeds.items()]
+    outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in node.output]
+    m = helper.make_model(helper.make_graph([node], "g", vis, outs),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    with h.tempdir() as d:
+        p = os.path.join(d, "m.onnx")
+        onnx.save(m, p)
+        pbs = _ort.write_inputs(feeds, d)
+        cp = h.tileopt("run", p, *pbs)
+    assert cp.returncode == 1, (node.op_type, cp.returncode, cp.stderr)
+    assert expect in cp.stderr and node.name in cp.stderr, (node.op_type, cp.stderr)
+
+
+def new_kernels_should_refuse_bad_input_clearly():
+    mk = helper.make_node
+    fails(mk("Einsum", ["a", "b"], ["y"], name="e1", equation="ij,jk->ik"),
+          {"a": f32(2, 3), "b": f32(4, 2)}, "label sizes", 12)
+    fails(mk("Einsum", ["a"], ["y"], name="e2", equation="ab->c"), {"a": f32(2, 3)},
+          "output label not in any input", 12)
+    fails(mk("Unique", ["x"], ["y"], name="u", axis=5), {"x": f32(3)}, "axis outside rank", 11)
+    fails(mk("Det", ["x"], ["y"], name="det"), {"x": f32(2, 3)}, "square", 11)
+    fails(mk("MaxUnpool", ["x", "i"], ["y"], name="mu", kernel_shape=[2, 2], strides=[2, 2]),
+          {"x": f32(1, 1, 2, 2), "i": np.full((1, 1, 2, 2), 99, np.int64)},
+          "outside the 16 elements", 11)
+    fails(mk("NegativeLogLikelihoodLoss", ["s", "t"], ["l"], name="nll"),
+          {"s": f32(2, 3), "t": np.array([0, 5], np.int64)}, "target 5 outside [0, 3)")
+    fails(mk("MaxRoiPool", ["x", "r"], ["y"], name="roi", pooled_shape=[2, 2]),
+          {"x": f32(1, 1, 4, 4), "r": np.array([[7, 0, 0, 2, 2]], np.float32)},
+          "names batch 7", 11)
+    fails(mk("RandomUniform", [], ["y"], name="ru", shape=[2], dtype=TensorProto.INT32), {},
+          "not a floating type")
+    fails(mk("MatMulInteger", ["a", "b"], ["y"], name="mmi"), {"a": f32(2, 2), "b": f32(2, 2)},
+          "expected int8 or uint8", 10)
+    body = helper.make_graph([helper.make_node("Identity", ["s"], ["s2"])], "body",
+                             [helper.make_tensor_value_info("s", TensorProto.FLOAT, None)],
+                             [helper.make_tensor_value_info("s2", TensorProto.FLOAT, None)])
+    fails(mk("Scan", ["s0", "xs"], ["s", "ys"], name="scan", body=body, num_scan_inputs=3),
+          {"s0": f32(3), "xs": f32(4, 3)}, "num_scan_inputs 3")
 
 
 if __name__ == "__main__":
