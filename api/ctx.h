@@ -36,6 +36,20 @@ struct tileopt_tensor {
     char *name;
 };
 
+/* rtol/atol of ONNX's backend tests, the one place the tolerances of verify,
+** run --test-dir and tileopt_tensor_compare are set */
+#define COMPARE_RTOL 1e-3
+#define COMPARE_ATOL 1e-7
+
+/* Wrap t (taken over, freed on failure) in a public handle named name. */
+tileopt_status api_wrap_tensor(tileopt_ctx *ctx, tensor *t, const char *name,
+                               tileopt_tensor **out);
+/* ONNX's test data stores bfloat16 tensors as UINT16 (numpy has no bfloat16): such
+** a tensor where a BFLOAT16 one belongs is read as the bits it holds. */
+bool api_bf16_bits(int32_t want, const tensor *t);
+/* "FLOAT [2,3]", "a sequence of 3 FLOAT tensors", "an empty optional" */
+void api_shape_text(const tensor *t, char *buf, size_t cap);
+
 /* Copy an errbuf failure into ctx and return its code. */
 tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err);
 /* The report's top-level section `key`, an array when type_array is set and an

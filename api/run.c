@@ -1,6 +1,6 @@
 /*
-** Public API: tensors (load, save, inspect), running a model in the built-in
-** evaluator, tileopt_tile, and verifying an optimized model against its input.
+** Public API: running a model in the built-in evaluator, tileopt_tile, and
+** verifying an optimized model against its input.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +15,6 @@
 #include "eval/eval.h"
 #include "api/ctx.h"
 
-/* rtol/atol of ONNX's backend tests, the one place the tolerances of verify,
-** run --test-dir and tileopt_tensor_compare are set */
-#define COMPARE_RTOL 1e-3
-#define COMPARE_ATOL 1e-7
 /* The value a symbolic or unknown dim takes in generated inputs: the leading
 ** axis (the batch, for every exporter) is VERIFY_DIM; the other axes take the
 ** sizes below in turn until the input model runs, since sequences and images
@@ -27,313 +23,7 @@
 #define VERIFY_DIM 2
 static const int64_t verify_sizes[] = {VERIFY_DIM, 64, 512};
 
-/* ------------------------------------------------------------------ tensors */
-
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-/* Wrap t (taken over) in a public handle named name. */
-static tileopt_status wrap_tensor(tileopt_ctx *ctx, tensor *t, const char *name,
-                                  tileopt_tensor **out) {
-    tileopt_tensor *w = calloc(1, sizeof *w);
-    char *nm = dup_str(name ? name : "");
-    if (!w || !nm) {
-        free(w);
-        free(nm);
-        tensor_free(t);
-        return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
-    }
-    w->t = t;
-    w->name = nm;
-    *out = w;
-    return TILEOPT_OK;
-}
-
-tileopt_status tileopt_tensor_load_buffer(tileopt_ctx *ctx, const void *data, size_t size,
-                                          tileopt_tensor **out) {
-    *out = NULL;
-    tensor *t = NULL;
-    if (tensor_decode(data, size, &ctx->opt.eval_lim, &t, &ctx->err))
-        return ctx_fail(ctx, &ctx->err);
-    return wrap_tensor(ctx, t, t->name, out);
-}
-
-static int read_file(const char *path, uint64_t max, void **data, size_t *size, errbuf *err) {
-    *data = NULL;
-    *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return err_set(err, TILEOPT_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return err_set(err, TILEOPT_IO, "'%s' is not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > max) {
-        close(fd);
-        return err_set(err, TILEOPT_LIMIT, "'%s' has %" PRIu64 " bytes, over the limit %" PRIu64,
-                       path, (uint64_t)st.st_size, max);
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        close(fd);
-        return err_set(err, TILEOPT_NOMEM, "out of memory reading '%s'", path);
-    }
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return err_set(err, TILEOPT_IO, "cannot read '%s': %s", path,
-                           r < 0 ? strerror(e) : "file shrank");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *data = buf;
-    *size = n;
-    return TILEOPT_OK;
-}
-
-tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *path, tileopt_tensor **out) {
-    *out = NULL;
-    void *data;
-    size_t size;
-    /* a serialized tensor is its data plus a little framing */
-    uint64_t max = ctx->opt.eval_lim.max_tensor_bytes + ((uint64_t)1 << 20);
-    if (read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
-    tileopt_status rc = tileopt_tensor_load_buffer(ctx, data, size, out);
-    free(data);
-    if (rc) {
-        err_prefix(&ctx->err, "%s: ", path);
-        return ctx_fail(ctx, &ctx->err);
-    }
-    return TILEOPT_OK;
-}
-
-tileopt_status tileopt_tensor_save(tileopt_ctx *ctx, const tileopt_tensor *t,
-                                   const char *path) {
-    void *bytes;
-    size_t size;
-    if (tensor_encode(t->t, t->name, &bytes, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
-    int rc = graph_write_atomic(path, bytes, size, ctx->temp_hook, ctx->temp_user, &ctx->err);
-    free(bytes);
-    return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
-}
-
-/* The graph input `index` counts the inputs without an initializer, as
-** tileopt_model_run binds them; NULL past the end. */
-static const Onnx__ValueInfoProto *io_info(graph *g, bool output, size_t index) {
-    Onnx__GraphProto *pb = g->pb;
-    if (output) return index < pb->n_output ? pb->output[index] : NULL;
-    for (size_t i = 0, k = 0; i < pb->n_input; i++) {
-        graph_value *v = graph_find(g, pb->input[i]->name);
-        if (v && v->initializer >= 0) continue;
-        if (k++ == index) return pb->input[i];
-    }
-    return NULL;
-}
-
-/* A value file read as the graph input or output it is for declares it. */
-static tileopt_status value_load(tileopt_ctx *ctx, const tileopt_model *model, bool output,
-                                 size_t index, const char *path, tileopt_tensor **out) {
-    *out = NULL;
-    if (!model || !path)
-        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "loading a value: NULL argument"});
-    const Onnx__ValueInfoProto *vi = io_info(model->g->main, output, index);
-    const char *io = output ? "output" : "input";
-    int32_t elem = 0;
-    graph_kind kind = vi ? graph_type_kind(vi->type, &elem) : GRAPH_KIND_NONE;
-    if (kind == GRAPH_KIND_NONE) kind = GRAPH_KIND_TENSOR;
-    if (kind == GRAPH_KIND_OTHER) {
-        err_set(&ctx->err, TILEOPT_UNSUPPORTED, "%s: graph %s '%s' is a map or sparse tensor, "
-                "which the evaluator does not take", path, io, vi->name);
-        return ctx_fail(ctx, &ctx->err);
-    }
-    void *data;
-    size_t size;
-    uint64_t max = ctx->opt.eval_lim.max_tensor_bytes + ((uint64_t)1 << 20);
-    if (read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
-    tensor *t = NULL;
-    int rc = value_decode(data, size, kind, elem, &ctx->opt.eval_lim, &t, &ctx->err);
-    free(data);
-    if (rc) {
-        /* the bytes do not say which message they hold: say what they were read as */
-        if (!vi) err_prefix(&ctx->err, "%s: ", path);
-        else err_prefix(&ctx->err, "%s (read as %s, as graph %s '%s' declares): ", path,
-                        value_kind_name(kind), io, vi->name);
-        return ctx_fail(ctx, &ctx->err);
-    }
-    return wrap_tensor(ctx, t, t->name ? t->name : vi ? vi->name : "", out);
-}
-
-tileopt_status tileopt_model_input_load(tileopt_ctx *ctx, const tileopt_model *model,
-                                        size_t index, const char *path, tileopt_tensor **out) {
-    return value_load(ctx, model, false, index, path, out);
-}
-
-tileopt_status tileopt_model_output_load(tileopt_ctx *ctx, const tileopt_model *model,
-                                         size_t index, const char *path, tileopt_tensor **out) {
-    return value_load(ctx, model, true, index, path, out);
-}
-
-void tileopt_tensor_free(tileopt_tensor *t) {
-    if (!t) return;
-    tensor_free(t->t);
-    free(t->name);
-    free(t);
-}
-
-int tileopt_tensor_dtype(const tileopt_tensor *t) { return t->t->elem; }
-_Static_assert((int)TILEOPT_VALUE_TENSOR == (int)EVAL_TENSOR &&
-                   (int)TILEOPT_VALUE_SEQUENCE == (int)EVAL_SEQUENCE &&
-                   (int)TILEOPT_VALUE_OPTIONAL == (int)EVAL_OPTIONAL,
-               "the public value kinds are the evaluator's");
-int tileopt_tensor_kind(const tileopt_tensor *t) { return t->t->kind; }
-size_t tileopt_tensor_rank(const tileopt_tensor *t) { return (size_t)t->t->rank; }
-const int64_t *tileopt_tensor_dims(const tileopt_tensor *t) { return t->t->dims; }
-const char *tileopt_tensor_name(const tileopt_tensor *t) { return t->name; }
-
 /* ------------------------------------------------------------------ run */
-
-/* ONNX's test data stores bfloat16 tensors as UINT16 (numpy has no bfloat16): such
-** a tensor where a BFLOAT16 one belongs is read as the bits it holds. */
-static bool bf16_bits(int32_t want, const tensor *t) {
-    return want == DT_BFLOAT16 && t->elem == DT_UINT16;
-}
-
-static void shape_text(const tensor *t, char *buf, size_t cap) {
-    if (t->kind == EVAL_SEQUENCE) {
-        snprintf(buf, cap, "a sequence of %zu %s tensors", t->n_items,
-                 t->elem ? dtype_name(t->elem) : "?");
-        return;
-    }
-    if (t->kind == EVAL_OPTIONAL) {
-        char in[200] = "";
-        if (t->n_items) shape_text(t->items[0], in, sizeof in);
-        snprintf(buf, cap, t->n_items ? "an optional of %s" : "an empty optional%s", in);
-        return;
-    }
-    size_t len = (size_t)snprintf(buf, cap, "%s [", dtype_name(t->elem));
-    for (int32_t i = 0; i < t->rank && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, i ? "," : "", t->dims[i]);
-    if (len < cap) snprintf(buf + len, cap - len, "]");
-}
-
-static int compare_tensors(const tensor *expected, const tensor *actual, errbuf *err) {
-    tensor *e = tensor_ref((tensor *)expected);
-    if (!e) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    if (bf16_bits(actual->elem, e)) e->elem = DT_BFLOAT16;
-    tensor_diff d;
-    int rc = tensor_compare(e, actual, COMPARE_RTOL, COMPARE_ATOL, &d, err);
-    if (!rc && !d.same_shape) {
-        char se[256], sa[256];
-        shape_text(e, se, sizeof se);
-        shape_text(actual, sa, sizeof sa);
-        rc = err_set(err, TILEOPT_MISMATCH, "expected %s, got %s", se, sa);
-    } else if (!rc && d.n_bad) {
-        rc = err_set(err, TILEOPT_MISMATCH,
-                     "%" PRIu64 " of %" PRIu64 " values differ; first at index %" PRIu64
-                     ": expected %s, got %s (max abs diff %.6g, max rel diff %.6g)",
-                     d.n_bad, tensor_numel(actual), d.first_bad, d.expected, d.actual,
-                     d.max_abs, d.max_rel);
-    }
-    tensor_free(e);
-    return rc;
-}
-
-/* Sequences and optionals: the kinds and item counts, then item by item with
-** the tolerance of tensors; the message names the first item that differs. */
-static int compare_values(const tensor *e, const tensor *a, errbuf *err) {
-    if (e->kind == EVAL_TENSOR && a->kind == EVAL_TENSOR) return compare_tensors(e, a, err);
-    if (e->kind != a->kind || e->n_items != a->n_items) {
-        char se[256], sa[256];
-        shape_text(e, se, sizeof se);
-        shape_text(a, sa, sizeof sa);
-        return err_set(err, TILEOPT_MISMATCH, "expected %s, got %s", se, sa);
-    }
-    for (size_t i = 0; i < a->n_items; i++) {
-        int rc = compare_values(e->items[i], a->items[i], err);
-        if (rc && a->kind == EVAL_SEQUENCE) err_prefix(err, "item %zu: ", i);
-        if (rc) return rc;
-    }
-    return TILEOPT_OK;
-}
-
-tileopt_status tileopt_tensor_compare(tileopt_ctx *ctx, const tileopt_tensor *expected,
-                                      const tileopt_tensor *actual) {
-    if (!expected || !actual)
-        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tensor_compare: NULL tensor"});
-    err_clear(&ctx->err);
-    int rc = compare_values(expected->t, actual->t, &ctx->err);
-    return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
-}
-
-static char *format_tensor(const tensor *t, size_t max_values) {
-    uint64_t n = tensor_numel(t), shown = n < max_values ? n : max_values;
-    /* one value prints in at most 96 bytes; a shape in at most 21 per dim */
-    size_t cap = 64 + (size_t)t->rank * 22 + (size_t)shown * 98 + 8;
-    char *buf = malloc(cap);
-    if (!buf) return NULL;
-    shape_text(t, buf, cap);
-    size_t len = strlen(buf);
-    len += (size_t)snprintf(buf + len, cap - len, " = [");
-    for (uint64_t k = 0; k < shown; k++) {
-        char v[96];
-        tensor_format(t, k, v, sizeof v);
-        len += (size_t)snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", v);
-    }
-    snprintf(buf + len, cap - len, "%s]", n > shown ? ", ..." : "");
-    return buf;
-}
-
-/* a + b into a new string; frees both (either may be NULL: then NULL) */
-static char *concat_free(char *a, char *b) {
-    char *r = NULL;
-    if (a && b) {
-        size_t la = strlen(a), lb = strlen(b);
-        if ((r = malloc(la + lb + 1))) {
-            memcpy(r, a, la);
-            memcpy(r + la, b, lb + 1);
-        }
-    }
-    free(a);
-    free(b);
-    return r;
-}
-
-/* Sequences show their first max_values items, each as a tensor is shown. */
-static char *format_value(const tensor *t, size_t max_values) {
-    if (t->kind == EVAL_TENSOR) return format_tensor(t, max_values);
-    if (t->kind == EVAL_OPTIONAL)
-        return t->n_items ? concat_free(dup_str("optional: "),
-                                        format_value(t->items[0], max_values))
-                          : dup_str("empty optional");
-    char head[128];
-    snprintf(head, sizeof head, "sequence of %zu %s tensors: [", t->n_items,
-             t->elem ? dtype_name(t->elem) : "?");
-    char *r = dup_str(head);
-    size_t shown = t->n_items < max_values ? t->n_items : max_values;
-    for (size_t i = 0; i < shown && r; i++)
-        r = concat_free(concat_free(r, dup_str(i ? "; " : "")),
-                        format_tensor(t->items[i], max_values));
-    return concat_free(r, dup_str(t->n_items > shown ? "; ...]" : "]"));
-}
-
-tileopt_status tileopt_tensor_format(tileopt_ctx *ctx, const tileopt_tensor *value,
-                                     size_t max_values, char **out) {
-    *out = NULL;
-    if (!value)
-        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tensor_format: NULL tensor"});
-    *out = format_value(value->t, max_values);
-    return *out ? TILEOPT_OK : ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
-}
 
 tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
                                  tileopt_tensor *const *inputs, size_t n_inputs,
@@ -351,7 +41,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
         tensor *t = inputs[k] ? inputs[k]->t : NULL;
         in[k] = t ? tensor_ref(t) : NULL;
         if (t && !in[k]) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-        else if (t && v && bf16_bits(v->type.elem, t)) in[k]->elem = DT_BFLOAT16;
+        else if (t && v && api_bf16_bits(v->type.elem, t)) in[k]->elem = DT_BFLOAT16;
         k++;
     }
     for (; k < n_inputs && !rc; k++) {
@@ -373,7 +63,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
         /* The caller may free the model first: no output may point into it. */
         tensor *d = NULL;
         rc = tensor_detach(outs[i], &ctx->opt.eval_lim, &d, &ctx->err);
-        if (!rc) rc = wrap_tensor(ctx, d, pb->output[i]->name, &res[i]);
+        if (!rc) rc = api_wrap_tensor(ctx, d, pb->output[i]->name, &res[i]);
     }
     for (size_t i = 0; i < no; i++) tensor_free(outs[i]);
     free(outs);
@@ -396,7 +86,7 @@ tileopt_status tileopt_tile(tileopt_ctx *ctx, const tileopt_tensor *input,
         return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tile: NULL argument"});
     if (kernel_tile_promoted(input->t, repeats, n_repeats, &ctx->opt.eval_lim, &t, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
-    return wrap_tensor(ctx, t, input->name, out);
+    return api_wrap_tensor(ctx, t, input->name, out);
 }
 
 /* ------------------------------------------------------------------ verify */
@@ -685,8 +375,8 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
         if (d.bad_item >= 0) snprintf(where, sizeof where, " in item %" PRId64, d.bad_item);
         if (!d.same_shape && (tb->kind != EVAL_TENSOR || ta->kind != EVAL_TENSOR)) {
             char sb[256], sa[256];
-            shape_text(tb, sb, sizeof sb);
-            shape_text(ta, sa, sizeof sa);
+            api_shape_text(tb, sb, sizeof sb);
+            api_shape_text(ta, sa, sizeof sa);
             snprintf(msg, sizeof msg, "output '%s': %s vs %s%s", pb->output[i]->name, sb, sa,
                      where);
         } else if (!d.same_shape)

@@ -72,6 +72,9 @@ void tensor_free(tensor *t);
 bool tensor_is_contiguous(const tensor *t);
 /* Contiguous tensor with the same values (t itself, referenced, when already so). */
 int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *err);
+/* Element i of t, a contiguous STRING tensor owning its storage, becomes a copy
+** of len bytes (kept NUL-terminated, as every string of the evaluator is). */
+int tensor_set_string(tensor *t, uint64_t i, const void *bytes, size_t len, errbuf *err);
 uint64_t tensor_numel(const tensor *t);
 uint64_t tensor_nbytes(const tensor *t);   /* numel * element size */
 /* Values of a 0-D/1-D integer tensor (any int type) as int64; false if not ints. */

@@ -283,6 +283,20 @@ int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_lim
     return tensor_make(elem, dims, rank, lim, false, out, err);
 }
 
+int tensor_set_string(tensor *t, uint64_t i, const void *bytes, size_t len, errbuf *err) {
+    if (t->elem != DT_STRING || !t->buf || !tensor_is_contiguous(t) || i >= tensor_numel(t))
+        return err_set(err, TILEOPT_MISUSE, "tensor_set_string: element %llu of %s",
+                       (unsigned long long)i, dtype_name(t->elem));
+    uint8_t *p = len < SIZE_MAX ? tbuf_bytes(t->buf, len + 1) : NULL;
+    if (!p) return err_set(err, TILEOPT_NOMEM, "out of memory for a string of %zu bytes", len);
+    if (len) memcpy(p, bytes, len);
+    p[len] = '\0';
+    graph_bytes *s = (graph_bytes *)(void *)t->data;
+    s[i].data = p;
+    s[i].len = len;
+    return TILEOPT_OK;
+}
+
 /* ---------------------------------------------------- values and items */
 
 /* Sequences hold at most this many items: their arrays of pointers stay

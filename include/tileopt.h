@@ -259,6 +259,55 @@ TILEOPT_API const int64_t *tileopt_tensor_dims(const tileopt_tensor *tensor);
 TILEOPT_API const char *tileopt_tensor_name(const tileopt_tensor *tensor);
 
 /*
+** Tensors from memory and back, for programs (and language bindings) that hold
+** their values in arrays rather than in TensorProto files.
+**
+** tileopt_tensor_new: a tensor of element type dtype (a TensorProto.DataType
+** code other than STRING) and shape dims[0..rank), its values copied from data,
+** row-major: nbytes must be the element count times the element size (float16,
+** bfloat16 and the 8-bit floats as their bit patterns, complex types as (real,
+** imaginary) pairs, bool one byte each, any nonzero byte read as true).
+** tileopt_tensor_new_strings: a STRING tensor whose i-th element (row-major) is
+** a copy of the lens[i] bytes at strs[i].
+** tileopt_tensor_new_sequence: a sequence of the n tensors items[0..n), all of
+** element type dtype (which an empty sequence takes; 0 takes the first item's).
+** tileopt_tensor_new_optional: an optional holding item (a tensor or a
+** sequence), or an empty one for NULL.
+** A sequence or optional refers to its items' values: the caller still frees
+** the handles it passed. The new tensors are named "".
+*/
+TILEOPT_API tileopt_status tileopt_tensor_new(tileopt_ctx *ctx, int dtype, const int64_t *dims,
+                                              size_t rank, const void *data, size_t nbytes,
+                                              tileopt_tensor **out);
+TILEOPT_API tileopt_status tileopt_tensor_new_strings(tileopt_ctx *ctx, const int64_t *dims,
+                                                      size_t rank, const char *const *strs,
+                                                      const size_t *lens,
+                                                      tileopt_tensor **out);
+TILEOPT_API tileopt_status tileopt_tensor_new_sequence(tileopt_ctx *ctx, int dtype,
+                                                       const tileopt_tensor *const *items,
+                                                       size_t n, tileopt_tensor **out);
+TILEOPT_API tileopt_status tileopt_tensor_new_optional(tileopt_ctx *ctx,
+                                                       const tileopt_tensor *item,
+                                                       tileopt_tensor **out);
+/*
+** The values of a tensor that is not STRING, row-major as tileopt_tensor_new
+** takes them: *data (owned by tensor, valid until it is freed) and *nbytes.
+** A tensor the evaluator holds as a broadcast view is laid out in full on the
+** first call. TILEOPT_MISUSE for a STRING tensor, a sequence or an optional.
+*/
+TILEOPT_API tileopt_status tileopt_tensor_data(tileopt_ctx *ctx, tileopt_tensor *tensor,
+                                               const void **data, size_t *nbytes);
+/* Element i (row-major) of a STRING tensor: *s, *len bytes (owned by tensor,
+** followed by a NUL that is not counted; a string may hold NULs of its own). */
+TILEOPT_API tileopt_status tileopt_tensor_string(tileopt_ctx *ctx, tileopt_tensor *tensor,
+                                                 size_t i, const char **s, size_t *len);
+/* How many items a sequence or optional holds (an empty optional: 0; a tensor: 0). */
+TILEOPT_API size_t tileopt_tensor_items(const tileopt_tensor *value);
+/* Item i of a sequence or optional, as a new handle the caller frees. */
+TILEOPT_API tileopt_status tileopt_tensor_item(tileopt_ctx *ctx, const tileopt_tensor *value,
+                                               size_t i, tileopt_tensor **out);
+
+/*
 ** Compare actual against expected the way `run --test-dir` and verify do:
 ** floating types numpy.isclose style (|a - e| <= atol + rtol * |e|, rtol 1e-3,
 ** atol 1e-7, NaN equal to NaN); integers, bool, strings and 8-bit floats exactly;

@@ -1,4 +1,5 @@
-/* Public API around the evaluator (api/run.c): tensors (compare, format),
+/* Public API around the evaluator (api/tensor.c, api/run.c): tensors (from
+** memory and back, compare, format),
 ** tileopt_model_run, tileopt_tile with OpenVINO promotion, tileopt_model_verify. */
 #include <math.h>
 #include <setjmp.h>
@@ -404,6 +405,89 @@ static void api_should_optimize_with_the_default_pipeline_or_a_list(void **state
     tileopt_ctx_free(ctx);
 }
 
+static void api_should_build_tensors_from_memory_and_read_them_back(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    const int64_t dims[] = {2, 3};
+    const float v[] = {1, 2, 3, 4, 5, 6};
+    tileopt_tensor *x = NULL, *y = NULL;
+    /* a byte count that is not the shape's is refused, naming both */
+    assert_int_equal(tileopt_tensor_new(ctx, DT_FLOAT, dims, 2, v, 20, &x), TILEOPT_MISUSE);
+    assert_null(x);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "takes 24 bytes, not 20"));
+    assert_int_equal(tileopt_tensor_new(ctx, DT_STRING, dims, 2, v, 24, &x), TILEOPT_MISUSE);
+    assert_int_equal(tileopt_tensor_new(ctx, 999, dims, 2, v, 24, &x), TILEOPT_INVALID);
+    const int64_t neg[] = {-1};
+    assert_int_equal(tileopt_tensor_new(ctx, DT_FLOAT, neg, 1, v, 0, &x), TILEOPT_INVALID);
+    assert_int_equal(tileopt_tensor_new(ctx, DT_FLOAT, dims, 65, v, 24, &x), TILEOPT_LIMIT);
+
+    assert_int_equal(tileopt_tensor_new(ctx, DT_FLOAT, dims, 2, v, sizeof v, &x), TILEOPT_OK);
+    /* a Tile result read back row-major */
+    const int64_t rep[] = {1, 2};
+    assert_int_equal(tileopt_tile(ctx, x, rep, 2, &y), TILEOPT_OK);
+    const void *data;
+    size_t nbytes;
+    assert_int_equal(tileopt_tensor_data(ctx, y, &data, &nbytes), TILEOPT_OK);
+    const float want[] = {1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6};
+    assert_int_equal(nbytes, sizeof want);
+    assert_memory_equal(data, want, sizeof want);
+
+    /* bool: any nonzero byte is true, stored as 1 */
+    const uint8_t bools[] = {0, 7, 1};
+    const int64_t three[] = {3};
+    tileopt_tensor *b = NULL;
+    assert_int_equal(tileopt_tensor_new(ctx, DT_BOOL, three, 1, bools, 3, &b), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_data(ctx, b, &data, &nbytes), TILEOPT_OK);
+    assert_memory_equal(data, ((const uint8_t[]){0, 1, 1}), 3);
+
+    /* strings keep their bytes, NULs included */
+    const char *strs[] = {"a", "", "x\0y"};
+    const size_t lens[] = {1, 0, 3};
+    tileopt_tensor *s = NULL;
+    assert_int_equal(tileopt_tensor_new_strings(ctx, three, 1, strs, lens, &s), TILEOPT_OK);
+    const char *got;
+    size_t len;
+    assert_int_equal(tileopt_tensor_string(ctx, s, 2, &got, &len), TILEOPT_OK);
+    assert_int_equal(len, 3);
+    assert_memory_equal(got, "x\0y", 4);
+    assert_int_equal(tileopt_tensor_string(ctx, s, 1, &got, &len), TILEOPT_OK);
+    assert_int_equal(len, 0);
+    assert_int_equal(tileopt_tensor_string(ctx, s, 3, &got, &len), TILEOPT_MISUSE);
+    assert_int_equal(tileopt_tensor_data(ctx, s, &data, &nbytes), TILEOPT_MISUSE);
+    assert_int_equal(tileopt_tensor_string(ctx, x, 0, &got, &len), TILEOPT_MISUSE);
+
+    /* a sequence takes one element type; items come back as handles */
+    tileopt_tensor *seq = NULL, *opt = NULL, *none = NULL, *item = NULL;
+    const tileopt_tensor *items[] = {x, y};
+    assert_int_equal(tileopt_tensor_new_sequence(ctx, 0, items, 2, &seq), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_kind(seq), TILEOPT_VALUE_SEQUENCE);
+    assert_int_equal(tileopt_tensor_dtype(seq), DT_FLOAT);
+    assert_int_equal(tileopt_tensor_items(seq), 2);
+    assert_int_equal(tileopt_tensor_item(ctx, seq, 1, &item), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_dims(item)[1], 6);
+    tileopt_tensor *past = NULL;
+    assert_int_equal(tileopt_tensor_item(ctx, seq, 2, &past), TILEOPT_MISUSE);
+    assert_null(past);
+    assert_int_equal(tileopt_tensor_data(ctx, seq, &data, &nbytes), TILEOPT_MISUSE);
+    tileopt_tensor *mixed = NULL;
+    const tileopt_tensor *two_types[] = {x, b};
+    assert_int_equal(tileopt_tensor_new_sequence(ctx, 0, two_types, 2, &mixed), TILEOPT_INVALID);
+    assert_null(mixed);
+    assert_non_null(strstr(tileopt_ctx_errmsg(ctx), "item 1"));
+    assert_int_equal(tileopt_tensor_new_optional(ctx, seq, &opt), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_items(opt), 1);
+    assert_int_equal(tileopt_tensor_new_optional(ctx, NULL, &none), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_kind(none), TILEOPT_VALUE_OPTIONAL);
+    assert_int_equal(tileopt_tensor_items(none), 0);
+    assert_int_equal(tileopt_tensor_compare(ctx, opt, opt), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_compare(ctx, opt, none), TILEOPT_MISMATCH);
+
+    tileopt_tensor *all[] = {x, y, b, s, seq, opt, none, item};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tileopt_tensor_free(all[i]);
+    tileopt_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(api_should_tile_with_openvino_promotion),
@@ -416,6 +500,7 @@ int main(void) {
         cmocka_unit_test(api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take),
         cmocka_unit_test(api_should_run_a_pass_list_and_refuse_unknown_names),
         cmocka_unit_test(api_should_optimize_with_the_default_pipeline_or_a_list),
+        cmocka_unit_test(api_should_build_tensors_from_memory_and_read_them_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
