@@ -44,9 +44,10 @@ struct tileopt_tensor {
 /* Wrap t (taken over, freed on failure) in a public handle named name. */
 tileopt_status api_wrap_tensor(tileopt_ctx *ctx, tensor *t, const char *name,
                                tileopt_tensor **out);
-/* ONNX's test data stores bfloat16 tensors as UINT16 (numpy has no bfloat16): such
-** a tensor where a BFLOAT16 one belongs is read as the bits it holds. */
-bool api_bf16_bits(int32_t want, const tensor *t);
+/* numpy has no bfloat16 or 8-bit floats, so ONNX's test data and numpy callers
+** hand them over as their bits: a UINT16 tensor where a BFLOAT16 one belongs, or
+** a UINT8 one where an 8-bit float belongs, is read as the bits it holds. */
+bool api_bits_for(int32_t want, const tensor *t);
 /* "FLOAT [2,3]", "a sequence of 3 FLOAT tensors", "an empty optional" */
 void api_shape_text(const tensor *t, char *buf, size_t cap);
 

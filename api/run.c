@@ -25,6 +25,18 @@ static const int64_t verify_sizes[] = {VERIFY_DIM, 64, 512};
 
 /* ------------------------------------------------------------------ run */
 
+/* *v becomes an optional holding it: ONNX Runtime takes a tensor or a sequence
+** bound to an input declared optional so, and callers write it that way. */
+static int wrap_optional(tensor **v, errbuf *err) {
+    tensor *o;
+    int rc = value_new(EVAL_OPTIONAL, 0, 1, &o, err);
+    if (!rc && (rc = value_put(o, 0, *v, err))) tensor_free(o);
+    if (rc) return rc;
+    tensor_free(*v);
+    *v = o;
+    return TILEOPT_OK;
+}
+
 tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
                                  tileopt_tensor *const *inputs, size_t n_inputs,
                                  tileopt_tensor ***outputs, size_t *n_outputs) {
@@ -40,8 +52,12 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
         if (v && v->initializer >= 0) continue;
         tensor *t = inputs[k] ? inputs[k]->t : NULL;
         in[k] = t ? tensor_ref(t) : NULL;
+        int32_t elem = 0;
+        graph_kind kind = graph_type_kind(g->pb->input[i]->type, &elem);
         if (t && !in[k]) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-        else if (t && v && api_bf16_bits(v->type.elem, t)) in[k]->elem = DT_BFLOAT16;
+        else if (t && v && api_bits_for(v->type.elem, t)) in[k]->elem = v->type.elem;
+        else if (t && kind == GRAPH_KIND_OPTIONAL && t->kind != EVAL_OPTIONAL)
+            rc = wrap_optional(&in[k], &ctx->err);
         k++;
     }
     for (; k < n_inputs && !rc; k++) {

@@ -127,6 +127,30 @@ static const Onnx__ValueInfoProto *io_info(graph *g, bool output, size_t index) 
     return NULL;
 }
 
+size_t tileopt_model_input_count(const tileopt_model *model) {
+    graph *g = model->g->main;
+    size_t n = 0;
+    for (size_t i = 0; i < g->pb->n_input; i++) {
+        graph_value *v = graph_find(g, g->pb->input[i]->name);
+        n += !(v && v->initializer >= 0);
+    }
+    return n;
+}
+
+const char *tileopt_model_input_name(const tileopt_model *model, size_t i) {
+    const Onnx__ValueInfoProto *vi = io_info(model->g->main, false, i);
+    return vi ? vi->name : NULL;
+}
+
+size_t tileopt_model_output_count(const tileopt_model *model) {
+    return model->g->main->pb->n_output;
+}
+
+const char *tileopt_model_output_name(const tileopt_model *model, size_t i) {
+    const Onnx__ValueInfoProto *vi = io_info(model->g->main, true, i);
+    return vi ? vi->name : NULL;
+}
+
 /* A value file read as the graph input or output it is for declares it. */
 static tileopt_status value_load(tileopt_ctx *ctx, const tileopt_model *model, bool output,
                                  size_t index, const char *path, tileopt_tensor **out) {
@@ -357,8 +381,10 @@ tileopt_status tileopt_tensor_item(tileopt_ctx *ctx, const tileopt_tensor *value
 
 /* ---------------------------------------------------- comparing and printing */
 
-bool api_bf16_bits(int32_t want, const tensor *t) {
-    return want == DT_BFLOAT16 && t->elem == DT_UINT16;
+bool api_bits_for(int32_t want, const tensor *t) {
+    bool float8 = want == DT_FLOAT8E4M3FN || want == DT_FLOAT8E4M3FNUZ ||
+                  want == DT_FLOAT8E5M2 || want == DT_FLOAT8E5M2FNUZ;
+    return (want == DT_BFLOAT16 && t->elem == DT_UINT16) || (float8 && t->elem == DT_UINT8);
 }
 
 void api_shape_text(const tensor *t, char *buf, size_t cap) {
@@ -382,7 +408,7 @@ void api_shape_text(const tensor *t, char *buf, size_t cap) {
 static int compare_tensors(const tensor *expected, const tensor *actual, errbuf *err) {
     tensor *e = tensor_ref((tensor *)expected);
     if (!e) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    if (api_bf16_bits(actual->elem, e)) e->elem = DT_BFLOAT16;
+    if (api_bits_for(actual->elem, e)) e->elem = actual->elem;
     tensor_diff d;
     int rc = tensor_compare(e, actual, COMPARE_RTOL, COMPARE_ATOL, &d, err);
     if (!rc && !d.same_shape) {

@@ -313,10 +313,11 @@ TILEOPT_API tileopt_status tileopt_tensor_item(tileopt_ctx *ctx, const tileopt_t
 ** atol 1e-7, NaN equal to NaN); integers, bool, strings and 8-bit floats exactly;
 ** sequences and optionals item by item (an empty optional equals an empty one).
 ** An expected UINT16 tensor against a BFLOAT16 one is read as the bfloat16 bits
-** it holds (ONNX's test data stores bfloat16 so: numpy has none). TILEOPT_OK when
-** they agree; TILEOPT_MISMATCH when they do not, with tileopt_ctx_errmsg() saying
-** how (the two element types and shapes, or how many values differ, the first
-** one and the largest differences); another status on error.
+** it holds, a UINT8 one against an 8-bit float as its bits (ONNX's test data
+** stores them so: numpy has neither type). TILEOPT_OK when they agree;
+** TILEOPT_MISMATCH when they do not, with tileopt_ctx_errmsg() saying how (the
+** two element types and shapes, or how many values differ, the first one and the
+** largest differences); another status on error.
 */
 TILEOPT_API tileopt_status tileopt_tensor_compare(tileopt_ctx *ctx,
                                                   const tileopt_tensor *expected,
@@ -332,12 +333,22 @@ TILEOPT_API tileopt_status tileopt_tensor_compare(tileopt_ctx *ctx,
 TILEOPT_API tileopt_status tileopt_tensor_format(tileopt_ctx *ctx, const tileopt_tensor *tensor,
                                                  size_t max_values, char **out);
 
+/* The graph inputs tileopt_model_run binds (those that are not initializers)
+** and the graph outputs it returns, in order: how many, and the name of the
+** i-th (owned by model; NULL past the end). */
+TILEOPT_API size_t tileopt_model_input_count(const tileopt_model *model);
+TILEOPT_API const char *tileopt_model_input_name(const tileopt_model *model, size_t i);
+TILEOPT_API size_t tileopt_model_output_count(const tileopt_model *model);
+TILEOPT_API const char *tileopt_model_output_name(const tileopt_model *model, size_t i);
+
 /*
 ** Evaluate model with the built-in evaluator. inputs[i] binds to the i-th graph
 ** input that is not an initializer; a UINT16 tensor bound to a BFLOAT16 input
-** is taken as the bfloat16 bits it holds, as ONNX's test data stores them. On success *outputs is a new array of
-** *n_outputs tensors; free each with tileopt_tensor_free() and the array with
-** tileopt_free().
+** is taken as the bfloat16 bits it holds, a UINT8 one bound to an 8-bit float
+** input as its bits (numpy, and so ONNX's test data, has neither type); a tensor
+** or sequence bound to an input declared optional is the optional holding it. On
+** success *outputs is a new array of *n_outputs tensors; free each with
+** tileopt_tensor_free() and the array with tileopt_free().
 */
 TILEOPT_API tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
                                              tileopt_tensor *const *inputs,
