@@ -31,6 +31,9 @@ deps_test() {
     deps_build
     _apt_install libcmocka-dev python3-onnx python3-numpy python3-jsonschema \
         libonnx-testdata clang libclang-rt-14-dev
+    # The Python package: its extension (Python.h), and pip install . offline
+    # through Debian's meson-python.
+    _apt_install python3-dev python3-pip python3-mesonpy
     # The real-model suite (tests/real) exports its PyTorch models with these.
     _apt_install python3-torch python3-torchvision
     # Node.js may come from elsewhere than Debian (its own npm bundled): only a

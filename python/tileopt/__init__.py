@@ -14,6 +14,7 @@ Every failure raises a tileopt.Error subclass carrying the library's status,
 its message and, for optimize and verify, the report so far.
 """
 
+import collections.abc
 import contextlib
 import json
 import os
@@ -307,6 +308,9 @@ def run(model, inputs, base_dir=None, **options):
     uint8 arrays holding their bits (numpy has neither type).
     """
     source, base_dir, _ = _source(model, base_dir)
+    if not isinstance(inputs, collections.abc.Mapping):
+        raise TypeError("inputs is a dict of graph input name to value, not %s"
+                        % type(inputs).__name__)
     specs = {name: _value_in(value) for name, value in inputs.items()}
     with _library_errors():
         outputs = _tileopt.run(source, base_dir, _options({}, options), specs)
