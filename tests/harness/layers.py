@@ -13,6 +13,7 @@ headers (README's layout table says the same):
     passes/  graph/, shape/, eval/
     api/     graph/, shape/, eval/, passes/, include/tileopt.h
     tools/   include/tileopt.h only: the CLI is a client of the public API
+    python/  include/tileopt.h only: so is the Python package's extension
 
 Reads every #include "..." of the .c and .h files under those folders; exits 1
 naming each include that runs against the order.
@@ -28,6 +29,7 @@ ALLOWED = {
     "passes": {"passes", "graph", "shape", "eval", "onnx.pb-c.h", "tileopt.h"},
     "api": {"api", "passes", "graph", "shape", "eval", "onnx.pb-c.h", "tileopt.h"},
     "tools": {"tools", "tileopt.h"},
+    "python": {"python", "tileopt.h"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
