@@ -54,6 +54,14 @@ void tileopt_ctx_free(tileopt_ctx *ctx) {
 
 const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
 
+eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what) {
+    eval_limits lim = ctx->opt.eval_lim;
+    lim.progress = ctx->progress;
+    lim.progress_user = ctx->progress_user;
+    lim.run_what = run_what;
+    return lim;
+}
+
 void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn, void *user) {
     ctx->progress = fn;
     ctx->progress_user = user;
@@ -272,10 +280,19 @@ static tileopt_status wrap_model(tileopt_ctx *ctx, graph_model *g, tileopt_model
     return TILEOPT_OK;
 }
 
+/* ctx's load limits with its progress callback. */
+static graph_limits load_limits(const tileopt_ctx *ctx) {
+    graph_limits lim = ctx->opt.graph_lim;
+    lim.progress = ctx->progress;
+    lim.progress_user = ctx->progress_user;
+    return lim;
+}
+
 tileopt_status tileopt_model_load(tileopt_ctx *ctx, const char *path, tileopt_model **out) {
     *out = NULL;
     graph_model *g;
-    if (graph_model_load_path(path, &ctx->opt.graph_lim, &g, &ctx->err))
+    graph_limits lim = load_limits(ctx);
+    if (graph_model_load_path(path, &lim, &g, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return wrap_model(ctx, g, out);
 }
@@ -284,7 +301,8 @@ tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const void *data, siz
                                          const char *base_dir, tileopt_model **out) {
     *out = NULL;
     graph_model *g;
-    if (graph_model_load_buffer(data, size, base_dir, &ctx->opt.graph_lim, &g, &ctx->err))
+    graph_limits lim = load_limits(ctx);
+    if (graph_model_load_buffer(data, size, base_dir, &lim, &g, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return wrap_model(ctx, g, out);
 }

@@ -51,6 +51,10 @@ bool api_bits_for(int32_t want, const tensor *t);
 /* "FLOAT [2,3]", "a sequence of 3 FLOAT tensors", "an empty optional" */
 void api_shape_text(const tensor *t, char *buf, size_t cap);
 
+/* ctx's evaluation limits with its progress callback: a run reports its
+** main-graph nodes as run_what, and a big Tile written out its bytes. */
+eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what);
+
 /* Copy an errbuf failure into ctx and return its code. */
 tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err);
 /* The report's top-level section `key`, an array when type_array is set and an

@@ -25,18 +25,6 @@ static const int64_t verify_sizes[] = {VERIFY_DIM, 64, 512};
 
 /* ------------------------------------------------------------------ run */
 
-/* *v becomes an optional holding it: ONNX Runtime takes a tensor or a sequence
-** bound to an input declared optional so, and callers write it that way. */
-static int wrap_optional(tensor **v, errbuf *err) {
-    tensor *o;
-    int rc = value_new(EVAL_OPTIONAL, 0, 1, &o, err);
-    if (!rc && (rc = value_put(o, 0, *v, err))) tensor_free(o);
-    if (rc) return rc;
-    tensor_free(*v);
-    *v = o;
-    return TILEOPT_OK;
-}
-
 tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
                                  tileopt_tensor *const *inputs, size_t n_inputs,
                                  tileopt_tensor ***outputs, size_t *n_outputs) {
@@ -47,17 +35,14 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     int rc = TILEOPT_OK;
     graph *g = model->g->main;
     size_t k = 0;
+    eval_limits lim = api_eval_limits(ctx, "running");
     for (size_t i = 0; i < g->pb->n_input && k < n_inputs && !rc; i++) {
         graph_value *v = graph_find(g, g->pb->input[i]->name);
         if (v && v->initializer >= 0) continue;
         tensor *t = inputs[k] ? inputs[k]->t : NULL;
         in[k] = t ? tensor_ref(t) : NULL;
-        int32_t elem = 0;
-        graph_kind kind = graph_type_kind(g->pb->input[i]->type, &elem);
         if (t && !in[k]) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
         else if (t && v && api_bits_for(v->type.elem, t)) in[k]->elem = v->type.elem;
-        else if (t && kind == GRAPH_KIND_OPTIONAL && t->kind != EVAL_OPTIONAL)
-            rc = wrap_optional(&in[k], &ctx->err);
         k++;
     }
     for (; k < n_inputs && !rc; k++) {
@@ -68,7 +53,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     tensor **outs = NULL;
     size_t no = 0;
     if (!rc)
-        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &ctx->opt.eval_lim, &ctx->err);
+        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &lim, &ctx->err);
     for (size_t i = 0; i < n_inputs; i++) tensor_free(in[i]);
     free(in);
     if (rc) return ctx_fail(ctx, &ctx->err);
@@ -78,7 +63,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     for (size_t i = 0; i < no && !rc; i++) {
         /* The caller may free the model first: no output may point into it. */
         tensor *d = NULL;
-        rc = tensor_detach(outs[i], &ctx->opt.eval_lim, &d, &ctx->err);
+        rc = tensor_detach(outs[i], &lim, &d, &ctx->err);
         if (!rc) rc = api_wrap_tensor(ctx, d, pb->output[i]->name, &res[i]);
     }
     for (size_t i = 0; i < no; i++) tensor_free(outs[i]);
@@ -337,8 +322,9 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
             goto done;
         }
         err_clear(&e);
-        if (!eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before,
-                        &ctx->opt.eval_lim, &e))
+        eval_limits lim = api_eval_limits(ctx, "verify: input model");
+        if (!eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before, &lim,
+                        &e))
             break;
         if (!sized || attempt + 1 == countof(verify_sizes)) {
             /* Random inputs need not be valid for every model (data-dependent
@@ -349,8 +335,8 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
             goto done;
         }
     }
-    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after,
-                   &ctx->opt.eval_lim, &e)) {
+    eval_limits lim = api_eval_limits(ctx, "verify: output model");
+    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after, &lim, &e)) {
         verdict = "mismatch";
         snprintf(why, sizeof why, "the output model fails where the input model runs: %s",
                  e.msg);

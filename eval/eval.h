@@ -47,13 +47,23 @@ typedef struct tensor {
 enum { EVAL_TENSOR = GRAPH_KIND_TENSOR, EVAL_SEQUENCE = GRAPH_KIND_SEQUENCE,
        EVAL_OPTIONAL = GRAPH_KIND_OPTIONAL };
 
-/* Limits and accounting for one evaluation. */
+/* Told how a long evaluation is getting on, as tileopt_progress_fn is told. */
+typedef void (*eval_progress_fn)(void *user, const char *what, uint64_t done, uint64_t total);
+
+/* Limits and accounting for one evaluation, and who hears of its progress. */
 typedef struct eval_limits {
     uint64_t max_tensor_bytes;
     uint64_t max_total_bytes;
     uint64_t max_steps;      /* nodes run plus Loop iterations, over the whole run */
     uint32_t max_depth;
+    /* NULL: nobody. Else a Tile written out in full (kernel or materialized view)
+    ** of TILE_PROGRESS_BYTES or more reports "evaluating NAME" in bytes, and
+    ** eval_graph with run_what set reports it in main-graph nodes run. */
+    eval_progress_fn progress;
+    void *progress_user;
+    const char *run_what;
 } eval_limits;
+#define TILE_PROGRESS_BYTES ((uint64_t)64 << 20)
 void eval_limits_default(eval_limits *lim);
 
 /* ------------------------------------------------------------- tensors */
@@ -75,6 +85,13 @@ int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *e
 /* Element i of t, a contiguous STRING tensor owning its storage, becomes a copy
 ** of len bytes (kept NUL-terminated, as every string of the evaluator is). */
 int tensor_set_string(tensor *t, uint64_t i, const void *bytes, size_t len, errbuf *err);
+/* A reference to t's storage for a model to keep instead of a copy of its data
+** (graph_add_initializer_owned), NULL when t has none of its own (an
+** initializer's data, borrowed); tensor_storage_release gives it back, its
+** memory going to the system rather than to the evaluator's cache, since a
+** model may outlive every evaluation of its thread. */
+void *tensor_storage_retain(const tensor *t);
+void tensor_storage_release(void *storage);
 uint64_t tensor_numel(const tensor *t);
 uint64_t tensor_nbytes(const tensor *t);   /* numel * element size */
 /* Values of a 0-D/1-D integer tensor (any int type) as int64; false if not ints. */

@@ -80,6 +80,11 @@ int tile_plan(const tensor *x, const int64_t *repeats, size_t n, tile_axis *ax,
 /* Materialize axes ax[0..n) of elements of size esz from src into contiguous dst. */
 void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
                  int n);
+/* tile_engine for an output that may be big: with lim's progress set and an
+** output of TILE_PROGRESS_BYTES or more, it is written slice by slice and each
+** slice reported as "evaluating NAME" (name: the value's, "?" when NULL). */
+void tile_fill(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax, int n,
+               const eval_limits *lim, const char *name);
 /* The same with the instruction set chosen: the best the machine has, AVX2
 ** without the AVX-512 stores, or the SSE2 baseline (tests run every variant). */
 enum { TILE_ISA_BEST, TILE_ISA_AVX2, TILE_ISA_BASE };

@@ -1101,6 +1101,8 @@ int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
     if (rc)
         return err_prefix(err, "node %s (%s): ", graph_node_id(g, node),
                           n->op_type ? n->op_type : "?");
+    for (size_t o = 0; o < n_outputs && o < n->n_output; o++)
+        if (outputs[o]) outputs[o]->name = n->output[o];
     return TILEOPT_OK;
 }
 
@@ -1179,6 +1181,10 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
                      pb->n_output, n_outs);
         goto done;
     }
+    /* the main graph's nodes are counted for progress, about a hundred times */
+    uint32_t report_every = 0;
+    if (f->lim->progress && f->lim->run_what && !f->parent)
+        report_every = plan->count >= 100 ? plan->count / 100 : 1;
     nin = calloc(plan->max_io, sizeof *nin);
     nout = calloc(plan->max_io, sizeof *nout);
     if (!nin || !nout) {
@@ -1218,6 +1224,8 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
             }
             size_t idx = (size_t)(v - g->values);
             release(f, &f->vals[idx]);
+            /* named for what reports on it (the progress of materializing it) */
+            nout[o]->name = on;
             f->vals[idx] = nout[o];
             nout[o] = NULL;
             if (!rc) rc = account(f, f->vals[idx], on, err);
@@ -1229,6 +1237,8 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
             goto done;
         }
         for (int32_t vi = plan->head[p]; vi >= 0; vi = plan->next[vi]) release(f, &f->vals[vi]);
+        if (report_every && ((p + 1) % report_every == 0 || p + 1 == plan->count))
+            f->lim->progress(f->lim->progress_user, f->lim->run_what, p + 1, plan->count);
     }
     for (size_t o = 0; o < n_outs; o++) {
         tensor *t = NULL;

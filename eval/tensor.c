@@ -19,6 +19,9 @@ void eval_limits_default(eval_limits *lim) {
     ** model's run takes thousands of steps, a long Loop a few hundred thousand. */
     lim->max_steps = (uint64_t)1 << 22;
     lim->max_depth = 64;
+    lim->progress = NULL;
+    lim->progress_user = NULL;
+    lim->run_what = NULL;
 }
 
 /* ------------------------------------------------------------------ tbuf */
@@ -153,20 +156,28 @@ tbuf *tbuf_retain(tbuf *b) {
     return b;
 }
 
-void tbuf_release(tbuf *b) {
+static void tbuf_drop(tbuf *b, bool cache) {
     if (!b || --b->refs > 0) return;
-    if (b->map_size)
+    if (b->map_size && cache)
         big_give(b->data, b->map_size);
+    else if (b->map_size)
+        munmap(b->data, b->map_size);
     else
         free(b->data);
     for (tchunk *c = b->chunks, *nx; c; c = nx) {
         nx = c->next;
         free(c);
     }
-    for (size_t i = 0; i < b->n_deps; i++) tbuf_release(b->deps[i]);
+    for (size_t i = 0; i < b->n_deps; i++) tbuf_drop(b->deps[i], cache);
     free(b->deps);
     free(b);
 }
+
+void tbuf_release(tbuf *b) { tbuf_drop(b, true); }
+
+void *tensor_storage_retain(const tensor *t) { return tbuf_retain(t->buf); }
+
+void tensor_storage_release(void *storage) { tbuf_drop(storage, false); }
 
 uint8_t *tbuf_data(tbuf *b) { return b->data; }
 
@@ -538,7 +549,7 @@ int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *e
     tensor *c;
     int rc = tensor_alloc(t->elem, t->dims, t->rank, lim, &c, err);
     if (rc) return rc;
-    tile_engine(c->data, t->data, tensor_elem_size(t), ax, t->rank);
+    tile_fill(c->data, t->data, tensor_elem_size(t), ax, t->rank, lim, t->name);
     if (!tensor_keep(c, t)) {
         tensor_free(c);
         return err_set(err, TILEOPT_NOMEM, "out of memory");

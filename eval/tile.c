@@ -20,6 +20,7 @@
 ** Outputs bigger than the last-level cache use non-temporal stores, which skip
 ** the read-for-ownership of each destination line.
 */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -229,4 +230,89 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
     }
 #endif
     run_base(&e, dst, src);
+}
+
+/* ------------------------------------------------------------ progress */
+
+/* How far apart a big fill reports: a slice is written between two reports. */
+#define TILE_SLICE_BYTES ((uint64_t)16 << 20)
+
+typedef struct fill_job {
+    const eval_limits *lim;
+    char what[128];
+    size_t esz;
+    uint64_t done, total, next;
+} fill_job;
+
+static void fill_advance(fill_job *j, uint64_t n) {
+    j->done += n;
+    if (j->done >= j->next || j->done == j->total) {
+        j->lim->progress(j->lim->progress_user, j->what, j->done, j->total);
+        j->next = j->done + TILE_SLICE_BYTES;
+    }
+}
+
+static uint64_t out_bytes(const tile_axis *ax, int n, size_t esz) {
+    uint64_t b = esz;
+    for (int i = 0; i < n; i++) b *= (uint64_t)ax[i].d * (uint64_t)ax[i].r;
+    return b;
+}
+
+/*
+** The output by slices of the outermost axis: each output index of it is an
+** independent Tile of the axes inside (recursed into when one index is itself
+** more than a slice), rows of the first copy are written by the engine a few
+** at a time, and the other copies of that block are copied from it.
+*/
+static void fill_sliced(fill_job *j, uint8_t *dst, const uint8_t *src, const tile_axis *ax,
+                        int n) {
+    while (n > 0 && ax[0].d * ax[0].r == 1) { /* a size-1 axis moves nothing */
+        ax++;
+        n--;
+    }
+    uint64_t total = out_bytes(ax, n, j->esz);
+    if (n == 0 || total <= TILE_SLICE_BYTES) {
+        tile_engine(dst, src, j->esz, ax, n);
+        fill_advance(j, total);
+        return;
+    }
+    int64_t d = ax[0].d, r = ax[0].r;
+    uint64_t row = total / ((uint64_t)d * (uint64_t)r);
+    if (row > TILE_SLICE_BYTES) {
+        for (int64_t i = 0; i < d; i++)
+            fill_sliced(j, dst + (uint64_t)i * row, src + i * ax[0].s, ax + 1, n - 1);
+    } else {
+        int64_t rows = (int64_t)(TILE_SLICE_BYTES / row);
+        tile_axis sub[TENSOR_MAX_RANK];
+        memcpy(sub, ax, (size_t)n * sizeof *ax);
+        for (int64_t i = 0; i < d; i += rows) {
+            int64_t k = d - i < rows ? d - i : rows;
+            sub[0] = (tile_axis){k, ax[0].s, 1};
+            tile_engine(dst + (uint64_t)i * row, src + i * ax[0].s, j->esz, sub, n);
+            fill_advance(j, (uint64_t)k * row);
+        }
+    }
+    uint64_t block = (uint64_t)d * row;
+    for (int64_t c = 1; c < r; c++)
+        for (uint64_t off = 0; off < block; off += TILE_SLICE_BYTES) {
+            uint64_t m = block - off < TILE_SLICE_BYTES ? block - off : TILE_SLICE_BYTES;
+            memcpy(dst + (uint64_t)c * block + off, dst + off, (size_t)m);
+            fill_advance(j, m);
+        }
+}
+
+void tile_fill(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax, int n,
+               const eval_limits *lim, const char *name) {
+    uint64_t total = out_bytes(ax, n, esz);
+    if (!lim || !lim->progress || total < TILE_PROGRESS_BYTES) {
+        tile_engine(dst, src, esz, ax, n);
+        return;
+    }
+    fill_job j = {.lim = lim, .esz = esz, .total = total, .next = TILE_SLICE_BYTES};
+    int len = snprintf(j.what, sizeof j.what, "evaluating %s", name ? name : "?");
+    /* a name from the model goes to a terminal: no control bytes */
+    for (int i = 0; i < len && j.what[i]; i++)
+        if ((unsigned char)j.what[i] < 0x20 || j.what[i] == 0x7f) j.what[i] = '?';
+    lim->progress(lim->progress_user, j.what, 0, total);
+    fill_sliced(&j, dst, src, ax, n);
 }

@@ -154,7 +154,7 @@ int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_li
     tensor *t;
     rc = tensor_alloc(x->elem, dims, x->rank, lim, &t, err);
     if (rc) return err_prefix(err, "Tile: ");
-    tile_engine(t->data, x->data, tensor_elem_size(x), ax, x->rank);
+    tile_fill(t->data, x->data, tensor_elem_size(x), ax, x->rank, lim, x->name);
     if (!tensor_keep(t, x)) {
         tensor_free(t);
         return err_set(err, TILEOPT_NOMEM, "out of memory");

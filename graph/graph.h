@@ -32,7 +32,7 @@
 typedef struct graph graph;
 typedef struct graph_model graph_model;
 
-/* Progress of a long save, in bytes (same shape as tileopt_progress_fn). */
+/* Progress of a long load or save, in bytes (same shape as tileopt_progress_fn). */
 typedef void (*graph_progress_fn)(void *user, const char *what, uint64_t done,
                                   uint64_t total);
 
@@ -50,7 +50,12 @@ typedef struct graph_limits {
     /* A model whose serialized size passes this is saved with its big
     ** initializers as external data (protobuf's own limit is 2 GB). */
     uint64_t max_inline_bytes;
+    /* Told how loading a file of LOAD_PROGRESS_BYTES or more is getting on, as
+    ** "loading" (NULL: nobody). */
+    graph_progress_fn progress;
+    void *progress_user;
 } graph_limits;
+#define LOAD_PROGRESS_BYTES ((uint64_t)64 << 20)
 void graph_limits_default(graph_limits *lim);
 
 /* ------------------------------------------------------------------ types */
@@ -138,6 +143,13 @@ struct graph {
     uint32_t n_removed;
 };
 
+/* A buffer of another layer that a model's initializers point into. */
+typedef struct graph_owned {
+    void *owner;
+    void (*release)(void *owner);
+    struct graph_owned *next;
+} graph_owned;
+
 struct graph_model {
     arena *arena;
     Onnx__ModelProto *pb;
@@ -158,6 +170,8 @@ struct graph_model {
     const char **names;
     uint32_t n_names, cap_names;
     uint64_t name_counter;
+    /* buffers of other layers that initializers point into, released at free */
+    graph_owned *owned;
 };
 
 /* --------------------------------------------------------- load and save */
@@ -258,6 +272,15 @@ int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);
 int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
                           size_t rank, const void *data, size_t nbytes,
                           const char **name_out, errbuf *err);
+/* The same without the copy: the initializer's raw_data is data itself, kept
+** alive by owner, of which the model takes over one reference and which it
+** gives to release(owner) when it is freed (at once when this fails). For big
+** values another layer computed (fold's results): no second copy of each. Not
+** for STRING. */
+int graph_add_initializer_owned(graph *g, const char *hint, int32_t elem,
+                                const int64_t *dims, size_t rank, const void *data,
+                                size_t nbytes, void *owner, void (*release)(void *owner),
+                                const char **name_out, errbuf *err);
 
 /* Every node input that reads `from` reads `to` instead (graph outputs are left
 ** alone: use graph_value_is_output and keep their names). */

@@ -163,12 +163,47 @@ static int check_function_names(const Onnx__FunctionProto *f, errbuf *err) {
 
 /* ------------------------------------------------------------------ load */
 
+/*
+** Unpacking copies each field into memory it allocates, one after the other,
+** and the copies of big tensors are what takes the time (the first writes to
+** fresh pages). The allocator in between reports, at each allocation, the bytes
+** of the fields before it: those are copied by then.
+*/
+typedef struct load_progress {
+    ProtobufCAllocator base;
+    ProtobufCAllocator *arena;
+    const graph_limits *lim;
+    uint64_t done, pending, total, next;
+} load_progress;
+
+static void *progress_alloc(void *data, size_t n) {
+    load_progress *p = data;
+    p->done += p->pending;
+    p->pending = n;
+    if (p->done >= p->next && p->done < p->total) {
+        p->lim->progress(p->lim->progress_user, "loading", p->done, p->total);
+        p->next = p->done + p->total / 64;
+    }
+    return p->arena->alloc(p->arena->allocator_data, n);
+}
+
+static void progress_free(void *data, void *ptr) {
+    load_progress *p = data;
+    p->arena->free(p->arena->allocator_data, ptr);
+}
+
 static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf *err) {
     if (size == 0) return err_set(err, TILEOPT_PARSE, "the file is empty, not an ONNX model");
     int rc = graph_wire_check(&onnx__model_proto__descriptor, data, size,
                               4 * m->limits.max_depth + 16, err);
     if (rc) return rc;
-    m->pb = onnx__model_proto__unpack(arena_pb_allocator(m->arena), size, data);
+    load_progress prog = {{progress_alloc, progress_free, &prog}, arena_pb_allocator(m->arena),
+                          &m->limits, 0, 0, size, 0};
+    bool told = m->limits.progress && size >= LOAD_PROGRESS_BYTES;
+    m->pb = onnx__model_proto__unpack(told ? &prog.base : arena_pb_allocator(m->arena), size,
+                                      data);
+    if (told) m->limits.progress(m->limits.progress_user, "loading", size, size);
+    m->limits.progress = NULL; /* the caller's, for this load only */
     if (!m->pb)
         return err_set(err, TILEOPT_PARSE,
                        "not a valid ONNX model: the protobuf is malformed or truncated");
@@ -286,6 +321,11 @@ void graph_model_free(graph_model *m) {
     if (!m) return;
     if (m->map) munmap(m->map, m->map_size);
     arena_free(m->arena);
+    for (graph_owned *o = m->owned, *next; o; o = next) {
+        next = o->next;
+        o->release(o->owner);
+        free(o);
+    }
     free(m->path);
     free(m->base_dir);
     free(m);

@@ -290,14 +290,13 @@ void graph_node_del_attr(Onnx__NodeProto *n, const char *name) {
 
 /* ----------------------------------------------------------- initializers */
 
-int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
-                          size_t rank, const void *data, size_t nbytes,
-                          const char **name_out, errbuf *err) {
+/* Register t (its name unique already) as a new initializer of g. */
+static int add_initializer(graph *g, Onnx__TensorProto *t, const char **name_out,
+                           errbuf *err) {
     graph_model *m = g->model;
-    const char *name = graph_unique_name(g, hint);
-    if (!name) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    Onnx__TensorProto *t = graph_tensor_new(m, name, elem, dims, rank, data, nbytes);
-    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    const char *name = t->name;
+    int32_t elem = t->data_type;
+    size_t rank = t->n_dims;
     if (push(m->arena, (void ***)&g->pb->initializer, &g->pb->n_initializer,
              &g->cap_initializers, t))
         return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -317,6 +316,36 @@ int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_
     }
     *name_out = name;
     return TILEOPT_OK;
+}
+
+int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
+                          size_t rank, const void *data, size_t nbytes,
+                          const char **name_out, errbuf *err) {
+    const char *name = graph_unique_name(g, hint);
+    Onnx__TensorProto *t =
+        name ? graph_tensor_new(g->model, name, elem, dims, rank, data, nbytes) : NULL;
+    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    return add_initializer(g, t, name_out, err);
+}
+
+int graph_add_initializer_owned(graph *g, const char *hint, int32_t elem,
+                                const int64_t *dims, size_t rank, const void *data,
+                                size_t nbytes, void *owner, void (*release)(void *owner),
+                                const char **name_out, errbuf *err) {
+    graph_model *m = g->model;
+    graph_owned *o = malloc(sizeof *o);
+    if (!o) {
+        release(owner);
+        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    }
+    *o = (graph_owned){owner, release, m->owned};
+    m->owned = o;
+    const char *name = elem != DT_STRING ? graph_unique_name(g, hint) : NULL;
+    Onnx__TensorProto *t = name ? graph_tensor_new(m, name, elem, dims, rank, NULL, 0) : NULL;
+    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    t->raw_data.data = (uint8_t *)(uintptr_t)data;
+    t->raw_data.len = nbytes;
+    return add_initializer(g, t, name_out, err);
 }
 
 /* ------------------------------------------------------------- rewiring */

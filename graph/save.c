@@ -36,7 +36,8 @@ typedef struct file_sink {
 
 static void write_all(file_sink *s, const uint8_t *p, size_t n) {
     while (n && !s->error) {
-        ssize_t w = write(s->fd, p, n);
+        /* a big tensor goes out in steps, so that progress moves while it does */
+        ssize_t w = write(s->fd, p, n < PROGRESS_STEP ? n : PROGRESS_STEP);
         if (w < 0) {
             if (errno == EINTR) continue;
             s->error = errno;
@@ -45,10 +46,10 @@ static void write_all(file_sink *s, const uint8_t *p, size_t n) {
         p += w;
         n -= (size_t)w;
         s->written += (uint64_t)w;
-    }
-    if (s->model->progress && s->written >= s->next_report) {
-        s->model->progress(s->model->progress_user, "saving", s->written, s->total);
-        s->next_report = s->written + PROGRESS_STEP;
+        if (s->model->progress && s->written >= s->next_report) {
+            s->model->progress(s->model->progress_user, "saving", s->written, s->total);
+            s->next_report = s->written + PROGRESS_STEP;
+        }
     }
 }
 
@@ -353,8 +354,14 @@ static int write_data_file(int fd, void *user, errbuf *err) {
     for (size_t i = 0; !rc && i < r->n; i++) {
         const moved *mv = &r->list[i];
         if (!mv->src.path) {
-            rc = write_all_fd(fd, mv->saved.raw_data.data, mv->saved.raw_data.len, r->data_path, err);
-            if (!rc) data_progress_add(&prog, mv->saved.raw_data.len);
+            const uint8_t *p = mv->saved.raw_data.data;
+            for (size_t left = mv->saved.raw_data.len; !rc && left;) {
+                size_t n = left < PROGRESS_STEP ? left : PROGRESS_STEP;
+                rc = write_all_fd(fd, p, n, r->data_path, err);
+                if (!rc) data_progress_add(&prog, n);
+                p += n;
+                left -= n;
+            }
             continue;
         }
         /* External source: stream the extent through a bounded buffer. */

@@ -19,6 +19,8 @@ void graph_limits_default(graph_limits *lim) {
     lim->max_rank = 64;
     lim->max_tensor_bytes = (uint64_t)4 << 30;
     lim->max_inline_bytes = INT32_MAX;
+    lim->progress = NULL;
+    lim->progress_user = NULL;
 }
 
 bool graph_tensor_is_external(const Onnx__TensorProto *t) {

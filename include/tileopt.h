@@ -108,11 +108,19 @@ TILEOPT_API tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name,
                                            const char *value);
 
 /*
-** Progress callback for long work; `done` of `total` units of `what`. The passes
-** count nodes ("fold", "fuse"); a save counts bytes ("saving" for the model
-** file, "saving data" for its external data file). Each phase ends with done ==
-** total. The CLI uses it to draw progress on a terminal. NULL (the default)
-** reports nothing.
+** Progress callback for long work; `done` of `total` units of `what`, the phase:
+**   "loading"               bytes of a model file of 64 MiB or more, unpacked
+**   "upgrade", "fold", "fuse"  nodes a pass has looked at
+**   "evaluating NAME"       bytes written of value NAME, a Tile of 64 MiB or
+**                           more written out (by fold, run or verify)
+**   "running", "verify: input model", "verify: output model"
+**                           main-graph nodes tileopt_model_run or
+**                           tileopt_model_verify has run
+**   "saving", "saving data" bytes of the model file and of its external data
+** Phases that count bytes are exactly those whose name starts with "loading",
+** "evaluating" or "saving". Each phase starts at 0 (or its first step) and ends
+** with done == total. The CLI uses it to draw progress on a terminal. NULL (the
+** default) reports nothing.
 */
 typedef void (*tileopt_progress_fn)(void *user, const char *what, uint64_t done,
                                     uint64_t total);

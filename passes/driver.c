@@ -79,6 +79,13 @@ void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total
     if (pc->progress) pc->progress(pc->progress_user, what, done, total);
 }
 
+eval_limits pass_eval_limits(const pass_ctx *pc) {
+    eval_limits lim = pc->opt->eval_lim;
+    lim.progress = pc->progress;
+    lim.progress_user = pc->progress_user;
+    return lim;
+}
+
 int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *)) {
     int rc = fn(pc, g);
     for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {

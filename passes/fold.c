@@ -593,7 +593,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         ** inputs it reads (a ConstantOfShape of an unknown-size output fails
         ** early, not after 4 GiB), unless it is the intermediate of a chain:
         ** then the evaluator's own limit (--max-tensor-bytes) holds */
-        eval_limits lim = opt->eval_lim;
+        eval_limits lim = pass_eval_limits(pc);
         uint64_t base = freed > in_bytes ? freed : in_bytes;
         uint64_t keep = opt->fold_limit + base < opt->fold_limit ? UINT64_MAX
                                                                   : opt->fold_limit + base;
@@ -827,21 +827,34 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
 ** or a value a subgraph reads becomes an initializer then; the rest is dropped.
 ** That keeps memory to the live frontier instead of every folded value.
 */
+/* Results from this size on are kept in the evaluator's buffer, not copied. */
+#define OWN_MIN_BYTES ((uint64_t)1 << 20)
+
 static int materialize(fold_graph *f, int32_t vi) {
     graph *g = f->g;
     errbuf *err = f->pc->err;
     const char *old = graph_strdup(g, g->values[vi].name);
     if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
     tensor *c;
-    int rc = tensor_contiguous(f->val[vi], &f->pc->opt->eval_lim, &c, err);
+    eval_limits lim = pass_eval_limits(f->pc);
+    int rc = tensor_contiguous(f->val[vi], &lim, &c, err);
     int32_t p = g->values[vi].producer;
     if (rc && p >= 0)
         return err_prefix(err, "node %s (%s), output '%s': ", graph_node_id(g, p),
                           graph_node(g, p)->op_type, old);
     if (rc) return err_prefix(err, "value '%s': ", old);
     const char *name;
-    rc = graph_add_initializer(g, old, c->elem, c->dims, (size_t)c->rank, c->data,
-                               (size_t)tensor_nbytes(c), &name, err);
+    /* A big result becomes the initializer's data as it is: copying it into the
+    ** model would write every byte again (the slowest part of a big fold). */
+    size_t nbytes = (size_t)tensor_nbytes(c);
+    void *owner = nbytes >= OWN_MIN_BYTES && c->elem != DT_STRING ? tensor_storage_retain(c)
+                                                                  : NULL;
+    if (owner)
+        rc = graph_add_initializer_owned(g, old, c->elem, c->dims, (size_t)c->rank, c->data,
+                                         nbytes, owner, tensor_storage_release, &name, err);
+    else
+        rc = graph_add_initializer(g, old, c->elem, c->dims, (size_t)c->rank, c->data, nbytes,
+                                   &name, err);
     tensor_free(c);
     if (rc) return rc;
     rc = graph_replace_uses(g, old, name);

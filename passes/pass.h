@@ -80,6 +80,9 @@ void pass_warn(pass_ctx *pc, const char *fmt, ...);
 cJSON *pass_json_int(int64_t v);
 cJSON *pass_json_ints(const int64_t *v, size_t n);
 void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total);
+/* The options' evaluation limits, with the pass's progress for what a long
+** evaluation reports (a big Tile written out). */
+eval_limits pass_eval_limits(const pass_ctx *pc);
 
 /*
 ** A Tile-6/13 node's constant repeats against the ONNX spec: 1-D int64, one

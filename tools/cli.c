@@ -96,7 +96,11 @@ const char *cli_human_bytes(double b, char *buf, size_t cap) {
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
     (void)user;
     char d[32], t[32];
-    bool bytes = strncmp(what, "saving", 6) == 0;
+    /* the phases the library counts in bytes (tileopt.h lists them) */
+    static const char *const in_bytes[] = {"saving", "evaluating", "loading"};
+    bool bytes = false;
+    for (size_t i = 0; i < sizeof in_bytes / sizeof *in_bytes; i++)
+        bytes |= strncmp(what, in_bytes[i], strlen(in_bytes[i])) == 0;
     if (bytes) {
         cli_human_bytes((double)done, d, sizeof d);
         cli_human_bytes((double)total, t, sizeof t);

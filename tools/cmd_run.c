@@ -280,6 +280,7 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     tileopt_model *model = NULL;
     tileopt_tensor **in = NULL, **outs = NULL;
     size_t n_in = n_inputs, n_outs = 0;
+    if (isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, cli_progress, NULL);
     if (tileopt_model_load(ctx, model_path, &model) != TILEOPT_OK) {
         rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;

@@ -110,10 +110,10 @@ def run_script_should_keep_outputs_of_models_that_share_a_name():
                              for k in ("opt.onnx", "report.json")), got
 
 
-def optimize_in_terminal(src, out, passes):
+def optimize_in_terminal(src, out, passes, *flags):
     """What `tileopt optimize` writes to a terminal (script gives it a pty:
     progress shows only there), stdout and stderr as one text."""
-    cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes {passes}"
+    cmd = f"{h.tileopt_path()} optimize {src} -o {out} --passes {passes} {' '.join(flags)}"
     cp = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, timeout=300)
     text = cp.stdout.decode("utf-8", "replace")
     assert cp.returncode == 0, text
@@ -160,6 +160,40 @@ def saving_external_data_should_show_progress_in_human_units():
         text = optimize_in_terminal(src, out, "none")
         assert "saving data: 70.0 MiB/70.0 MiB (100%)" in text, text
         assert "external data 70.0 MiB -> 70.0 MiB" in text, text
+
+
+def progress_lines(text, what):
+    """The percentages of the progress lines of phase `what`, in order."""
+    return [int(m) for m in re.findall(re.escape(what) + r": [^\r\n]*?\( *(\d+)%\)", text)]
+
+
+def a_long_fold_load_and_verify_should_show_their_progress():
+    """One big Tile folded: its evaluation reports the bytes written as it goes
+    (not a count of nodes stuck at 0% until it ends), the 70 MiB input reports
+    its loading, and --verify the nodes each model has run."""
+    w = np.arange(70 << 18, dtype=np.float32).reshape(70, 1 << 18)  # 70 MiB
+    nodes = [helper.make_node("Tile", ["w", "reps"], ["big"], name="tile"),
+             helper.make_node("Add", ["big", "x"], ["y"])]
+    g = helper.make_graph(nodes, "g", [h.vi("x", TensorProto.FLOAT, [1])],
+                          [h.vi("y", TensorProto.FLOAT, [140, 1 << 18])],
+                          [numpy_helper.from_array(w, "w"), h.i64("reps", [2, 1])])
+    with h.tempdir() as d:
+        src, out = os.path.join(d, "tile.onnx"), os.path.join(d, "o.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
+        text = optimize_in_terminal(src, out, "fold", "--fold-limit", "unlimited",
+                                    "--verify")
+        evaluating = progress_lines(text, "evaluating big")
+        assert len(evaluating) >= 5 and evaluating == sorted(evaluating), evaluating
+        assert evaluating[0] == 0 and evaluating[-1] == 100, evaluating
+        assert "evaluating big: 140.0 MiB/140.0 MiB (100%)" in text, text[-2000:]
+        loading = progress_lines(text, "loading")
+        assert loading and loading[-1] == 100, loading
+        assert progress_lines(text, "verify: input model")[-1] == 100, text[-2000:]
+        assert progress_lines(text, "verify: output model")[-1] == 100, text[-2000:]
+        assert "verify: match" in text and "Tile 1 -> 0" in text, text[-2000:]
+        folded = onnx.load(out)
+        got = numpy_helper.to_array(folded.graph.initializer[0])
+        assert np.array_equal(got, np.tile(w, (2, 1))), "the folded Tile has other values"
 
 
 if __name__ == "__main__":

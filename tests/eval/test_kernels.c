@@ -153,6 +153,76 @@ static void tile_should_match_reference_on_big_blocks(void **state) {
     check_tile_case(DT_FLOAT, (int64_t[]){8, 100}, 2, (int64_t[]){2, 50});
 }
 
+/* What a progress callback was told: the calls, and whether done only grew. */
+typedef struct told {
+    int calls;
+    uint64_t last, total;
+    bool monotonic, named;
+} told;
+
+static void tell(void *user, const char *what, uint64_t done, uint64_t total) {
+    told *t = user;
+    t->monotonic &= t->calls == 0 ? done == 0 : done >= t->last;
+    t->named &= strncmp(what, "evaluating ", 11) == 0;
+    t->calls++;
+    t->last = done;
+    t->total = total;
+}
+
+/* x tiled by rep (or, with rep NULL, the view v made contiguous) with progress
+** asked for: the same bytes as without, and a report from 0 up to the whole. */
+static void check_sliced(tensor *x, const int64_t *rep, tensor *v) {
+    errbuf err;
+    told t = {0, 0, 0, true, true};
+    eval_limits lim;
+    eval_limits_default(&lim);
+    lim.progress = tell;
+    lim.progress_user = &t;
+    tensor *plain, *sliced;
+    if (rep) {
+        assert_int_equal(kernel_tile(x, rep, (size_t)x->rank, NULL, &plain, &err), TILEOPT_OK);
+        assert_int_equal(kernel_tile(x, rep, (size_t)x->rank, &lim, &sliced, &err), TILEOPT_OK);
+    } else {
+        assert_int_equal(tensor_contiguous(v, NULL, &plain, &err), TILEOPT_OK);
+        assert_int_equal(tensor_contiguous(v, &lim, &sliced, &err), TILEOPT_OK);
+    }
+    uint64_t n = tensor_nbytes(plain);
+    assert_true(n >= TILE_PROGRESS_BYTES);
+    assert_memory_equal(plain->data, sliced->data, n);
+    assert_true(t.calls >= 4 && t.monotonic && t.named);
+    assert_int_equal(t.last, n);
+    assert_int_equal(t.total, n);
+    tensor_free(plain);
+    tensor_free(sliced);
+}
+
+/* A Tile written out with progress goes slice by slice: rows of the first copy
+** a few at a time, the other copies in steps, one row bigger than a slice by
+** the axes inside it, a broadcast (stride 0) axis row by row; the bytes are
+** the engine's own. */
+static void tile_should_write_big_outputs_in_slices_when_progress_is_asked(void **state) {
+    (void)state;
+    tensor *x = make_f32((int64_t[]){70, 1 << 18}, 2, 0.5f); /* 70 MiB */
+    check_sliced(x, (int64_t[]){2, 1}, NULL);
+    check_sliced(x, (int64_t[]){1, 2}, NULL);
+    tensor_free(x);
+    x = make_f32((int64_t[]){2, 1 << 23}, 2, 1.0f); /* rows of 32 MiB */
+    check_sliced(x, (int64_t[]){1, 2}, NULL);
+    check_sliced(x, (int64_t[]){3, 1}, NULL);
+    tensor_free(x);
+    x = make(DT_UINT8, (int64_t[]){3, 5, 1 << 18}, 3);
+    for (uint64_t i = 0; i < tensor_numel(x); i++) x->data[i] = (uint8_t)(i * 7 + i / 255);
+    check_sliced(x, (int64_t[]){2, 3, 4}, NULL);
+    tensor_free(x);
+    x = make_f32((int64_t[]){1, 1 << 16}, 2, 2.0f);
+    tensor *v;
+    errbuf err;
+    assert_int_equal(view_expand(x, (int64_t[]){300, 1 << 16}, 2, &v, &err), TILEOPT_OK);
+    check_sliced(NULL, NULL, v);
+    tensor_free(v);
+    tensor_free(x);
+}
+
 /* Rows of 64 bytes to 4 KB repeated in place are stored with their first 1792
 ** bytes from registers where AVX-512 is: one register, sixteen, all 28, a tail
 ** that is not a whole one, longer rows with many copies (the rest copied) and
@@ -996,6 +1066,7 @@ int main(void) {
         cmocka_unit_test(tile_should_match_reference_on_rows_stored_from_registers),
         cmocka_unit_test(tile_should_give_empty_output_for_zero_repeats_and_dims),
         cmocka_unit_test(tile_should_copy_a_scalar),
+        cmocka_unit_test(tile_should_write_big_outputs_in_slices_when_progress_is_asked),
         cmocka_unit_test(tile_should_reject_negative_repeats),
         cmocka_unit_test(tile_should_reject_wrong_repeats_length),
         cmocka_unit_test(tile_should_reject_output_size_overflow),
