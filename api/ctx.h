@@ -34,6 +34,7 @@ struct tileopt_model {
 struct tileopt_tensor {
     tensor *t;
     char *name;
+    tensor *plain;           /* t laid out in full, made on first need (or NULL) */
 };
 
 /* rtol/atol of ONNX's backend tests, the one place the tolerances of verify,

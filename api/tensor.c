@@ -197,6 +197,7 @@ tileopt_status tileopt_model_output_load(tileopt_ctx *ctx, const tileopt_model *
 void tileopt_tensor_free(tileopt_tensor *t) {
     if (!t) return;
     tensor_free(t->t);
+    tensor_free(t->plain);
     free(t->name);
     free(t);
 }
@@ -310,38 +311,39 @@ tileopt_status tileopt_tensor_new_optional(tileopt_ctx *ctx, const tileopt_tenso
     return new_value(ctx, EVAL_OPTIONAL, 0, &item, item ? 1 : 0, out);
 }
 
-/* The handle's tensor made contiguous in place (a broadcast or Tile view is
-** materialized once), so its values can be handed out row-major. */
-static tileopt_status make_plain(tileopt_ctx *ctx, tileopt_tensor *t, int32_t want_string,
-                                 const char *what) {
+/* The handle's tensor laid out row-major: itself, or a broadcast or Tile view
+** materialized once into t->plain (t->t stays, so dims handed out stay valid). */
+static const tensor *plain_of(tileopt_ctx *ctx, tileopt_tensor *t, int32_t want_string,
+                              const char *what) {
     if (!t) {
         err_set(&ctx->err, TILEOPT_MISUSE, "%s: NULL tensor", what);
-        return ctx_fail(ctx, &ctx->err);
+        ctx_fail(ctx, &ctx->err);
+        return NULL;
     }
     if (t->t->kind != EVAL_TENSOR || (t->t->elem == DT_STRING) != want_string) {
         char shape[256];
         api_shape_text(t->t, shape, sizeof shape);
         err_set(&ctx->err, TILEOPT_MISUSE, "%s: the value is %s%s", what, shape,
                 want_string ? ", not a STRING tensor" : "");
-        return ctx_fail(ctx, &ctx->err);
+        ctx_fail(ctx, &ctx->err);
+        return NULL;
     }
-    if (tensor_is_contiguous(t->t)) return TILEOPT_OK;
-    tensor *c;
-    if (tensor_contiguous(t->t, &ctx->opt.eval_lim, &c, &ctx->err))
-        return ctx_fail(ctx, &ctx->err);
-    tensor_free(t->t);
-    t->t = c;
-    return TILEOPT_OK;
+    if (tensor_is_contiguous(t->t)) return t->t;
+    if (!t->plain && tensor_contiguous(t->t, &ctx->opt.eval_lim, &t->plain, &ctx->err)) {
+        ctx_fail(ctx, &ctx->err);
+        return NULL;
+    }
+    return t->plain;
 }
 
 tileopt_status tileopt_tensor_data(tileopt_ctx *ctx, tileopt_tensor *tensor_h,
                                    const void **data, size_t *nbytes) {
     *data = NULL;
     *nbytes = 0;
-    tileopt_status rc = make_plain(ctx, tensor_h, 0, "tileopt_tensor_data");
-    if (rc) return rc;
-    *data = tensor_h->t->data;
-    *nbytes = (size_t)tensor_nbytes(tensor_h->t);
+    const tensor *t = plain_of(ctx, tensor_h, 0, "tileopt_tensor_data");
+    if (!t) return ctx->err.code;
+    *data = t->data;
+    *nbytes = (size_t)tensor_nbytes(t);
     return TILEOPT_OK;
 }
 
@@ -349,14 +351,14 @@ tileopt_status tileopt_tensor_string(tileopt_ctx *ctx, tileopt_tensor *tensor_h,
                                      const char **s, size_t *len) {
     *s = NULL;
     *len = 0;
-    tileopt_status rc = make_plain(ctx, tensor_h, 1, "tileopt_tensor_string");
-    if (rc) return rc;
-    if (i >= tensor_numel(tensor_h->t)) {
+    const tensor *t = plain_of(ctx, tensor_h, 1, "tileopt_tensor_string");
+    if (!t) return ctx->err.code;
+    if (i >= tensor_numel(t)) {
         err_set(&ctx->err, TILEOPT_MISUSE, "string %zu of a tensor of %" PRIu64, i,
-                tensor_numel(tensor_h->t));
+                tensor_numel(t));
         return ctx_fail(ctx, &ctx->err);
     }
-    const graph_bytes *b = (const graph_bytes *)(const void *)tensor_h->t->data + i;
+    const graph_bytes *b = (const graph_bytes *)(const void *)t->data + i;
     *s = b->len ? (const char *)b->data : "";
     *len = b->len;
     return TILEOPT_OK;

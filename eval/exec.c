@@ -1225,7 +1225,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
             size_t idx = (size_t)(v - g->values);
             release(f, &f->vals[idx]);
             /* named for what reports on it (the progress of materializing it) */
-            nout[o]->name = on;
+            if (nout[o]) nout[o]->name = on;
             f->vals[idx] = nout[o];
             nout[o] = NULL;
             if (!rc) rc = account(f, f->vals[idx], on, err);

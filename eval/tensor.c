@@ -182,6 +182,7 @@ void tensor_storage_release(void *storage) { tbuf_drop(storage, false); }
 uint8_t *tbuf_data(tbuf *b) { return b->data; }
 
 uint8_t *tbuf_bytes(tbuf *b, size_t n) {
+    if (n > SIZE_MAX / 2) return NULL; /* the rounding and the chunk header must fit */
     n = (n + 15) & ~(size_t)15;
     tchunk *c = b->chunks;
     if (!c || c->cap - c->used < n) {
@@ -298,7 +299,9 @@ int tensor_set_string(tensor *t, uint64_t i, const void *bytes, size_t len, errb
     if (t->elem != DT_STRING || !t->buf || !tensor_is_contiguous(t) || i >= tensor_numel(t))
         return err_set(err, TILEOPT_MISUSE, "tensor_set_string: element %llu of %s",
                        (unsigned long long)i, dtype_name(t->elem));
-    uint8_t *p = len < SIZE_MAX ? tbuf_bytes(t->buf, len + 1) : NULL;
+    if (len > SIZE_MAX / 2)
+        return err_set(err, TILEOPT_LIMIT, "a string of %zu bytes", len);
+    uint8_t *p = tbuf_bytes(t->buf, len + 1);
     if (!p) return err_set(err, TILEOPT_NOMEM, "out of memory for a string of %zu bytes", len);
     if (len) memcpy(p, bytes, len);
     p[len] = '\0';
@@ -651,9 +654,10 @@ static int tensor_from_data(graph_tensor_data *d, const char *name, bool copy,
         if (d->elem == DT_STRING && copy) { /* the bytes go with the proto */
             graph_bytes *s = (graph_bytes *)(void *)t->data;
             for (uint64_t i = 0; i < bytes / sizeof *s; i++) {
-                uint8_t *p = tbuf_bytes(t->buf, s[i].len ? s[i].len : 1);
+                uint8_t *p = tbuf_bytes(t->buf, s[i].len + 1);
                 if (!p) goto nomem;
                 if (s[i].len) memcpy(p, s[i].data, s[i].len);
+                p[s[i].len] = '\0';
                 s[i].data = p;
             }
         }

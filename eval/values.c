@@ -181,6 +181,7 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) 
     int rc = tensor_contiguous(t, lim, &c, err);
     if (rc) return rc;
     if (c->buf && c->elem != DT_STRING) {
+        c->name = NULL; /* a name would point into the model, which may go first */
         *out = c;
         return TILEOPT_OK;
     }
@@ -225,13 +226,14 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) 
         graph_bytes *s = (graph_bytes *)(void *)o->data;
         for (uint64_t i = 0; i < tensor_numel(o); i++) {
             if (!s[i].len) continue;
-            uint8_t *p = tbuf_bytes(o->buf, s[i].len);
+            uint8_t *p = tbuf_bytes(o->buf, s[i].len + 1);
             if (!p) {
                 tensor_free(o);
                 tensor_free(c);
                 return err_set(err, TILEOPT_NOMEM, "out of memory");
             }
             memcpy(p, s[i].data, s[i].len);
+            p[s[i].len] = '\0'; /* every string of the evaluator is NUL-terminated */
             s[i].data = p;
         }
     }

@@ -274,9 +274,9 @@ int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_
                           const char **name_out, errbuf *err);
 /* The same without the copy: the initializer's raw_data is data itself, kept
 ** alive by owner, of which the model takes over one reference and which it
-** gives to release(owner) when it is freed (at once when this fails). For big
-** values another layer computed (fold's results): no second copy of each. Not
-** for STRING. */
+** gives to release(owner) when it is freed (at once when the initializer could
+** not be made). For big values another layer computed (fold's results): no
+** second copy of each. Not for STRING. */
 int graph_add_initializer_owned(graph *g, const char *hint, int32_t elem,
                                 const int64_t *dims, size_t rank, const void *data,
                                 size_t nbytes, void *owner, void (*release)(void *owner),

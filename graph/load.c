@@ -202,7 +202,7 @@ static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf 
     bool told = m->limits.progress && size >= LOAD_PROGRESS_BYTES;
     m->pb = onnx__model_proto__unpack(told ? &prog.base : arena_pb_allocator(m->arena), size,
                                       data);
-    if (told) m->limits.progress(m->limits.progress_user, "loading", size, size);
+    if (told && m->pb) m->limits.progress(m->limits.progress_user, "loading", size, size);
     m->limits.progress = NULL; /* the caller's, for this load only */
     if (!m->pb)
         return err_set(err, TILEOPT_PARSE,

@@ -333,16 +333,21 @@ int graph_add_initializer_owned(graph *g, const char *hint, int32_t elem,
                                 size_t nbytes, void *owner, void (*release)(void *owner),
                                 const char **name_out, errbuf *err) {
     graph_model *m = g->model;
+    if (elem == DT_STRING) {
+        release(owner);
+        return err_set(err, TILEOPT_MISUSE, "a STRING initializer holds its own copy");
+    }
     graph_owned *o = malloc(sizeof *o);
-    if (!o) {
+    const char *name = o ? graph_unique_name(g, hint) : NULL;
+    Onnx__TensorProto *t = name ? graph_tensor_new(m, name, elem, dims, rank, NULL, 0) : NULL;
+    if (!t) {
+        free(o);
         release(owner);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
+    /* from here t points into data: the model holds owner whatever happens next */
     *o = (graph_owned){owner, release, m->owned};
     m->owned = o;
-    const char *name = elem != DT_STRING ? graph_unique_name(g, hint) : NULL;
-    Onnx__TensorProto *t = name ? graph_tensor_new(m, name, elem, dims, rank, NULL, 0) : NULL;
-    if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
     t->raw_data.data = (uint8_t *)(uintptr_t)data;
     t->raw_data.len = nbytes;
     return add_initializer(g, t, name_out, err);

@@ -39,7 +39,9 @@ static PyObject *fail(tileopt_ctx *ctx, tileopt_status st, int with_report) {
     return NULL;
 }
 
-/* A context with options applied: a sequence of (name, value) string pairs. */
+/* A context with options applied: a sequence of (name, value) string pairs.
+** Sequences from the caller are read as tuples here and below: Python code that
+** runs while their items are read (an __index__) cannot change their length. */
 static tileopt_ctx *ctx_open(PyObject *options) {
     tileopt_ctx *ctx = NULL;
     tileopt_status st = tileopt_ctx_new(&ctx);
@@ -47,17 +49,18 @@ static tileopt_ctx *ctx_open(PyObject *options) {
         fail(NULL, st, 0);
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(options, "options must be a sequence of (name, value)");
+    PyObject *seq = PySequence_Tuple(options);
     if (!seq) goto bad;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
         const char *name, *value;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss;an option is (name, value)",
-                              &name, &value))
-            goto bad;
-        if ((st = tileopt_ctx_set(ctx, name, value))) {
+        PyObject *pair = PySequence_Tuple(PyTuple_GET_ITEM(seq, i));
+        int ok = pair && PyArg_ParseTuple(pair, "ss;an option is (name, value)", &name, &value);
+        if (ok && (st = tileopt_ctx_set(ctx, name, value))) {
             fail(ctx, st, 0);
-            goto bad;
+            ok = 0;
         }
+        Py_XDECREF(pair);
+        if (!ok) goto bad;
     }
     Py_DECREF(seq);
     return ctx;
@@ -115,16 +118,16 @@ static const char *path_str(PyObject *path) {
 
 /* dims: a sequence of ints, at most 64 of them. */
 static int read_dims(PyObject *obj, int64_t *dims, size_t *rank) {
-    PyObject *seq = PySequence_Fast(obj, "dims must be a sequence of ints");
+    PyObject *seq = PySequence_Tuple(obj);
     if (!seq) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n > 64) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "rank %zd is over the limit 64", n);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        long long d = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
         if (d == -1 && PyErr_Occurred()) {
             Py_DECREF(seq);
             return -1;
@@ -165,9 +168,9 @@ static tileopt_tensor *strings_in(tileopt_ctx *ctx, PyObject *spec) {
     int64_t dims[64];
     size_t rank;
     if (read_dims(dims_obj, dims, &rank)) return NULL;
-    PyObject *seq = PySequence_Fast(list, "strings must be a sequence of bytes");
+    PyObject *seq = PySequence_Tuple(list);
     if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     const char **strs = PyMem_Calloc((size_t)n + 1, sizeof *strs);
     size_t *lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
     tileopt_tensor *t = NULL;
@@ -176,7 +179,7 @@ static tileopt_tensor *strings_in(tileopt_ctx *ctx, PyObject *spec) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *b = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *b = PyTuple_GET_ITEM(seq, i);
         if (!PyBytes_Check(b)) {
             PyErr_Format(PyExc_TypeError, "string %zd is %s, not bytes", i, Py_TYPE(b)->tp_name);
             goto done;
@@ -213,15 +216,15 @@ static tileopt_tensor *sequence_in(tileopt_ctx *ctx, PyObject *spec, int depth) 
     if (!PyArg_ParseTuple(spec, "siO;a sequence is (\"sequence\", dtype, [value, ...])",
                           &(const char *){NULL}, &dtype, &list))
         return NULL;
-    PyObject *seq = PySequence_Fast(list, "a sequence's items must be a sequence");
+    PyObject *seq = PySequence_Tuple(list);
     if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     tileopt_tensor **items = PyMem_Calloc((size_t)n + 1, sizeof *items);
     tileopt_tensor *t = NULL;
     Py_ssize_t made = 0;
     if (!items) PyErr_NoMemory();
     for (; items && made < n; made++)
-        if (!(items[made] = value_in(ctx, PySequence_Fast_GET_ITEM(seq, made), depth + 1)))
+        if (!(items[made] = value_in(ctx, PyTuple_GET_ITEM(seq, made), depth + 1)))
             break;
     if (items && made == n) {
         tileopt_status st = tileopt_tensor_new_sequence(
@@ -399,6 +402,7 @@ static PyObject *py_optimize(PyObject *self, PyObject *args) {
     }
     const char *out = path_str(out_path);
     tileopt_status st = tileopt_report_begin(ctx, model, path_str(path));
+    int began = st == TILEOPT_OK;
     void *bytes = NULL;
     size_t size = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -407,6 +411,10 @@ static PyObject *py_optimize(PyObject *self, PyObject *args) {
     if (!st) st = out ? tileopt_model_save(ctx, model, out)
                       : tileopt_model_save_buffer(ctx, model, &bytes, &size);
     Py_END_ALLOW_THREADS
+    if (st && !began) {
+        fail(ctx, st, 0);
+        goto done;
+    }
     /* the output summary states what was written (its size, external data) */
     tileopt_report_end(ctx, model, out);
     if (st) {
@@ -458,6 +466,12 @@ static PyObject *py_inspect(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* A name from the model as str: bytes that are not UTF-8 become surrogates, as
+** os.fsdecode does, so every name has one str and back. */
+static PyObject *name_str(const char *name) {
+    return PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "surrogateescape");
+}
+
 /* Prefix the message of the exception being raised with the input it is about
 ** (a Failure's message is its third argument, any other's its first). */
 static void name_the_input(const char *name) {
@@ -496,9 +510,13 @@ static int bind_inputs(tileopt_ctx *ctx, tileopt_model *model, PyObject *inputs,
     Py_ssize_t used = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = tileopt_model_input_name(model, i);
-        PyObject *spec = PyDict_GetItemString(inputs, name);
+        if (!name) name = "";
+        PyObject *key = name_str(name);
+        PyObject *spec = key ? PyDict_GetItemWithError(inputs, key) : NULL;
+        Py_XDECREF(key);
         if (!spec) {
-            PyErr_Format(PyExc_KeyError, "graph input '%s' is not given", name);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_KeyError, "graph input '%s' is not given", name);
             goto bad;
         }
         used++;
@@ -511,10 +529,14 @@ static int bind_inputs(tileopt_ctx *ctx, tileopt_model *model, PyObject *inputs,
         PyObject *key;
         Py_ssize_t pos = 0;
         while (PyDict_Next(inputs, &pos, &key, NULL)) {
-            const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
             int known = 0;
-            for (size_t i = 0; k && i < n && !known; i++)
-                known = strcmp(k, tileopt_model_input_name(model, i)) == 0;
+            for (size_t i = 0; i < n && !known; i++) {
+                const char *name = tileopt_model_input_name(model, i);
+                PyObject *k = name_str(name ? name : "");
+                known = k ? PyObject_RichCompareBool(k, key, Py_EQ) : -1;
+                Py_XDECREF(k);
+            }
+            if (known < 0) goto bad;
             if (!known) {
                 PyErr_Format(PyExc_KeyError, "'%S' is not a graph input of the model "
                              "(initializers are not inputs one binds)", key);
@@ -556,9 +578,11 @@ static PyObject *py_run(PyObject *self, PyObject *args) {
     }
     result = PyList_New((Py_ssize_t)n_out);
     for (size_t i = 0; result && i < n_out; i++) {
+        const char *name = tileopt_model_output_name(model, i);
         PyObject *v = value_out(ctx, outs[i]);
-        PyObject *pair = v ? Py_BuildValue("(sN)", tileopt_model_output_name(model, i), v)
-                           : NULL;
+        PyObject *key = v ? name_str(name ? name : "") : NULL;
+        PyObject *pair = key ? Py_BuildValue("(NN)", key, v) : NULL;
+        if (!key) Py_XDECREF(v);
         if (!pair) {
             Py_CLEAR(result);
             break;
@@ -591,13 +615,14 @@ static PyObject *py_verify(PyObject *self, PyObject *args) {
     tileopt_model *after = before ? model_open(ctx, src_a, dir_a, &path_a) : NULL;
     if (after) {
         tileopt_status st = tileopt_report_begin(ctx, before, path_str(path_b));
+        int began = st == TILEOPT_OK;
         Py_BEGIN_ALLOW_THREADS
         if (!st) st = tileopt_model_verify(ctx, before, after);
         Py_END_ALLOW_THREADS
-        tileopt_report_end(ctx, after, path_str(path_a));
+        if (began) tileopt_report_end(ctx, after, path_str(path_a));
         char *report = NULL;
         /* a mismatch is a verdict, not a failure: the report says it */
-        if (st && st != TILEOPT_MISMATCH) fail(ctx, st, 1);
+        if (st && st != TILEOPT_MISMATCH) fail(ctx, st, began);
         else if ((st = tileopt_report_string(ctx, &report))) fail(ctx, st, 0);
         else result = PyUnicode_FromString(report);
         tileopt_free(report);
@@ -644,10 +669,13 @@ PyMODINIT_FUNC PyInit__tileopt(void) {
         {"UNSUPPORTED", TILEOPT_UNSUPPORTED}, {"LIMIT", TILEOPT_LIMIT},
         {"MISMATCH", TILEOPT_MISMATCH}, {"MISUSE", TILEOPT_MISUSE},
     };
-    for (size_t i = 0; i < TILEOPT_STATUS_COUNT_; i++)
-        if (!statuses[i].name ||
-            PyModule_AddIntConstant(m, statuses[i].name, (long)statuses[i].code) < 0)
+    for (size_t i = 0; i < TILEOPT_STATUS_COUNT_; i++) {
+        if (!statuses[i].name) {
+            PyErr_SetString(PyExc_SystemError, "_tileopt: a status has no name");
             goto bad;
+        }
+        if (PyModule_AddIntConstant(m, statuses[i].name, (long)statuses[i].code) < 0) goto bad;
+    }
     return m;
 bad:
     Py_DECREF(m);

@@ -488,6 +488,59 @@ static void api_should_build_tensors_from_memory_and_read_them_back(void **state
     tileopt_ctx_free(ctx);
 }
 
+/* Strings a run hands out end in a NUL the length does not count (the header
+** says so), and a Tile view of a run's output reads back in full through
+** tileopt_tensor_data while the dims handed out before stay valid. */
+static void api_should_hand_out_run_strings_with_a_nul_and_views_in_full(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    Onnx__GraphProto *g = b_graph_new("g");
+    int64_t d[1] = {2}, d4[1] = {4}, d1[1] = {1};
+    b_input(g, b_value("x", DT_STRING, 1, d));
+    b_input(g, b_value("f", DT_FLOAT, 1, d));
+    b_add(g, b_node("Tile", "x,r", "y"));
+    b_add(g, b_node("Tile", "f,r", "z"));
+    b_init(g, b_tensor("r", DT_INT64, 1, d1, (int64_t[]){2}, 8));
+    b_output(g, b_value("y", DT_STRING, 1, d4));
+    b_output(g, b_value("z", DT_FLOAT, 1, d4));
+    size_t len;
+    uint8_t *buf = b_pack(g, 13, &len);
+    tileopt_model *m = NULL;
+    assert_int_equal(tileopt_model_load_buffer(ctx, buf, len, NULL, &m), TILEOPT_OK);
+    const char *strs[] = {"ab", "xyz"};
+    const size_t lens[] = {2, 3};
+    tileopt_tensor *in[2] = {NULL, NULL}, **outs = NULL;
+    assert_int_equal(tileopt_tensor_new_strings(ctx, d, 1, strs, lens, &in[0]), TILEOPT_OK);
+    assert_int_equal(tileopt_tensor_new(ctx, DT_FLOAT, d, 1, (float[]){1, 2}, 8, &in[1]),
+                     TILEOPT_OK);
+    size_t no = 0;
+    assert_int_equal(tileopt_model_run(ctx, m, in, 2, &outs, &no), TILEOPT_OK);
+    tileopt_model_free(m); /* the outputs must not need it */
+    for (size_t i = 0; i < 4; i++) {
+        const char *s;
+        size_t n;
+        assert_int_equal(tileopt_tensor_string(ctx, outs[0], i, &s, &n), TILEOPT_OK);
+        assert_int_equal(n, lens[i % 2]);
+        assert_memory_equal(s, strs[i % 2], n);
+        assert_int_equal(s[n], '\0');
+    }
+    const int64_t *dims = tileopt_tensor_dims(outs[1]);
+    const void *data;
+    size_t nbytes;
+    assert_int_equal(tileopt_tensor_data(ctx, outs[1], &data, &nbytes), TILEOPT_OK);
+    assert_int_equal(nbytes, 16);
+    assert_memory_equal(data, ((float[]){1, 2, 1, 2}), 16);
+    assert_int_equal(dims[0], 4);
+    assert_ptr_equal(dims, tileopt_tensor_dims(outs[1]));
+    for (size_t i = 0; i < no; i++) tileopt_tensor_free(outs[i]);
+    tileopt_free(outs);
+    tileopt_tensor_free(in[0]);
+    tileopt_tensor_free(in[1]);
+    b_free_all();
+    tileopt_ctx_free(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(api_should_tile_with_openvino_promotion),
@@ -501,6 +554,7 @@ int main(void) {
         cmocka_unit_test(api_should_run_a_pass_list_and_refuse_unknown_names),
         cmocka_unit_test(api_should_optimize_with_the_default_pipeline_or_a_list),
         cmocka_unit_test(api_should_build_tensors_from_memory_and_read_them_back),
+        cmocka_unit_test(api_should_hand_out_run_strings_with_a_nul_and_views_in_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -399,6 +399,32 @@ def package_should_survive_whatever_it_is_passed():
         except ok + (_tileopt.Failure,):
             continue
         raise AssertionError(f"spec {spec!r} was accepted")
+    # Python code run while the extension reads a list (here an __index__ that
+    # empties it) cannot make it read past the end
+    dims = []
+
+    class Shrinking:
+        def __index__(self):
+            dims.clear()
+            return 1
+    dims.extend([Shrinking(), 3])
+    try:
+        _tileopt.run(good, None, [], {"x": ("tensor", 1, dims, b"\0" * 12)})
+    except ok + (_tileopt.Failure,):
+        pass
+    assert json.loads(_tileopt.inspect(good, None, [["seed", "2"]]))["nodes"] == 6
+    # names the model gives that are no UTF-8, or none at all
+    named = model_of([helper.make_node("Identity", ["x"], ["yy"])],
+                     [h.vi("x", TensorProto.FLOAT, [1])], [h.vi("yy", TensorProto.FLOAT, [1])])
+    odd = named.SerializeToString().replace(b"yy", b"\xff\xfe")
+    out = tileopt.run(odd, {"x": np.ones(1, np.float32)})
+    assert list(out) == ["\udcff\udcfe"], list(out)
+    unnamed = model_of([helper.make_node("Identity", [""], ["y"])],
+                       [h.vi("", TensorProto.FLOAT, [1])], [h.vi("y", TensorProto.FLOAT, [1])])
+    try:
+        tileopt.run(unnamed, {"": np.ones(1, np.float32)})
+    except ok:
+        pass
     # mutated models: every byte flip of a small model either works or raises
     data = bytearray(open(os.path.join(h.MODELS, "shape_repeats.onnx"), "rb").read())
     rng = np.random.default_rng(5)
