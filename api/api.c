@@ -6,6 +6,7 @@
 
 #include "api/ctx.h"
 #include "shape/infer.h"
+#include "passes/upgrade/opset_table.h"
 
 static const char *const status_text[] = {
     [TILEOPT_OK] = "ok",
@@ -229,9 +230,9 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         if (strcmp(name, "max-depth") == 0) ctx->opt.eval_lim.max_depth = (uint32_t)u;
         return TILEOPT_OK;
     case OPT_OPSET:
-        if (!parse_u64(value, &u) || u < 6 || u > 17) {
-            return err_set(&ctx->err, TILEOPT_MISUSE,
-                           "--%s takes an opset from 6 to 17, not '%s'", name, value);
+        if (!parse_u64(value, &u) || u < 6 || u > (uint64_t)opset_table_max_opset) {
+            return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes an opset from 6 to %d, not '%s'",
+                           name, (int)opset_table_max_opset, value);
         }
         ctx->opt.target_opset = (int64_t)u;
         return TILEOPT_OK;

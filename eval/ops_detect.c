@@ -288,7 +288,6 @@ static void cubic_coeffs(double t, double *c) {
 }
 
 static int k_grid_sample(KERNEL_PARAMS) {
-    (void)opset;
     const char *nm = eval_node_name(n);
     if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "GridSample %s: needs X and grid", nm);
@@ -297,11 +296,13 @@ static int k_grid_sample(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "GridSample %s: X [N,C,H,W] and grid [N,Ho,Wo,2] "
                        "do not fit", nm);
     const Onnx__AttributeProto *ma = graph_attr(n, "mode"), *pa = graph_attr(n, "padding_mode");
-    int mode = 0; /* 0 bilinear, 1 nearest, 2 bicubic */
+    int mode = 0; /* 0 bilinear, 1 nearest, 2 bicubic; GridSample-20 says linear, cubic */
     if (ma && ma->s.len) {
+        const char *cubic = opset >= 20 ? "cubic" : "bicubic";
+        const char *linear = opset >= 20 ? "linear" : "bilinear";
         if (ma->s.len == 7 && !memcmp(ma->s.data, "nearest", 7)) mode = 1;
-        else if (ma->s.len == 7 && !memcmp(ma->s.data, "bicubic", 7)) mode = 2;
-        else if (!(ma->s.len == 8 && !memcmp(ma->s.data, "bilinear", 8)))
+        else if (ma->s.len == strlen(cubic) && !memcmp(ma->s.data, cubic, ma->s.len)) mode = 2;
+        else if (!(ma->s.len == strlen(linear) && !memcmp(ma->s.data, linear, ma->s.len)))
             return err_set(err, TILEOPT_INVALID, "GridSample %s: mode '%.*s'", nm,
                            (int)ma->s.len, (const char *)ma->s.data);
     }

@@ -257,14 +257,10 @@ static void dft_run(const fft_plan *p, bool inverse) {
 */
 static int k_dft(KERNEL_PARAMS) {
     const char *nm = eval_node_name(n);
-    /* DFT-20 moved axis to an input with another default: this kernel would
-    ** silently transform the wrong axis */
-    if (opset >= 20)
-        return err_set(err, TILEOPT_UNSUPPORTED, "DFT %s: only DFT-17 is implemented, the "
-                       "model is at opset %lld", nm, (long long)opset);
-    if (n_in < 1 || n_in > 2 || !in[0] || n_out < 1)
-        return err_set(err, TILEOPT_INVALID, "DFT %s: takes input and an optional dft_length, "
-                       "got %zu inputs", nm, n_in);
+    size_t most = opset >= 20 ? 3 : 2;
+    if (n_in < 1 || n_in > most || !in[0] || n_out < 1)
+        return err_set(err, TILEOPT_INVALID, "DFT %s: takes input, an optional dft_length%s, "
+                       "got %zu inputs", nm, opset >= 20 ? " and an optional axis" : "", n_in);
     tensor *X = in[0];
     if (!is_signal_type(X->elem))
         return err_set(err, TILEOPT_INVALID, "DFT %s: input of element type %s, expected a "
@@ -274,14 +270,17 @@ static int k_dft(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "DFT %s: input of rank %d needs a last axis of 1 "
                        "(real) or 2 (complex)", nm, (int)r);
     int64_t ch = X->dims[r - 1];
-    /* the last axis holds the parts of one value: it cannot be transformed */
-    int64_t axis = graph_attr_int(n, "axis", 1);
+    /* the last axis holds the parts of one value: it cannot be transformed. DFT-20
+    ** moved axis to an input, with another default. */
+    int64_t axis = opset >= 20 ? -2 : graph_attr_int(n, "axis", 1);
+    int rc;
+    if (opset >= 20 && n_in > 2 && in[2] && (rc = int_input(n, in[2], "axis", &axis, err)))
+        return rc;
     if (axis < -r || axis > r - 2 || axis == -1)
         return err_set(err, TILEOPT_INVALID, "DFT %s: axis %lld is outside [%d, -2] and "
                        "[0, %d]", nm, (long long)axis, -(int)r, (int)r - 2);
     if (axis < 0) axis += r;
     bool inverse, onesided;
-    int rc;
     if ((rc = flag_attr(n, "inverse", 0, &inverse, err)) ||
         (rc = flag_attr(n, "onesided", 0, &onesided, err)))
         return rc;

@@ -87,7 +87,7 @@ typedef enum op_bcast {
     X(Cos,                        1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(Cosh,                       1,  1,       OPK_UNARY,     OUT_LIKE_IN0,  BC_NONE,   0, 0) \
     X(CumSum,                     2,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
-    X(DFT,                        1,  2,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
+    X(DFT,                        1,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(DepthToSpace,               1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(DequantizeLinear,           2,  3,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \
     X(Det,                        1,  1,       OPK_OTHER,     OUT_RULE,      BC_NONE,   0, 0) \

@@ -71,7 +71,7 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 
 /*
 ** Options, by the CLI flag's name without dashes and the flag's text value:
-**   "target-opset"     6..17 (upgrade); by default a model keeps its opset from
+**   "target-opset"     6..26 (upgrade); by default a model keeps its opset from
 **                      7 on and goes to 13 below 7. A target below the model's
 **                      opset is reached only when no node's schema differs
 **                      between the two (TILEOPT_UNSUPPORTED naming them else)

@@ -1715,6 +1715,20 @@ static void inf_pool(node_ctx *c) {
     }
 }
 
+/* X [N, C, H, W] sampled at grid [N, Ho, Wo, 2]: [N, C, Ho, Wo] (and N-D alike
+** from opset 20: the grid's middle axes are the output's spatial ones). */
+static void inf_grid_sample(node_ctx *c) {
+    const graph_type *x = IN(c, 0), *grid = IN(c, 1);
+    build_type *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || !has_rank(grid) || x->rank < 3 || grid->rank != x->rank) return;
+    type_from(o, x);
+    for (int32_t i = 2; i < x->rank; i++) {
+        o->d[i] = grid->dims[i - 1];
+        o->s[i] = grid->syms ? grid->syms[i - 1] : NULL;
+    }
+}
+
 static void inf_global_pool(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     build_type *o = &c->out[0];
@@ -2001,6 +2015,8 @@ static const infer_fn infer_hooks[OP_COUNT] = {
     [OP_DepthToSpace] = inf_depth_space, [OP_Div] = inf_arith, [OP_Dropout] = inf_dropout,
     [OP_Expand] = inf_expand, [OP_EyeLike] = inf_eyelike, [OP_Flatten] = inf_flatten,
     [OP_Gather] = inf_gather, [OP_GatherElements] = inf_gather_elements,
+    [OP_GridSample] = inf_grid_sample, [OP_ScatterElements] = inf_same,
+    [OP_ScatterND] = inf_same,
     [OP_Gemm] = inf_gemm, [OP_GlobalAveragePool] = inf_global_pool,
     [OP_GlobalLpPool] = inf_global_pool, [OP_GlobalMaxPool] = inf_global_pool,
     [OP_Hardmax] = inf_same, [OP_Identity] = inf_identity, [OP_If] = inf_if,

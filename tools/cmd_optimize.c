@@ -359,7 +359,7 @@ static const char optimize_help[] =
     "  --passes LIST             passes in order, comma-separated, from upgrade, fold,\n"
     "                            fuse, or none (load and save only)\n"
     "                            (default upgrade,fold,fuse)\n"
-    "  --target-opset N          the opset upgrade converts to, 6 to 17 (default: the\n"
+    "  --target-opset N          the opset upgrade converts to, 6 to 26 (default: the\n"
     "                            model's own from opset 7, else 13)\n"
     "  --keep-initializer-inputs keep initializers listed as graph inputs when the IR\n"
     "                            goes past 3 (default: take them out)\n"

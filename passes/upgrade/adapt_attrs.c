@@ -1,7 +1,8 @@
 /*
 ** Adapters for steps that only drop, retype or default an attribute in place:
 ** consumed_inputs, Concat's axis, Cast's string `to`, is_test, BatchNormalization's
-** spatial, RNN/GRU/LSTM's output_sequence, LpPool's float p, RoiAlign's mode.
+** spatial, RNN/GRU/LSTM's output_sequence, LpPool's float p, RoiAlign's mode,
+** GridSample's mode names.
 */
 #include <math.h>
 #include <string.h>
@@ -91,4 +92,17 @@ int up_adapt_roialign_10_16(up *u, graph *g, int32_t *node, cJSON *act) {
     if (graph_attr(n, "coordinate_transformation_mode")) return 0;
     return graph_node_set_attr_string(g, n, "coordinate_transformation_mode",
                                       "output_half_pixel") ? up_nomem(u) : 0;
+}
+
+/* GridSample-20 took N-D grids and renamed its modes: bilinear is linear, bicubic
+** cubic (the default, bilinear, keeps its meaning under the new name). */
+int up_adapt_gridsample_16_20(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *mode = graph_attr_string(n, "mode", "bilinear");
+    const char *now = strcmp(mode, "bilinear") == 0  ? "linear"
+                      : strcmp(mode, "bicubic") == 0 ? "cubic"
+                                                     : NULL;
+    if (!now || !graph_attr(n, "mode")) return 0;
+    if (act) cJSON_AddStringToObject(act, "mode", now);
+    return graph_node_set_attr_string(g, n, "mode", now) ? up_nomem(u) : 0;
 }

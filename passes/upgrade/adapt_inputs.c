@@ -1,8 +1,9 @@
 /*
 ** Adapters for attributes that became inputs: Reshape's shape, Slice's
-** starts/ends/axes, TopK's k, the axes of Squeeze/Unsqueeze/ReduceSum, Split's
-** split, Pad's pads and value, Clip's min/max, Dropout's ratio; and Split-1's
-** split input, which became an attribute.
+** starts/ends/axes, TopK's k, the axes of Squeeze/Unsqueeze/ReduceSum (13) and
+** the other reductions (18), Split's split, Pad's pads and value, Clip's
+** min/max, Dropout's ratio, DFT's axis; Split-1's split input, which became an
+** attribute, and Split-18's num_outputs.
 */
 #include <string.h>
 
@@ -86,6 +87,33 @@ int up_adapt_split_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
 
 int up_adapt_split_12_13(up *u, graph *g, int32_t *node, cJSON *act) {
     return ints_attr_to_input(u, g, node, "split", 1, act);
+}
+
+/* Split-18 wants the split input or num_outputs: without the input, Split-13
+** split the axis into as many equal parts as it has outputs, which num_outputs
+** says (its uneven last part never happens: 13 required equal parts). */
+int up_adapt_split_13_18(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (graph_node_input(n, 1)) return 0;
+    if (act) cJSON_AddNumberToObject(act, "num_outputs", (double)n->n_output);
+    return graph_node_set_attr_int(g, n, "num_outputs", (int64_t)n->n_output) ? up_nomem(u) : 0;
+}
+
+/* DFT-20 reads the axis from a scalar input, whose default (-2, the last
+** signal axis) is not DFT-17's attribute default (1): the axis is always given. */
+int up_adapt_dft_17_20(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    int64_t axis = graph_attr_int(n, "axis", 1);
+    const char *ins[3];
+    size_t k = up_node_inputs(n, ins, 3);
+    while (k < 2) ins[k++] = "";
+    const char *c;
+    int rc = up_emit_i64(u, g, *node, "axis", &axis, 1, true, &c);
+    if (rc) return rc;
+    if (act) cJSON_AddNumberToObject(act, "axis", (double)axis);
+    ins[2] = c;
+    graph_node_del_attr(n, "axis");
+    return up_replace_node(u, g, node, "DFT", ins, 3, 0);
 }
 
 int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, cJSON *act) {

@@ -37,7 +37,8 @@ int32_t opset_schema_at(const opset_entry *e, int64_t opset) {
 static const struct {
     int32_t opset, ir;
 } ir_for_opset[] = {
-    {1, 3}, {9, 4}, {10, 5}, {11, 6}, {12, 7}, {15, 8},
+    {1, 3}, {9, 4}, {10, 5}, {11, 6}, {12, 7}, {15, 8}, {19, 9}, {21, 10}, {23, 11},
+    {24, 12}, {25, 13},
 };
 
 int64_t upgrade_ir_for_opset(int64_t opset) {

@@ -1,6 +1,6 @@
 /*
 ** The upgrade pass's entry and walk: migrate a model's default-domain nodes from
-** the opset it imports to the target opset (6..17), one schema change at a time.
+** the opset it imports to the target opset (6..26), one schema change at a time.
 **
 ** For every node the generated opset table (opset_table.c) gives the since_versions
 ** between the source and the target. A step whose schema change altered semantics

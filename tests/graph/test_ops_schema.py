@@ -12,11 +12,12 @@ import sys
 
 from onnx import defs
 
-# Inputs added in opset 18 (axes of the reductions and of Pad, num_outputs of
-# Split is an attribute): onnx 1.12 stops at opset 17.
+# Inputs added after opset 17, where onnx 1.12 stops (onnx's operator changelog
+# lists them): the axes of the reductions and of Pad (18; Split's num_outputs is
+# an attribute), DFT's axis (20).
 NEWER_INPUTS = {"ReduceL1": 2, "ReduceL2": 2, "ReduceLogSum": 2, "ReduceLogSumExp": 2,
                 "ReduceMax": 2, "ReduceMean": 2, "ReduceMin": 2, "ReduceProd": 2,
-                "ReduceSumSquare": 2, "Pad": 4}
+                "ReduceSumSquare": 2, "Pad": 4, "DFT": 3}
 OP_ANY = 2**31 - 1
 
 
