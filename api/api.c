@@ -230,8 +230,8 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         if (strcmp(name, "max-depth") == 0) ctx->opt.eval_lim.max_depth = (uint32_t)u;
         return TILEOPT_OK;
     case OPT_OPSET:
-        if (!parse_u64(value, &u) || u < 6 || u > (uint64_t)opset_table_max_opset) {
-            return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes an opset from 6 to %d, not '%s'",
+        if (!parse_u64(value, &u) || u < 1 || u > (uint64_t)opset_table_max_opset) {
+            return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes an opset from 1 to %d, not '%s'",
                            name, (int)opset_table_max_opset, value);
         }
         ctx->opt.target_opset = (int64_t)u;

@@ -272,6 +272,9 @@ int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);
 int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
                           size_t rank, const void *data, size_t nbytes,
                           const char **name_out, errbuf *err);
+/* List every initializer of g that is not a graph input among the inputs, as
+** IR versions below 4 require (new ones are listed by graph_add_initializer). */
+int graph_list_initializers_as_inputs(graph *g, errbuf *err);
 /* The same without the copy: the initializer's raw_data is data itself, kept
 ** alive by owner, of which the model takes over one reference and which it
 ** gives to release(owner) when it is freed (at once when the initializer could

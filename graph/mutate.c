@@ -318,6 +318,20 @@ static int add_initializer(graph *g, Onnx__TensorProto *t, const char **name_out
     return TILEOPT_OK;
 }
 
+int graph_list_initializers_as_inputs(graph *g, errbuf *err) {
+    graph_model *m = g->model;
+    for (size_t i = 0; i < g->pb->n_initializer; i++) {
+        const char *name = g->pb->initializer[i]->name;
+        graph_value *v = name ? graph_find(g, name) : NULL;
+        if (!v || v->input >= 0) continue;
+        Onnx__ValueInfoProto *vi = graph_value_info_new(m, name, &v->type);
+        if (!vi || push(m->arena, (void ***)&g->pb->input, &g->pb->n_input, &g->cap_inputs, vi))
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        v->input = (int32_t)g->pb->n_input - 1;
+    }
+    return TILEOPT_OK;
+}
+
 int graph_add_initializer(graph *g, const char *hint, int32_t elem, const int64_t *dims,
                           size_t rank, const void *data, size_t nbytes,
                           const char **name_out, errbuf *err) {

@@ -71,10 +71,11 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 
 /*
 ** Options, by the CLI flag's name without dashes and the flag's text value:
-**   "target-opset"     6..26 (upgrade); by default a model keeps its opset from
+**   "target-opset"     1..26 (upgrade); by default a model keeps its opset from
 **                      7 on and goes to 13 below 7. A target below the model's
-**                      opset is reached only when no node's schema differs
-**                      between the two (TILEOPT_UNSUPPORTED naming them else)
+**                      opset is reached one schema step down at a time where
+**                      each holds exactly (TILEOPT_UNSUPPORTED naming every node
+**                      that cannot, and why, else)
 **   "fold-limit"       bytes, default 1048576 (fold)
 **   "fold-max-growth"  factor, default 0 = off (fold)
 **   "fold-scope"       "tile" (default) or "all" (fold)

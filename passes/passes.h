@@ -15,6 +15,9 @@ int64_t upgrade_ir_for_opset(int64_t opset);
 ** an adapter function (rows without one are known changes nobody migrates). */
 size_t upgrade_adapter_count(void);
 void upgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to, bool *has_fn);
+/* The downgrade adapter table, for the same checks: from is the newer version. */
+size_t downgrade_adapter_count(void);
+void downgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to);
 
 /* fold: constant-fold Tile and the shape subgraphs feeding it (passes/fold.c). */
 int pass_fold(pass_ctx *pc);

@@ -13,7 +13,9 @@ version of every operator, cut at the newest opset ONNX Runtime runs (1.30 says
 
 A heading "### <a name="Op-N"></a>**Op-N**" under "## Version N of the default
 ONNX operator set" is one schema version; "(deprecated)" after it marks the op
-deprecated from that version.
+deprecated from that version. Below it, the schema's attribute names, its input
+count and the element types of its inputs, outputs and type constraints say
+what a node may use at that version (what going down checks).
 """
 import re
 import sys
@@ -23,27 +25,80 @@ MAX_OPSET = 26
 
 SECTION = re.compile(r"## Version (\d+) of the (default ONNX|'[^']*') operator set")
 HEADING = re.compile(r'### <a name="([A-Za-z0-9_]+)-(\d+)"></a>\*\*[^*]+\*\*( \(deprecated\))?')
+SUBSECTION = re.compile(r"#### (Attributes|Inputs|Outputs|Type Constraints)(?: \((\d+) - (\d+|&#8734;)\))?")
+NAME = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt>")
+ATTR_DEFAULT = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt> : (int|string) \(default is '?([^')]*)'?\)")
+INPUT = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt>( \([^)]*\))?")
+TENSOR = re.compile(r"tensor\(([a-z0-9]+)\)")
+# TensorProto.DataType codes, for the element types a schema version takes.
+DTYPES = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6,
+          "int64": 7, "string": 8, "bool": 9, "float16": 10, "double": 11, "uint32": 12,
+          "uint64": 13, "complex64": 14, "complex128": 15, "bfloat16": 16,
+          "float8e4m3fn": 17, "float8e4m3fnuz": 18, "float8e5m2": 19, "float8e5m2fnuz": 20,
+          "uint4": 21, "int4": 22, "float4e2m1": 23, "float8e8m0": 24, "uint2": 25, "int2": 26}
+VARIADIC = 255
+
+
+def new_schema():
+    return {"attrs": [], "defaults": {}, "inputs": 0, "required": 0, "slots": 0, "types": 0}
 
 
 def history(path):
-    """{op: {"versions": set, "deprecated": first deprecated version or 0}}."""
+    """{op: {"versions": {version: schema}, "deprecated": first deprecated version
+    or 0}}; a schema lists its attribute names, its most inputs and the element
+    types its inputs and outputs take (a bit per DataType code)."""
     hist = {}
     default = False
+    cur, part = None, None
     with open(path, encoding="utf-8") as f:
         for line in f:
             m = SECTION.match(line)
             if m:
                 default = m.group(2) == "default ONNX" and int(m.group(1)) <= MAX_OPSET
+                cur = None
                 continue
             m = HEADING.match(line)
-            if not m or not default:
+            if m:
+                cur, part = None, None
+                if not default:
+                    continue
+                op, version = m.group(1), int(m.group(2))
+                e = hist.setdefault(op, {"versions": {}, "deprecated": 0})
+                cur = e["versions"].setdefault(version, new_schema())
+                if m.group(3):
+                    dep = e["deprecated"]
+                    e["deprecated"] = version if not dep else min(dep, version)
                 continue
-            op, version = m.group(1), int(m.group(2))
-            e = hist.setdefault(op, {"versions": set(), "deprecated": 0})
-            e["versions"].add(version)
-            if m.group(3):
-                dep = e["deprecated"]
-                e["deprecated"] = version if not dep else min(dep, version)
+            if cur is None:
+                continue
+            m = SUBSECTION.match(line)
+            if m or line.startswith("#### "):
+                part = m.group(1) if m else None
+                if not m:
+                    continue
+                if part == "Inputs" and m.group(3):
+                    hi = m.group(3)
+                    cur["inputs"] = VARIADIC if hi == "&#8734;" else int(hi)
+                    cur["counted"] = True
+                continue
+            if part == "Attributes":
+                cur["attrs"] += NAME.findall(line)
+                for name, _kind, value in ATTR_DEFAULT.findall(line):
+                    cur["defaults"][name] = value
+            elif part == "Inputs":
+                for _name, note in INPUT.findall(line):
+                    # a required input: not optional, not variadic (heterogeneous
+                    # variadic inputs need at least one, which the count says)
+                    if "optional" not in note and "variadic" not in note and cur["slots"] < 32:
+                        cur["required"] |= 1 << cur["slots"]
+                    cur["slots"] += 1
+                    if not cur.get("counted"):
+                        cur["inputs"] += 1
+            if part in ("Inputs", "Outputs", "Type Constraints"):
+                for t in TENSOR.findall(line):
+                    if t not in DTYPES:
+                        sys.exit(f"{path}: element type {t} has no DataType code here")
+                    cur["types"] |= 1 << DTYPES[t]
     return hist
 
 
@@ -63,12 +118,32 @@ def main(argv):
     out.write('#include "graph/graph.h"\n#include "passes/upgrade/opset_table.h"\n\n')
     out.write("const int32_t opset_table_max_opset = %d;\n\n" % MAX_OPSET)
     for i, n in enumerate(names):
-        v = sorted(hist[n]["versions"])
-        out.write("static const int32_t v%d[] = {%s}; /* %s */\n"
-                  % (i, ", ".join(str(x) for x in v), n))
+        vers = hist[n]["versions"]
+        v = sorted(vers)
+        out.write("/* %s */\n" % n)
+        out.write("static const int32_t v%d[] = {%s};\n" % (i, ", ".join(str(x) for x in v)))
+        for x in v:
+            attrs = sorted(set(vers[x]["attrs"]))
+            if attrs:
+                out.write("static const char *const a%d_%d[] = {%s};\n"
+                          % (i, x, ", ".join('"%s"' % a for a in attrs)))
+                dflt = vers[x]["defaults"]
+                out.write("static const char *const d%d_%d[] = {%s};\n"
+                          % (i, x, ", ".join('"%s"' % dflt[a] if a in dflt else "NULL"
+                                             for a in attrs)))
+        out.write("static const opset_schema s%d[] = {\n" % i)
+        for x in v:
+            attrs = sorted(set(vers[x]["attrs"]))
+            name = "%d_%d" % (i, x)
+            out.write("    {%d, %d, 0x%xu, 0x%xu, %s, %s, %d},\n"
+                      % (x, vers[x]["inputs"], vers[x]["required"], vers[x]["types"],
+                         "a" + name if attrs else "NULL", "d" + name if attrs else "NULL",
+                         len(attrs)))
+        out.write("};\n")
     out.write("\nconst opset_entry opset_table[] = {\n")
     for i, n in enumerate(names):
-        out.write('    {"%s", v%d, countof(v%d), %d},\n' % (n, i, i, hist[n]["deprecated"]))
+        out.write('    {"%s", v%d, s%d, countof(v%d), %d},\n'
+                  % (n, i, i, i, hist[n]["deprecated"]))
     out.write("};\n")
     out.write("const size_t opset_table_count = countof(opset_table);\n")
 

@@ -6,407 +6,2436 @@
 
 const int32_t opset_table_max_opset = 26;
 
-static const int32_t v0[] = {1, 6, 13}; /* Abs */
-static const int32_t v1[] = {7, 22}; /* Acos */
-static const int32_t v2[] = {9, 22}; /* Acosh */
-static const int32_t v3[] = {1, 6, 7, 13, 14}; /* Add */
-static const int32_t v4[] = {20}; /* AffineGrid */
-static const int32_t v5[] = {1, 7}; /* And */
-static const int32_t v6[] = {1, 11, 12, 13}; /* ArgMax */
-static const int32_t v7[] = {1, 11, 12, 13}; /* ArgMin */
-static const int32_t v8[] = {7, 22}; /* Asin */
-static const int32_t v9[] = {9, 22}; /* Asinh */
-static const int32_t v10[] = {7, 22}; /* Atan */
-static const int32_t v11[] = {9, 22}; /* Atanh */
-static const int32_t v12[] = {23, 24, 25}; /* Attention */
-static const int32_t v13[] = {1, 7, 10, 11, 19, 22}; /* AveragePool */
-static const int32_t v14[] = {1, 6, 7, 9, 14, 15}; /* BatchNormalization */
-static const int32_t v15[] = {15, 22}; /* Bernoulli */
-static const int32_t v16[] = {26}; /* BitCast */
-static const int32_t v17[] = {11}; /* BitShift */
-static const int32_t v18[] = {18}; /* BitwiseAnd */
-static const int32_t v19[] = {18}; /* BitwiseNot */
-static const int32_t v20[] = {18}; /* BitwiseOr */
-static const int32_t v21[] = {18}; /* BitwiseXor */
-static const int32_t v22[] = {17}; /* BlackmanWindow */
-static const int32_t v23[] = {1, 6, 9, 13, 19, 21, 23, 24, 25}; /* Cast */
-static const int32_t v24[] = {15, 19, 21, 23, 24, 25}; /* CastLike */
-static const int32_t v25[] = {1, 6, 13}; /* Ceil */
-static const int32_t v26[] = {12}; /* Celu */
-static const int32_t v27[] = {18}; /* CenterCropPad */
-static const int32_t v28[] = {1, 6, 11, 12, 13}; /* Clip */
-static const int32_t v29[] = {18}; /* Col2Im */
-static const int32_t v30[] = {9, 11}; /* Compress */
-static const int32_t v31[] = {1, 4, 11, 13}; /* Concat */
-static const int32_t v32[] = {11}; /* ConcatFromSequence */
-static const int32_t v33[] = {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}; /* Constant */
-static const int32_t v34[] = {9, 20, 21, 23, 24, 25}; /* ConstantOfShape */
-static const int32_t v35[] = {1, 11, 22}; /* Conv */
-static const int32_t v36[] = {10}; /* ConvInteger */
-static const int32_t v37[] = {1, 11, 22}; /* ConvTranspose */
-static const int32_t v38[] = {7, 22}; /* Cos */
-static const int32_t v39[] = {9, 22}; /* Cosh */
-static const int32_t v40[] = {26}; /* CumProd */
-static const int32_t v41[] = {11, 14}; /* CumSum */
-static const int32_t v42[] = {17, 20}; /* DFT */
-static const int32_t v43[] = {19, 22}; /* DeformConv */
-static const int32_t v44[] = {1, 11, 13}; /* DepthToSpace */
-static const int32_t v45[] = {10, 13, 19, 21, 23, 24, 25}; /* DequantizeLinear */
-static const int32_t v46[] = {11, 22}; /* Det */
-static const int32_t v47[] = {1, 6, 7, 13, 14}; /* Div */
-static const int32_t v48[] = {1, 6, 7, 10, 12, 13, 22}; /* Dropout */
-static const int32_t v49[] = {11}; /* DynamicQuantizeLinear */
-static const int32_t v50[] = {12}; /* Einsum */
-static const int32_t v51[] = {1, 6, 22}; /* Elu */
-static const int32_t v52[] = {1, 7, 11, 13, 19}; /* Equal */
-static const int32_t v53[] = {9, 13}; /* Erf */
-static const int32_t v54[] = {1, 6, 13}; /* Exp */
-static const int32_t v55[] = {8, 13}; /* Expand */
-static const int32_t v56[] = {9, 22}; /* EyeLike */
-static const int32_t v57[] = {1, 9, 11, 13, 21, 23, 24, 25}; /* Flatten */
-static const int32_t v58[] = {1, 6, 13}; /* Floor */
-static const int32_t v59[] = {1, 3, 7, 14, 22}; /* GRU */
-static const int32_t v60[] = {1, 11, 13}; /* Gather */
-static const int32_t v61[] = {11, 13}; /* GatherElements */
-static const int32_t v62[] = {11, 12, 13}; /* GatherND */
-static const int32_t v63[] = {20}; /* Gelu */
-static const int32_t v64[] = {1, 6, 7, 9, 11, 13}; /* Gemm */
-static const int32_t v65[] = {1, 22}; /* GlobalAveragePool */
-static const int32_t v66[] = {1, 2, 22}; /* GlobalLpPool */
-static const int32_t v67[] = {1, 22}; /* GlobalMaxPool */
-static const int32_t v68[] = {1, 7, 9, 13}; /* Greater */
-static const int32_t v69[] = {12, 16}; /* GreaterOrEqual */
-static const int32_t v70[] = {16, 20, 22}; /* GridSample */
-static const int32_t v71[] = {18, 21}; /* GroupNormalization */
-static const int32_t v72[] = {17}; /* HammingWindow */
-static const int32_t v73[] = {17}; /* HannWindow */
-static const int32_t v74[] = {1, 6, 22}; /* HardSigmoid */
-static const int32_t v75[] = {14, 22}; /* HardSwish */
-static const int32_t v76[] = {1, 11, 13}; /* Hardmax */
-static const int32_t v77[] = {1, 13, 14, 16, 19, 21, 23, 24, 25}; /* Identity */
-static const int32_t v78[] = {1, 11, 13, 16, 19, 21, 23, 24, 25}; /* If */
-static const int32_t v79[] = {20}; /* ImageDecoder */
-static const int32_t v80[] = {1, 6, 22}; /* InstanceNormalization */
-static const int32_t v81[] = {10, 20}; /* IsInf */
-static const int32_t v82[] = {9, 13, 20}; /* IsNaN */
-static const int32_t v83[] = {1, 13}; /* LRN */
-static const int32_t v84[] = {1, 7, 14, 22}; /* LSTM */
-static const int32_t v85[] = {17}; /* LayerNormalization */
-static const int32_t v86[] = {1, 6, 16}; /* LeakyRelu */
-static const int32_t v87[] = {1, 7, 9, 13}; /* Less */
-static const int32_t v88[] = {12, 16}; /* LessOrEqual */
-static const int32_t v89[] = {1, 6, 13}; /* Log */
-static const int32_t v90[] = {1, 11, 13}; /* LogSoftmax */
-static const int32_t v91[] = {1, 11, 13, 16, 19, 21, 23, 24, 25}; /* Loop */
-static const int32_t v92[] = {1, 22}; /* LpNormalization */
-static const int32_t v93[] = {1, 2, 11, 18, 22}; /* LpPool */
-static const int32_t v94[] = {1, 9, 13}; /* MatMul */
-static const int32_t v95[] = {10}; /* MatMulInteger */
-static const int32_t v96[] = {1, 6, 8, 12, 13}; /* Max */
-static const int32_t v97[] = {1, 8, 10, 11, 12, 22}; /* MaxPool */
-static const int32_t v98[] = {1, 22}; /* MaxRoiPool */
-static const int32_t v99[] = {9, 11, 22}; /* MaxUnpool */
-static const int32_t v100[] = {1, 6, 8, 13}; /* Mean */
-static const int32_t v101[] = {9, 13}; /* MeanVarianceNormalization */
-static const int32_t v102[] = {17}; /* MelWeightMatrix */
-static const int32_t v103[] = {1, 6, 8, 12, 13}; /* Min */
-static const int32_t v104[] = {18, 22}; /* Mish */
-static const int32_t v105[] = {10, 13}; /* Mod */
-static const int32_t v106[] = {1, 6, 7, 13, 14}; /* Mul */
-static const int32_t v107[] = {7, 22}; /* Multinomial */
-static const int32_t v108[] = {1, 6, 13}; /* Neg */
-static const int32_t v109[] = {12, 13, 22}; /* NegativeLogLikelihoodLoss */
-static const int32_t v110[] = {10, 11}; /* NonMaxSuppression */
-static const int32_t v111[] = {9, 13}; /* NonZero */
-static const int32_t v112[] = {1}; /* Not */
-static const int32_t v113[] = {9, 11}; /* OneHot */
-static const int32_t v114[] = {15}; /* Optional */
-static const int32_t v115[] = {15, 18}; /* OptionalGetElement */
-static const int32_t v116[] = {15, 18}; /* OptionalHasElement */
-static const int32_t v117[] = {1, 7}; /* Or */
-static const int32_t v118[] = {1, 6, 7, 9, 16}; /* PRelu */
-static const int32_t v119[] = {1, 2, 11, 13, 18, 19, 21, 23, 24, 25}; /* Pad */
-static const int32_t v120[] = {1, 7, 12, 13, 15}; /* Pow */
-static const int32_t v121[] = {10}; /* QLinearConv */
-static const int32_t v122[] = {10, 21}; /* QLinearMatMul */
-static const int32_t v123[] = {10, 13, 19, 21, 23, 24, 25}; /* QuantizeLinear */
-static const int32_t v124[] = {23}; /* RMSNormalization */
-static const int32_t v125[] = {1, 7, 14, 22}; /* RNN */
-static const int32_t v126[] = {1, 22}; /* RandomNormal */
-static const int32_t v127[] = {1, 22}; /* RandomNormalLike */
-static const int32_t v128[] = {1, 22}; /* RandomUniform */
-static const int32_t v129[] = {1, 22}; /* RandomUniformLike */
-static const int32_t v130[] = {11}; /* Range */
-static const int32_t v131[] = {1, 6, 13}; /* Reciprocal */
-static const int32_t v132[] = {1, 11, 13, 18}; /* ReduceL1 */
-static const int32_t v133[] = {1, 11, 13, 18}; /* ReduceL2 */
-static const int32_t v134[] = {1, 11, 13, 18}; /* ReduceLogSum */
-static const int32_t v135[] = {1, 11, 13, 18}; /* ReduceLogSumExp */
-static const int32_t v136[] = {1, 11, 12, 13, 18, 20}; /* ReduceMax */
-static const int32_t v137[] = {1, 11, 13, 18}; /* ReduceMean */
-static const int32_t v138[] = {1, 11, 12, 13, 18, 20}; /* ReduceMin */
-static const int32_t v139[] = {1, 11, 13, 18}; /* ReduceProd */
-static const int32_t v140[] = {1, 11, 13}; /* ReduceSum */
-static const int32_t v141[] = {1, 11, 13, 18}; /* ReduceSumSquare */
-static const int32_t v142[] = {20}; /* RegexFullMatch */
-static const int32_t v143[] = {1, 6, 13, 14}; /* Relu */
-static const int32_t v144[] = {1, 5, 13, 14, 19, 21, 23, 24, 25}; /* Reshape */
-static const int32_t v145[] = {10, 11, 13, 18, 19}; /* Resize */
-static const int32_t v146[] = {10}; /* ReverseSequence */
-static const int32_t v147[] = {10, 16, 22}; /* RoiAlign */
-static const int32_t v148[] = {23}; /* RotaryEmbedding */
-static const int32_t v149[] = {11, 22}; /* Round */
-static const int32_t v150[] = {17}; /* STFT */
-static const int32_t v151[] = {8, 9, 11, 16, 19, 21, 23, 24, 25}; /* Scan */
-static const int32_t v152[] = {9, 11}; /* Scatter */
-static const int32_t v153[] = {11, 13, 16, 18}; /* ScatterElements */
-static const int32_t v154[] = {11, 13, 16, 18}; /* ScatterND */
-static const int32_t v155[] = {1, 6, 22}; /* Selu */
-static const int32_t v156[] = {11}; /* SequenceAt */
-static const int32_t v157[] = {11}; /* SequenceConstruct */
-static const int32_t v158[] = {11}; /* SequenceEmpty */
-static const int32_t v159[] = {11}; /* SequenceErase */
-static const int32_t v160[] = {11}; /* SequenceInsert */
-static const int32_t v161[] = {11}; /* SequenceLength */
-static const int32_t v162[] = {17}; /* SequenceMap */
-static const int32_t v163[] = {1, 13, 15, 19, 21, 23, 24, 25}; /* Shape */
-static const int32_t v164[] = {9}; /* Shrink */
-static const int32_t v165[] = {1, 6, 13}; /* Sigmoid */
-static const int32_t v166[] = {9, 13}; /* Sign */
-static const int32_t v167[] = {7, 22}; /* Sin */
-static const int32_t v168[] = {9, 22}; /* Sinh */
-static const int32_t v169[] = {1, 13, 19, 21, 23, 24, 25}; /* Size */
-static const int32_t v170[] = {1, 10, 11, 13}; /* Slice */
-static const int32_t v171[] = {1, 11, 13}; /* Softmax */
-static const int32_t v172[] = {12, 13}; /* SoftmaxCrossEntropyLoss */
-static const int32_t v173[] = {1, 22}; /* Softplus */
-static const int32_t v174[] = {1, 22}; /* Softsign */
-static const int32_t v175[] = {1, 13}; /* SpaceToDepth */
-static const int32_t v176[] = {1, 2, 11, 13, 18}; /* Split */
-static const int32_t v177[] = {11, 24}; /* SplitToSequence */
-static const int32_t v178[] = {1, 6, 13}; /* Sqrt */
-static const int32_t v179[] = {1, 11, 13, 21, 23, 24, 25}; /* Squeeze */
-static const int32_t v180[] = {20}; /* StringConcat */
-static const int32_t v181[] = {10}; /* StringNormalizer */
-static const int32_t v182[] = {20}; /* StringSplit */
-static const int32_t v183[] = {1, 6, 7, 13, 14}; /* Sub */
-static const int32_t v184[] = {1, 6, 8, 13}; /* Sum */
-static const int32_t v185[] = {24}; /* Swish */
-static const int32_t v186[] = {7, 22}; /* Tan */
-static const int32_t v187[] = {1, 6, 13}; /* Tanh */
-static const int32_t v188[] = {24}; /* TensorScatter */
-static const int32_t v189[] = {9}; /* TfIdfVectorizer */
-static const int32_t v190[] = {10, 22}; /* ThresholdedRelu */
-static const int32_t v191[] = {1, 6, 13}; /* Tile */
-static const int32_t v192[] = {1, 10, 11, 24}; /* TopK */
-static const int32_t v193[] = {1, 13, 21, 23, 24, 25}; /* Transpose */
-static const int32_t v194[] = {14}; /* Trilu */
-static const int32_t v195[] = {11}; /* Unique */
-static const int32_t v196[] = {1, 11, 13, 21, 23, 24, 25}; /* Unsqueeze */
-static const int32_t v197[] = {1, 7, 9, 10}; /* Upsample */
-static const int32_t v198[] = {9, 16}; /* Where */
-static const int32_t v199[] = {1, 7}; /* Xor */
+/* Abs */
+static const int32_t v0[] = {1, 6, 13};
+static const char *const a0_1[] = {"consumed_inputs"};
+static const char *const d0_1[] = {NULL};
+static const opset_schema s0[] = {
+    {1, 1, 0x1u, 0xc02u, a0_1, d0_1, 1},
+    {6, 1, 0x1u, 0x3cfeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Acos */
+static const int32_t v1[] = {7, 22};
+static const opset_schema s1[] = {
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Acosh */
+static const int32_t v2[] = {9, 22};
+static const opset_schema s2[] = {
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Add */
+static const int32_t v3[] = {1, 6, 7, 13, 14};
+static const char *const a3_1[] = {"axis", "broadcast", "consumed_inputs"};
+static const char *const d3_1[] = {NULL, "0", NULL};
+static const char *const a3_6[] = {"axis", "broadcast"};
+static const char *const d3_6[] = {NULL, "0"};
+static const opset_schema s3[] = {
+    {1, 2, 0x3u, 0xc02u, a3_1, d3_1, 3},
+    {6, 2, 0x3u, 0x3cc2u, a3_6, d3_6, 2},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+};
+/* AffineGrid */
+static const int32_t v4[] = {20};
+static const char *const a4_20[] = {"align_corners"};
+static const char *const d4_20[] = {"0"};
+static const opset_schema s4[] = {
+    {20, 2, 0x3u, 0x10c82u, a4_20, d4_20, 1},
+};
+/* And */
+static const int32_t v5[] = {1, 7};
+static const char *const a5_1[] = {"axis", "broadcast"};
+static const char *const d5_1[] = {NULL, "0"};
+static const opset_schema s5[] = {
+    {1, 2, 0x3u, 0x200u, a5_1, d5_1, 2},
+    {7, 2, 0x3u, 0x200u, NULL, NULL, 0},
+};
+/* ArgMax */
+static const int32_t v6[] = {1, 11, 12, 13};
+static const char *const a6_1[] = {"axis", "keepdims"};
+static const char *const d6_1[] = {"0", "1"};
+static const char *const a6_11[] = {"axis", "keepdims"};
+static const char *const d6_11[] = {"0", "1"};
+static const char *const a6_12[] = {"axis", "keepdims", "select_last_index"};
+static const char *const d6_12[] = {"0", "1", "0"};
+static const char *const a6_13[] = {"axis", "keepdims", "select_last_index"};
+static const char *const d6_13[] = {"0", "1", "0"};
+static const opset_schema s6[] = {
+    {1, 1, 0x1u, 0x3cfeu, a6_1, d6_1, 2},
+    {11, 1, 0x1u, 0x3cfeu, a6_11, d6_11, 2},
+    {12, 1, 0x1u, 0x3cfeu, a6_12, d6_12, 3},
+    {13, 1, 0x1u, 0x13cfeu, a6_13, d6_13, 3},
+};
+/* ArgMin */
+static const int32_t v7[] = {1, 11, 12, 13};
+static const char *const a7_1[] = {"axis", "keepdims"};
+static const char *const d7_1[] = {"0", "1"};
+static const char *const a7_11[] = {"axis", "keepdims"};
+static const char *const d7_11[] = {"0", "1"};
+static const char *const a7_12[] = {"axis", "keepdims", "select_last_index"};
+static const char *const d7_12[] = {"0", "1", "0"};
+static const char *const a7_13[] = {"axis", "keepdims", "select_last_index"};
+static const char *const d7_13[] = {"0", "1", "0"};
+static const opset_schema s7[] = {
+    {1, 1, 0x1u, 0x3cfeu, a7_1, d7_1, 2},
+    {11, 1, 0x1u, 0x3cfeu, a7_11, d7_11, 2},
+    {12, 1, 0x1u, 0x3cfeu, a7_12, d7_12, 3},
+    {13, 1, 0x1u, 0x13cfeu, a7_13, d7_13, 3},
+};
+/* Asin */
+static const int32_t v8[] = {7, 22};
+static const opset_schema s8[] = {
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Asinh */
+static const int32_t v9[] = {9, 22};
+static const opset_schema s9[] = {
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Atan */
+static const int32_t v10[] = {7, 22};
+static const opset_schema s10[] = {
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Atanh */
+static const int32_t v11[] = {9, 22};
+static const opset_schema s11[] = {
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Attention */
+static const int32_t v12[] = {23, 24, 25};
+static const char *const a12_23[] = {"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap", "softmax_precision"};
+static const char *const d12_23[] = {"0", NULL, NULL, "0", NULL, NULL, NULL};
+static const char *const a12_24[] = {"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap", "softmax_precision"};
+static const char *const d12_24[] = {"0", NULL, NULL, "0", NULL, NULL, NULL};
+static const char *const a12_25[] = {"is_causal", "kv_num_heads", "left_window_size", "q_num_heads", "qk_matmul_output_mode", "right_window_size", "scale", "softcap", "softmax_precision"};
+static const char *const d12_25[] = {"0", NULL, "-1", NULL, "0", "-1", NULL, NULL, NULL};
+static const opset_schema s12[] = {
+    {23, 6, 0x7u, 0x13efeu, a12_23, d12_23, 7},
+    {24, 7, 0x7u, 0x13efeu, a12_24, d12_24, 7},
+    {25, 7, 0x7u, 0x13efeu, a12_25, d12_25, 9},
+};
+/* AveragePool */
+static const int32_t v13[] = {1, 7, 10, 11, 19, 22};
+static const char *const a13_1[] = {"auto_pad", "kernel_shape", "pads", "strides"};
+static const char *const d13_1[] = {"NOTSET", NULL, NULL, NULL};
+static const char *const a13_7[] = {"auto_pad", "count_include_pad", "kernel_shape", "pads", "strides"};
+static const char *const d13_7[] = {"NOTSET", "0", NULL, NULL, NULL};
+static const char *const a13_10[] = {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"};
+static const char *const d13_10[] = {"NOTSET", "0", "0", NULL, NULL, NULL};
+static const char *const a13_11[] = {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"};
+static const char *const d13_11[] = {"NOTSET", "0", "0", NULL, NULL, NULL};
+static const char *const a13_19[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"};
+static const char *const d13_19[] = {"NOTSET", "0", "0", NULL, NULL, NULL, NULL};
+static const char *const a13_22[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"};
+static const char *const d13_22[] = {"NOTSET", "0", "0", NULL, NULL, NULL, NULL};
+static const opset_schema s13[] = {
+    {1, 1, 0x1u, 0xc02u, a13_1, d13_1, 4},
+    {7, 1, 0x1u, 0xc02u, a13_7, d13_7, 5},
+    {10, 1, 0x1u, 0xc02u, a13_10, d13_10, 6},
+    {11, 1, 0x1u, 0xc02u, a13_11, d13_11, 6},
+    {19, 1, 0x1u, 0xc02u, a13_19, d13_19, 7},
+    {22, 1, 0x1u, 0x10c02u, a13_22, d13_22, 7},
+};
+/* BatchNormalization */
+static const int32_t v14[] = {1, 6, 7, 9, 14, 15};
+static const char *const a14_1[] = {"consumed_inputs", "epsilon", "is_test", "momentum", "spatial"};
+static const char *const d14_1[] = {NULL, NULL, "0", NULL, "1"};
+static const char *const a14_6[] = {"epsilon", "is_test", "momentum", "spatial"};
+static const char *const d14_6[] = {NULL, "0", NULL, "1"};
+static const char *const a14_7[] = {"epsilon", "momentum", "spatial"};
+static const char *const d14_7[] = {NULL, NULL, "1"};
+static const char *const a14_9[] = {"epsilon", "momentum"};
+static const char *const d14_9[] = {NULL, NULL};
+static const char *const a14_14[] = {"epsilon", "momentum", "training_mode"};
+static const char *const d14_14[] = {NULL, NULL, "0"};
+static const char *const a14_15[] = {"epsilon", "momentum", "training_mode"};
+static const char *const d14_15[] = {NULL, NULL, "0"};
+static const opset_schema s14[] = {
+    {1, 5, 0x1fu, 0xc02u, a14_1, d14_1, 5},
+    {6, 5, 0x1fu, 0xc02u, a14_6, d14_6, 4},
+    {7, 5, 0x1fu, 0xc02u, a14_7, d14_7, 3},
+    {9, 5, 0x1fu, 0xc02u, a14_9, d14_9, 2},
+    {14, 5, 0x1fu, 0x10c02u, a14_14, d14_14, 3},
+    {15, 5, 0x1fu, 0x10c02u, a14_15, d14_15, 3},
+};
+/* Bernoulli */
+static const int32_t v15[] = {15, 22};
+static const char *const a15_15[] = {"dtype", "seed"};
+static const char *const d15_15[] = {NULL, NULL};
+static const char *const a15_22[] = {"dtype", "seed"};
+static const char *const d15_22[] = {NULL, NULL};
+static const opset_schema s15[] = {
+    {15, 1, 0x1u, 0x13efeu, a15_15, d15_15, 2},
+    {22, 1, 0x1u, 0x13efeu, a15_22, d15_22, 2},
+};
+/* BitCast */
+static const int32_t v16[] = {26};
+static const char *const a16_26[] = {"to"};
+static const char *const d16_26[] = {NULL};
+static const opset_schema s16[] = {
+    {26, 1, 0x1u, 0x7fffefeu, a16_26, d16_26, 1},
+};
+/* BitShift */
+static const int32_t v17[] = {11};
+static const char *const a17_11[] = {"direction"};
+static const char *const d17_11[] = {NULL};
+static const opset_schema s17[] = {
+    {11, 2, 0x3u, 0x3014u, a17_11, d17_11, 1},
+};
+/* BitwiseAnd */
+static const int32_t v18[] = {18};
+static const opset_schema s18[] = {
+    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0},
+};
+/* BitwiseNot */
+static const int32_t v19[] = {18};
+static const opset_schema s19[] = {
+    {18, 1, 0x1u, 0x30fcu, NULL, NULL, 0},
+};
+/* BitwiseOr */
+static const int32_t v20[] = {18};
+static const opset_schema s20[] = {
+    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0},
+};
+/* BitwiseXor */
+static const int32_t v21[] = {18};
+static const opset_schema s21[] = {
+    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0},
+};
+/* BlackmanWindow */
+static const int32_t v22[] = {17};
+static const char *const a22_17[] = {"output_datatype", "periodic"};
+static const char *const d22_17[] = {"1", "1"};
+static const opset_schema s22[] = {
+    {17, 1, 0x1u, 0x13cfeu, a22_17, d22_17, 2},
+};
+/* Cast */
+static const int32_t v23[] = {1, 6, 9, 13, 19, 21, 23, 24, 25};
+static const char *const a23_1[] = {"to"};
+static const char *const d23_1[] = {NULL};
+static const char *const a23_6[] = {"to"};
+static const char *const d23_6[] = {NULL};
+static const char *const a23_9[] = {"to"};
+static const char *const d23_9[] = {NULL};
+static const char *const a23_13[] = {"to"};
+static const char *const d23_13[] = {NULL};
+static const char *const a23_19[] = {"saturate", "to"};
+static const char *const d23_19[] = {"1", NULL};
+static const char *const a23_21[] = {"saturate", "to"};
+static const char *const d23_21[] = {"1", NULL};
+static const char *const a23_23[] = {"saturate", "to"};
+static const char *const d23_23[] = {"1", NULL};
+static const char *const a23_24[] = {"round_mode", "saturate", "to"};
+static const char *const d23_24[] = {"up", "1", NULL};
+static const char *const a23_25[] = {"round_mode", "saturate", "to"};
+static const char *const d23_25[] = {"up", "1", NULL};
+static const opset_schema s23[] = {
+    {1, 1, 0x1u, 0x3efeu, a23_1, d23_1, 1},
+    {6, 1, 0x1u, 0x3efeu, a23_6, d23_6, 1},
+    {9, 1, 0x1u, 0x3ffeu, a23_9, d23_9, 1},
+    {13, 1, 0x1u, 0x13ffeu, a23_13, d23_13, 1},
+    {19, 1, 0x1u, 0x1f3ffeu, a23_19, d23_19, 2},
+    {21, 1, 0x1u, 0x7f3ffeu, a23_21, d23_21, 2},
+    {23, 1, 0x1u, 0xff3ffeu, a23_23, d23_23, 2},
+    {24, 1, 0x1u, 0x1ff3ffeu, a23_24, d23_24, 3},
+    {25, 1, 0x1u, 0x7ff3ffeu, a23_25, d23_25, 3},
+};
+/* CastLike */
+static const int32_t v24[] = {15, 19, 21, 23, 24, 25};
+static const char *const a24_19[] = {"saturate"};
+static const char *const d24_19[] = {"1"};
+static const char *const a24_21[] = {"saturate"};
+static const char *const d24_21[] = {"1"};
+static const char *const a24_23[] = {"saturate"};
+static const char *const d24_23[] = {"1"};
+static const char *const a24_24[] = {"round_mode", "saturate"};
+static const char *const d24_24[] = {"up", "1"};
+static const char *const a24_25[] = {"round_mode", "saturate"};
+static const char *const d24_25[] = {"up", "1"};
+static const opset_schema s24[] = {
+    {15, 2, 0x3u, 0x13ffeu, NULL, NULL, 0},
+    {19, 2, 0x3u, 0x1f3ffeu, a24_19, d24_19, 1},
+    {21, 2, 0x3u, 0x7f3ffeu, a24_21, d24_21, 1},
+    {23, 2, 0x3u, 0xff3ffeu, a24_23, d24_23, 1},
+    {24, 2, 0x3u, 0x1ff3ffeu, a24_24, d24_24, 2},
+    {25, 2, 0x3u, 0x7ff3ffeu, a24_25, d24_25, 2},
+};
+/* Ceil */
+static const int32_t v25[] = {1, 6, 13};
+static const char *const a25_1[] = {"consumed_inputs"};
+static const char *const d25_1[] = {NULL};
+static const opset_schema s25[] = {
+    {1, 1, 0x1u, 0xc02u, a25_1, d25_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Celu */
+static const int32_t v26[] = {12};
+static const char *const a26_12[] = {"alpha"};
+static const char *const d26_12[] = {NULL};
+static const opset_schema s26[] = {
+    {12, 1, 0x1u, 0x2u, a26_12, d26_12, 1},
+};
+/* CenterCropPad */
+static const int32_t v27[] = {18};
+static const char *const a27_18[] = {"axes"};
+static const char *const d27_18[] = {NULL};
+static const opset_schema s27[] = {
+    {18, 2, 0x3u, 0x1fffeu, a27_18, d27_18, 1},
+};
+/* Clip */
+static const int32_t v28[] = {1, 6, 11, 12, 13};
+static const char *const a28_1[] = {"consumed_inputs", "max", "min"};
+static const char *const d28_1[] = {NULL, NULL, NULL};
+static const char *const a28_6[] = {"max", "min"};
+static const char *const d28_6[] = {NULL, NULL};
+static const opset_schema s28[] = {
+    {1, 1, 0x1u, 0xc02u, a28_1, d28_1, 3},
+    {6, 1, 0x1u, 0xc02u, a28_6, d28_6, 2},
+    {11, 3, 0x1u, 0xc02u, NULL, NULL, 0},
+    {12, 3, 0x1u, 0x3cfeu, NULL, NULL, 0},
+    {13, 3, 0x1u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Col2Im */
+static const int32_t v29[] = {18};
+static const char *const a29_18[] = {"dilations", "pads", "strides"};
+static const char *const d29_18[] = {NULL, NULL, NULL};
+static const opset_schema s29[] = {
+    {18, 3, 0x7u, 0x1fffeu, a29_18, d29_18, 3},
+};
+/* Compress */
+static const int32_t v30[] = {9, 11};
+static const char *const a30_9[] = {"axis"};
+static const char *const d30_9[] = {NULL};
+static const char *const a30_11[] = {"axis"};
+static const char *const d30_11[] = {NULL};
+static const opset_schema s30[] = {
+    {9, 2, 0x3u, 0xfffeu, a30_9, d30_9, 1},
+    {11, 2, 0x3u, 0xfffeu, a30_11, d30_11, 1},
+};
+/* Concat */
+static const int32_t v31[] = {1, 4, 11, 13};
+static const char *const a31_1[] = {"axis"};
+static const char *const d31_1[] = {NULL};
+static const char *const a31_4[] = {"axis"};
+static const char *const d31_4[] = {NULL};
+static const char *const a31_11[] = {"axis"};
+static const char *const d31_11[] = {NULL};
+static const char *const a31_13[] = {"axis"};
+static const char *const d31_13[] = {NULL};
+static const opset_schema s31[] = {
+    {1, 255, 0x0u, 0xc02u, a31_1, d31_1, 1},
+    {4, 255, 0x0u, 0xfffeu, a31_4, d31_4, 1},
+    {11, 255, 0x0u, 0xfffeu, a31_11, d31_11, 1},
+    {13, 255, 0x0u, 0x1fffeu, a31_13, d31_13, 1},
+};
+/* ConcatFromSequence */
+static const int32_t v32[] = {11};
+static const char *const a32_11[] = {"axis", "new_axis"};
+static const char *const d32_11[] = {NULL, "0"};
+static const opset_schema s32[] = {
+    {11, 1, 0x1u, 0xfffeu, a32_11, d32_11, 2},
+};
+/* Constant */
+static const int32_t v33[] = {1, 9, 11, 12, 13, 19, 21, 23, 24, 25};
+static const char *const a33_1[] = {"value"};
+static const char *const d33_1[] = {NULL};
+static const char *const a33_9[] = {"value"};
+static const char *const d33_9[] = {NULL};
+static const char *const a33_11[] = {"sparse_value", "value"};
+static const char *const d33_11[] = {NULL, NULL};
+static const char *const a33_12[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_12[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a33_13[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_13[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a33_19[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_19[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a33_21[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_21[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a33_23[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_23[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a33_24[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_24[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a33_25[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
+static const char *const d33_25[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const opset_schema s33[] = {
+    {1, 0, 0x0u, 0xc02u, a33_1, d33_1, 1},
+    {9, 0, 0x0u, 0xfffeu, a33_9, d33_9, 1},
+    {11, 0, 0x0u, 0xfffeu, a33_11, d33_11, 2},
+    {12, 0, 0x0u, 0xfffeu, a33_12, d33_12, 8},
+    {13, 0, 0x0u, 0x1fffeu, a33_13, d33_13, 8},
+    {19, 0, 0x0u, 0x1ffffeu, a33_19, d33_19, 8},
+    {21, 0, 0x0u, 0x7ffffeu, a33_21, d33_21, 8},
+    {23, 0, 0x0u, 0xfffffeu, a33_23, d33_23, 8},
+    {24, 0, 0x0u, 0x1fffffeu, a33_24, d33_24, 8},
+    {25, 0, 0x0u, 0x7fffffeu, a33_25, d33_25, 8},
+};
+/* ConstantOfShape */
+static const int32_t v34[] = {9, 20, 21, 23, 24, 25};
+static const char *const a34_9[] = {"value"};
+static const char *const d34_9[] = {NULL};
+static const char *const a34_20[] = {"value"};
+static const char *const d34_20[] = {NULL};
+static const char *const a34_21[] = {"value"};
+static const char *const d34_21[] = {NULL};
+static const char *const a34_23[] = {"value"};
+static const char *const d34_23[] = {NULL};
+static const char *const a34_24[] = {"value"};
+static const char *const d34_24[] = {NULL};
+static const char *const a34_25[] = {"value"};
+static const char *const d34_25[] = {NULL};
+static const opset_schema s34[] = {
+    {9, 1, 0x1u, 0x3efeu, a34_9, d34_9, 1},
+    {20, 1, 0x1u, 0x1f3efeu, a34_20, d34_20, 1},
+    {21, 1, 0x1u, 0x7f3efeu, a34_21, d34_21, 1},
+    {23, 1, 0x1u, 0xff3efeu, a34_23, d34_23, 1},
+    {24, 1, 0x1u, 0x1ff3efeu, a34_24, d34_24, 1},
+    {25, 1, 0x1u, 0x7ff3efeu, a34_25, d34_25, 1},
+};
+/* Conv */
+static const int32_t v35[] = {1, 11, 22};
+static const char *const a35_1[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+static const char *const d35_1[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const char *const a35_11[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+static const char *const d35_11[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const char *const a35_22[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+static const char *const d35_22[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const opset_schema s35[] = {
+    {1, 3, 0x3u, 0xc02u, a35_1, d35_1, 6},
+    {11, 3, 0x3u, 0xc02u, a35_11, d35_11, 6},
+    {22, 3, 0x3u, 0x10c02u, a35_22, d35_22, 6},
+};
+/* ConvInteger */
+static const int32_t v36[] = {10};
+static const char *const a36_10[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+static const char *const d36_10[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const opset_schema s36[] = {
+    {10, 4, 0x3u, 0x4cu, a36_10, d36_10, 6},
+};
+/* ConvTranspose */
+static const int32_t v37[] = {1, 11, 22};
+static const char *const a37_1[] = {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"};
+static const char *const d37_1[] = {"NOTSET", NULL, "1", NULL, NULL, NULL, NULL, NULL};
+static const char *const a37_11[] = {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"};
+static const char *const d37_11[] = {"NOTSET", NULL, "1", NULL, NULL, NULL, NULL, NULL};
+static const char *const a37_22[] = {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"};
+static const char *const d37_22[] = {"NOTSET", NULL, "1", NULL, NULL, NULL, NULL, NULL};
+static const opset_schema s37[] = {
+    {1, 3, 0x3u, 0xc02u, a37_1, d37_1, 8},
+    {11, 3, 0x3u, 0xc02u, a37_11, d37_11, 8},
+    {22, 3, 0x3u, 0x10c02u, a37_22, d37_22, 8},
+};
+/* Cos */
+static const int32_t v38[] = {7, 22};
+static const opset_schema s38[] = {
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Cosh */
+static const int32_t v39[] = {9, 22};
+static const opset_schema s39[] = {
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* CumProd */
+static const int32_t v40[] = {26};
+static const char *const a40_26[] = {"exclusive", "reverse"};
+static const char *const d40_26[] = {"0", "0"};
+static const opset_schema s40[] = {
+    {26, 2, 0x3u, 0x13cc2u, a40_26, d40_26, 2},
+};
+/* CumSum */
+static const int32_t v41[] = {11, 14};
+static const char *const a41_11[] = {"exclusive", "reverse"};
+static const char *const d41_11[] = {"0", "0"};
+static const char *const a41_14[] = {"exclusive", "reverse"};
+static const char *const d41_14[] = {"0", "0"};
+static const opset_schema s41[] = {
+    {11, 2, 0x3u, 0x38c2u, a41_11, d41_11, 2},
+    {14, 2, 0x3u, 0x13cc2u, a41_14, d41_14, 2},
+};
+/* DFT */
+static const int32_t v42[] = {17, 20};
+static const char *const a42_17[] = {"axis", "inverse", "onesided"};
+static const char *const d42_17[] = {"1", "0", "0"};
+static const char *const a42_20[] = {"inverse", "onesided"};
+static const char *const d42_20[] = {"0", "0"};
+static const opset_schema s42[] = {
+    {17, 2, 0x1u, 0x10cc2u, a42_17, d42_17, 3},
+    {20, 3, 0x1u, 0x10cc2u, a42_20, d42_20, 2},
+};
+/* DeformConv */
+static const int32_t v43[] = {19, 22};
+static const char *const a43_19[] = {"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"};
+static const char *const d43_19[] = {NULL, "1", NULL, "1", NULL, NULL};
+static const char *const a43_22[] = {"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"};
+static const char *const d43_22[] = {NULL, "1", NULL, "1", NULL, NULL};
+static const opset_schema s43[] = {
+    {19, 5, 0x7u, 0xc02u, a43_19, d43_19, 6},
+    {22, 5, 0x7u, 0x10c02u, a43_22, d43_22, 6},
+};
+/* DepthToSpace */
+static const int32_t v44[] = {1, 11, 13};
+static const char *const a44_1[] = {"blocksize"};
+static const char *const d44_1[] = {NULL};
+static const char *const a44_11[] = {"blocksize", "mode"};
+static const char *const d44_11[] = {NULL, "DCR"};
+static const char *const a44_13[] = {"blocksize", "mode"};
+static const char *const d44_13[] = {NULL, "DCR"};
+static const opset_schema s44[] = {
+    {1, 1, 0x1u, 0xfffeu, a44_1, d44_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a44_11, d44_11, 2},
+    {13, 1, 0x1u, 0x1fffeu, a44_13, d44_13, 2},
+};
+/* DequantizeLinear */
+static const int32_t v45[] = {10, 13, 19, 21, 23, 24, 25};
+static const char *const a45_13[] = {"axis"};
+static const char *const d45_13[] = {"1"};
+static const char *const a45_19[] = {"axis"};
+static const char *const d45_19[] = {"1"};
+static const char *const a45_21[] = {"axis", "block_size"};
+static const char *const d45_21[] = {"1", "0"};
+static const char *const a45_23[] = {"axis", "block_size", "output_dtype"};
+static const char *const d45_23[] = {"1", "0", "0"};
+static const char *const a45_24[] = {"axis", "block_size", "output_dtype"};
+static const char *const d45_24[] = {"1", "0", "0"};
+static const char *const a45_25[] = {"axis", "block_size", "output_dtype"};
+static const char *const d45_25[] = {"1", "0", "0"};
+static const opset_schema s45[] = {
+    {10, 3, 0x3u, 0x4eu, NULL, NULL, 0},
+    {13, 3, 0x3u, 0x4eu, a45_13, d45_13, 1},
+    {19, 3, 0x3u, 0x1f044eu, a45_19, d45_19, 1},
+    {21, 3, 0x3u, 0x7f047eu, a45_21, d45_21, 2},
+    {23, 3, 0x3u, 0xff047eu, a45_23, d45_23, 3},
+    {24, 3, 0x3u, 0x1ff047eu, a45_24, d45_24, 3},
+    {25, 3, 0x3u, 0x7ff047eu, a45_25, d45_25, 3},
+};
+/* Det */
+static const int32_t v46[] = {11, 22};
+static const opset_schema s46[] = {
+    {11, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Div */
+static const int32_t v47[] = {1, 6, 7, 13, 14};
+static const char *const a47_1[] = {"axis", "broadcast", "consumed_inputs"};
+static const char *const d47_1[] = {NULL, "0", NULL};
+static const char *const a47_6[] = {"axis", "broadcast"};
+static const char *const d47_6[] = {NULL, "0"};
+static const opset_schema s47[] = {
+    {1, 2, 0x3u, 0xc02u, a47_1, d47_1, 3},
+    {6, 2, 0x3u, 0x3cc2u, a47_6, d47_6, 2},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Dropout */
+static const int32_t v48[] = {1, 6, 7, 10, 12, 13, 22};
+static const char *const a48_1[] = {"consumed_inputs", "is_test", "ratio"};
+static const char *const d48_1[] = {NULL, "0", NULL};
+static const char *const a48_6[] = {"is_test", "ratio"};
+static const char *const d48_6[] = {"0", NULL};
+static const char *const a48_7[] = {"ratio"};
+static const char *const d48_7[] = {NULL};
+static const char *const a48_10[] = {"ratio"};
+static const char *const d48_10[] = {NULL};
+static const char *const a48_12[] = {"seed"};
+static const char *const d48_12[] = {NULL};
+static const char *const a48_13[] = {"seed"};
+static const char *const d48_13[] = {NULL};
+static const char *const a48_22[] = {"seed"};
+static const char *const d48_22[] = {NULL};
+static const opset_schema s48[] = {
+    {1, 1, 0x1u, 0xc02u, a48_1, d48_1, 3},
+    {6, 1, 0x1u, 0xc02u, a48_6, d48_6, 2},
+    {7, 1, 0x1u, 0xc02u, a48_7, d48_7, 1},
+    {10, 1, 0x1u, 0xe02u, a48_10, d48_10, 1},
+    {12, 3, 0x1u, 0xe02u, a48_12, d48_12, 1},
+    {13, 3, 0x1u, 0x10e02u, a48_13, d48_13, 1},
+    {22, 3, 0x1u, 0x1f0e02u, a48_22, d48_22, 1},
+};
+/* DynamicQuantizeLinear */
+static const int32_t v49[] = {11};
+static const opset_schema s49[] = {
+    {11, 1, 0x1u, 0x6u, NULL, NULL, 0},
+};
+/* Einsum */
+static const int32_t v50[] = {12};
+static const char *const a50_12[] = {"equation"};
+static const char *const d50_12[] = {NULL};
+static const opset_schema s50[] = {
+    {12, 255, 0x0u, 0x3cfeu, a50_12, d50_12, 1},
+};
+/* Elu */
+static const int32_t v51[] = {1, 6, 22};
+static const char *const a51_1[] = {"alpha", "consumed_inputs"};
+static const char *const d51_1[] = {NULL, NULL};
+static const char *const a51_6[] = {"alpha"};
+static const char *const d51_6[] = {NULL};
+static const char *const a51_22[] = {"alpha"};
+static const char *const d51_22[] = {NULL};
+static const opset_schema s51[] = {
+    {1, 1, 0x1u, 0xc02u, a51_1, d51_1, 2},
+    {6, 1, 0x1u, 0xc02u, a51_6, d51_6, 1},
+    {22, 1, 0x1u, 0x10c02u, a51_22, d51_22, 1},
+};
+/* Equal */
+static const int32_t v52[] = {1, 7, 11, 13, 19};
+static const char *const a52_1[] = {"axis", "broadcast"};
+static const char *const d52_1[] = {NULL, "0"};
+static const opset_schema s52[] = {
+    {1, 2, 0x3u, 0x2c0u, a52_1, d52_1, 2},
+    {7, 2, 0x3u, 0x2c0u, NULL, NULL, 0},
+    {11, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+    {19, 2, 0x3u, 0x13ffeu, NULL, NULL, 0},
+};
+/* Erf */
+static const int32_t v53[] = {9, 13};
+static const opset_schema s53[] = {
+    {9, 1, 0x1u, 0x3cfeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Exp */
+static const int32_t v54[] = {1, 6, 13};
+static const char *const a54_1[] = {"consumed_inputs"};
+static const char *const d54_1[] = {NULL};
+static const opset_schema s54[] = {
+    {1, 1, 0x1u, 0xc02u, a54_1, d54_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Expand */
+static const int32_t v55[] = {8, 13};
+static const opset_schema s55[] = {
+    {8, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
+};
+/* EyeLike */
+static const int32_t v56[] = {9, 22};
+static const char *const a56_9[] = {"dtype", "k"};
+static const char *const d56_9[] = {NULL, "0"};
+static const char *const a56_22[] = {"dtype", "k"};
+static const char *const d56_22[] = {NULL, "0"};
+static const opset_schema s56[] = {
+    {9, 1, 0x1u, 0x3efeu, a56_9, d56_9, 2},
+    {22, 1, 0x1u, 0x13efeu, a56_22, d56_22, 2},
+};
+/* Flatten */
+static const int32_t v57[] = {1, 9, 11, 13, 21, 23, 24, 25};
+static const char *const a57_1[] = {"axis"};
+static const char *const d57_1[] = {"1"};
+static const char *const a57_9[] = {"axis"};
+static const char *const d57_9[] = {"1"};
+static const char *const a57_11[] = {"axis"};
+static const char *const d57_11[] = {"1"};
+static const char *const a57_13[] = {"axis"};
+static const char *const d57_13[] = {"1"};
+static const char *const a57_21[] = {"axis"};
+static const char *const d57_21[] = {"1"};
+static const char *const a57_23[] = {"axis"};
+static const char *const d57_23[] = {"1"};
+static const char *const a57_24[] = {"axis"};
+static const char *const d57_24[] = {"1"};
+static const char *const a57_25[] = {"axis"};
+static const char *const d57_25[] = {"1"};
+static const opset_schema s57[] = {
+    {1, 1, 0x1u, 0xc02u, a57_1, d57_1, 1},
+    {9, 1, 0x1u, 0xfffeu, a57_9, d57_9, 1},
+    {11, 1, 0x1u, 0xfffeu, a57_11, d57_11, 1},
+    {13, 1, 0x1u, 0x1fffeu, a57_13, d57_13, 1},
+    {21, 1, 0x1u, 0x7ffffeu, a57_21, d57_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, a57_23, d57_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, a57_24, d57_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, a57_25, d57_25, 1},
+};
+/* Floor */
+static const int32_t v58[] = {1, 6, 13};
+static const char *const a58_1[] = {"consumed_inputs"};
+static const char *const d58_1[] = {NULL};
+static const opset_schema s58[] = {
+    {1, 1, 0x1u, 0xc02u, a58_1, d58_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* GRU */
+static const int32_t v59[] = {1, 3, 7, 14, 22};
+static const char *const a59_1[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "output_sequence"};
+static const char *const d59_1[] = {NULL, NULL, NULL, NULL, "foward", NULL, "0"};
+static const char *const a59_3[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "linear_before_reset", "output_sequence"};
+static const char *const d59_3[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const char *const a59_7[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "linear_before_reset"};
+static const char *const d59_7[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
+static const char *const a59_14[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout", "linear_before_reset"};
+static const char *const d59_14[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const char *const a59_22[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout", "linear_before_reset"};
+static const char *const d59_22[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const opset_schema s59[] = {
+    {1, 6, 0x7u, 0xc42u, a59_1, d59_1, 7},
+    {3, 6, 0x7u, 0xc42u, a59_3, d59_3, 8},
+    {7, 6, 0x7u, 0xc42u, a59_7, d59_7, 7},
+    {14, 6, 0x7u, 0xc42u, a59_14, d59_14, 8},
+    {22, 6, 0x7u, 0x10c42u, a59_22, d59_22, 8},
+};
+/* Gather */
+static const int32_t v60[] = {1, 11, 13};
+static const char *const a60_1[] = {"axis"};
+static const char *const d60_1[] = {"0"};
+static const char *const a60_11[] = {"axis"};
+static const char *const d60_11[] = {"0"};
+static const char *const a60_13[] = {"axis"};
+static const char *const d60_13[] = {"0"};
+static const opset_schema s60[] = {
+    {1, 2, 0x3u, 0xfffeu, a60_1, d60_1, 1},
+    {11, 2, 0x3u, 0xfffeu, a60_11, d60_11, 1},
+    {13, 2, 0x3u, 0x1fffeu, a60_13, d60_13, 1},
+};
+/* GatherElements */
+static const int32_t v61[] = {11, 13};
+static const char *const a61_11[] = {"axis"};
+static const char *const d61_11[] = {"0"};
+static const char *const a61_13[] = {"axis"};
+static const char *const d61_13[] = {"0"};
+static const opset_schema s61[] = {
+    {11, 2, 0x3u, 0xfffeu, a61_11, d61_11, 1},
+    {13, 2, 0x3u, 0x1fffeu, a61_13, d61_13, 1},
+};
+/* GatherND */
+static const int32_t v62[] = {11, 12, 13};
+static const char *const a62_12[] = {"batch_dims"};
+static const char *const d62_12[] = {"0"};
+static const char *const a62_13[] = {"batch_dims"};
+static const char *const d62_13[] = {"0"};
+static const opset_schema s62[] = {
+    {11, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
+    {12, 2, 0x3u, 0xfffeu, a62_12, d62_12, 1},
+    {13, 2, 0x3u, 0x1fffeu, a62_13, d62_13, 1},
+};
+/* Gelu */
+static const int32_t v63[] = {20};
+static const char *const a63_20[] = {"approximate"};
+static const char *const d63_20[] = {"none"};
+static const opset_schema s63[] = {
+    {20, 1, 0x1u, 0x10c02u, a63_20, d63_20, 1},
+};
+/* Gemm */
+static const int32_t v64[] = {1, 6, 7, 9, 11, 13};
+static const char *const a64_1[] = {"alpha", "beta", "broadcast", "transA", "transB"};
+static const char *const d64_1[] = {NULL, NULL, "0", "0", "0"};
+static const char *const a64_6[] = {"alpha", "beta", "broadcast", "transA", "transB"};
+static const char *const d64_6[] = {NULL, NULL, "0", "0", "0"};
+static const char *const a64_7[] = {"alpha", "beta", "transA", "transB"};
+static const char *const d64_7[] = {NULL, NULL, "0", "0"};
+static const char *const a64_9[] = {"alpha", "beta", "transA", "transB"};
+static const char *const d64_9[] = {NULL, NULL, "0", "0"};
+static const char *const a64_11[] = {"alpha", "beta", "transA", "transB"};
+static const char *const d64_11[] = {NULL, NULL, "0", "0"};
+static const char *const a64_13[] = {"alpha", "beta", "transA", "transB"};
+static const char *const d64_13[] = {NULL, NULL, "0", "0"};
+static const opset_schema s64[] = {
+    {1, 3, 0x7u, 0xc02u, a64_1, d64_1, 5},
+    {6, 3, 0x7u, 0xc02u, a64_6, d64_6, 5},
+    {7, 3, 0x7u, 0xc02u, a64_7, d64_7, 4},
+    {9, 3, 0x7u, 0x3cc2u, a64_9, d64_9, 4},
+    {11, 3, 0x3u, 0x3cc2u, a64_11, d64_11, 4},
+    {13, 3, 0x3u, 0x13cc2u, a64_13, d64_13, 4},
+};
+/* GlobalAveragePool */
+static const int32_t v65[] = {1, 22};
+static const opset_schema s65[] = {
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* GlobalLpPool */
+static const int32_t v66[] = {1, 2, 22};
+static const char *const a66_1[] = {"p"};
+static const char *const d66_1[] = {NULL};
+static const char *const a66_2[] = {"p"};
+static const char *const d66_2[] = {"2"};
+static const char *const a66_22[] = {"p"};
+static const char *const d66_22[] = {"2"};
+static const opset_schema s66[] = {
+    {1, 1, 0x1u, 0xc02u, a66_1, d66_1, 1},
+    {2, 1, 0x1u, 0xc02u, a66_2, d66_2, 1},
+    {22, 1, 0x1u, 0x10c02u, a66_22, d66_22, 1},
+};
+/* GlobalMaxPool */
+static const int32_t v67[] = {1, 22};
+static const opset_schema s67[] = {
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Greater */
+static const int32_t v68[] = {1, 7, 9, 13};
+static const char *const a68_1[] = {"axis", "broadcast"};
+static const char *const d68_1[] = {NULL, "0"};
+static const opset_schema s68[] = {
+    {1, 2, 0x3u, 0xe02u, a68_1, d68_1, 2},
+    {7, 2, 0x3u, 0xe02u, NULL, NULL, 0},
+    {9, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+};
+/* GreaterOrEqual */
+static const int32_t v69[] = {12, 16};
+static const opset_schema s69[] = {
+    {12, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
+    {16, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+};
+/* GridSample */
+static const int32_t v70[] = {16, 20, 22};
+static const char *const a70_16[] = {"align_corners", "mode", "padding_mode"};
+static const char *const d70_16[] = {"0", "bilinear", "zeros"};
+static const char *const a70_20[] = {"align_corners", "mode", "padding_mode"};
+static const char *const d70_20[] = {"0", "linear", "zeros"};
+static const char *const a70_22[] = {"align_corners", "mode", "padding_mode"};
+static const char *const d70_22[] = {"0", "linear", "zeros"};
+static const opset_schema s70[] = {
+    {16, 2, 0x3u, 0xfffeu, a70_16, d70_16, 3},
+    {20, 2, 0x3u, 0xfffeu, a70_20, d70_20, 3},
+    {22, 2, 0x3u, 0x1fffeu, a70_22, d70_22, 3},
+};
+/* GroupNormalization */
+static const int32_t v71[] = {18, 21};
+static const char *const a71_21[] = {"epsilon", "num_groups", "stash_type"};
+static const char *const d71_21[] = {NULL, NULL, "1"};
+static const opset_schema s71[] = {
+    {18, 0, 0x0u, 0x0u, NULL, NULL, 0},
+    {21, 3, 0x7u, 0x10c02u, a71_21, d71_21, 3},
+};
+/* HammingWindow */
+static const int32_t v72[] = {17};
+static const char *const a72_17[] = {"output_datatype", "periodic"};
+static const char *const d72_17[] = {"1", "1"};
+static const opset_schema s72[] = {
+    {17, 1, 0x1u, 0x13cfeu, a72_17, d72_17, 2},
+};
+/* HannWindow */
+static const int32_t v73[] = {17};
+static const char *const a73_17[] = {"output_datatype", "periodic"};
+static const char *const d73_17[] = {"1", "1"};
+static const opset_schema s73[] = {
+    {17, 1, 0x1u, 0x13cfeu, a73_17, d73_17, 2},
+};
+/* HardSigmoid */
+static const int32_t v74[] = {1, 6, 22};
+static const char *const a74_1[] = {"alpha", "beta", "consumed_inputs"};
+static const char *const d74_1[] = {NULL, NULL, NULL};
+static const char *const a74_6[] = {"alpha", "beta"};
+static const char *const d74_6[] = {NULL, NULL};
+static const char *const a74_22[] = {"alpha", "beta"};
+static const char *const d74_22[] = {NULL, NULL};
+static const opset_schema s74[] = {
+    {1, 1, 0x1u, 0xc02u, a74_1, d74_1, 3},
+    {6, 1, 0x1u, 0xc02u, a74_6, d74_6, 2},
+    {22, 1, 0x1u, 0x10c02u, a74_22, d74_22, 2},
+};
+/* HardSwish */
+static const int32_t v75[] = {14, 22};
+static const opset_schema s75[] = {
+    {14, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Hardmax */
+static const int32_t v76[] = {1, 11, 13};
+static const char *const a76_1[] = {"axis"};
+static const char *const d76_1[] = {"1"};
+static const char *const a76_11[] = {"axis"};
+static const char *const d76_11[] = {"1"};
+static const char *const a76_13[] = {"axis"};
+static const char *const d76_13[] = {"-1"};
+static const opset_schema s76[] = {
+    {1, 1, 0x1u, 0xc02u, a76_1, d76_1, 1},
+    {11, 1, 0x1u, 0xc02u, a76_11, d76_11, 1},
+    {13, 1, 0x1u, 0x10c02u, a76_13, d76_13, 1},
+};
+/* Identity */
+static const int32_t v77[] = {1, 13, 14, 16, 19, 21, 23, 24, 25};
+static const opset_schema s77[] = {
+    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {14, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {16, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {19, 1, 0x1u, 0x1ffffeu, NULL, NULL, 0},
+    {21, 1, 0x1u, 0x7ffffeu, NULL, NULL, 0},
+    {23, 1, 0x1u, 0xfffffeu, NULL, NULL, 0},
+    {24, 1, 0x1u, 0x1fffffeu, NULL, NULL, 0},
+    {25, 1, 0x1u, 0x7fffffeu, NULL, NULL, 0},
+};
+/* If */
+static const int32_t v78[] = {1, 11, 13, 16, 19, 21, 23, 24, 25};
+static const char *const a78_1[] = {"else_branch", "then_branch"};
+static const char *const d78_1[] = {NULL, NULL};
+static const char *const a78_11[] = {"else_branch", "then_branch"};
+static const char *const d78_11[] = {NULL, NULL};
+static const char *const a78_13[] = {"else_branch", "then_branch"};
+static const char *const d78_13[] = {NULL, NULL};
+static const char *const a78_16[] = {"else_branch", "then_branch"};
+static const char *const d78_16[] = {NULL, NULL};
+static const char *const a78_19[] = {"else_branch", "then_branch"};
+static const char *const d78_19[] = {NULL, NULL};
+static const char *const a78_21[] = {"else_branch", "then_branch"};
+static const char *const d78_21[] = {NULL, NULL};
+static const char *const a78_23[] = {"else_branch", "then_branch"};
+static const char *const d78_23[] = {NULL, NULL};
+static const char *const a78_24[] = {"else_branch", "then_branch"};
+static const char *const d78_24[] = {NULL, NULL};
+static const char *const a78_25[] = {"else_branch", "then_branch"};
+static const char *const d78_25[] = {NULL, NULL};
+static const opset_schema s78[] = {
+    {1, 1, 0x1u, 0xfffeu, a78_1, d78_1, 2},
+    {11, 1, 0x1u, 0xfffeu, a78_11, d78_11, 2},
+    {13, 1, 0x1u, 0xfffeu, a78_13, d78_13, 2},
+    {16, 1, 0x1u, 0x1fffeu, a78_16, d78_16, 2},
+    {19, 1, 0x1u, 0x1ffffeu, a78_19, d78_19, 2},
+    {21, 1, 0x1u, 0x7ffffeu, a78_21, d78_21, 2},
+    {23, 1, 0x1u, 0xfffffeu, a78_23, d78_23, 2},
+    {24, 1, 0x1u, 0x1fffffeu, a78_24, d78_24, 2},
+    {25, 1, 0x1u, 0x7fffffeu, a78_25, d78_25, 2},
+};
+/* ImageDecoder */
+static const int32_t v79[] = {20};
+static const char *const a79_20[] = {"pixel_format"};
+static const char *const d79_20[] = {"RGB"};
+static const opset_schema s79[] = {
+    {20, 1, 0x1u, 0x4u, a79_20, d79_20, 1},
+};
+/* InstanceNormalization */
+static const int32_t v80[] = {1, 6, 22};
+static const char *const a80_1[] = {"consumed_inputs", "epsilon"};
+static const char *const d80_1[] = {NULL, NULL};
+static const char *const a80_6[] = {"epsilon"};
+static const char *const d80_6[] = {NULL};
+static const char *const a80_22[] = {"epsilon"};
+static const char *const d80_22[] = {NULL};
+static const opset_schema s80[] = {
+    {1, 3, 0x7u, 0xc02u, a80_1, d80_1, 2},
+    {6, 3, 0x7u, 0xc02u, a80_6, d80_6, 1},
+    {22, 3, 0x7u, 0x10c02u, a80_22, d80_22, 1},
+};
+/* IsInf */
+static const int32_t v81[] = {10, 20};
+static const char *const a81_10[] = {"detect_negative", "detect_positive"};
+static const char *const d81_10[] = {"1", "1"};
+static const char *const a81_20[] = {"detect_negative", "detect_positive"};
+static const char *const d81_20[] = {"1", "1"};
+static const opset_schema s81[] = {
+    {10, 1, 0x1u, 0xa02u, a81_10, d81_10, 2},
+    {20, 1, 0x1u, 0x1f0e02u, a81_20, d81_20, 2},
+};
+/* IsNaN */
+static const int32_t v82[] = {9, 13, 20};
+static const opset_schema s82[] = {
+    {9, 1, 0x1u, 0xe02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10e02u, NULL, NULL, 0},
+    {20, 1, 0x1u, 0x1f0e02u, NULL, NULL, 0},
+};
+/* LRN */
+static const int32_t v83[] = {1, 13};
+static const char *const a83_1[] = {"alpha", "beta", "bias", "size"};
+static const char *const d83_1[] = {NULL, NULL, NULL, NULL};
+static const char *const a83_13[] = {"alpha", "beta", "bias", "size"};
+static const char *const d83_13[] = {NULL, NULL, NULL, NULL};
+static const opset_schema s83[] = {
+    {1, 1, 0x1u, 0xc02u, a83_1, d83_1, 4},
+    {13, 1, 0x1u, 0x10c02u, a83_13, d83_13, 4},
+};
+/* LSTM */
+static const int32_t v84[] = {1, 7, 14, 22};
+static const char *const a84_1[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "input_forget", "output_sequence"};
+static const char *const d84_1[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const char *const a84_7[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "input_forget"};
+static const char *const d84_7[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
+static const char *const a84_14[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "input_forget", "layout"};
+static const char *const d84_14[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const char *const a84_22[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "input_forget", "layout"};
+static const char *const d84_22[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const opset_schema s84[] = {
+    {1, 8, 0x7u, 0xc42u, a84_1, d84_1, 8},
+    {7, 8, 0x7u, 0xc42u, a84_7, d84_7, 7},
+    {14, 8, 0x7u, 0xc42u, a84_14, d84_14, 8},
+    {22, 8, 0x7u, 0x10c42u, a84_22, d84_22, 8},
+};
+/* LayerNormalization */
+static const int32_t v85[] = {17};
+static const char *const a85_17[] = {"axis", "epsilon", "stash_type"};
+static const char *const d85_17[] = {"-1", NULL, "1"};
+static const opset_schema s85[] = {
+    {17, 3, 0x3u, 0x10c02u, a85_17, d85_17, 3},
+};
+/* LeakyRelu */
+static const int32_t v86[] = {1, 6, 16};
+static const char *const a86_1[] = {"alpha", "consumed_inputs"};
+static const char *const d86_1[] = {NULL, NULL};
+static const char *const a86_6[] = {"alpha"};
+static const char *const d86_6[] = {NULL};
+static const char *const a86_16[] = {"alpha"};
+static const char *const d86_16[] = {NULL};
+static const opset_schema s86[] = {
+    {1, 1, 0x1u, 0xc02u, a86_1, d86_1, 2},
+    {6, 1, 0x1u, 0xc02u, a86_6, d86_6, 1},
+    {16, 1, 0x1u, 0x10c02u, a86_16, d86_16, 1},
+};
+/* Less */
+static const int32_t v87[] = {1, 7, 9, 13};
+static const char *const a87_1[] = {"axis", "broadcast"};
+static const char *const d87_1[] = {NULL, "0"};
+static const opset_schema s87[] = {
+    {1, 2, 0x3u, 0xe02u, a87_1, d87_1, 2},
+    {7, 2, 0x3u, 0xe02u, NULL, NULL, 0},
+    {9, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+};
+/* LessOrEqual */
+static const int32_t v88[] = {12, 16};
+static const opset_schema s88[] = {
+    {12, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
+    {16, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+};
+/* Log */
+static const int32_t v89[] = {1, 6, 13};
+static const char *const a89_1[] = {"consumed_inputs"};
+static const char *const d89_1[] = {NULL};
+static const opset_schema s89[] = {
+    {1, 1, 0x1u, 0xc02u, a89_1, d89_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* LogSoftmax */
+static const int32_t v90[] = {1, 11, 13};
+static const char *const a90_1[] = {"axis"};
+static const char *const d90_1[] = {"1"};
+static const char *const a90_11[] = {"axis"};
+static const char *const d90_11[] = {"1"};
+static const char *const a90_13[] = {"axis"};
+static const char *const d90_13[] = {"-1"};
+static const opset_schema s90[] = {
+    {1, 1, 0x1u, 0xc02u, a90_1, d90_1, 1},
+    {11, 1, 0x1u, 0xc02u, a90_11, d90_11, 1},
+    {13, 1, 0x1u, 0x10c02u, a90_13, d90_13, 1},
+};
+/* Loop */
+static const int32_t v91[] = {1, 11, 13, 16, 19, 21, 23, 24, 25};
+static const char *const a91_1[] = {"body"};
+static const char *const d91_1[] = {NULL};
+static const char *const a91_11[] = {"body"};
+static const char *const d91_11[] = {NULL};
+static const char *const a91_13[] = {"body"};
+static const char *const d91_13[] = {NULL};
+static const char *const a91_16[] = {"body"};
+static const char *const d91_16[] = {NULL};
+static const char *const a91_19[] = {"body"};
+static const char *const d91_19[] = {NULL};
+static const char *const a91_21[] = {"body"};
+static const char *const d91_21[] = {NULL};
+static const char *const a91_23[] = {"body"};
+static const char *const d91_23[] = {NULL};
+static const char *const a91_24[] = {"body"};
+static const char *const d91_24[] = {NULL};
+static const char *const a91_25[] = {"body"};
+static const char *const d91_25[] = {NULL};
+static const opset_schema s91[] = {
+    {1, 255, 0x0u, 0xfffeu, a91_1, d91_1, 1},
+    {11, 255, 0x0u, 0xfffeu, a91_11, d91_11, 1},
+    {13, 255, 0x0u, 0xfffeu, a91_13, d91_13, 1},
+    {16, 255, 0x0u, 0x1fffeu, a91_16, d91_16, 1},
+    {19, 255, 0x0u, 0x1ffffeu, a91_19, d91_19, 1},
+    {21, 255, 0x0u, 0x7ffffeu, a91_21, d91_21, 1},
+    {23, 255, 0x0u, 0xfffffeu, a91_23, d91_23, 1},
+    {24, 255, 0x0u, 0x1fffffeu, a91_24, d91_24, 1},
+    {25, 255, 0x0u, 0x7fffffeu, a91_25, d91_25, 1},
+};
+/* LpNormalization */
+static const int32_t v92[] = {1, 22};
+static const char *const a92_1[] = {"axis", "p"};
+static const char *const d92_1[] = {"-1", "2"};
+static const char *const a92_22[] = {"axis", "p"};
+static const char *const d92_22[] = {"-1", "2"};
+static const opset_schema s92[] = {
+    {1, 1, 0x1u, 0xc02u, a92_1, d92_1, 2},
+    {22, 1, 0x1u, 0x10c02u, a92_22, d92_22, 2},
+};
+/* LpPool */
+static const int32_t v93[] = {1, 2, 11, 18, 22};
+static const char *const a93_1[] = {"auto_pad", "kernel_shape", "p", "pads", "strides"};
+static const char *const d93_1[] = {"NOTSET", NULL, NULL, NULL, NULL};
+static const char *const a93_2[] = {"auto_pad", "kernel_shape", "p", "pads", "strides"};
+static const char *const d93_2[] = {"NOTSET", NULL, "2", NULL, NULL};
+static const char *const a93_11[] = {"auto_pad", "kernel_shape", "p", "pads", "strides"};
+static const char *const d93_11[] = {"NOTSET", NULL, "2", NULL, NULL};
+static const char *const a93_18[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"};
+static const char *const d93_18[] = {"NOTSET", "0", NULL, NULL, "2", NULL, NULL};
+static const char *const a93_22[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"};
+static const char *const d93_22[] = {"NOTSET", "0", NULL, NULL, "2", NULL, NULL};
+static const opset_schema s93[] = {
+    {1, 1, 0x1u, 0xc02u, a93_1, d93_1, 5},
+    {2, 1, 0x1u, 0xc02u, a93_2, d93_2, 5},
+    {11, 1, 0x1u, 0xc02u, a93_11, d93_11, 5},
+    {18, 1, 0x1u, 0xc02u, a93_18, d93_18, 7},
+    {22, 1, 0x1u, 0x10c02u, a93_22, d93_22, 7},
+};
+/* MatMul */
+static const int32_t v94[] = {1, 9, 13};
+static const opset_schema s94[] = {
+    {1, 2, 0x3u, 0xc02u, NULL, NULL, 0},
+    {9, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+};
+/* MatMulInteger */
+static const int32_t v95[] = {10};
+static const opset_schema s95[] = {
+    {10, 4, 0x3u, 0x4cu, NULL, NULL, 0},
+};
+/* Max */
+static const int32_t v96[] = {1, 6, 8, 12, 13};
+static const char *const a96_1[] = {"consumed_inputs"};
+static const char *const d96_1[] = {NULL};
+static const opset_schema s96[] = {
+    {1, 255, 0x0u, 0xc02u, a96_1, d96_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {12, 255, 0x0u, 0x3cfeu, NULL, NULL, 0},
+    {13, 255, 0x0u, 0x13cfeu, NULL, NULL, 0},
+};
+/* MaxPool */
+static const int32_t v97[] = {1, 8, 10, 11, 12, 22};
+static const char *const a97_1[] = {"auto_pad", "kernel_shape", "pads", "strides"};
+static const char *const d97_1[] = {"NOTSET", NULL, NULL, NULL};
+static const char *const a97_8[] = {"auto_pad", "kernel_shape", "pads", "storage_order", "strides"};
+static const char *const d97_8[] = {"NOTSET", NULL, NULL, "0", NULL};
+static const char *const a97_10[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"};
+static const char *const d97_10[] = {"NOTSET", "0", NULL, NULL, NULL, "0", NULL};
+static const char *const a97_11[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"};
+static const char *const d97_11[] = {"NOTSET", "0", NULL, NULL, NULL, "0", NULL};
+static const char *const a97_12[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"};
+static const char *const d97_12[] = {"NOTSET", "0", NULL, NULL, NULL, "0", NULL};
+static const char *const a97_22[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"};
+static const char *const d97_22[] = {"NOTSET", "0", NULL, NULL, NULL, "0", NULL};
+static const opset_schema s97[] = {
+    {1, 1, 0x1u, 0xc02u, a97_1, d97_1, 4},
+    {8, 1, 0x1u, 0xc82u, a97_8, d97_8, 5},
+    {10, 1, 0x1u, 0xc82u, a97_10, d97_10, 7},
+    {11, 1, 0x1u, 0xc82u, a97_11, d97_11, 7},
+    {12, 1, 0x1u, 0xc8eu, a97_12, d97_12, 7},
+    {22, 1, 0x1u, 0x10c8eu, a97_22, d97_22, 7},
+};
+/* MaxRoiPool */
+static const int32_t v98[] = {1, 22};
+static const char *const a98_1[] = {"pooled_shape", "spatial_scale"};
+static const char *const d98_1[] = {NULL, NULL};
+static const char *const a98_22[] = {"pooled_shape", "spatial_scale"};
+static const char *const d98_22[] = {NULL, NULL};
+static const opset_schema s98[] = {
+    {1, 2, 0x3u, 0xc02u, a98_1, d98_1, 2},
+    {22, 2, 0x3u, 0x10c02u, a98_22, d98_22, 2},
+};
+/* MaxUnpool */
+static const int32_t v99[] = {9, 11, 22};
+static const char *const a99_9[] = {"kernel_shape", "pads", "strides"};
+static const char *const d99_9[] = {NULL, NULL, NULL};
+static const char *const a99_11[] = {"kernel_shape", "pads", "strides"};
+static const char *const d99_11[] = {NULL, NULL, NULL};
+static const char *const a99_22[] = {"kernel_shape", "pads", "strides"};
+static const char *const d99_22[] = {NULL, NULL, NULL};
+static const opset_schema s99[] = {
+    {9, 3, 0x3u, 0xc82u, a99_9, d99_9, 3},
+    {11, 3, 0x3u, 0xc82u, a99_11, d99_11, 3},
+    {22, 3, 0x3u, 0x10c82u, a99_22, d99_22, 3},
+};
+/* Mean */
+static const int32_t v100[] = {1, 6, 8, 13};
+static const char *const a100_1[] = {"consumed_inputs"};
+static const char *const d100_1[] = {NULL};
+static const opset_schema s100[] = {
+    {1, 255, 0x0u, 0xc02u, a100_1, d100_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {13, 255, 0x0u, 0x10c02u, NULL, NULL, 0},
+};
+/* MeanVarianceNormalization */
+static const int32_t v101[] = {9, 13};
+static const char *const a101_9[] = {"axes"};
+static const char *const d101_9[] = {NULL};
+static const char *const a101_13[] = {"axes"};
+static const char *const d101_13[] = {NULL};
+static const opset_schema s101[] = {
+    {9, 1, 0x1u, 0xc02u, a101_9, d101_9, 1},
+    {13, 1, 0x1u, 0x10c02u, a101_13, d101_13, 1},
+};
+/* MelWeightMatrix */
+static const int32_t v102[] = {17};
+static const char *const a102_17[] = {"output_datatype"};
+static const char *const d102_17[] = {"1"};
+static const opset_schema s102[] = {
+    {17, 5, 0x1fu, 0x13cfeu, a102_17, d102_17, 1},
+};
+/* Min */
+static const int32_t v103[] = {1, 6, 8, 12, 13};
+static const char *const a103_1[] = {"consumed_inputs"};
+static const char *const d103_1[] = {NULL};
+static const opset_schema s103[] = {
+    {1, 255, 0x0u, 0xc02u, a103_1, d103_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {12, 255, 0x0u, 0x3cfeu, NULL, NULL, 0},
+    {13, 255, 0x0u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Mish */
+static const int32_t v104[] = {18, 22};
+static const opset_schema s104[] = {
+    {18, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Mod */
+static const int32_t v105[] = {10, 13};
+static const char *const a105_10[] = {"fmod"};
+static const char *const d105_10[] = {"0"};
+static const char *const a105_13[] = {"fmod"};
+static const char *const d105_13[] = {"0"};
+static const opset_schema s105[] = {
+    {10, 2, 0x3u, 0x3cfeu, a105_10, d105_10, 1},
+    {13, 2, 0x3u, 0x13cfeu, a105_13, d105_13, 1},
+};
+/* Mul */
+static const int32_t v106[] = {1, 6, 7, 13, 14};
+static const char *const a106_1[] = {"axis", "broadcast", "consumed_inputs"};
+static const char *const d106_1[] = {NULL, "0", NULL};
+static const char *const a106_6[] = {"axis", "broadcast"};
+static const char *const d106_6[] = {NULL, "0"};
+static const opset_schema s106[] = {
+    {1, 2, 0x3u, 0xc02u, a106_1, d106_1, 3},
+    {6, 2, 0x3u, 0x3cc2u, a106_6, d106_6, 2},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Multinomial */
+static const int32_t v107[] = {7, 22};
+static const char *const a107_7[] = {"dtype", "sample_size", "seed"};
+static const char *const d107_7[] = {"6", "1", NULL};
+static const char *const a107_22[] = {"dtype", "sample_size", "seed"};
+static const char *const d107_22[] = {"6", "1", NULL};
+static const opset_schema s107[] = {
+    {7, 1, 0x1u, 0xcc2u, a107_7, d107_7, 3},
+    {22, 1, 0x1u, 0x10cc2u, a107_22, d107_22, 3},
+};
+/* Neg */
+static const int32_t v108[] = {1, 6, 13};
+static const char *const a108_1[] = {"consumed_inputs"};
+static const char *const d108_1[] = {NULL};
+static const opset_schema s108[] = {
+    {1, 1, 0x1u, 0xc02u, a108_1, d108_1, 1},
+    {6, 1, 0x1u, 0xceau, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10ceau, NULL, NULL, 0},
+};
+/* NegativeLogLikelihoodLoss */
+static const int32_t v109[] = {12, 13, 22};
+static const char *const a109_12[] = {"ignore_index", "reduction"};
+static const char *const d109_12[] = {NULL, "mean"};
+static const char *const a109_13[] = {"ignore_index", "reduction"};
+static const char *const d109_13[] = {NULL, "mean"};
+static const char *const a109_22[] = {"ignore_index", "reduction"};
+static const char *const d109_22[] = {NULL, "mean"};
+static const opset_schema s109[] = {
+    {12, 3, 0x3u, 0xcc2u, a109_12, d109_12, 2},
+    {13, 3, 0x3u, 0xcc2u, a109_13, d109_13, 2},
+    {22, 3, 0x3u, 0x10cc2u, a109_22, d109_22, 2},
+};
+/* NonMaxSuppression */
+static const int32_t v110[] = {10, 11};
+static const char *const a110_10[] = {"center_point_box"};
+static const char *const d110_10[] = {"0"};
+static const char *const a110_11[] = {"center_point_box"};
+static const char *const d110_11[] = {"0"};
+static const opset_schema s110[] = {
+    {10, 5, 0x3u, 0x82u, a110_10, d110_10, 1},
+    {11, 5, 0x3u, 0x82u, a110_11, d110_11, 1},
+};
+/* NonZero */
+static const int32_t v111[] = {9, 13};
+static const opset_schema s111[] = {
+    {9, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+};
+/* Not */
+static const int32_t v112[] = {1};
+static const opset_schema s112[] = {
+    {1, 1, 0x1u, 0x200u, NULL, NULL, 0},
+};
+/* OneHot */
+static const int32_t v113[] = {9, 11};
+static const char *const a113_9[] = {"axis"};
+static const char *const d113_9[] = {"-1"};
+static const char *const a113_11[] = {"axis"};
+static const char *const d113_11[] = {"-1"};
+static const opset_schema s113[] = {
+    {9, 3, 0x7u, 0xfffeu, a113_9, d113_9, 1},
+    {11, 3, 0x7u, 0xfffeu, a113_11, d113_11, 1},
+};
+/* Optional */
+static const int32_t v114[] = {15};
+static const char *const a114_15[] = {"type"};
+static const char *const d114_15[] = {NULL};
+static const opset_schema s114[] = {
+    {15, 1, 0x0u, 0xfffeu, a114_15, d114_15, 1},
+};
+/* OptionalGetElement */
+static const int32_t v115[] = {15, 18};
+static const opset_schema s115[] = {
+    {15, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {18, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+};
+/* OptionalHasElement */
+static const int32_t v116[] = {15, 18};
+static const opset_schema s116[] = {
+    {15, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {18, 1, 0x0u, 0xfffeu, NULL, NULL, 0},
+};
+/* Or */
+static const int32_t v117[] = {1, 7};
+static const char *const a117_1[] = {"axis", "broadcast"};
+static const char *const d117_1[] = {NULL, "0"};
+static const opset_schema s117[] = {
+    {1, 2, 0x3u, 0x200u, a117_1, d117_1, 2},
+    {7, 2, 0x3u, 0x200u, NULL, NULL, 0},
+};
+/* PRelu */
+static const int32_t v118[] = {1, 6, 7, 9, 16};
+static const char *const a118_1[] = {"consumed_inputs"};
+static const char *const d118_1[] = {NULL};
+static const opset_schema s118[] = {
+    {1, 2, 0x3u, 0xc02u, a118_1, d118_1, 1},
+    {6, 2, 0x3u, 0xc02u, NULL, NULL, 0},
+    {7, 2, 0x3u, 0xc02u, NULL, NULL, 0},
+    {9, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
+    {16, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+};
+/* Pad */
+static const int32_t v119[] = {1, 2, 11, 13, 18, 19, 21, 23, 24, 25};
+static const char *const a119_1[] = {"mode", "paddings", "value"};
+static const char *const d119_1[] = {"constant", NULL, NULL};
+static const char *const a119_2[] = {"mode", "pads", "value"};
+static const char *const d119_2[] = {"constant", NULL, NULL};
+static const char *const a119_11[] = {"mode"};
+static const char *const d119_11[] = {"constant"};
+static const char *const a119_13[] = {"mode"};
+static const char *const d119_13[] = {"constant"};
+static const char *const a119_18[] = {"mode"};
+static const char *const d119_18[] = {"constant"};
+static const char *const a119_19[] = {"mode"};
+static const char *const d119_19[] = {"constant"};
+static const char *const a119_21[] = {"mode"};
+static const char *const d119_21[] = {"constant"};
+static const char *const a119_23[] = {"mode"};
+static const char *const d119_23[] = {"constant"};
+static const char *const a119_24[] = {"mode"};
+static const char *const d119_24[] = {"constant"};
+static const char *const a119_25[] = {"mode"};
+static const char *const d119_25[] = {"constant"};
+static const opset_schema s119[] = {
+    {1, 1, 0x1u, 0xc02u, a119_1, d119_1, 3},
+    {2, 1, 0x1u, 0xc02u, a119_2, d119_2, 3},
+    {11, 3, 0x3u, 0x3cfeu, a119_11, d119_11, 1},
+    {13, 3, 0x3u, 0x1fffeu, a119_13, d119_13, 1},
+    {18, 4, 0x3u, 0x1fffeu, a119_18, d119_18, 1},
+    {19, 4, 0x3u, 0x1fffeu, a119_19, d119_19, 1},
+    {21, 4, 0x3u, 0x7ffffeu, a119_21, d119_21, 1},
+    {23, 4, 0x3u, 0xfffffeu, a119_23, d119_23, 1},
+    {24, 4, 0x3u, 0x1fffffeu, a119_24, d119_24, 1},
+    {25, 4, 0x3u, 0x7fffffeu, a119_25, d119_25, 1},
+};
+/* Pow */
+static const int32_t v120[] = {1, 7, 12, 13, 15};
+static const char *const a120_1[] = {"axis", "broadcast"};
+static const char *const d120_1[] = {NULL, "0"};
+static const opset_schema s120[] = {
+    {1, 2, 0x3u, 0xc02u, a120_1, d120_1, 2},
+    {7, 2, 0x3u, 0xc02u, NULL, NULL, 0},
+    {12, 2, 0x3u, 0x3cfeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+    {15, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+};
+/* QLinearConv */
+static const int32_t v121[] = {10};
+static const char *const a121_10[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
+static const char *const d121_10[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const opset_schema s121[] = {
+    {10, 9, 0xffu, 0x4eu, a121_10, d121_10, 6},
+};
+/* QLinearMatMul */
+static const int32_t v122[] = {10, 21};
+static const opset_schema s122[] = {
+    {10, 8, 0xffu, 0xeu, NULL, NULL, 0},
+    {21, 8, 0xffu, 0x1f040eu, NULL, NULL, 0},
+};
+/* QuantizeLinear */
+static const int32_t v123[] = {10, 13, 19, 21, 23, 24, 25};
+static const char *const a123_13[] = {"axis"};
+static const char *const d123_13[] = {"1"};
+static const char *const a123_19[] = {"axis", "saturate"};
+static const char *const d123_19[] = {"1", "1"};
+static const char *const a123_21[] = {"axis", "block_size", "output_dtype", "saturate"};
+static const char *const d123_21[] = {"1", "0", "0", "1"};
+static const char *const a123_23[] = {"axis", "block_size", "output_dtype", "precision", "saturate"};
+static const char *const d123_23[] = {"1", "0", "0", "0", "1"};
+static const char *const a123_24[] = {"axis", "block_size", "output_dtype", "precision", "saturate"};
+static const char *const d123_24[] = {"1", "0", "0", "0", "1"};
+static const char *const a123_25[] = {"axis", "block_size", "output_dtype", "precision", "saturate"};
+static const char *const d123_25[] = {"1", "0", "0", "0", "1"};
+static const opset_schema s123[] = {
+    {10, 3, 0x3u, 0x4eu, NULL, NULL, 0},
+    {13, 3, 0x3u, 0x4eu, a123_13, d123_13, 1},
+    {19, 3, 0x3u, 0x1f044eu, a123_19, d123_19, 2},
+    {21, 3, 0x3u, 0x7f047eu, a123_21, d123_21, 4},
+    {23, 3, 0x3u, 0xff047eu, a123_23, d123_23, 5},
+    {24, 3, 0x3u, 0x1ff047eu, a123_24, d123_24, 5},
+    {25, 3, 0x3u, 0x7ff047eu, a123_25, d123_25, 5},
+};
+/* RMSNormalization */
+static const int32_t v124[] = {23};
+static const char *const a124_23[] = {"axis", "epsilon", "stash_type"};
+static const char *const d124_23[] = {"-1", NULL, "1"};
+static const opset_schema s124[] = {
+    {23, 2, 0x3u, 0x10c02u, a124_23, d124_23, 3},
+};
+/* RNN */
+static const int32_t v125[] = {1, 7, 14, 22};
+static const char *const a125_1[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "output_sequence"};
+static const char *const d125_1[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
+static const char *const a125_7[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size"};
+static const char *const d125_7[] = {NULL, NULL, NULL, NULL, "forward", NULL};
+static const char *const a125_14[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout"};
+static const char *const d125_14[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
+static const char *const a125_22[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout"};
+static const char *const d125_22[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
+static const opset_schema s125[] = {
+    {1, 6, 0x7u, 0xc42u, a125_1, d125_1, 7},
+    {7, 6, 0x7u, 0xc42u, a125_7, d125_7, 6},
+    {14, 6, 0x7u, 0xc42u, a125_14, d125_14, 7},
+    {22, 6, 0x7u, 0x10c42u, a125_22, d125_22, 7},
+};
+/* RandomNormal */
+static const int32_t v126[] = {1, 22};
+static const char *const a126_1[] = {"dtype", "mean", "scale", "seed", "shape"};
+static const char *const d126_1[] = {"1", NULL, NULL, NULL, NULL};
+static const char *const a126_22[] = {"dtype", "mean", "scale", "seed", "shape"};
+static const char *const d126_22[] = {"1", NULL, NULL, NULL, NULL};
+static const opset_schema s126[] = {
+    {1, 0, 0x0u, 0xc02u, a126_1, d126_1, 5},
+    {22, 0, 0x0u, 0x10c02u, a126_22, d126_22, 5},
+};
+/* RandomNormalLike */
+static const int32_t v127[] = {1, 22};
+static const char *const a127_1[] = {"dtype", "mean", "scale", "seed"};
+static const char *const d127_1[] = {NULL, NULL, NULL, NULL};
+static const char *const a127_22[] = {"dtype", "mean", "scale", "seed"};
+static const char *const d127_22[] = {NULL, NULL, NULL, NULL};
+static const opset_schema s127[] = {
+    {1, 1, 0x1u, 0xfffeu, a127_1, d127_1, 4},
+    {22, 1, 0x1u, 0x1fffeu, a127_22, d127_22, 4},
+};
+/* RandomUniform */
+static const int32_t v128[] = {1, 22};
+static const char *const a128_1[] = {"dtype", "high", "low", "seed", "shape"};
+static const char *const d128_1[] = {"1", NULL, NULL, NULL, NULL};
+static const char *const a128_22[] = {"dtype", "high", "low", "seed", "shape"};
+static const char *const d128_22[] = {"1", NULL, NULL, NULL, NULL};
+static const opset_schema s128[] = {
+    {1, 0, 0x0u, 0xc02u, a128_1, d128_1, 5},
+    {22, 0, 0x0u, 0x10c02u, a128_22, d128_22, 5},
+};
+/* RandomUniformLike */
+static const int32_t v129[] = {1, 22};
+static const char *const a129_1[] = {"dtype", "high", "low", "seed"};
+static const char *const d129_1[] = {NULL, NULL, NULL, NULL};
+static const char *const a129_22[] = {"dtype", "high", "low", "seed"};
+static const char *const d129_22[] = {NULL, NULL, NULL, NULL};
+static const opset_schema s129[] = {
+    {1, 1, 0x1u, 0xfffeu, a129_1, d129_1, 4},
+    {22, 1, 0x1u, 0x1fffeu, a129_22, d129_22, 4},
+};
+/* Range */
+static const int32_t v130[] = {11};
+static const opset_schema s130[] = {
+    {11, 3, 0x7u, 0x8e2u, NULL, NULL, 0},
+};
+/* Reciprocal */
+static const int32_t v131[] = {1, 6, 13};
+static const char *const a131_1[] = {"consumed_inputs"};
+static const char *const d131_1[] = {NULL};
+static const opset_schema s131[] = {
+    {1, 1, 0x1u, 0xc02u, a131_1, d131_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* ReduceL1 */
+static const int32_t v132[] = {1, 11, 13, 18};
+static const char *const a132_1[] = {"axes", "keepdims"};
+static const char *const d132_1[] = {NULL, "1"};
+static const char *const a132_11[] = {"axes", "keepdims"};
+static const char *const d132_11[] = {NULL, "1"};
+static const char *const a132_13[] = {"axes", "keepdims"};
+static const char *const d132_13[] = {NULL, "1"};
+static const char *const a132_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d132_18[] = {"1", "0"};
+static const opset_schema s132[] = {
+    {1, 1, 0x1u, 0x3cc2u, a132_1, d132_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a132_11, d132_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a132_13, d132_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a132_18, d132_18, 2},
+};
+/* ReduceL2 */
+static const int32_t v133[] = {1, 11, 13, 18};
+static const char *const a133_1[] = {"axes", "keepdims"};
+static const char *const d133_1[] = {NULL, "1"};
+static const char *const a133_11[] = {"axes", "keepdims"};
+static const char *const d133_11[] = {NULL, "1"};
+static const char *const a133_13[] = {"axes", "keepdims"};
+static const char *const d133_13[] = {NULL, "1"};
+static const char *const a133_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d133_18[] = {"1", "0"};
+static const opset_schema s133[] = {
+    {1, 1, 0x1u, 0x3cc2u, a133_1, d133_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a133_11, d133_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a133_13, d133_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a133_18, d133_18, 2},
+};
+/* ReduceLogSum */
+static const int32_t v134[] = {1, 11, 13, 18};
+static const char *const a134_1[] = {"axes", "keepdims"};
+static const char *const d134_1[] = {NULL, "1"};
+static const char *const a134_11[] = {"axes", "keepdims"};
+static const char *const d134_11[] = {NULL, "1"};
+static const char *const a134_13[] = {"axes", "keepdims"};
+static const char *const d134_13[] = {NULL, "1"};
+static const char *const a134_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d134_18[] = {"1", "0"};
+static const opset_schema s134[] = {
+    {1, 1, 0x1u, 0x3cc2u, a134_1, d134_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a134_11, d134_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a134_13, d134_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a134_18, d134_18, 2},
+};
+/* ReduceLogSumExp */
+static const int32_t v135[] = {1, 11, 13, 18};
+static const char *const a135_1[] = {"axes", "keepdims"};
+static const char *const d135_1[] = {NULL, "1"};
+static const char *const a135_11[] = {"axes", "keepdims"};
+static const char *const d135_11[] = {NULL, "1"};
+static const char *const a135_13[] = {"axes", "keepdims"};
+static const char *const d135_13[] = {NULL, "1"};
+static const char *const a135_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d135_18[] = {"1", "0"};
+static const opset_schema s135[] = {
+    {1, 1, 0x1u, 0x3cc2u, a135_1, d135_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a135_11, d135_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a135_13, d135_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a135_18, d135_18, 2},
+};
+/* ReduceMax */
+static const int32_t v136[] = {1, 11, 12, 13, 18, 20};
+static const char *const a136_1[] = {"axes", "keepdims"};
+static const char *const d136_1[] = {NULL, "1"};
+static const char *const a136_11[] = {"axes", "keepdims"};
+static const char *const d136_11[] = {NULL, "1"};
+static const char *const a136_12[] = {"axes", "keepdims"};
+static const char *const d136_12[] = {NULL, "1"};
+static const char *const a136_13[] = {"axes", "keepdims"};
+static const char *const d136_13[] = {NULL, "1"};
+static const char *const a136_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d136_18[] = {"1", "0"};
+static const char *const a136_20[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d136_20[] = {"1", "0"};
+static const opset_schema s136[] = {
+    {1, 1, 0x1u, 0x3cc2u, a136_1, d136_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a136_11, d136_11, 2},
+    {12, 1, 0x1u, 0x3cceu, a136_12, d136_12, 2},
+    {13, 1, 0x1u, 0x13cceu, a136_13, d136_13, 2},
+    {18, 2, 0x1u, 0x13cceu, a136_18, d136_18, 2},
+    {20, 2, 0x1u, 0x13eceu, a136_20, d136_20, 2},
+};
+/* ReduceMean */
+static const int32_t v137[] = {1, 11, 13, 18};
+static const char *const a137_1[] = {"axes", "keepdims"};
+static const char *const d137_1[] = {NULL, "1"};
+static const char *const a137_11[] = {"axes", "keepdims"};
+static const char *const d137_11[] = {NULL, "1"};
+static const char *const a137_13[] = {"axes", "keepdims"};
+static const char *const d137_13[] = {NULL, "1"};
+static const char *const a137_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d137_18[] = {"1", "0"};
+static const opset_schema s137[] = {
+    {1, 1, 0x1u, 0x3cc2u, a137_1, d137_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a137_11, d137_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a137_13, d137_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a137_18, d137_18, 2},
+};
+/* ReduceMin */
+static const int32_t v138[] = {1, 11, 12, 13, 18, 20};
+static const char *const a138_1[] = {"axes", "keepdims"};
+static const char *const d138_1[] = {NULL, "1"};
+static const char *const a138_11[] = {"axes", "keepdims"};
+static const char *const d138_11[] = {NULL, "1"};
+static const char *const a138_12[] = {"axes", "keepdims"};
+static const char *const d138_12[] = {NULL, "1"};
+static const char *const a138_13[] = {"axes", "keepdims"};
+static const char *const d138_13[] = {NULL, "1"};
+static const char *const a138_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d138_18[] = {"1", "0"};
+static const char *const a138_20[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d138_20[] = {"1", "0"};
+static const opset_schema s138[] = {
+    {1, 1, 0x1u, 0x3cc2u, a138_1, d138_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a138_11, d138_11, 2},
+    {12, 1, 0x1u, 0x3cceu, a138_12, d138_12, 2},
+    {13, 1, 0x1u, 0x13cceu, a138_13, d138_13, 2},
+    {18, 2, 0x1u, 0x13cceu, a138_18, d138_18, 2},
+    {20, 2, 0x1u, 0x13eceu, a138_20, d138_20, 2},
+};
+/* ReduceProd */
+static const int32_t v139[] = {1, 11, 13, 18};
+static const char *const a139_1[] = {"axes", "keepdims"};
+static const char *const d139_1[] = {NULL, "1"};
+static const char *const a139_11[] = {"axes", "keepdims"};
+static const char *const d139_11[] = {NULL, "1"};
+static const char *const a139_13[] = {"axes", "keepdims"};
+static const char *const d139_13[] = {NULL, "1"};
+static const char *const a139_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d139_18[] = {"1", "0"};
+static const opset_schema s139[] = {
+    {1, 1, 0x1u, 0x3cc2u, a139_1, d139_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a139_11, d139_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a139_13, d139_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a139_18, d139_18, 2},
+};
+/* ReduceSum */
+static const int32_t v140[] = {1, 11, 13};
+static const char *const a140_1[] = {"axes", "keepdims"};
+static const char *const d140_1[] = {NULL, "1"};
+static const char *const a140_11[] = {"axes", "keepdims"};
+static const char *const d140_11[] = {NULL, "1"};
+static const char *const a140_13[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d140_13[] = {"1", "0"};
+static const opset_schema s140[] = {
+    {1, 1, 0x1u, 0x3cc2u, a140_1, d140_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a140_11, d140_11, 2},
+    {13, 2, 0x1u, 0x13cc2u, a140_13, d140_13, 2},
+};
+/* ReduceSumSquare */
+static const int32_t v141[] = {1, 11, 13, 18};
+static const char *const a141_1[] = {"axes", "keepdims"};
+static const char *const d141_1[] = {NULL, "1"};
+static const char *const a141_11[] = {"axes", "keepdims"};
+static const char *const d141_11[] = {NULL, "1"};
+static const char *const a141_13[] = {"axes", "keepdims"};
+static const char *const d141_13[] = {NULL, "1"};
+static const char *const a141_18[] = {"keepdims", "noop_with_empty_axes"};
+static const char *const d141_18[] = {"1", "0"};
+static const opset_schema s141[] = {
+    {1, 1, 0x1u, 0x3cc2u, a141_1, d141_1, 2},
+    {11, 1, 0x1u, 0x3cc2u, a141_11, d141_11, 2},
+    {13, 1, 0x1u, 0x13cc2u, a141_13, d141_13, 2},
+    {18, 2, 0x1u, 0x13cc2u, a141_18, d141_18, 2},
+};
+/* RegexFullMatch */
+static const int32_t v142[] = {20};
+static const char *const a142_20[] = {"pattern"};
+static const char *const d142_20[] = {NULL};
+static const opset_schema s142[] = {
+    {20, 1, 0x1u, 0x300u, a142_20, d142_20, 1},
+};
+/* Relu */
+static const int32_t v143[] = {1, 6, 13, 14};
+static const char *const a143_1[] = {"consumed_inputs"};
+static const char *const d143_1[] = {NULL};
+static const opset_schema s143[] = {
+    {1, 1, 0x1u, 0xc02u, a143_1, d143_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {14, 1, 0x1u, 0x10ceau, NULL, NULL, 0},
+};
+/* Reshape */
+static const int32_t v144[] = {1, 5, 13, 14, 19, 21, 23, 24, 25};
+static const char *const a144_1[] = {"consumed_inputs", "shape"};
+static const char *const d144_1[] = {NULL, NULL};
+static const char *const a144_14[] = {"allowzero"};
+static const char *const d144_14[] = {"0"};
+static const char *const a144_19[] = {"allowzero"};
+static const char *const d144_19[] = {"0"};
+static const char *const a144_21[] = {"allowzero"};
+static const char *const d144_21[] = {"0"};
+static const char *const a144_23[] = {"allowzero"};
+static const char *const d144_23[] = {"0"};
+static const char *const a144_24[] = {"allowzero"};
+static const char *const d144_24[] = {"0"};
+static const char *const a144_25[] = {"allowzero"};
+static const char *const d144_25[] = {"0"};
+static const opset_schema s144[] = {
+    {1, 1, 0x1u, 0xc02u, a144_1, d144_1, 2},
+    {5, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
+    {14, 2, 0x3u, 0x1fffeu, a144_14, d144_14, 1},
+    {19, 2, 0x3u, 0x1ffffeu, a144_19, d144_19, 1},
+    {21, 2, 0x3u, 0x7ffffeu, a144_21, d144_21, 1},
+    {23, 2, 0x3u, 0xfffffeu, a144_23, d144_23, 1},
+    {24, 2, 0x3u, 0x1fffffeu, a144_24, d144_24, 1},
+    {25, 2, 0x3u, 0x7fffffeu, a144_25, d144_25, 1},
+};
+/* Resize */
+static const int32_t v145[] = {10, 11, 13, 18, 19};
+static const char *const a145_10[] = {"mode"};
+static const char *const d145_10[] = {"nearest"};
+static const char *const a145_11[] = {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "mode", "nearest_mode"};
+static const char *const d145_11[] = {"half_pixel", NULL, "0", NULL, "nearest", "round_prefer_floor"};
+static const char *const a145_13[] = {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "mode", "nearest_mode"};
+static const char *const d145_13[] = {"half_pixel", NULL, "0", NULL, "nearest", "round_prefer_floor"};
+static const char *const a145_18[] = {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"};
+static const char *const d145_18[] = {"0", NULL, "half_pixel", NULL, "0", NULL, "stretch", "nearest", "round_prefer_floor"};
+static const char *const a145_19[] = {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"};
+static const char *const d145_19[] = {"0", NULL, "half_pixel", NULL, "0", NULL, "stretch", "nearest", "round_prefer_floor"};
+static const opset_schema s145[] = {
+    {10, 2, 0x3u, 0xfffeu, a145_10, d145_10, 1},
+    {11, 4, 0x7u, 0xfffeu, a145_11, d145_11, 6},
+    {13, 4, 0x1u, 0x1fffeu, a145_13, d145_13, 6},
+    {18, 4, 0x1u, 0x1fffeu, a145_18, d145_18, 9},
+    {19, 4, 0x1u, 0x1fffeu, a145_19, d145_19, 9},
+};
+/* ReverseSequence */
+static const int32_t v146[] = {10};
+static const char *const a146_10[] = {"batch_axis", "time_axis"};
+static const char *const d146_10[] = {"1", "0"};
+static const opset_schema s146[] = {
+    {10, 2, 0x3u, 0xfffeu, a146_10, d146_10, 2},
+};
+/* RoiAlign */
+static const int32_t v147[] = {10, 16, 22};
+static const char *const a147_10[] = {"mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"};
+static const char *const d147_10[] = {"avg", "1", "1", "0", NULL};
+static const char *const a147_16[] = {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"};
+static const char *const d147_16[] = {"half_pixel", "avg", "1", "1", "0", NULL};
+static const char *const a147_22[] = {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"};
+static const char *const d147_22[] = {"half_pixel", "avg", "1", "1", "0", NULL};
+static const opset_schema s147[] = {
+    {10, 3, 0x7u, 0xc82u, a147_10, d147_10, 5},
+    {16, 3, 0x7u, 0xc82u, a147_16, d147_16, 6},
+    {22, 3, 0x7u, 0x10c82u, a147_22, d147_22, 6},
+};
+/* RotaryEmbedding */
+static const int32_t v148[] = {23};
+static const char *const a148_23[] = {"interleaved", "num_heads", "rotary_embedding_dim"};
+static const char *const d148_23[] = {"0", NULL, "0"};
+static const opset_schema s148[] = {
+    {23, 4, 0x7u, 0x10482u, a148_23, d148_23, 3},
+};
+/* Round */
+static const int32_t v149[] = {11, 22};
+static const opset_schema s149[] = {
+    {11, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* STFT */
+static const int32_t v150[] = {17};
+static const char *const a150_17[] = {"onesided"};
+static const char *const d150_17[] = {"1"};
+static const opset_schema s150[] = {
+    {17, 4, 0x3u, 0x10cc2u, a150_17, d150_17, 1},
+};
+/* Scan */
+static const int32_t v151[] = {8, 9, 11, 16, 19, 21, 23, 24, 25};
+static const char *const a151_8[] = {"body", "directions", "num_scan_inputs"};
+static const char *const d151_8[] = {NULL, NULL, NULL};
+static const char *const a151_9[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_9[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_11[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_11[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_16[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_16[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_19[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_19[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_21[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_21[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_23[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_23[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_24[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_24[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const char *const a151_25[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+static const char *const d151_25[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const opset_schema s151[] = {
+    {8, 255, 0x0u, 0xfffeu, a151_8, d151_8, 3},
+    {9, 255, 0x0u, 0xfffeu, a151_9, d151_9, 6},
+    {11, 255, 0x0u, 0xfffeu, a151_11, d151_11, 6},
+    {16, 255, 0x0u, 0x1fffeu, a151_16, d151_16, 6},
+    {19, 255, 0x0u, 0x1ffffeu, a151_19, d151_19, 6},
+    {21, 255, 0x0u, 0x7ffffeu, a151_21, d151_21, 6},
+    {23, 255, 0x0u, 0xfffffeu, a151_23, d151_23, 6},
+    {24, 255, 0x0u, 0x1fffffeu, a151_24, d151_24, 6},
+    {25, 255, 0x0u, 0x7fffffeu, a151_25, d151_25, 6},
+};
+/* Scatter */
+static const int32_t v152[] = {9, 11};
+static const char *const a152_9[] = {"axis"};
+static const char *const d152_9[] = {"0"};
+static const opset_schema s152[] = {
+    {9, 3, 0x7u, 0xfffeu, a152_9, d152_9, 1},
+    {11, 0, 0x0u, 0x0u, NULL, NULL, 0},
+};
+/* ScatterElements */
+static const int32_t v153[] = {11, 13, 16, 18};
+static const char *const a153_11[] = {"axis"};
+static const char *const d153_11[] = {"0"};
+static const char *const a153_13[] = {"axis"};
+static const char *const d153_13[] = {"0"};
+static const char *const a153_16[] = {"axis", "reduction"};
+static const char *const d153_16[] = {"0", "none"};
+static const char *const a153_18[] = {"axis", "reduction"};
+static const char *const d153_18[] = {"0", "none"};
+static const opset_schema s153[] = {
+    {11, 3, 0x7u, 0xfffeu, a153_11, d153_11, 1},
+    {13, 3, 0x7u, 0x1fffeu, a153_13, d153_13, 1},
+    {16, 3, 0x7u, 0x1fffeu, a153_16, d153_16, 2},
+    {18, 3, 0x7u, 0x1fffeu, a153_18, d153_18, 2},
+};
+/* ScatterND */
+static const int32_t v154[] = {11, 13, 16, 18};
+static const char *const a154_16[] = {"reduction"};
+static const char *const d154_16[] = {"none"};
+static const char *const a154_18[] = {"reduction"};
+static const char *const d154_18[] = {"none"};
+static const opset_schema s154[] = {
+    {11, 3, 0x7u, 0xfffeu, NULL, NULL, 0},
+    {13, 3, 0x7u, 0x1fffeu, NULL, NULL, 0},
+    {16, 3, 0x7u, 0x1fffeu, a154_16, d154_16, 1},
+    {18, 3, 0x7u, 0x1fffeu, a154_18, d154_18, 1},
+};
+/* Selu */
+static const int32_t v155[] = {1, 6, 22};
+static const char *const a155_1[] = {"alpha", "consumed_inputs", "gamma"};
+static const char *const d155_1[] = {NULL, NULL, NULL};
+static const char *const a155_6[] = {"alpha", "gamma"};
+static const char *const d155_6[] = {NULL, NULL};
+static const char *const a155_22[] = {"alpha", "gamma"};
+static const char *const d155_22[] = {NULL, NULL};
+static const opset_schema s155[] = {
+    {1, 1, 0x1u, 0xc02u, a155_1, d155_1, 3},
+    {6, 1, 0x1u, 0xc02u, a155_6, d155_6, 2},
+    {22, 1, 0x1u, 0x10c02u, a155_22, d155_22, 2},
+};
+/* SequenceAt */
+static const int32_t v156[] = {11};
+static const opset_schema s156[] = {
+    {11, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
+};
+/* SequenceConstruct */
+static const int32_t v157[] = {11};
+static const opset_schema s157[] = {
+    {11, 255, 0x0u, 0xfffeu, NULL, NULL, 0},
+};
+/* SequenceEmpty */
+static const int32_t v158[] = {11};
+static const char *const a158_11[] = {"dtype"};
+static const char *const d158_11[] = {NULL};
+static const opset_schema s158[] = {
+    {11, 0, 0x0u, 0xfffeu, a158_11, d158_11, 1},
+};
+/* SequenceErase */
+static const int32_t v159[] = {11};
+static const opset_schema s159[] = {
+    {11, 2, 0x1u, 0xfffeu, NULL, NULL, 0},
+};
+/* SequenceInsert */
+static const int32_t v160[] = {11};
+static const opset_schema s160[] = {
+    {11, 3, 0x3u, 0xfffeu, NULL, NULL, 0},
+};
+/* SequenceLength */
+static const int32_t v161[] = {11};
+static const opset_schema s161[] = {
+    {11, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+};
+/* SequenceMap */
+static const int32_t v162[] = {17};
+static const char *const a162_17[] = {"body"};
+static const char *const d162_17[] = {NULL};
+static const opset_schema s162[] = {
+    {17, 255, 0x1u, 0xfffeu, a162_17, d162_17, 1},
+};
+/* Shape */
+static const int32_t v163[] = {1, 13, 15, 19, 21, 23, 24, 25};
+static const char *const a163_15[] = {"end", "start"};
+static const char *const d163_15[] = {NULL, "0"};
+static const char *const a163_19[] = {"end", "start"};
+static const char *const d163_19[] = {NULL, "0"};
+static const char *const a163_21[] = {"end", "start"};
+static const char *const d163_21[] = {NULL, "0"};
+static const char *const a163_23[] = {"end", "start"};
+static const char *const d163_23[] = {NULL, "0"};
+static const char *const a163_24[] = {"end", "start"};
+static const char *const d163_24[] = {NULL, "0"};
+static const char *const a163_25[] = {"end", "start"};
+static const char *const d163_25[] = {NULL, "0"};
+static const opset_schema s163[] = {
+    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {15, 1, 0x1u, 0x1fffeu, a163_15, d163_15, 2},
+    {19, 1, 0x1u, 0x1ffffeu, a163_19, d163_19, 2},
+    {21, 1, 0x1u, 0x7ffffeu, a163_21, d163_21, 2},
+    {23, 1, 0x1u, 0xfffffeu, a163_23, d163_23, 2},
+    {24, 1, 0x1u, 0x1fffffeu, a163_24, d163_24, 2},
+    {25, 1, 0x1u, 0x7fffffeu, a163_25, d163_25, 2},
+};
+/* Shrink */
+static const int32_t v164[] = {9};
+static const char *const a164_9[] = {"bias", "lambd"};
+static const char *const d164_9[] = {NULL, NULL};
+static const opset_schema s164[] = {
+    {9, 1, 0x1u, 0x3cfeu, a164_9, d164_9, 2},
+};
+/* Sigmoid */
+static const int32_t v165[] = {1, 6, 13};
+static const char *const a165_1[] = {"consumed_inputs"};
+static const char *const d165_1[] = {NULL};
+static const opset_schema s165[] = {
+    {1, 1, 0x1u, 0xc02u, a165_1, d165_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Sign */
+static const int32_t v166[] = {9, 13};
+static const opset_schema s166[] = {
+    {9, 1, 0x1u, 0x3cfeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Sin */
+static const int32_t v167[] = {7, 22};
+static const opset_schema s167[] = {
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Sinh */
+static const int32_t v168[] = {9, 22};
+static const opset_schema s168[] = {
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Size */
+static const int32_t v169[] = {1, 13, 19, 21, 23, 24, 25};
+static const opset_schema s169[] = {
+    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {19, 1, 0x1u, 0x1ffffeu, NULL, NULL, 0},
+    {21, 1, 0x1u, 0x7ffffeu, NULL, NULL, 0},
+    {23, 1, 0x1u, 0xfffffeu, NULL, NULL, 0},
+    {24, 1, 0x1u, 0x1fffffeu, NULL, NULL, 0},
+    {25, 1, 0x1u, 0x7fffffeu, NULL, NULL, 0},
+};
+/* Slice */
+static const int32_t v170[] = {1, 10, 11, 13};
+static const char *const a170_1[] = {"axes", "ends", "starts"};
+static const char *const d170_1[] = {NULL, NULL, NULL};
+static const opset_schema s170[] = {
+    {1, 1, 0x1u, 0xfffeu, a170_1, d170_1, 3},
+    {10, 5, 0x7u, 0xfffeu, NULL, NULL, 0},
+    {11, 5, 0x7u, 0xfffeu, NULL, NULL, 0},
+    {13, 5, 0x7u, 0x1fffeu, NULL, NULL, 0},
+};
+/* Softmax */
+static const int32_t v171[] = {1, 11, 13};
+static const char *const a171_1[] = {"axis"};
+static const char *const d171_1[] = {"1"};
+static const char *const a171_11[] = {"axis"};
+static const char *const d171_11[] = {"1"};
+static const char *const a171_13[] = {"axis"};
+static const char *const d171_13[] = {"-1"};
+static const opset_schema s171[] = {
+    {1, 1, 0x1u, 0xc02u, a171_1, d171_1, 1},
+    {11, 1, 0x1u, 0xc02u, a171_11, d171_11, 1},
+    {13, 1, 0x1u, 0x10c02u, a171_13, d171_13, 1},
+};
+/* SoftmaxCrossEntropyLoss */
+static const int32_t v172[] = {12, 13};
+static const char *const a172_12[] = {"ignore_index", "reduction"};
+static const char *const d172_12[] = {NULL, "mean"};
+static const char *const a172_13[] = {"ignore_index", "reduction"};
+static const char *const d172_13[] = {NULL, "mean"};
+static const opset_schema s172[] = {
+    {12, 3, 0x3u, 0xcc2u, a172_12, d172_12, 2},
+    {13, 3, 0x3u, 0x10cc2u, a172_13, d172_13, 2},
+};
+/* Softplus */
+static const int32_t v173[] = {1, 22};
+static const opset_schema s173[] = {
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Softsign */
+static const int32_t v174[] = {1, 22};
+static const opset_schema s174[] = {
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* SpaceToDepth */
+static const int32_t v175[] = {1, 13};
+static const char *const a175_1[] = {"blocksize"};
+static const char *const d175_1[] = {NULL};
+static const char *const a175_13[] = {"blocksize"};
+static const char *const d175_13[] = {NULL};
+static const opset_schema s175[] = {
+    {1, 1, 0x1u, 0xfffeu, a175_1, d175_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, a175_13, d175_13, 1},
+};
+/* Split */
+static const int32_t v176[] = {1, 2, 11, 13, 18};
+static const char *const a176_1[] = {"axis", "split"};
+static const char *const d176_1[] = {NULL, NULL};
+static const char *const a176_2[] = {"axis", "split"};
+static const char *const d176_2[] = {"0", NULL};
+static const char *const a176_11[] = {"axis", "split"};
+static const char *const d176_11[] = {"0", NULL};
+static const char *const a176_13[] = {"axis"};
+static const char *const d176_13[] = {"0"};
+static const char *const a176_18[] = {"axis", "num_outputs"};
+static const char *const d176_18[] = {"0", NULL};
+static const opset_schema s176[] = {
+    {1, 2, 0x1u, 0xc02u, a176_1, d176_1, 2},
+    {2, 1, 0x1u, 0xfffeu, a176_2, d176_2, 2},
+    {11, 1, 0x1u, 0xfffeu, a176_11, d176_11, 2},
+    {13, 2, 0x1u, 0x1fffeu, a176_13, d176_13, 1},
+    {18, 2, 0x1u, 0x1fffeu, a176_18, d176_18, 2},
+};
+/* SplitToSequence */
+static const int32_t v177[] = {11, 24};
+static const char *const a177_11[] = {"axis", "keepdims"};
+static const char *const d177_11[] = {"0", "1"};
+static const char *const a177_24[] = {"axis", "keepdims"};
+static const char *const d177_24[] = {"0", "1"};
+static const opset_schema s177[] = {
+    {11, 2, 0x1u, 0xfffeu, a177_11, d177_11, 2},
+    {24, 2, 0x1u, 0x1fffeu, a177_24, d177_24, 2},
+};
+/* Sqrt */
+static const int32_t v178[] = {1, 6, 13};
+static const char *const a178_1[] = {"consumed_inputs"};
+static const char *const d178_1[] = {NULL};
+static const opset_schema s178[] = {
+    {1, 1, 0x1u, 0xc02u, a178_1, d178_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Squeeze */
+static const int32_t v179[] = {1, 11, 13, 21, 23, 24, 25};
+static const char *const a179_1[] = {"axes"};
+static const char *const d179_1[] = {NULL};
+static const char *const a179_11[] = {"axes"};
+static const char *const d179_11[] = {NULL};
+static const opset_schema s179[] = {
+    {1, 1, 0x1u, 0xfffeu, a179_1, d179_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a179_11, d179_11, 1},
+    {13, 2, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {21, 2, 0x1u, 0x7ffffeu, NULL, NULL, 0},
+    {23, 2, 0x1u, 0xfffffeu, NULL, NULL, 0},
+    {24, 2, 0x1u, 0x1fffffeu, NULL, NULL, 0},
+    {25, 2, 0x1u, 0x7fffffeu, NULL, NULL, 0},
+};
+/* StringConcat */
+static const int32_t v180[] = {20};
+static const opset_schema s180[] = {
+    {20, 2, 0x3u, 0x100u, NULL, NULL, 0},
+};
+/* StringNormalizer */
+static const int32_t v181[] = {10};
+static const char *const a181_10[] = {"case_change_action", "is_case_sensitive", "locale", "stopwords"};
+static const char *const d181_10[] = {"NONE", "0", NULL, NULL};
+static const opset_schema s181[] = {
+    {10, 1, 0x1u, 0x100u, a181_10, d181_10, 4},
+};
+/* StringSplit */
+static const int32_t v182[] = {20};
+static const char *const a182_20[] = {"delimiter", "maxsplit"};
+static const char *const d182_20[] = {NULL, NULL};
+static const opset_schema s182[] = {
+    {20, 1, 0x1u, 0x180u, a182_20, d182_20, 2},
+};
+/* Sub */
+static const int32_t v183[] = {1, 6, 7, 13, 14};
+static const char *const a183_1[] = {"axis", "broadcast", "consumed_inputs"};
+static const char *const d183_1[] = {NULL, "0", NULL};
+static const char *const a183_6[] = {"axis", "broadcast"};
+static const char *const d183_6[] = {NULL, "0"};
+static const opset_schema s183[] = {
+    {1, 2, 0x3u, 0xc02u, a183_1, d183_1, 3},
+    {6, 2, 0x3u, 0x3cc2u, a183_6, d183_6, 2},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+};
+/* Sum */
+static const int32_t v184[] = {1, 6, 8, 13};
+static const char *const a184_1[] = {"consumed_inputs"};
+static const char *const d184_1[] = {NULL};
+static const opset_schema s184[] = {
+    {1, 255, 0x0u, 0xc02u, a184_1, d184_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
+    {13, 255, 0x0u, 0x10c02u, NULL, NULL, 0},
+};
+/* Swish */
+static const int32_t v185[] = {24};
+static const char *const a185_24[] = {"alpha"};
+static const char *const d185_24[] = {NULL};
+static const opset_schema s185[] = {
+    {24, 1, 0x1u, 0x10c02u, a185_24, d185_24, 1},
+};
+/* Tan */
+static const int32_t v186[] = {7, 22};
+static const opset_schema s186[] = {
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* Tanh */
+static const int32_t v187[] = {1, 6, 13};
+static const char *const a187_1[] = {"consumed_inputs"};
+static const char *const d187_1[] = {NULL};
+static const opset_schema s187[] = {
+    {1, 1, 0x1u, 0xc02u, a187_1, d187_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+};
+/* TensorScatter */
+static const int32_t v188[] = {24};
+static const char *const a188_24[] = {"axis", "mode"};
+static const char *const d188_24[] = {"-2", "linear"};
+static const opset_schema s188[] = {
+    {24, 3, 0x3u, 0x1fffffeu, a188_24, d188_24, 2},
+};
+/* TfIdfVectorizer */
+static const int32_t v189[] = {9};
+static const char *const a189_9[] = {"max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts", "ngram_indexes", "pool_int64s", "pool_strings", "weights"};
+static const char *const d189_9[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const opset_schema s189[] = {
+    {9, 1, 0x1u, 0x1c2u, a189_9, d189_9, 9},
+};
+/* ThresholdedRelu */
+static const int32_t v190[] = {10, 22};
+static const char *const a190_10[] = {"alpha"};
+static const char *const d190_10[] = {NULL};
+static const char *const a190_22[] = {"alpha"};
+static const char *const d190_22[] = {NULL};
+static const opset_schema s190[] = {
+    {10, 1, 0x1u, 0xc02u, a190_10, d190_10, 1},
+    {22, 1, 0x1u, 0x10c02u, a190_22, d190_22, 1},
+};
+/* Tile */
+static const int32_t v191[] = {1, 6, 13};
+static const opset_schema s191[] = {
+    {1, 3, 0x7u, 0xc82u, NULL, NULL, 0},
+    {6, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
+};
+/* TopK */
+static const int32_t v192[] = {1, 10, 11, 24};
+static const char *const a192_1[] = {"axis", "k"};
+static const char *const d192_1[] = {"-1", NULL};
+static const char *const a192_10[] = {"axis"};
+static const char *const d192_10[] = {"-1"};
+static const char *const a192_11[] = {"axis", "largest", "sorted"};
+static const char *const d192_11[] = {"-1", "1", "1"};
+static const char *const a192_24[] = {"axis", "largest", "sorted"};
+static const char *const d192_24[] = {"-1", "1", "1"};
+static const opset_schema s192[] = {
+    {1, 1, 0x1u, 0xc82u, a192_1, d192_1, 2},
+    {10, 2, 0x3u, 0xc82u, a192_10, d192_10, 1},
+    {11, 2, 0x3u, 0x3cfeu, a192_11, d192_11, 3},
+    {24, 2, 0x3u, 0x13cfeu, a192_24, d192_24, 3},
+};
+/* Transpose */
+static const int32_t v193[] = {1, 13, 21, 23, 24, 25};
+static const char *const a193_1[] = {"perm"};
+static const char *const d193_1[] = {NULL};
+static const char *const a193_13[] = {"perm"};
+static const char *const d193_13[] = {NULL};
+static const char *const a193_21[] = {"perm"};
+static const char *const d193_21[] = {NULL};
+static const char *const a193_23[] = {"perm"};
+static const char *const d193_23[] = {NULL};
+static const char *const a193_24[] = {"perm"};
+static const char *const d193_24[] = {NULL};
+static const char *const a193_25[] = {"perm"};
+static const char *const d193_25[] = {NULL};
+static const opset_schema s193[] = {
+    {1, 1, 0x1u, 0xfffeu, a193_1, d193_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, a193_13, d193_13, 1},
+    {21, 1, 0x1u, 0x7ffffeu, a193_21, d193_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, a193_23, d193_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, a193_24, d193_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, a193_25, d193_25, 1},
+};
+/* Trilu */
+static const int32_t v194[] = {14};
+static const char *const a194_14[] = {"upper"};
+static const char *const d194_14[] = {"1"};
+static const opset_schema s194[] = {
+    {14, 2, 0x1u, 0x1fffeu, a194_14, d194_14, 1},
+};
+/* Unique */
+static const int32_t v195[] = {11};
+static const char *const a195_11[] = {"axis", "sorted"};
+static const char *const d195_11[] = {NULL, "1"};
+static const opset_schema s195[] = {
+    {11, 1, 0x1u, 0xfffeu, a195_11, d195_11, 2},
+};
+/* Unsqueeze */
+static const int32_t v196[] = {1, 11, 13, 21, 23, 24, 25};
+static const char *const a196_1[] = {"axes"};
+static const char *const d196_1[] = {NULL};
+static const char *const a196_11[] = {"axes"};
+static const char *const d196_11[] = {NULL};
+static const opset_schema s196[] = {
+    {1, 1, 0x1u, 0xfffeu, a196_1, d196_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a196_11, d196_11, 1},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
+    {21, 2, 0x3u, 0x7ffffeu, NULL, NULL, 0},
+    {23, 2, 0x3u, 0xfffffeu, NULL, NULL, 0},
+    {24, 2, 0x3u, 0x1fffffeu, NULL, NULL, 0},
+    {25, 2, 0x3u, 0x7fffffeu, NULL, NULL, 0},
+};
+/* Upsample */
+static const int32_t v197[] = {1, 7, 9, 10};
+static const char *const a197_1[] = {"height_scale", "mode", "width_scale"};
+static const char *const d197_1[] = {NULL, "nearest", NULL};
+static const char *const a197_7[] = {"mode", "scales"};
+static const char *const d197_7[] = {"nearest", NULL};
+static const char *const a197_9[] = {"mode"};
+static const char *const d197_9[] = {"nearest"};
+static const opset_schema s197[] = {
+    {1, 1, 0x1u, 0xec2u, a197_1, d197_1, 3},
+    {7, 1, 0x1u, 0xfffeu, a197_7, d197_7, 2},
+    {9, 2, 0x3u, 0xfffeu, a197_9, d197_9, 1},
+    {10, 0, 0x0u, 0x0u, NULL, NULL, 0},
+};
+/* Where */
+static const int32_t v198[] = {9, 16};
+static const opset_schema s198[] = {
+    {9, 3, 0x7u, 0xfffeu, NULL, NULL, 0},
+    {16, 3, 0x7u, 0x1fffeu, NULL, NULL, 0},
+};
+/* Xor */
+static const int32_t v199[] = {1, 7};
+static const char *const a199_1[] = {"axis", "broadcast"};
+static const char *const d199_1[] = {NULL, "0"};
+static const opset_schema s199[] = {
+    {1, 2, 0x3u, 0x200u, a199_1, d199_1, 2},
+    {7, 2, 0x3u, 0x200u, NULL, NULL, 0},
+};
 
 const opset_entry opset_table[] = {
-    {"Abs", v0, countof(v0), 0},
-    {"Acos", v1, countof(v1), 0},
-    {"Acosh", v2, countof(v2), 0},
-    {"Add", v3, countof(v3), 0},
-    {"AffineGrid", v4, countof(v4), 0},
-    {"And", v5, countof(v5), 0},
-    {"ArgMax", v6, countof(v6), 0},
-    {"ArgMin", v7, countof(v7), 0},
-    {"Asin", v8, countof(v8), 0},
-    {"Asinh", v9, countof(v9), 0},
-    {"Atan", v10, countof(v10), 0},
-    {"Atanh", v11, countof(v11), 0},
-    {"Attention", v12, countof(v12), 0},
-    {"AveragePool", v13, countof(v13), 0},
-    {"BatchNormalization", v14, countof(v14), 0},
-    {"Bernoulli", v15, countof(v15), 0},
-    {"BitCast", v16, countof(v16), 0},
-    {"BitShift", v17, countof(v17), 0},
-    {"BitwiseAnd", v18, countof(v18), 0},
-    {"BitwiseNot", v19, countof(v19), 0},
-    {"BitwiseOr", v20, countof(v20), 0},
-    {"BitwiseXor", v21, countof(v21), 0},
-    {"BlackmanWindow", v22, countof(v22), 0},
-    {"Cast", v23, countof(v23), 0},
-    {"CastLike", v24, countof(v24), 0},
-    {"Ceil", v25, countof(v25), 0},
-    {"Celu", v26, countof(v26), 0},
-    {"CenterCropPad", v27, countof(v27), 0},
-    {"Clip", v28, countof(v28), 0},
-    {"Col2Im", v29, countof(v29), 0},
-    {"Compress", v30, countof(v30), 0},
-    {"Concat", v31, countof(v31), 0},
-    {"ConcatFromSequence", v32, countof(v32), 0},
-    {"Constant", v33, countof(v33), 0},
-    {"ConstantOfShape", v34, countof(v34), 0},
-    {"Conv", v35, countof(v35), 0},
-    {"ConvInteger", v36, countof(v36), 0},
-    {"ConvTranspose", v37, countof(v37), 0},
-    {"Cos", v38, countof(v38), 0},
-    {"Cosh", v39, countof(v39), 0},
-    {"CumProd", v40, countof(v40), 0},
-    {"CumSum", v41, countof(v41), 0},
-    {"DFT", v42, countof(v42), 0},
-    {"DeformConv", v43, countof(v43), 0},
-    {"DepthToSpace", v44, countof(v44), 0},
-    {"DequantizeLinear", v45, countof(v45), 0},
-    {"Det", v46, countof(v46), 0},
-    {"Div", v47, countof(v47), 0},
-    {"Dropout", v48, countof(v48), 0},
-    {"DynamicQuantizeLinear", v49, countof(v49), 0},
-    {"Einsum", v50, countof(v50), 0},
-    {"Elu", v51, countof(v51), 0},
-    {"Equal", v52, countof(v52), 0},
-    {"Erf", v53, countof(v53), 0},
-    {"Exp", v54, countof(v54), 0},
-    {"Expand", v55, countof(v55), 0},
-    {"EyeLike", v56, countof(v56), 0},
-    {"Flatten", v57, countof(v57), 0},
-    {"Floor", v58, countof(v58), 0},
-    {"GRU", v59, countof(v59), 0},
-    {"Gather", v60, countof(v60), 0},
-    {"GatherElements", v61, countof(v61), 0},
-    {"GatherND", v62, countof(v62), 0},
-    {"Gelu", v63, countof(v63), 0},
-    {"Gemm", v64, countof(v64), 0},
-    {"GlobalAveragePool", v65, countof(v65), 0},
-    {"GlobalLpPool", v66, countof(v66), 0},
-    {"GlobalMaxPool", v67, countof(v67), 0},
-    {"Greater", v68, countof(v68), 0},
-    {"GreaterOrEqual", v69, countof(v69), 0},
-    {"GridSample", v70, countof(v70), 0},
-    {"GroupNormalization", v71, countof(v71), 18},
-    {"HammingWindow", v72, countof(v72), 0},
-    {"HannWindow", v73, countof(v73), 0},
-    {"HardSigmoid", v74, countof(v74), 0},
-    {"HardSwish", v75, countof(v75), 0},
-    {"Hardmax", v76, countof(v76), 0},
-    {"Identity", v77, countof(v77), 0},
-    {"If", v78, countof(v78), 0},
-    {"ImageDecoder", v79, countof(v79), 0},
-    {"InstanceNormalization", v80, countof(v80), 0},
-    {"IsInf", v81, countof(v81), 0},
-    {"IsNaN", v82, countof(v82), 0},
-    {"LRN", v83, countof(v83), 0},
-    {"LSTM", v84, countof(v84), 0},
-    {"LayerNormalization", v85, countof(v85), 0},
-    {"LeakyRelu", v86, countof(v86), 0},
-    {"Less", v87, countof(v87), 0},
-    {"LessOrEqual", v88, countof(v88), 0},
-    {"Log", v89, countof(v89), 0},
-    {"LogSoftmax", v90, countof(v90), 0},
-    {"Loop", v91, countof(v91), 0},
-    {"LpNormalization", v92, countof(v92), 0},
-    {"LpPool", v93, countof(v93), 0},
-    {"MatMul", v94, countof(v94), 0},
-    {"MatMulInteger", v95, countof(v95), 0},
-    {"Max", v96, countof(v96), 0},
-    {"MaxPool", v97, countof(v97), 0},
-    {"MaxRoiPool", v98, countof(v98), 0},
-    {"MaxUnpool", v99, countof(v99), 0},
-    {"Mean", v100, countof(v100), 0},
-    {"MeanVarianceNormalization", v101, countof(v101), 0},
-    {"MelWeightMatrix", v102, countof(v102), 0},
-    {"Min", v103, countof(v103), 0},
-    {"Mish", v104, countof(v104), 0},
-    {"Mod", v105, countof(v105), 0},
-    {"Mul", v106, countof(v106), 0},
-    {"Multinomial", v107, countof(v107), 0},
-    {"Neg", v108, countof(v108), 0},
-    {"NegativeLogLikelihoodLoss", v109, countof(v109), 0},
-    {"NonMaxSuppression", v110, countof(v110), 0},
-    {"NonZero", v111, countof(v111), 0},
-    {"Not", v112, countof(v112), 0},
-    {"OneHot", v113, countof(v113), 0},
-    {"Optional", v114, countof(v114), 0},
-    {"OptionalGetElement", v115, countof(v115), 0},
-    {"OptionalHasElement", v116, countof(v116), 0},
-    {"Or", v117, countof(v117), 0},
-    {"PRelu", v118, countof(v118), 0},
-    {"Pad", v119, countof(v119), 0},
-    {"Pow", v120, countof(v120), 0},
-    {"QLinearConv", v121, countof(v121), 0},
-    {"QLinearMatMul", v122, countof(v122), 0},
-    {"QuantizeLinear", v123, countof(v123), 0},
-    {"RMSNormalization", v124, countof(v124), 0},
-    {"RNN", v125, countof(v125), 0},
-    {"RandomNormal", v126, countof(v126), 0},
-    {"RandomNormalLike", v127, countof(v127), 0},
-    {"RandomUniform", v128, countof(v128), 0},
-    {"RandomUniformLike", v129, countof(v129), 0},
-    {"Range", v130, countof(v130), 0},
-    {"Reciprocal", v131, countof(v131), 0},
-    {"ReduceL1", v132, countof(v132), 0},
-    {"ReduceL2", v133, countof(v133), 0},
-    {"ReduceLogSum", v134, countof(v134), 0},
-    {"ReduceLogSumExp", v135, countof(v135), 0},
-    {"ReduceMax", v136, countof(v136), 0},
-    {"ReduceMean", v137, countof(v137), 0},
-    {"ReduceMin", v138, countof(v138), 0},
-    {"ReduceProd", v139, countof(v139), 0},
-    {"ReduceSum", v140, countof(v140), 0},
-    {"ReduceSumSquare", v141, countof(v141), 0},
-    {"RegexFullMatch", v142, countof(v142), 0},
-    {"Relu", v143, countof(v143), 0},
-    {"Reshape", v144, countof(v144), 0},
-    {"Resize", v145, countof(v145), 0},
-    {"ReverseSequence", v146, countof(v146), 0},
-    {"RoiAlign", v147, countof(v147), 0},
-    {"RotaryEmbedding", v148, countof(v148), 0},
-    {"Round", v149, countof(v149), 0},
-    {"STFT", v150, countof(v150), 0},
-    {"Scan", v151, countof(v151), 0},
-    {"Scatter", v152, countof(v152), 11},
-    {"ScatterElements", v153, countof(v153), 0},
-    {"ScatterND", v154, countof(v154), 0},
-    {"Selu", v155, countof(v155), 0},
-    {"SequenceAt", v156, countof(v156), 0},
-    {"SequenceConstruct", v157, countof(v157), 0},
-    {"SequenceEmpty", v158, countof(v158), 0},
-    {"SequenceErase", v159, countof(v159), 0},
-    {"SequenceInsert", v160, countof(v160), 0},
-    {"SequenceLength", v161, countof(v161), 0},
-    {"SequenceMap", v162, countof(v162), 0},
-    {"Shape", v163, countof(v163), 0},
-    {"Shrink", v164, countof(v164), 0},
-    {"Sigmoid", v165, countof(v165), 0},
-    {"Sign", v166, countof(v166), 0},
-    {"Sin", v167, countof(v167), 0},
-    {"Sinh", v168, countof(v168), 0},
-    {"Size", v169, countof(v169), 0},
-    {"Slice", v170, countof(v170), 0},
-    {"Softmax", v171, countof(v171), 0},
-    {"SoftmaxCrossEntropyLoss", v172, countof(v172), 0},
-    {"Softplus", v173, countof(v173), 0},
-    {"Softsign", v174, countof(v174), 0},
-    {"SpaceToDepth", v175, countof(v175), 0},
-    {"Split", v176, countof(v176), 0},
-    {"SplitToSequence", v177, countof(v177), 0},
-    {"Sqrt", v178, countof(v178), 0},
-    {"Squeeze", v179, countof(v179), 0},
-    {"StringConcat", v180, countof(v180), 0},
-    {"StringNormalizer", v181, countof(v181), 0},
-    {"StringSplit", v182, countof(v182), 0},
-    {"Sub", v183, countof(v183), 0},
-    {"Sum", v184, countof(v184), 0},
-    {"Swish", v185, countof(v185), 0},
-    {"Tan", v186, countof(v186), 0},
-    {"Tanh", v187, countof(v187), 0},
-    {"TensorScatter", v188, countof(v188), 0},
-    {"TfIdfVectorizer", v189, countof(v189), 0},
-    {"ThresholdedRelu", v190, countof(v190), 0},
-    {"Tile", v191, countof(v191), 0},
-    {"TopK", v192, countof(v192), 0},
-    {"Transpose", v193, countof(v193), 0},
-    {"Trilu", v194, countof(v194), 0},
-    {"Unique", v195, countof(v195), 0},
-    {"Unsqueeze", v196, countof(v196), 0},
-    {"Upsample", v197, countof(v197), 10},
-    {"Where", v198, countof(v198), 0},
-    {"Xor", v199, countof(v199), 0},
+    {"Abs", v0, s0, countof(v0), 0},
+    {"Acos", v1, s1, countof(v1), 0},
+    {"Acosh", v2, s2, countof(v2), 0},
+    {"Add", v3, s3, countof(v3), 0},
+    {"AffineGrid", v4, s4, countof(v4), 0},
+    {"And", v5, s5, countof(v5), 0},
+    {"ArgMax", v6, s6, countof(v6), 0},
+    {"ArgMin", v7, s7, countof(v7), 0},
+    {"Asin", v8, s8, countof(v8), 0},
+    {"Asinh", v9, s9, countof(v9), 0},
+    {"Atan", v10, s10, countof(v10), 0},
+    {"Atanh", v11, s11, countof(v11), 0},
+    {"Attention", v12, s12, countof(v12), 0},
+    {"AveragePool", v13, s13, countof(v13), 0},
+    {"BatchNormalization", v14, s14, countof(v14), 0},
+    {"Bernoulli", v15, s15, countof(v15), 0},
+    {"BitCast", v16, s16, countof(v16), 0},
+    {"BitShift", v17, s17, countof(v17), 0},
+    {"BitwiseAnd", v18, s18, countof(v18), 0},
+    {"BitwiseNot", v19, s19, countof(v19), 0},
+    {"BitwiseOr", v20, s20, countof(v20), 0},
+    {"BitwiseXor", v21, s21, countof(v21), 0},
+    {"BlackmanWindow", v22, s22, countof(v22), 0},
+    {"Cast", v23, s23, countof(v23), 0},
+    {"CastLike", v24, s24, countof(v24), 0},
+    {"Ceil", v25, s25, countof(v25), 0},
+    {"Celu", v26, s26, countof(v26), 0},
+    {"CenterCropPad", v27, s27, countof(v27), 0},
+    {"Clip", v28, s28, countof(v28), 0},
+    {"Col2Im", v29, s29, countof(v29), 0},
+    {"Compress", v30, s30, countof(v30), 0},
+    {"Concat", v31, s31, countof(v31), 0},
+    {"ConcatFromSequence", v32, s32, countof(v32), 0},
+    {"Constant", v33, s33, countof(v33), 0},
+    {"ConstantOfShape", v34, s34, countof(v34), 0},
+    {"Conv", v35, s35, countof(v35), 0},
+    {"ConvInteger", v36, s36, countof(v36), 0},
+    {"ConvTranspose", v37, s37, countof(v37), 0},
+    {"Cos", v38, s38, countof(v38), 0},
+    {"Cosh", v39, s39, countof(v39), 0},
+    {"CumProd", v40, s40, countof(v40), 0},
+    {"CumSum", v41, s41, countof(v41), 0},
+    {"DFT", v42, s42, countof(v42), 0},
+    {"DeformConv", v43, s43, countof(v43), 0},
+    {"DepthToSpace", v44, s44, countof(v44), 0},
+    {"DequantizeLinear", v45, s45, countof(v45), 0},
+    {"Det", v46, s46, countof(v46), 0},
+    {"Div", v47, s47, countof(v47), 0},
+    {"Dropout", v48, s48, countof(v48), 0},
+    {"DynamicQuantizeLinear", v49, s49, countof(v49), 0},
+    {"Einsum", v50, s50, countof(v50), 0},
+    {"Elu", v51, s51, countof(v51), 0},
+    {"Equal", v52, s52, countof(v52), 0},
+    {"Erf", v53, s53, countof(v53), 0},
+    {"Exp", v54, s54, countof(v54), 0},
+    {"Expand", v55, s55, countof(v55), 0},
+    {"EyeLike", v56, s56, countof(v56), 0},
+    {"Flatten", v57, s57, countof(v57), 0},
+    {"Floor", v58, s58, countof(v58), 0},
+    {"GRU", v59, s59, countof(v59), 0},
+    {"Gather", v60, s60, countof(v60), 0},
+    {"GatherElements", v61, s61, countof(v61), 0},
+    {"GatherND", v62, s62, countof(v62), 0},
+    {"Gelu", v63, s63, countof(v63), 0},
+    {"Gemm", v64, s64, countof(v64), 0},
+    {"GlobalAveragePool", v65, s65, countof(v65), 0},
+    {"GlobalLpPool", v66, s66, countof(v66), 0},
+    {"GlobalMaxPool", v67, s67, countof(v67), 0},
+    {"Greater", v68, s68, countof(v68), 0},
+    {"GreaterOrEqual", v69, s69, countof(v69), 0},
+    {"GridSample", v70, s70, countof(v70), 0},
+    {"GroupNormalization", v71, s71, countof(v71), 18},
+    {"HammingWindow", v72, s72, countof(v72), 0},
+    {"HannWindow", v73, s73, countof(v73), 0},
+    {"HardSigmoid", v74, s74, countof(v74), 0},
+    {"HardSwish", v75, s75, countof(v75), 0},
+    {"Hardmax", v76, s76, countof(v76), 0},
+    {"Identity", v77, s77, countof(v77), 0},
+    {"If", v78, s78, countof(v78), 0},
+    {"ImageDecoder", v79, s79, countof(v79), 0},
+    {"InstanceNormalization", v80, s80, countof(v80), 0},
+    {"IsInf", v81, s81, countof(v81), 0},
+    {"IsNaN", v82, s82, countof(v82), 0},
+    {"LRN", v83, s83, countof(v83), 0},
+    {"LSTM", v84, s84, countof(v84), 0},
+    {"LayerNormalization", v85, s85, countof(v85), 0},
+    {"LeakyRelu", v86, s86, countof(v86), 0},
+    {"Less", v87, s87, countof(v87), 0},
+    {"LessOrEqual", v88, s88, countof(v88), 0},
+    {"Log", v89, s89, countof(v89), 0},
+    {"LogSoftmax", v90, s90, countof(v90), 0},
+    {"Loop", v91, s91, countof(v91), 0},
+    {"LpNormalization", v92, s92, countof(v92), 0},
+    {"LpPool", v93, s93, countof(v93), 0},
+    {"MatMul", v94, s94, countof(v94), 0},
+    {"MatMulInteger", v95, s95, countof(v95), 0},
+    {"Max", v96, s96, countof(v96), 0},
+    {"MaxPool", v97, s97, countof(v97), 0},
+    {"MaxRoiPool", v98, s98, countof(v98), 0},
+    {"MaxUnpool", v99, s99, countof(v99), 0},
+    {"Mean", v100, s100, countof(v100), 0},
+    {"MeanVarianceNormalization", v101, s101, countof(v101), 0},
+    {"MelWeightMatrix", v102, s102, countof(v102), 0},
+    {"Min", v103, s103, countof(v103), 0},
+    {"Mish", v104, s104, countof(v104), 0},
+    {"Mod", v105, s105, countof(v105), 0},
+    {"Mul", v106, s106, countof(v106), 0},
+    {"Multinomial", v107, s107, countof(v107), 0},
+    {"Neg", v108, s108, countof(v108), 0},
+    {"NegativeLogLikelihoodLoss", v109, s109, countof(v109), 0},
+    {"NonMaxSuppression", v110, s110, countof(v110), 0},
+    {"NonZero", v111, s111, countof(v111), 0},
+    {"Not", v112, s112, countof(v112), 0},
+    {"OneHot", v113, s113, countof(v113), 0},
+    {"Optional", v114, s114, countof(v114), 0},
+    {"OptionalGetElement", v115, s115, countof(v115), 0},
+    {"OptionalHasElement", v116, s116, countof(v116), 0},
+    {"Or", v117, s117, countof(v117), 0},
+    {"PRelu", v118, s118, countof(v118), 0},
+    {"Pad", v119, s119, countof(v119), 0},
+    {"Pow", v120, s120, countof(v120), 0},
+    {"QLinearConv", v121, s121, countof(v121), 0},
+    {"QLinearMatMul", v122, s122, countof(v122), 0},
+    {"QuantizeLinear", v123, s123, countof(v123), 0},
+    {"RMSNormalization", v124, s124, countof(v124), 0},
+    {"RNN", v125, s125, countof(v125), 0},
+    {"RandomNormal", v126, s126, countof(v126), 0},
+    {"RandomNormalLike", v127, s127, countof(v127), 0},
+    {"RandomUniform", v128, s128, countof(v128), 0},
+    {"RandomUniformLike", v129, s129, countof(v129), 0},
+    {"Range", v130, s130, countof(v130), 0},
+    {"Reciprocal", v131, s131, countof(v131), 0},
+    {"ReduceL1", v132, s132, countof(v132), 0},
+    {"ReduceL2", v133, s133, countof(v133), 0},
+    {"ReduceLogSum", v134, s134, countof(v134), 0},
+    {"ReduceLogSumExp", v135, s135, countof(v135), 0},
+    {"ReduceMax", v136, s136, countof(v136), 0},
+    {"ReduceMean", v137, s137, countof(v137), 0},
+    {"ReduceMin", v138, s138, countof(v138), 0},
+    {"ReduceProd", v139, s139, countof(v139), 0},
+    {"ReduceSum", v140, s140, countof(v140), 0},
+    {"ReduceSumSquare", v141, s141, countof(v141), 0},
+    {"RegexFullMatch", v142, s142, countof(v142), 0},
+    {"Relu", v143, s143, countof(v143), 0},
+    {"Reshape", v144, s144, countof(v144), 0},
+    {"Resize", v145, s145, countof(v145), 0},
+    {"ReverseSequence", v146, s146, countof(v146), 0},
+    {"RoiAlign", v147, s147, countof(v147), 0},
+    {"RotaryEmbedding", v148, s148, countof(v148), 0},
+    {"Round", v149, s149, countof(v149), 0},
+    {"STFT", v150, s150, countof(v150), 0},
+    {"Scan", v151, s151, countof(v151), 0},
+    {"Scatter", v152, s152, countof(v152), 11},
+    {"ScatterElements", v153, s153, countof(v153), 0},
+    {"ScatterND", v154, s154, countof(v154), 0},
+    {"Selu", v155, s155, countof(v155), 0},
+    {"SequenceAt", v156, s156, countof(v156), 0},
+    {"SequenceConstruct", v157, s157, countof(v157), 0},
+    {"SequenceEmpty", v158, s158, countof(v158), 0},
+    {"SequenceErase", v159, s159, countof(v159), 0},
+    {"SequenceInsert", v160, s160, countof(v160), 0},
+    {"SequenceLength", v161, s161, countof(v161), 0},
+    {"SequenceMap", v162, s162, countof(v162), 0},
+    {"Shape", v163, s163, countof(v163), 0},
+    {"Shrink", v164, s164, countof(v164), 0},
+    {"Sigmoid", v165, s165, countof(v165), 0},
+    {"Sign", v166, s166, countof(v166), 0},
+    {"Sin", v167, s167, countof(v167), 0},
+    {"Sinh", v168, s168, countof(v168), 0},
+    {"Size", v169, s169, countof(v169), 0},
+    {"Slice", v170, s170, countof(v170), 0},
+    {"Softmax", v171, s171, countof(v171), 0},
+    {"SoftmaxCrossEntropyLoss", v172, s172, countof(v172), 0},
+    {"Softplus", v173, s173, countof(v173), 0},
+    {"Softsign", v174, s174, countof(v174), 0},
+    {"SpaceToDepth", v175, s175, countof(v175), 0},
+    {"Split", v176, s176, countof(v176), 0},
+    {"SplitToSequence", v177, s177, countof(v177), 0},
+    {"Sqrt", v178, s178, countof(v178), 0},
+    {"Squeeze", v179, s179, countof(v179), 0},
+    {"StringConcat", v180, s180, countof(v180), 0},
+    {"StringNormalizer", v181, s181, countof(v181), 0},
+    {"StringSplit", v182, s182, countof(v182), 0},
+    {"Sub", v183, s183, countof(v183), 0},
+    {"Sum", v184, s184, countof(v184), 0},
+    {"Swish", v185, s185, countof(v185), 0},
+    {"Tan", v186, s186, countof(v186), 0},
+    {"Tanh", v187, s187, countof(v187), 0},
+    {"TensorScatter", v188, s188, countof(v188), 0},
+    {"TfIdfVectorizer", v189, s189, countof(v189), 0},
+    {"ThresholdedRelu", v190, s190, countof(v190), 0},
+    {"Tile", v191, s191, countof(v191), 0},
+    {"TopK", v192, s192, countof(v192), 0},
+    {"Transpose", v193, s193, countof(v193), 0},
+    {"Trilu", v194, s194, countof(v194), 0},
+    {"Unique", v195, s195, countof(v195), 0},
+    {"Unsqueeze", v196, s196, countof(v196), 0},
+    {"Upsample", v197, s197, countof(v197), 10},
+    {"Where", v198, s198, countof(v198), 0},
+    {"Xor", v199, s199, countof(v199), 0},
 };
 const size_t opset_table_count = countof(opset_table);

@@ -5,9 +5,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What one schema version of an op allows a node. */
+typedef struct opset_schema {
+    int32_t since;
+    uint8_t max_inputs;       /* 255: variadic */
+    uint32_t required;        /* bit k: input slot k must be given */
+    uint32_t types;           /* bit k: TensorProto.DataType k is taken somewhere */
+    const char *const *attrs; /* attribute names, sorted */
+    const char *const *defaults; /* per attribute: an int's or string's default as
+                                 ** text, NULL when it has none (or is of another type) */
+    uint8_t n_attrs;
+} opset_schema;
+
 typedef struct opset_entry {
     const char *op;
     const int32_t *versions;  /* since_versions, ascending */
+    const opset_schema *schemas; /* one per version, in the same order */
     size_t count;
     int32_t deprecated;       /* since_version of the deprecated schema, or 0 */
 } opset_entry;

@@ -12,8 +12,9 @@
 ** Without a target the model keeps its opset from UPGRADE_KEEP_FROM on (fold and
 ** fuse work at any such opset, and a new opset may change what a runtime does);
 ** older models, whose Tile-1 and legacy broadcast no current runtime runs, go to
-** UPGRADE_DEFAULT_TARGET. A target below the model's opset is reached only when
-** no node's schema differs between the two: there are no downgrade adapters yet.
+** UPGRADE_DEFAULT_TARGET. A target below the model's opset is reached step by
+** step down (downgrade.c), or not at all: the run fails listing every node that
+** cannot go down and why.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +42,9 @@ static void block(up *u, graph *g, int32_t node, const char *op, int64_t from, i
         cJSON_AddNumberToObject(a, "from", (double)from);
         cJSON_AddNumberToObject(a, "to", (double)to);
     }
-    char item[256];
-    snprintf(item, sizeof item, "%s%s (%s %lld->%lld)", u->n_blocked > 1 ? ", " : "",
-             graph_node_id(g, node), op, (long long)from, (long long)to);
+    char item[384];
+    snprintf(item, sizeof item, "%s%s (%s %lld->%lld: %s)", u->n_blocked > 1 ? ", " : "",
+             graph_node_id(g, node), op, (long long)from, (long long)to, why);
     size_t len = strlen(item);
     if (!u->msg_full && u->msg_len + len + 16 < sizeof u->msg) {
         memcpy(u->msg + u->msg_len, item, len + 1);
@@ -88,9 +89,9 @@ static int constant_quirk(up *u, graph *g, int32_t node) {
 /* The "upgraded" action for node i of g, with the adapter's details moved in. The
 ** original node (still in the protobuf until commit) names it: a replacement's
 ** index means nothing after the commit. */
-static void record(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
-                   int64_t from, int64_t to) {
-    cJSON *rec = pass_action(u->pc, g, i, "upgraded");
+void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+                    int64_t from, int64_t to) {
+    cJSON *rec = pass_action(u->pc, g, i, from > to ? "downgraded" : "upgraded");
     if (rec) {
         if (step_op && strcmp(step_op, graph_node(g, i)->op_type) != 0)
             cJSON_AddStringToObject(rec, "step_op", step_op);
@@ -105,21 +106,22 @@ static void record(up *u, graph *g, int32_t i, cJSON *details, const char *step_
     cJSON_Delete(details);
 }
 
-/* Going down, a node passes unchanged when its schema is the same at both
-** opsets; anything else would need an adapter, and none exists yet. */
-static void downgrade_node(up *u, graph *g, int32_t i) {
+/* Going down (downgrade.c): planning records a node that cannot go down, with
+** its schema versions and why; applying cannot meet one. */
+static int downgrade_node(up *u, graph *g, int32_t i) {
     const Onnx__NodeProto *n = graph_node(g, i);
     const char *op = n->op_type ? n->op_type : "";
     const opset_entry *e = opset_table_find(op);
-    int32_t from = e ? opset_schema_at(e, u->src) : 0, to = e ? opset_schema_at(e, u->tgt) : 0;
-    if (!e)
-        block(u, g, i, op, u->src, u->tgt, "no ai.onnx schema for this op");
-    else if (from == 0)
-        block(u, g, i, op, u->src, u->tgt, "op does not exist at the source opset");
-    else if (to == 0)
-        block(u, g, i, op, from, u->tgt, "op does not exist at the target opset");
-    else if (from != to)
-        block(u, g, i, op, from, to, "no downgrade adapter for this schema change");
+    int64_t from = e && opset_schema_at(e, u->src) ? opset_schema_at(e, u->src) : u->src;
+    int64_t to = e && opset_schema_at(e, u->tgt) ? opset_schema_at(e, u->tgt) : u->tgt;
+    char why[256];
+    int rc = up_downgrade_node(u, g, i, why, sizeof why);
+    if (rc || !why[0]) return rc;
+    if (!u->plan)
+        return err_set(u->err, TILEOPT_ERROR, "downgrade: node %s: %s", graph_node_id(g, i),
+                       why);
+    block(u, g, i, op, from, to, why);
+    return 0;
 }
 
 /* Walk node i of g from the source opset to the target, one schema step at a
@@ -127,10 +129,7 @@ static void downgrade_node(up *u, graph *g, int32_t i) {
 static int upgrade_node(up *u, graph *g, int32_t i) {
     Onnx__NodeProto *n = graph_node(g, i);
     if (!graph_domain_is_default(n->domain)) return 0;
-    if (u->src > u->tgt) {
-        if (u->plan) downgrade_node(u, g, i);
-        return 0;
-    }
+    if (u->src > u->tgt) return downgrade_node(u, g, i);
     /* At its own opset a node needs no step: an op this table does not know
     ** (a newer opset's) is left to the runtime, as it was. */
     bool converting = u->src != u->tgt;
@@ -151,7 +150,7 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
         if (rc)
             cJSON_Delete(act);
         else
-            record(u, g, i, act, NULL, 1, u->tgt);
+            up_record_step(u, g, i, act, NULL, 1, u->tgt);
         return rc;
     }
     if (!e) {
@@ -199,7 +198,7 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
                 cJSON_Delete(act);
                 return rc;
             }
-            record(u, g, i, act, op, cur, v);
+            up_record_step(u, g, i, act, op, cur, v);
         }
         cur = v;
         if (a->renamed) {
@@ -257,8 +256,8 @@ int pass_upgrade(pass_ctx *pc) {
     u.m = pc->model;
     u.err = pc->err;
     int64_t asked = pc->opt->target_opset;
-    if (asked && (asked < 6 || asked > opset_table_max_opset))
-        return err_set(u.err, TILEOPT_MISUSE, "upgrade: target opset %lld outside 6..%d",
+    if (asked && (asked < 1 || asked > opset_table_max_opset))
+        return err_set(u.err, TILEOPT_MISUSE, "upgrade: target opset %lld outside 1..%d",
                        (long long)asked, (int)opset_table_max_opset);
     u.src = graph_opset(u.m, "");
     if (u.src == 0) {
@@ -275,9 +274,17 @@ int pass_upgrade(pass_ctx *pc) {
                        (long long)u.src, (int)opset_table_max_opset, (long long)u.tgt);
     int64_t ir_in = u.m->pb->ir_version;
     int64_t ir_need = upgrade_ir_for_opset(u.tgt);
-    u.ir_out = ir_in > ir_need ? ir_in : ir_need;
+    /* Up, the IR rises to what the target needs; down it goes with the opset, to
+    ** the IR that opset shipped with, which runtimes of that time read. */
+    u.ir_out = u.src > u.tgt || ir_in < ir_need ? ir_need : ir_in;
 
-    /* Planning needs no shapes: it only looks up schema versions. */
+    /* Planning up needs no shapes: it only looks up schema versions. Going down,
+    ** it checks every node's element types (and Split's axis sizes). */
+    errbuf ie;
+    err_clear(&ie);
+    if (u.src > u.tgt && infer_shapes(u.m, &ie))
+        pass_warn(pc, "downgrade: shape inference stopped (%s); nodes whose types it did not "
+                  "reach cannot be shown to go down", ie.msg);
     u.plan = true;
     int rc = upgrade_graph(&u, u.m->main);
     if (rc) return rc;
@@ -305,9 +312,8 @@ int pass_upgrade(pass_ctx *pc) {
     /* Ranks of intermediate values let more Tile-1 nodes get constant repeats and
     ** more legacy broadcasts a plain Unsqueeze. Inference knows the legacy forms;
     ** when it gives up, values stay unknown and the run-time forms take over. */
-    errbuf ie;
     err_clear(&ie);
-    if (u.n_work && infer_shapes(u.m, &ie))
+    if (u.n_work && u.src <= u.tgt && infer_shapes(u.m, &ie))
         pass_warn(pc, "upgrade: shape inference stopped (%s); ranks it did not reach are "
                   "treated as unknown", ie.msg);
     u.plan = false;
@@ -319,5 +325,8 @@ int pass_upgrade(pass_ctx *pc) {
     if ((rc = upgrade_graph(&u, u.m->main))) return rc;
     if ((rc = graph_set_opset(u.m, "", u.tgt, u.err))) return rc;
     pc->changed = true;
-    return graph_commit(u.m->main, u.err);
+    if ((rc = graph_commit(u.m->main, u.err))) return rc;
+    /* Down below IR 4 every initializer left is a graph input again, as IR 3 wants. */
+    if (ir_in >= 4 && u.ir_out < 4) rc = graph_list_initializers_as_inputs(u.m->main, u.err);
+    return rc;
 }

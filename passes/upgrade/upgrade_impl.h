@@ -22,7 +22,7 @@ typedef struct up {
     uint32_t n_blocked;
     uint32_t n_work;         /* planned rewrites (adapter steps, retired ops) */
     size_t msg_len;
-    char msg[768];           /* the blocked list for the error */
+    char msg[1536];          /* the blocked list for the error */
     bool msg_full;
 } up;
 
@@ -39,6 +39,14 @@ typedef struct retired {
     const char *op;
     adapt_fn fn;
 } retired;
+
+/* upgrade.c: the report's action for node i's step from one version to another
+** ("upgraded" or "downgraded"), with the adapter's details. */
+void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+                    int64_t from, int64_t to);
+/* downgrade.c: take node i of g from the source opset down to the target. In
+** planning mode only check; why is set (else "") when the node cannot go down. */
+int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap);
 
 /* adapters.c: the row for the schema step of op that lands on since_version to. */
 const adapter *up_adapter_find(const char *op, int32_t to);

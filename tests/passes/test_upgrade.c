@@ -60,6 +60,34 @@ static void opset_table_should_give_the_schema_in_force(void **state) {
 
 /* Every adapter row sits on a real schema step: `to` is a since_version of the op
 ** and `from` the one before it; rows are sorted by (op, to) for bsearch. */
+/* Every downgrade row sits on a real schema step too, going down: `from` is a
+** since_version and `to` the one before it; sorted by (op, from) for the lookup. */
+static void downgrade_should_key_adapters_on_real_schema_steps(void **state) {
+    (void)state;
+    size_t n = downgrade_adapter_count();
+    assert_true(n >= 15);
+    const char *prev_op = "";
+    int32_t prev_from = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *op;
+        int32_t from, to;
+        downgrade_adapter_at(i, &op, &from, &to);
+        int c = strcmp(prev_op, op);
+        if (!(c < 0 || (c == 0 && prev_from < from)))
+            fail_msg("row %zu (%s) out of order", i, op);
+        prev_op = op;
+        prev_from = from;
+        const opset_entry *e = opset_table_find(op);
+        if (!e) fail_msg("row %zu: %s has no schema", i, op);
+        size_t k = 0;
+        while (k < e->count && e->versions[k] != from) k++;
+        if (k == e->count || k == 0) fail_msg("row %zu: %s %d is not a schema step", i, op, from);
+        if (e->versions[k - 1] != to)
+            fail_msg("row %zu: %s step down from %d goes to %d, not %d", i, op, from,
+                     e->versions[k - 1], to);
+    }
+}
+
 static void upgrade_should_key_adapters_on_real_schema_steps(void **state) {
     (void)state;
     size_t n = upgrade_adapter_count();
@@ -105,6 +133,7 @@ int main(void) {
         cmocka_unit_test(opset_table_should_be_sorted_for_bsearch),
         cmocka_unit_test(opset_table_should_give_the_schema_in_force),
         cmocka_unit_test(upgrade_should_key_adapters_on_real_schema_steps),
+        cmocka_unit_test(downgrade_should_key_adapters_on_real_schema_steps),
         cmocka_unit_test(upgrade_should_map_opsets_to_their_ir_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,464 @@
+/*
+** Going down: a node steps from each schema version to the one before it, in
+** turn, until the target's. A step with a row in the table below has an
+** adapter that holds exactly (an input that became an attribute, read when it
+** is constant; Tile-6 back to Tile-1 when one axis repeats). Any other step is
+** exact when the version above changed no meaning (the upgrade's adapter table
+** has no row for it: only types, or optional inputs and attributes whose
+** defaults keep the old meaning, were added) and the node uses nothing the
+** older version lacks: attributes, inputs, element types (the generated table
+** lists each version's). Nothing is guessed: what fails says why, and the run
+** stops with every such node listed.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/const.h"
+#include "passes/passes.h"
+#include "passes/upgrade/opset_table.h"
+#include "passes/upgrade/upgrade_impl.h"
+
+/*
+** What a node uses that a schema version must have: its input slots and its
+** attribute names. Planning rewrites nothing, so an adapter's effect on them is
+** tracked here, for the checks of the steps below it.
+*/
+#define USE_MAX_ATTRS 64
+typedef struct node_use {
+    size_t inputs;
+    const char *attrs[USE_MAX_ATTRS];
+    size_t n_attrs;
+} node_use;
+
+static void use_of(const Onnx__NodeProto *n, node_use *use) {
+    use->inputs = n->n_input;
+    while (use->inputs > 0 && !graph_node_input(n, use->inputs - 1)) use->inputs--;
+    use->n_attrs = 0;
+    for (size_t i = 0; i < n->n_attribute && use->n_attrs < USE_MAX_ATTRS; i++)
+        use->attrs[use->n_attrs++] = n->attribute[i]->name ? n->attribute[i]->name : "";
+}
+
+static void use_del(node_use *use, const char *attr) {
+    for (size_t i = 0; i < use->n_attrs; i++)
+        if (strcmp(use->attrs[i], attr) == 0) use->attrs[i--] = use->attrs[--use->n_attrs];
+}
+
+static void use_add(node_use *use, const char *attr) {
+    use_del(use, attr);
+    if (use->n_attrs < USE_MAX_ATTRS) use->attrs[use->n_attrs++] = attr;
+}
+
+/* A down adapter checks in planning mode (u->plan) and rewrites otherwise; a
+** node it cannot take down gets *why (static text) and is left alone. Either
+** way it notes in use what the node uses after it. */
+typedef int (*down_fn)(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                       const char **why);
+
+typedef struct down_adapter {
+    const char *op;
+    int32_t from, to;        /* schema since_versions: from is the newer */
+    down_fn fn;
+} down_adapter;
+
+/* The constant int64 values of input slot of the node, moved to attribute attr
+** (an absent input: the attribute's absence means the same). The slot is the
+** node's last input in every form this serves. */
+static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const char *attr,
+                              cJSON *act, node_use *use, const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *name = graph_node_input(n, slot);
+    if (!name) return 0;
+    if (use->inputs > slot) use->inputs = slot;
+    use_add(use, attr);
+    int64_t v[64];
+    size_t cnt;
+    int32_t elem;
+    bool found;
+    int rc = up_const_ints(u, g, *node, name, attr, v, 64, &cnt, &elem, &found);
+    if (rc) return rc;
+    if (!found) {
+        *why = "an input that became an attribute is computed at run time";
+        return 0;
+    }
+    if (u->plan) return 0;
+    if (graph_node_set_attr_ints(g, n, attr, v, cnt)) return up_nomem(u);
+    if (act) cJSON_AddItemToObject(act, attr, pass_json_ints(v, cnt));
+    const char *ins[8];
+    size_t k = up_node_inputs(n, ins, 8);
+    if (k > slot) k = slot;
+    while (k > 0 && !*ins[k - 1]) k--; /* trailing absent inputs go too */
+    return up_replace_node(u, g, node, n->op_type, ins, k, 0);
+}
+
+static int down_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                     const char **why) {
+    return input_to_ints_attr(u, g, node, 1, "axes", act, use, why);
+}
+
+/* Reductions 18 -> 13: axes back to an attribute; noop_with_empty_axes has no
+** older form, and with no axes it makes the node pass its input through. */
+static int down_reduce_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                          const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (graph_attr_int(n, "noop_with_empty_axes", 0)) {
+        int64_t v[64];
+        size_t cnt = 0;
+        int32_t elem;
+        bool found = false;
+        const char *name = graph_node_input(n, 1);
+        int rc = name ? up_const_ints(u, g, *node, name, "axes", v, 64, &cnt, &elem, &found)
+                      : 0;
+        if (rc) return rc;
+        if (!found || cnt == 0) {
+            *why = "noop_with_empty_axes with axes that may be empty has no older form";
+            return 0;
+        }
+    }
+    use_del(use, "noop_with_empty_axes");
+    int rc = input_to_ints_attr(u, g, node, 1, "axes", act, use, why);
+    if (rc || *why || u->plan) return rc;
+    graph_node_del_attr(graph_node(g, *node), "noop_with_empty_axes");
+    return 0;
+}
+
+static int down_split_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                         const char **why) {
+    return input_to_ints_attr(u, g, node, 1, "split", act, use, why);
+}
+
+/* Split-18's num_outputs: Split-13 without a split input cuts equal parts, so
+** the attribute goes when the axis divides evenly, and an uneven cut (its last
+** part smaller) becomes a constant split input; an axis of unknown size cannot
+** tell which. */
+static int down_split_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                         const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (!graph_attr(n, "num_outputs")) return 0;
+    int64_t k = graph_attr_int(n, "num_outputs", 0);
+    use_del(use, "num_outputs");
+    if (graph_node_input(n, 1)) {
+        if (!u->plan) graph_node_del_attr(n, "num_outputs");
+        return 0;
+    }
+    graph_value *x = up_value_of(g, graph_node_input(n, 0));
+    int64_t axis = graph_attr_int(n, "axis", 0);
+    int32_t r = x ? x->type.rank : -1;
+    if (r > 0 && axis < 0) axis += r;
+    int64_t dim = r > 0 && axis >= 0 && axis < r ? x->type.dims[axis] : -1;
+    if (dim < 0 || k <= 0 || (size_t)k != n->n_output || k > 64) {
+        *why = "num_outputs of an axis whose size is unknown: Split-13 cuts equal parts only";
+        return 0;
+    }
+    if (dim % k) use->inputs = 2; /* an uneven cut: a split input */
+    if (u->plan) return 0;
+    graph_node_del_attr(n, "num_outputs");
+    if (act) cJSON_AddNumberToObject(act, "num_outputs", (double)k);
+    if (dim % k == 0) return 0;
+    int64_t sizes[64], chunk = dim / k + 1, left = dim;
+    for (int64_t i = 0; i < k; i++) {
+        sizes[i] = left < chunk ? left : chunk;
+        left -= sizes[i];
+    }
+    const char *c;
+    int rc = up_emit_i64(u, g, *node, "split", sizes, (size_t)k, false, &c);
+    if (rc) return rc;
+    if (act) cJSON_AddItemToObject(act, "split", pass_json_ints(sizes, (size_t)k));
+    const char *ins[2] = {graph_node_input(n, 0), c};
+    return up_replace_node(u, g, node, "Split", ins, 2, 0);
+}
+
+/* A constant float scalar (float or double), for Clip's bounds. */
+static int const_float(up *u, graph *g, const char *name, double *out, bool *found) {
+    *found = false;
+    graph_const c;
+    const Onnx__TensorProto *t = graph_const_find(g, name, &c) ? c.tensor : NULL;
+    if (!t) return 0;
+    graph_tensor_data td;
+    int rc = graph_tensor_read(u->m, t, &td, u->err);
+    if (rc) return rc;
+    if (td.numel == 1 && (td.elem == DT_FLOAT || td.elem == DT_DOUBLE)) {
+        *out = td.elem == DT_FLOAT ? ((const float *)td.data)[0] : ((const double *)td.data)[0];
+        *found = true;
+    }
+    if (td.owned) free(td.data);
+    return 0;
+}
+
+/* Clip-11's min and max inputs back to Clip-6's attributes (absent: Clip-6's
+** own defaults, the float range). */
+static int down_clip_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                        const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    static const char *const attr[2] = {"min", "max"};
+    double v[2];
+    bool has[2];
+    for (size_t i = 0; i < 2; i++) {
+        const char *name = graph_node_input(n, i + 1);
+        has[i] = name != NULL;
+        if (!has[i]) continue;
+        bool found;
+        int rc = const_float(u, g, name, &v[i], &found);
+        if (rc) return rc;
+        if (!found) {
+            *why = "Clip's min or max is not a float constant";
+            return 0;
+        }
+        use_add(use, attr[i]);
+    }
+    use->inputs = 1;
+    if (u->plan) return 0;
+    for (size_t i = 0; i < 2; i++) {
+        if (!has[i]) continue;
+        if (graph_node_set_attr_float(g, n, attr[i], (float)v[i])) return up_nomem(u);
+        if (act) cJSON_AddNumberToObject(act, attr[i], v[i]);
+    }
+    const char *ins[1] = {graph_node_input(n, 0)};
+    return up_replace_node(u, g, node, "Clip", ins, 1, 0);
+}
+
+/* Tile-6 -> Tile-1 (input, tiles, axis): constant repeats that are 1 on every
+** axis but at most one. */
+static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                       const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    int64_t rep[64];
+    size_t cnt;
+    int32_t elem;
+    bool found;
+    const char *name = graph_node_input(n, 1);
+    int rc = name ? up_const_ints(u, g, *node, name, "repeats", rep, 64, &cnt, &elem, &found)
+                  : 0;
+    if (rc) return rc;
+    if (!name || !found || cnt == 0) {
+        *why = "Tile-1 needs constant repeats";
+        return 0;
+    }
+    int64_t axis = 0, tiles = 1;
+    size_t tiled = 0;
+    for (size_t i = 0; i < cnt; i++)
+        if (rep[i] != 1) {
+            tiled++;
+            axis = (int64_t)i;
+            tiles = rep[i];
+        }
+    if (tiled > 1) {
+        *why = "Tile-1 repeats one axis, these repeats tile more";
+        return 0;
+    }
+    use->inputs = 3;
+    if (u->plan) return 0;
+    const char *t, *a;
+    if ((rc = up_emit_i64(u, g, *node, "tiles", &tiles, 1, true, &t)) ||
+        (rc = up_emit_i64(u, g, *node, "axis", &axis, 1, true, &a)))
+        return rc;
+    if (act) {
+        cJSON_AddNumberToObject(act, "tiles", (double)tiles);
+        cJSON_AddNumberToObject(act, "axis", (double)axis);
+    }
+    const char *ins[3] = {graph_node_input(n, 0), t, a};
+    return up_replace_node(u, g, node, "Tile", ins, 3, 0);
+}
+
+/* Resize-11 requires roi and scales: empty ones, as Resize-13 reads absent ones
+** (roi only matters for tf_crop_and_resize; sizes then decides). */
+static int down_resize_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                          const char **why) {
+    (void)act;
+    (void)why;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (use->inputs < 3) use->inputs = 3;
+    if (u->plan || (graph_node_input(n, 1) && graph_node_input(n, 2))) return 0;
+    const char *ins[4];
+    size_t k = up_node_inputs(n, ins, 4);
+    while (k < 3) ins[k++] = "";
+    static const char *const what[3] = {NULL, "roi", "scales"};
+    for (size_t i = 1; i < 3; i++) {
+        if (*ins[i]) continue;
+        int64_t zero = 0;
+        int rc = up_emit_const(u, g, *node, what[i], DT_FLOAT, &zero, 1, NULL, 0, &ins[i]);
+        if (rc) return rc;
+    }
+    return up_replace_node(u, g, node, "Resize", ins, k, 0);
+}
+
+/* Softmax, LogSoftmax and Hardmax before 13 flatten the input to 2-D at axis
+** (default 1) and normalize each row: the same as 13's one axis when that axis
+** is the last. */
+static int down_softmax_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                           const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    int32_t r = up_rank_of(g, graph_node_input(n, 0));
+    int64_t axis = graph_attr_int(n, "axis", -1);
+    if (r > 0 && axis < 0) axis += r;
+    if (r <= 0 || axis != r - 1) {
+        *why = "before 13 the op normalizes every axis from axis on: the same only when axis "
+               "is the last of an input of known rank";
+        return 0;
+    }
+    use_add(use, "axis");
+    if (u->plan) return 0;
+    if (act) cJSON_AddNumberToObject(act, "axis", (double)axis);
+    return graph_node_set_attr_int(g, n, "axis", axis) ? up_nomem(u) : 0;
+}
+
+/* Sorted by op, then the newer version. */
+static const down_adapter down_adapters[] = {
+    {"Clip", 11, 6, down_clip_11},
+    {"Hardmax", 13, 11, down_softmax_13},
+    {"LogSoftmax", 13, 11, down_softmax_13},
+    {"ReduceL1", 18, 13, down_reduce_18},
+    {"ReduceL2", 18, 13, down_reduce_18},
+    {"ReduceLogSum", 18, 13, down_reduce_18},
+    {"ReduceLogSumExp", 18, 13, down_reduce_18},
+    {"ReduceMax", 18, 13, down_reduce_18},
+    {"ReduceMean", 18, 13, down_reduce_18},
+    {"ReduceMin", 18, 13, down_reduce_18},
+    {"ReduceProd", 18, 13, down_reduce_18},
+    {"ReduceSum", 13, 11, down_axes},
+    {"ReduceSumSquare", 18, 13, down_reduce_18},
+    {"Resize", 13, 11, down_resize_13},
+    {"Softmax", 13, 11, down_softmax_13},
+    {"Split", 13, 11, down_split_13},
+    {"Split", 18, 13, down_split_18},
+    {"Squeeze", 13, 11, down_axes},
+    {"Tile", 6, 1, down_tile_6},
+    {"Unsqueeze", 13, 11, down_axes},
+};
+
+static const down_adapter *down_find(const char *op, int32_t from) {
+    for (size_t i = 0; i < countof(down_adapters); i++) {
+        int c = strcmp(op, down_adapters[i].op);
+        if (c < 0) break;
+        if (c == 0 && down_adapters[i].from == from) return &down_adapters[i];
+    }
+    return NULL;
+}
+
+/* For the tests: the table, to check its order and its versions. */
+size_t downgrade_adapter_count(void) { return countof(down_adapters); }
+void downgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to) {
+    *op = down_adapters[i].op;
+    *from = down_adapters[i].from;
+    *to = down_adapters[i].to;
+}
+
+/* The value of node n's attribute a as the schema's default text writes it
+** (ints and strings; NULL for other types). */
+static bool attr_is(const Onnx__AttributeProto *a, const char *text) {
+    if (!a || !text) return false;
+    if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)a->i);
+        return strcmp(buf, text) == 0;
+    }
+    if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+        return a->s.len == strlen(text) && memcmp(a->s.data, text, a->s.len) == 0;
+    return false;
+}
+
+/*
+** Node n, using use, at schema older instead of newer, where nothing about its
+** meaning changed: NULL when it fits, else why not (in buf). An attribute older
+** lacks fits when it holds newer's default (it is dropped when applying); the
+** inputs must be as many as older takes, those older requires given; the
+** element types must be older's when the step added types.
+*/
+static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
+                            const opset_schema *newer, const opset_schema *older, char *buf,
+                            size_t cap) {
+    Onnx__NodeProto *n = graph_node(g, node);
+    for (size_t i = 0; i < use->n_attrs; i++) {
+        const char *a = use->attrs[i];
+        bool known = false;
+        for (size_t k = 0; k < older->n_attrs && !known; k++) known = strcmp(a, older->attrs[k]) == 0;
+        if (known) continue;
+        const char *dflt = NULL;
+        for (size_t k = 0; k < newer->n_attrs; k++)
+            if (strcmp(a, newer->attrs[k]) == 0) dflt = newer->defaults[k];
+        if (!attr_is(graph_attr(n, a), dflt)) {
+            snprintf(buf, cap, "attribute '%s' is not in version %d", a, (int)older->since);
+            return buf;
+        }
+        if (!u->plan) graph_node_del_attr(n, a); /* its default: the older meaning */
+        use_del(use, a);
+        i--;
+    }
+    if (older->max_inputs != 255 && use->inputs > older->max_inputs) {
+        snprintf(buf, cap, "%zu inputs, version %d takes %d", use->inputs, (int)older->since,
+                 (int)older->max_inputs);
+        return buf;
+    }
+    for (size_t k = 0; k < 32; k++)
+        if ((older->required >> k & 1u) && (k >= use->inputs || !graph_node_input(n, k))) {
+            snprintf(buf, cap, "input %zu, required in version %d, is not given", k,
+                     (int)older->since);
+            return buf;
+        }
+    if (!(newer->types & ~older->types)) return NULL;
+    for (size_t i = 0; i < n->n_input + n->n_output; i++) {
+        if (i < n->n_input && i >= use->inputs) continue; /* an input an adapter drops */
+        const char *name = i < n->n_input ? graph_node_input(n, i) : n->output[i - n->n_input];
+        if (!name || !*name) continue;
+        int32_t elem = up_elem_of(g, name);
+        if (elem <= 0) {
+            snprintf(buf, cap, "the element type of '%s' is unknown, and version %d takes "
+                     "fewer types", name, (int)older->since);
+            return buf;
+        }
+        if (elem >= 32 || !(older->types & (1u << elem))) {
+            snprintf(buf, cap, "element type %s is not in version %d", dtype_name(elem),
+                     (int)older->since);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
+    why[0] = '\0';
+    const Onnx__NodeProto *n = graph_node(g, i);
+    const char *op = n->op_type ? n->op_type : "";
+    const opset_entry *e = opset_table_find(op);
+    if (!e) return snprintf(why, cap, "no ai.onnx schema for this op"), 0;
+    int32_t from = opset_schema_at(e, u->src), to = opset_schema_at(e, u->tgt);
+    if (from == 0) return snprintf(why, cap, "op does not exist at the source opset"), 0;
+    if (to == 0) return snprintf(why, cap, "op does not exist at the target opset"), 0;
+    int32_t node = i;
+    node_use use;
+    use_of(n, &use);
+    size_t k = 0;
+    while (e->versions[k] != from) k++;
+    for (; e->versions[k] > to; k--) {
+        int32_t newer = e->versions[k], older = e->versions[k - 1];
+        const down_adapter *d = down_find(op, newer);
+        if (d) {
+            const char *reason = NULL;
+            cJSON *act = u->plan ? NULL : cJSON_CreateObject();
+            if (!u->plan && !act) return up_nomem(u);
+            int rc = d->fn(u, g, &node, act, &use, &reason);
+            if (rc || reason) {
+                cJSON_Delete(act);
+                if (reason) snprintf(why, cap, "%s", reason);
+                return rc;
+            }
+            u->n_work++;
+            if (act) {
+                up_record_step(u, g, i, act, op, newer, older);
+                use_of(graph_node(g, node), &use); /* the rewritten node itself */
+            }
+            continue;
+        }
+        if (up_adapter_find(op, newer)) {
+            snprintf(why, cap, "no downgrade adapter for the change at version %d",
+                     (int)newer);
+            return 0;
+        }
+        if (e->deprecated && newer >= e->deprecated) {
+            snprintf(why, cap, "op deprecated at version %d", (int)e->deprecated);
+            return 0;
+        }
+        if (fit_down(u, g, node, &use, &e->schemas[k], &e->schemas[k - 1], why, cap)) return 0;
+    }
+    return 0;
+}

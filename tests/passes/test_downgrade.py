@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""upgrade going down (--target-opset below the model's): each down adapter
+(inputs that were attributes before, Split's num_outputs, Clip's bounds,
+Softmax's axis, Resize's roi and scales, Tile-6 back to Tile-1), the steps that
+only added types or defaulted attributes, and the refusals, which name every
+node that cannot go down and why. Outputs at opset 7 or more run in ONNX Runtime
+against the original and pass onnx's checker; Tile-1 (below 7, which ONNX
+Runtime does not run) is checked in tileopt's evaluator and by going back up.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
+import harness as h  # noqa: E402
+from validate_report import report_errors  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def model(nodes, inputs, outputs, opset, inits=(), ir=8):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    return m
+
+
+def vi(name, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def down(m, target, feeds, what, checker=True):
+    """m taken down to target: exits 0, the report is valid and says so, the
+    output is at target with the IR that opset shipped with, passes the
+    checker, gives the original's outputs in ONNX Runtime, and verifies."""
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        rep = dst + ".json"
+        cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade", "--target-opset",
+                       target, "--verify=strict", "--report", rep)
+        assert cp.returncode == 0, f"{what} -> {target}: {cp.stderr}"
+        with open(rep) as f:
+            r = json.load(f)
+        assert report_errors(r) == [], report_errors(r)
+        assert r["verify"]["verdict"] == "match", (what, r["verify"])
+        out = onnx.load(dst)
+        assert out.opset_import[0].version == target, out.opset_import
+        if checker:
+            h.check(dst)
+        if target >= 7:
+            h.assert_close(h.run_ort(dst, feeds), h.run_ort(src, feeds), what=what)
+        return out, r
+
+
+def refused(m, target, *expect):
+    """m cannot go down to target: exit 1, nothing written, the error names each
+    expected text (node, op, versions, why)."""
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--target-opset", target,
+                       "--report", dst + ".json")
+        assert cp.returncode == 1, cp.stderr
+        assert not os.path.exists(dst)
+        for e in expect:
+            assert e in cp.stderr, (e, cp.stderr)
+        with open(dst + ".json") as f:
+            r = json.load(f)
+        skipped = [a for p in r["passes"] for a in p["actions"] if a["action"] == "skipped"]
+        assert skipped and all(a.get("reason") and "from" in a for a in skipped), skipped
+        return cp.stderr
+
+
+def downgrade_should_take_axes_and_split_inputs_back_to_attributes():
+    x = np.random.default_rng(1).standard_normal((2, 1, 6)).astype(np.float32)
+    nodes = [helper.make_node("Squeeze", ["x", "a1"], ["s"]),
+             helper.make_node("Unsqueeze", ["s", "a0"], ["u"]),
+             helper.make_node("ReduceSum", ["u", "a2"], ["r"], keepdims=1),
+             helper.make_node("Split", ["x", "sp"], ["p", "q"], axis=2),
+             helper.make_node("Softmax", ["p"], ["sm"]),
+             helper.make_node("LogSoftmax", ["q"], ["ls"], axis=2)]
+    m = model(nodes, [vi("x", [2, 1, 6])],
+              [vi("r", [1, 1, 6]), vi("sm", [2, 1, 2]), vi("ls", [2, 1, 4])], 13,
+              [h.i64("a1", [1]), h.i64("a0", [0]), h.i64("a2", [1]), h.i64("sp", [2, 4])])
+    for target in (12, 11, 9, 7):
+        out, r = down(m, target, {"x": x}, "axes inputs")
+        for n in out.graph.node:
+            assert len(n.input) == 1, (target, n.op_type, list(n.input))
+        acts = [a for p in r["passes"] for a in p["actions"] if a["action"] == "downgraded"]
+        assert len(acts) >= 6, acts
+        if target < 9:
+            # IR 3 (opset 7): every initializer is a graph input again
+            inputs = {i.name for i in out.graph.input}
+            assert out.ir_version == 3 and all(t.name in inputs for t in out.graph.initializer)
+
+
+def downgrade_should_take_opset_18_forms_to_17_and_13():
+    x = np.random.default_rng(2).uniform(0.5, 2, (2, 7, 3)).astype(np.float32)
+    nodes = [helper.make_node("ReduceMean", ["x", "ax"], ["m"], keepdims=0),
+             helper.make_node("ReduceL2", ["x"], ["l"]),
+             helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3),
+             helper.make_node("Split", ["x"], ["d", "e"], axis=2, num_outputs=2)]
+    # 7 into 3 parts is uneven (3, 3, 1): a constant split input then
+    m = model(nodes, [vi("x", [2, 7, 3])], [vi(n, None) for n in "mlabcde"], 18,
+              [h.i64("ax", [1])])
+    for target in (17, 13):
+        down(m, target, {"x": x}, "opset 18 forms", checker=False)
+
+
+def downgrade_should_carry_steps_that_only_added_types_or_defaults():
+    """Reshape-14's allowzero=0 and MaxPool-10's ceil_mode=0 hold their
+    defaults, which is what the older versions do; Relu-14 only added types."""
+    x = np.random.default_rng(3).standard_normal((1, 2, 4, 4)).astype(np.float32)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2],
+                              ceil_mode=0),
+             helper.make_node("Relu", ["p"], ["r"]),
+             helper.make_node("Reshape", ["r", "shp"], ["y"], allowzero=0)]
+    m = model(nodes, [vi("x", [1, 2, 4, 4])], [vi("y", [2, 4])], 14, [h.i64("shp", [2, 4])])
+    for target in (13, 9, 7):
+        out, _ = down(m, target, {"x": x}, "defaults")
+        attrs = {n.op_type: [a.name for a in n.attribute] for n in out.graph.node}
+        assert "allowzero" not in attrs["Reshape"], attrs
+        if target < 10:
+            assert "ceil_mode" not in attrs["MaxPool"], attrs
+
+
+def downgrade_should_take_clip_bounds_and_resize_inputs_back():
+    x = np.random.default_rng(4).standard_normal((1, 1, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["c"]),
+             helper.make_node("Clip", ["x", "", "hi"], ["d"]),
+             helper.make_node("Resize", ["c", "", "", "sizes"], ["r"], mode="nearest")]
+    m = model(nodes, [vi("x", [1, 1, 3, 3])], [vi("d", [1, 1, 3, 3]), vi("r", [1, 1, 6, 6])],
+              13, [numpy_helper.from_array(np.array(-0.5, np.float32), "lo"),
+                   numpy_helper.from_array(np.array(0.25, np.float32), "hi"),
+                   h.i64("sizes", [1, 1, 6, 6])])
+    out, _ = down(m, 11, {"x": x}, "Resize roi and scales")
+    resize = [n for n in out.graph.node if n.op_type == "Resize"][0]
+    assert all(resize.input[:3]), list(resize.input)
+    clip = helper.make_node("Clip", ["x", "lo", "hi"], ["c"])
+    m = model([clip], [vi("x", [1, 1, 3, 3])], [vi("c", [1, 1, 3, 3])], 13, m.graph.initializer[:2])
+    out, _ = down(m, 10, {"x": x}, "Clip bounds")
+    attrs = {a.name: a.f for a in out.graph.node[0].attribute}
+    assert attrs == {"min": -0.5, "max": 0.25}, attrs
+
+
+def downgrade_should_take_tile_to_tile_1_and_back():
+    """Tile-13 -> 6 (every type Tile-6 takes) -> Tile-1 when one axis repeats;
+    the evaluator runs Tile-1, and going back up gives ONNX Runtime's result."""
+    for dtype, elem in ((np.float32, F), (np.int64, TensorProto.INT64),
+                        (np.float64, TensorProto.DOUBLE)):
+        x = np.arange(6).reshape(2, 3).astype(dtype)
+        nodes = [helper.make_node("Tile", ["x", "rep"], ["y"])]
+        m = model(nodes, [vi("x", [2, 3], elem)], [vi("y", [2, 9], elem)], 13,
+                  [h.i64("rep", [1, 3])])
+        down(m, 6, {"x": x}, "Tile 13->6", checker=False)
+        out, r = down(m, 5, {"x": x}, "Tile 13->1", checker=False)
+        tile = out.graph.node[-1]
+        assert tile.op_type == "Tile" and len(tile.input) == 3, tile
+        with h.tempdir() as d:
+            src, back = os.path.join(d, "t1.onnx"), os.path.join(d, "back.onnx")
+            onnx.save(out, src)
+            h.expect_ok(h.tileopt("optimize", src, "-o", back, "--target-opset", 13))
+            h.assert_close(h.run_ort(back, {"x": x}), [np.tile(x, (1, 3))])
+    # bfloat16 is no type of Tile-6; two tiled axes are no Tile-1
+    m = model([helper.make_node("Tile", ["x", "rep"], ["y"], name="bf")],
+              [vi("x", [2, 3], TensorProto.BFLOAT16)], [vi("y", [2, 9], TensorProto.BFLOAT16)],
+              13, [h.i64("rep", [1, 3])])
+    refused(m, 6, "bf (Tile 13->6: element type BFLOAT16 is not in version 6)")
+    m = model([helper.make_node("Tile", ["x", "rep"], ["y"], name="two")],
+              [vi("x", [2, 3])], [vi("y", [4, 9])], 13, [h.i64("rep", [2, 3])])
+    refused(m, 5, "two (Tile 13->1: Tile-1 repeats one axis")
+
+
+def downgrade_should_list_every_node_it_cannot_take_down():
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1, name="soft"),
+             helper.make_node("GreaterOrEqual", ["x", "x"], ["g"], name="ge"),
+             helper.make_node("ReduceMean", ["x", "ax"], ["m"], name="dyn"),
+             helper.make_node("Relu", ["i"], ["j"], name="intrelu")]
+    m = model(nodes, [vi("x", [2, 3, 4]), vi("ax", [1], TensorProto.INT64),
+                      vi("i", [2], TensorProto.INT32)],
+              [vi("s", [2, 3, 4]), vi("g", [2, 3, 4], TensorProto.BOOL), vi("m", None),
+               vi("j", [2], TensorProto.INT32)], 18)
+    err = refused(m, 11, "soft (Softmax 13->11: before 13", "ge (GreaterOrEqual 16->11: op "
+                  "does not exist at the target opset)", "dyn (ReduceMean 18->11: an input "
+                  "that became an attribute is computed at run time)",
+                  "intrelu (Relu 14->6: element type INT32 is not in version 13)")
+    assert "4 nodes" in err, err
+
+
+if __name__ == "__main__":
+    ok, why = h.ort_available()
+    if not ok:
+        print(f"ONNX Runtime is needed: {why}")
+        sys.exit(1)
+    sys.exit(h.run_tests(globals()))
