@@ -260,6 +260,60 @@ static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use
     return up_replace_node(u, g, node, "Tile", ins, 3, 0);
 }
 
+/* Slice-10's starts, ends and axes inputs back to Slice-1's attributes: all
+** constant, steps absent or all 1, axes made non-negative (Slice-1 took no
+** negative ones). */
+static int down_slice_10(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                         const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    static const char *const what[4] = {"starts", "ends", "axes", "steps"};
+    int64_t v[4][64];
+    size_t cnt[4] = {0, 0, 0, 0};
+    bool has[4] = {false, false, false, false};
+    for (size_t i = 0; i < 4; i++) {
+        const char *name = graph_node_input(n, i + 1);
+        if (!name) continue;
+        int32_t elem;
+        bool found;
+        int rc = up_const_ints(u, g, *node, name, what[i], v[i], 64, &cnt[i], &elem, &found);
+        if (rc) return rc;
+        if (!found) {
+            *why = "Slice's starts, ends, axes or steps are computed at run time";
+            return 0;
+        }
+        has[i] = true;
+    }
+    if (!has[0] || !has[1]) {
+        *why = "Slice without starts or ends";
+        return 0;
+    }
+    for (size_t k = 0; has[3] && k < cnt[3]; k++)
+        if (v[3][k] != 1) {
+            *why = "Slice-1 takes no steps other than 1";
+            return 0;
+        }
+    int32_t r = up_rank_of(g, graph_node_input(n, 0));
+    for (size_t k = 0; has[2] && k < cnt[2]; k++)
+        if (v[2][k] < 0) {
+            if (r <= 0) {
+                *why = "negative Slice axes of an input of unknown rank";
+                return 0;
+            }
+            v[2][k] += r;
+        }
+    use->inputs = 1;
+    for (size_t i = 0; i < 3; i++)
+        if (has[i]) use_add(use, what[i]);
+    if (u->plan) return 0;
+    for (size_t i = 0; i < 3; i++) {
+        if (!has[i]) continue;
+        if (graph_node_set_attr_ints(g, n, what[i], v[i], cnt[i])) return up_nomem(u);
+        if (act) cJSON_AddItemToObject(act, what[i], pass_json_ints(v[i], cnt[i]));
+    }
+    const char *ins[1] = {graph_node_input(n, 0)};
+    return up_replace_node(u, g, node, "Slice", ins, 1, 0);
+}
+
 /* Resize-11 requires roi and scales: empty ones, as Resize-13 reads absent ones
 ** (roi only matters for tf_crop_and_resize; sizes then decides). */
 static int down_resize_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
@@ -318,6 +372,7 @@ static const down_adapter down_adapters[] = {
     {"ReduceSum", 13, 11, down_axes},
     {"ReduceSumSquare", 18, 13, down_reduce_18},
     {"Resize", 13, 11, down_resize_13},
+    {"Slice", 10, 1, down_slice_10},
     {"Softmax", 13, 11, down_softmax_13},
     {"Split", 13, 11, down_split_13},
     {"Split", 18, 13, down_split_18},

@@ -100,6 +100,23 @@ def downgrade_should_take_axes_and_split_inputs_back_to_attributes():
             assert out.ir_version == 3 and all(t.name in inputs for t in out.graph.initializer)
 
 
+def downgrade_should_take_slice_inputs_back_to_attributes():
+    """Slice-10's inputs are Slice-1's attributes when constant, negative axes made
+    non-negative; steps other than 1 and inputs computed at run time stay."""
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["a"]),
+             helper.make_node("Slice", ["x", "st", "en"], ["b"])]
+    m = model(nodes, [vi("x", [3, 4, 5])], [vi("a", [3, 2, 3]), vi("b", [2, 3, 5])], 13,
+              [h.i64("st", [1, 1]), h.i64("en", [3, 4]), h.i64("ax", [1, -1])])
+    out, _ = down(m, 9, {"x": x}, "Slice")
+    attrs = [{a.name: list(a.ints) for a in n.attribute} for n in out.graph.node]
+    assert attrs[0] == {"starts": [1, 1], "ends": [3, 4], "axes": [1, 2]}, attrs
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["a"], name="stepped")]
+    m = model(nodes, [vi("x", [3, 4, 5])], [vi("a", None)], 13,
+              [h.i64("st", [0]), h.i64("en", [5]), h.i64("ax", [2]), h.i64("sp", [2])])
+    refused(m, 9, "stepped (Slice 13->1: Slice-1 takes no steps other than 1)")
+
+
 def downgrade_should_take_opset_18_forms_to_17_and_13():
     x = np.random.default_rng(2).uniform(0.5, 2, (2, 7, 3)).astype(np.float32)
     nodes = [helper.make_node("ReduceMean", ["x", "ax"], ["m"], keepdims=0),
