@@ -91,15 +91,17 @@ static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const
     return up_replace_node(u, g, node, n->op_type, ins, k, 0);
 }
 
+/* Squeeze and Unsqueeze 13 -> 11: axes back to an attribute. */
 static int down_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
                      const char **why) {
     return input_to_ints_attr(u, g, node, 1, "axes", act, use, why);
 }
 
-/* Reductions 18 -> 13: axes back to an attribute; noop_with_empty_axes has no
-** older form, and with no axes it makes the node pass its input through. */
-static int down_reduce_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
-                          const char **why) {
+/* The reductions' axes input (ReduceSum's from 13, the others' from 18) back to
+** an attribute; noop_with_empty_axes has no older form, and with no axes it
+** makes the node pass its input through. */
+static int down_reduce_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                            const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     if (graph_attr_int(n, "noop_with_empty_axes", 0)) {
         int64_t v[64];
@@ -361,16 +363,16 @@ static const down_adapter down_adapters[] = {
     {"Clip", 11, 6, down_clip_11},
     {"Hardmax", 13, 11, down_softmax_13},
     {"LogSoftmax", 13, 11, down_softmax_13},
-    {"ReduceL1", 18, 13, down_reduce_18},
-    {"ReduceL2", 18, 13, down_reduce_18},
-    {"ReduceLogSum", 18, 13, down_reduce_18},
-    {"ReduceLogSumExp", 18, 13, down_reduce_18},
-    {"ReduceMax", 18, 13, down_reduce_18},
-    {"ReduceMean", 18, 13, down_reduce_18},
-    {"ReduceMin", 18, 13, down_reduce_18},
-    {"ReduceProd", 18, 13, down_reduce_18},
-    {"ReduceSum", 13, 11, down_axes},
-    {"ReduceSumSquare", 18, 13, down_reduce_18},
+    {"ReduceL1", 18, 13, down_reduce_axes},
+    {"ReduceL2", 18, 13, down_reduce_axes},
+    {"ReduceLogSum", 18, 13, down_reduce_axes},
+    {"ReduceLogSumExp", 18, 13, down_reduce_axes},
+    {"ReduceMax", 18, 13, down_reduce_axes},
+    {"ReduceMean", 18, 13, down_reduce_axes},
+    {"ReduceMin", 18, 13, down_reduce_axes},
+    {"ReduceProd", 18, 13, down_reduce_axes},
+    {"ReduceSum", 13, 11, down_reduce_axes},
+    {"ReduceSumSquare", 18, 13, down_reduce_axes},
     {"Resize", 13, 11, down_resize_13},
     {"Slice", 10, 1, down_slice_10},
     {"Softmax", 13, 11, down_softmax_13},
@@ -417,11 +419,13 @@ static bool attr_is(const Onnx__AttributeProto *a, const char *text) {
 ** meaning changed: NULL when it fits, else why not (in buf). An attribute older
 ** lacks fits when it holds newer's default (it is dropped when applying); the
 ** inputs must be as many as older takes, those older requires given; the
-** element types must be older's when the step added types.
+** element types must be older's when the step added types. After an adapter
+** (adapted set) the inputs are the adapter's business: only attributes and
+** types are checked.
 */
 static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
-                            const opset_schema *newer, const opset_schema *older, char *buf,
-                            size_t cap) {
+                            const opset_schema *newer, const opset_schema *older, bool adapted,
+                            char *buf, size_t cap) {
     Onnx__NodeProto *n = graph_node(g, node);
     for (size_t i = 0; i < use->n_attrs; i++) {
         const char *a = use->attrs[i];
@@ -439,12 +443,12 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
         use_del(use, a);
         i--;
     }
-    if (older->max_inputs != 255 && use->inputs > older->max_inputs) {
+    if (!adapted && older->max_inputs != 255 && use->inputs > older->max_inputs) {
         snprintf(buf, cap, "%zu inputs, version %d takes %d", use->inputs, (int)older->since,
                  (int)older->max_inputs);
         return buf;
     }
-    for (size_t k = 0; k < 32; k++)
+    for (size_t k = 0; k < 32 && !adapted; k++)
         if ((older->required >> k & 1u) && (k >= use->inputs || !graph_node_input(n, k))) {
             snprintf(buf, cap, "input %zu, required in version %d, is not given", k,
                      (int)older->since);
@@ -502,6 +506,8 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
                 up_record_step(u, g, i, act, op, newer, older);
                 use_of(graph_node(g, node), &use); /* the rewritten node itself */
             }
+            if (fit_down(u, g, node, &use, &e->schemas[k], &e->schemas[k - 1], true, why, cap))
+                return 0;
             continue;
         }
         if (up_adapter_find(op, newer)) {
@@ -513,7 +519,8 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
             snprintf(why, cap, "op deprecated at version %d", (int)e->deprecated);
             return 0;
         }
-        if (fit_down(u, g, node, &use, &e->schemas[k], &e->schemas[k - 1], why, cap)) return 0;
+        if (fit_down(u, g, node, &use, &e->schemas[k], &e->schemas[k - 1], false, why, cap))
+            return 0;
     }
     return 0;
 }
