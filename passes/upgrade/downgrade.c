@@ -219,8 +219,29 @@ static int down_clip_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *us
     return up_replace_node(u, g, node, "Clip", ins, 1, 0);
 }
 
+/* A scalar constant of a float type holding a small whole number v (|v| <=
+** 2048, exact in float16 too); other types get a float. */
+static int emit_float_scalar(up *u, graph *g, int32_t node, const char *what, int32_t elem,
+                             int64_t v, const char **out) {
+    if (elem == DT_DOUBLE) {
+        double d = (double)v;
+        return up_emit_const(u, g, node, what, DT_DOUBLE, NULL, 0, &d, sizeof d, out);
+    }
+    if (elem == DT_FLOAT16) {
+        uint64_t m = (uint64_t)(v < 0 ? -v : v);
+        uint16_t bits = v < 0 ? 0x8000 : 0;
+        if (m) {
+            int e = 63 - __builtin_clzll(m);
+            bits |= (uint16_t)((e + 15) << 10) | (uint16_t)(((m << 10) >> e) & 0x3ff);
+        }
+        return up_emit_const(u, g, node, what, DT_FLOAT16, NULL, 0, &bits, sizeof bits, out);
+    }
+    float f = (float)v;
+    return up_emit_const(u, g, node, what, DT_FLOAT, NULL, 0, &f, sizeof f, out);
+}
+
 /* Tile-6 -> Tile-1 (input, tiles, axis): constant repeats that are 1 on every
-** axis but at most one. */
+** axis but at most one; tiles and axis are of the data's type there. */
 static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
                        const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -248,11 +269,16 @@ static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use
         *why = "Tile-1 repeats one axis, these repeats tile more";
         return 0;
     }
+    int32_t elem_x = up_elem_of(g, graph_node_input(n, 0));
+    if (tiles > 2048) {
+        *why = "Tile-1 holds tiles in the data's float type, exact up to 2048";
+        return 0;
+    }
     use->inputs = 3;
     if (u->plan) return 0;
     const char *t, *a;
-    if ((rc = up_emit_i64(u, g, *node, "tiles", &tiles, 1, true, &t)) ||
-        (rc = up_emit_i64(u, g, *node, "axis", &axis, 1, true, &a)))
+    if ((rc = emit_float_scalar(u, g, *node, "tiles", elem_x, tiles, &t)) ||
+        (rc = emit_float_scalar(u, g, *node, "axis", elem_x, axis, &a)))
         return rc;
     if (act) {
         cJSON_AddNumberToObject(act, "tiles", (double)tiles);
@@ -400,6 +426,14 @@ void downgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to)
     *to = down_adapters[i].to;
 }
 
+/* The element types input (or output) slot k of schema s takes; a variadic last
+** slot stands for the rest; 0 when the table lists none. */
+static uint32_t slot_types(const opset_schema *s, bool input, size_t k) {
+    const uint32_t *t = input ? s->in_types : s->out_types;
+    size_t n = input ? s->n_in_types : s->n_out_types;
+    return n ? t[k < n ? k : n - 1] : 0;
+}
+
 /* The value of node n's attribute a as the schema's default text writes it
 ** (ints and strings; NULL for other types). */
 static bool attr_is(const Onnx__AttributeProto *a, const char *text) {
@@ -454,10 +488,16 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
                      (int)older->since);
             return buf;
         }
-    if (!(newer->types & ~older->types)) return NULL;
-    for (size_t i = 0; i < n->n_input + n->n_output; i++) {
-        if (i < n->n_input && i >= use->inputs) continue; /* an input an adapter drops */
-        const char *name = i < n->n_input ? graph_node_input(n, i) : n->output[i - n->n_input];
+    /* slot by slot: where the step added types, the node's must be older's;
+    ** after an adapter only the data (input 0) and the outputs are the node's */
+    size_t n_slots = n->n_input + n->n_output;
+    for (size_t i = 0; i < n_slots; i++) {
+        bool is_in = i < n->n_input;
+        size_t slot = is_in ? i : i - n->n_input;
+        if (is_in && (slot >= use->inputs || (adapted && slot > 0))) continue;
+        uint32_t now = slot_types(newer, is_in, slot), was = slot_types(older, is_in, slot);
+        if (!(now & ~was) || !was) continue;
+        const char *name = is_in ? graph_node_input(n, slot) : n->output[slot];
         if (!name || !*name) continue;
         int32_t elem = up_elem_of(g, name);
         if (elem <= 0) {
@@ -465,7 +505,7 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
                      "fewer types", name, (int)older->since);
             return buf;
         }
-        if (elem >= 32 || !(older->types & (1u << elem))) {
+        if (elem >= 32 || !(was & (1u << elem))) {
             snprintf(buf, cap, "element type %s is not in version %d", dtype_name(elem),
                      (int)older->since);
             return buf;

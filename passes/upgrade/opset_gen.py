@@ -29,6 +29,8 @@ SUBSECTION = re.compile(r"#### (Attributes|Inputs|Outputs|Type Constraints)(?: \
 NAME = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt>")
 ATTR_DEFAULT = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt> : (int|string) \(default is '?([^')]*)'?\)")
 INPUT = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt>( \([^)]*\))?")
+SLOT_TYPE = re.compile(r"<dt><tt>[A-Za-z0-9_]+</tt>(?: \([^)]*\))? : ([^<]+)</dt>")
+CONSTRAINT = re.compile(r"<dt><tt>([A-Za-z0-9_]+)</tt> : (.+)</dt>")
 TENSOR = re.compile(r"tensor\(([a-z0-9]+)\)")
 # TensorProto.DataType codes, for the element types a schema version takes.
 DTYPES = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6,
@@ -40,7 +42,22 @@ VARIADIC = 255
 
 
 def new_schema():
-    return {"attrs": [], "defaults": {}, "inputs": 0, "required": 0, "slots": 0, "types": 0}
+    return {"attrs": [], "defaults": {}, "inputs": 0, "required": 0, "slots": 0, "types": 0,
+            "in_slots": [], "out_slots": [], "constraints": {}}
+
+
+def types_mask(text, path):
+    mask = 0
+    for t in TENSOR.findall(text):
+        if t not in DTYPES:
+            sys.exit(f"{path}: element type {t} has no DataType code here")
+        mask |= 1 << DTYPES[t]
+    return mask
+
+
+def slot_masks(schema, slots):
+    """The element types each slot takes: its constraint's, or its own literal."""
+    return [schema["constraints"].get(t.strip(), 0) or types_mask(t, "") for t in slots]
 
 
 def history(path):
@@ -85,7 +102,13 @@ def history(path):
                 cur["attrs"] += NAME.findall(line)
                 for name, _kind, value in ATTR_DEFAULT.findall(line):
                     cur["defaults"][name] = value
-            elif part == "Inputs":
+            if part in ("Inputs", "Outputs"):
+                for t in SLOT_TYPE.findall(line):
+                    cur["in_slots" if part == "Inputs" else "out_slots"].append(t)
+            if part == "Type Constraints":
+                for name, text in CONSTRAINT.findall(line):
+                    cur["constraints"][name] = types_mask(text, path)
+            if part == "Inputs":
                 for _name, note in INPUT.findall(line):
                     # a required input: not optional, not variadic (heterogeneous
                     # variadic inputs need at least one, which the count says)
@@ -95,10 +118,7 @@ def history(path):
                     if not cur.get("counted"):
                         cur["inputs"] += 1
             if part in ("Inputs", "Outputs", "Type Constraints"):
-                for t in TENSOR.findall(line):
-                    if t not in DTYPES:
-                        sys.exit(f"{path}: element type {t} has no DataType code here")
-                    cur["types"] |= 1 << DTYPES[t]
+                cur["types"] |= types_mask(line, path)
     return hist
 
 
@@ -131,14 +151,22 @@ def main(argv):
                 out.write("static const char *const d%d_%d[] = {%s};\n"
                           % (i, x, ", ".join('"%s"' % dflt[a] if a in dflt else "NULL"
                                              for a in attrs)))
+        for x in v:
+            for kind in ("in", "out"):
+                masks = slot_masks(vers[x], vers[x][kind + "_slots"])
+                if masks:
+                    out.write("static const uint32_t %s%d_%d[] = {%s};\n"
+                              % (kind, i, x, ", ".join("0x%xu" % k for k in masks)))
         out.write("static const opset_schema s%d[] = {\n" % i)
         for x in v:
             attrs = sorted(set(vers[x]["attrs"]))
             name = "%d_%d" % (i, x)
-            out.write("    {%d, %d, 0x%xu, 0x%xu, %s, %s, %d},\n"
+            ins, outs = vers[x]["in_slots"], vers[x]["out_slots"]
+            out.write("    {%d, %d, 0x%xu, 0x%xu, %s, %s, %d, %s, %d, %s, %d},\n"
                       % (x, vers[x]["inputs"], vers[x]["required"], vers[x]["types"],
                          "a" + name if attrs else "NULL", "d" + name if attrs else "NULL",
-                         len(attrs)))
+                         len(attrs), "in" + name if ins else "NULL", len(ins),
+                         "out" + name if outs else "NULL", len(outs)))
         out.write("};\n")
     out.write("\nconst opset_entry opset_table[] = {\n")
     for i, n in enumerate(names):

@@ -10,22 +10,36 @@ const int32_t opset_table_max_opset = 26;
 static const int32_t v0[] = {1, 6, 13};
 static const char *const a0_1[] = {"consumed_inputs"};
 static const char *const d0_1[] = {NULL};
+static const uint32_t in0_1[] = {0xc02u};
+static const uint32_t out0_1[] = {0xc02u};
+static const uint32_t in0_6[] = {0x3cfeu};
+static const uint32_t out0_6[] = {0x3cfeu};
+static const uint32_t in0_13[] = {0x13cfeu};
+static const uint32_t out0_13[] = {0x13cfeu};
 static const opset_schema s0[] = {
-    {1, 1, 0x1u, 0xc02u, a0_1, d0_1, 1},
-    {6, 1, 0x1u, 0x3cfeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x13cfeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a0_1, d0_1, 1, in0_1, 1, out0_1, 1},
+    {6, 1, 0x1u, 0x3cfeu, NULL, NULL, 0, in0_6, 1, out0_6, 1},
+    {13, 1, 0x1u, 0x13cfeu, NULL, NULL, 0, in0_13, 1, out0_13, 1},
 };
 /* Acos */
 static const int32_t v1[] = {7, 22};
+static const uint32_t in1_7[] = {0xc02u};
+static const uint32_t out1_7[] = {0xc02u};
+static const uint32_t in1_22[] = {0x10c02u};
+static const uint32_t out1_22[] = {0x10c02u};
 static const opset_schema s1[] = {
-    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0, in1_7, 1, out1_7, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in1_22, 1, out1_22, 1},
 };
 /* Acosh */
 static const int32_t v2[] = {9, 22};
+static const uint32_t in2_9[] = {0xc02u};
+static const uint32_t out2_9[] = {0xc02u};
+static const uint32_t in2_22[] = {0x10c02u};
+static const uint32_t out2_22[] = {0x10c02u};
 static const opset_schema s2[] = {
-    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0, in2_9, 1, out2_9, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in2_22, 1, out2_22, 1},
 };
 /* Add */
 static const int32_t v3[] = {1, 6, 7, 13, 14};
@@ -33,27 +47,43 @@ static const char *const a3_1[] = {"axis", "broadcast", "consumed_inputs"};
 static const char *const d3_1[] = {NULL, "0", NULL};
 static const char *const a3_6[] = {"axis", "broadcast"};
 static const char *const d3_6[] = {NULL, "0"};
+static const uint32_t in3_1[] = {0xc02u, 0xc02u};
+static const uint32_t out3_1[] = {0xc02u};
+static const uint32_t in3_6[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out3_6[] = {0x3cc2u};
+static const uint32_t in3_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out3_7[] = {0x3cc2u};
+static const uint32_t in3_13[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t out3_13[] = {0x13cc2u};
+static const uint32_t in3_14[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out3_14[] = {0x13cfeu};
 static const opset_schema s3[] = {
-    {1, 2, 0x3u, 0xc02u, a3_1, d3_1, 3},
-    {6, 2, 0x3u, 0x3cc2u, a3_6, d3_6, 2},
-    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
-    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, a3_1, d3_1, 3, in3_1, 2, out3_1, 1},
+    {6, 2, 0x3u, 0x3cc2u, a3_6, d3_6, 2, in3_6, 2, out3_6, 1},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0, in3_7, 2, out3_7, 1},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0, in3_13, 2, out3_13, 1},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0, in3_14, 2, out3_14, 1},
 };
 /* AffineGrid */
 static const int32_t v4[] = {20};
 static const char *const a4_20[] = {"align_corners"};
 static const char *const d4_20[] = {"0"};
+static const uint32_t in4_20[] = {0x10c02u, 0x80u};
+static const uint32_t out4_20[] = {0x10c02u};
 static const opset_schema s4[] = {
-    {20, 2, 0x3u, 0x10c82u, a4_20, d4_20, 1},
+    {20, 2, 0x3u, 0x10c82u, a4_20, d4_20, 1, in4_20, 2, out4_20, 1},
 };
 /* And */
 static const int32_t v5[] = {1, 7};
 static const char *const a5_1[] = {"axis", "broadcast"};
 static const char *const d5_1[] = {NULL, "0"};
+static const uint32_t in5_1[] = {0x200u, 0x200u};
+static const uint32_t out5_1[] = {0x200u};
+static const uint32_t in5_7[] = {0x200u, 0x200u};
+static const uint32_t out5_7[] = {0x200u};
 static const opset_schema s5[] = {
-    {1, 2, 0x3u, 0x200u, a5_1, d5_1, 2},
-    {7, 2, 0x3u, 0x200u, NULL, NULL, 0},
+    {1, 2, 0x3u, 0x200u, a5_1, d5_1, 2, in5_1, 2, out5_1, 1},
+    {7, 2, 0x3u, 0x200u, NULL, NULL, 0, in5_7, 2, out5_7, 1},
 };
 /* ArgMax */
 static const int32_t v6[] = {1, 11, 12, 13};
@@ -65,11 +95,19 @@ static const char *const a6_12[] = {"axis", "keepdims", "select_last_index"};
 static const char *const d6_12[] = {"0", "1", "0"};
 static const char *const a6_13[] = {"axis", "keepdims", "select_last_index"};
 static const char *const d6_13[] = {"0", "1", "0"};
+static const uint32_t in6_1[] = {0x3cfeu};
+static const uint32_t out6_1[] = {0x80u};
+static const uint32_t in6_11[] = {0x3cfeu};
+static const uint32_t out6_11[] = {0x80u};
+static const uint32_t in6_12[] = {0x3cfeu};
+static const uint32_t out6_12[] = {0x80u};
+static const uint32_t in6_13[] = {0x13cfeu};
+static const uint32_t out6_13[] = {0x80u};
 static const opset_schema s6[] = {
-    {1, 1, 0x1u, 0x3cfeu, a6_1, d6_1, 2},
-    {11, 1, 0x1u, 0x3cfeu, a6_11, d6_11, 2},
-    {12, 1, 0x1u, 0x3cfeu, a6_12, d6_12, 3},
-    {13, 1, 0x1u, 0x13cfeu, a6_13, d6_13, 3},
+    {1, 1, 0x1u, 0x3cfeu, a6_1, d6_1, 2, in6_1, 1, out6_1, 1},
+    {11, 1, 0x1u, 0x3cfeu, a6_11, d6_11, 2, in6_11, 1, out6_11, 1},
+    {12, 1, 0x1u, 0x3cfeu, a6_12, d6_12, 3, in6_12, 1, out6_12, 1},
+    {13, 1, 0x1u, 0x13cfeu, a6_13, d6_13, 3, in6_13, 1, out6_13, 1},
 };
 /* ArgMin */
 static const int32_t v7[] = {1, 11, 12, 13};
@@ -81,35 +119,59 @@ static const char *const a7_12[] = {"axis", "keepdims", "select_last_index"};
 static const char *const d7_12[] = {"0", "1", "0"};
 static const char *const a7_13[] = {"axis", "keepdims", "select_last_index"};
 static const char *const d7_13[] = {"0", "1", "0"};
+static const uint32_t in7_1[] = {0x3cfeu};
+static const uint32_t out7_1[] = {0x80u};
+static const uint32_t in7_11[] = {0x3cfeu};
+static const uint32_t out7_11[] = {0x80u};
+static const uint32_t in7_12[] = {0x3cfeu};
+static const uint32_t out7_12[] = {0x80u};
+static const uint32_t in7_13[] = {0x13cfeu};
+static const uint32_t out7_13[] = {0x80u};
 static const opset_schema s7[] = {
-    {1, 1, 0x1u, 0x3cfeu, a7_1, d7_1, 2},
-    {11, 1, 0x1u, 0x3cfeu, a7_11, d7_11, 2},
-    {12, 1, 0x1u, 0x3cfeu, a7_12, d7_12, 3},
-    {13, 1, 0x1u, 0x13cfeu, a7_13, d7_13, 3},
+    {1, 1, 0x1u, 0x3cfeu, a7_1, d7_1, 2, in7_1, 1, out7_1, 1},
+    {11, 1, 0x1u, 0x3cfeu, a7_11, d7_11, 2, in7_11, 1, out7_11, 1},
+    {12, 1, 0x1u, 0x3cfeu, a7_12, d7_12, 3, in7_12, 1, out7_12, 1},
+    {13, 1, 0x1u, 0x13cfeu, a7_13, d7_13, 3, in7_13, 1, out7_13, 1},
 };
 /* Asin */
 static const int32_t v8[] = {7, 22};
+static const uint32_t in8_7[] = {0xc02u};
+static const uint32_t out8_7[] = {0xc02u};
+static const uint32_t in8_22[] = {0x10c02u};
+static const uint32_t out8_22[] = {0x10c02u};
 static const opset_schema s8[] = {
-    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0, in8_7, 1, out8_7, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in8_22, 1, out8_22, 1},
 };
 /* Asinh */
 static const int32_t v9[] = {9, 22};
+static const uint32_t in9_9[] = {0xc02u};
+static const uint32_t out9_9[] = {0xc02u};
+static const uint32_t in9_22[] = {0x10c02u};
+static const uint32_t out9_22[] = {0x10c02u};
 static const opset_schema s9[] = {
-    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0, in9_9, 1, out9_9, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in9_22, 1, out9_22, 1},
 };
 /* Atan */
 static const int32_t v10[] = {7, 22};
+static const uint32_t in10_7[] = {0xc02u};
+static const uint32_t out10_7[] = {0xc02u};
+static const uint32_t in10_22[] = {0x10c02u};
+static const uint32_t out10_22[] = {0x10c02u};
 static const opset_schema s10[] = {
-    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0, in10_7, 1, out10_7, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in10_22, 1, out10_22, 1},
 };
 /* Atanh */
 static const int32_t v11[] = {9, 22};
+static const uint32_t in11_9[] = {0xc02u};
+static const uint32_t out11_9[] = {0xc02u};
+static const uint32_t in11_22[] = {0x10c02u};
+static const uint32_t out11_22[] = {0x10c02u};
 static const opset_schema s11[] = {
-    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0, in11_9, 1, out11_9, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in11_22, 1, out11_22, 1},
 };
 /* Attention */
 static const int32_t v12[] = {23, 24, 25};
@@ -119,10 +181,16 @@ static const char *const a12_24[] = {"is_causal", "kv_num_heads", "q_num_heads",
 static const char *const d12_24[] = {"0", NULL, NULL, "0", NULL, NULL, NULL};
 static const char *const a12_25[] = {"is_causal", "kv_num_heads", "left_window_size", "q_num_heads", "qk_matmul_output_mode", "right_window_size", "scale", "softcap", "softmax_precision"};
 static const char *const d12_25[] = {"0", NULL, "-1", NULL, "0", "-1", NULL, NULL, NULL};
+static const uint32_t in12_23[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x13efeu, 0x10c02u, 0x10c02u};
+static const uint32_t out12_23[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t in12_24[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x13efeu, 0x10c02u, 0x10c02u, 0x80u};
+static const uint32_t out12_24[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t in12_25[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x13efeu, 0x10c02u, 0x10c02u, 0x80u};
+static const uint32_t out12_25[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
 static const opset_schema s12[] = {
-    {23, 6, 0x7u, 0x13efeu, a12_23, d12_23, 7},
-    {24, 7, 0x7u, 0x13efeu, a12_24, d12_24, 7},
-    {25, 7, 0x7u, 0x13efeu, a12_25, d12_25, 9},
+    {23, 6, 0x7u, 0x13efeu, a12_23, d12_23, 7, in12_23, 6, out12_23, 4},
+    {24, 7, 0x7u, 0x13efeu, a12_24, d12_24, 7, in12_24, 7, out12_24, 4},
+    {25, 7, 0x7u, 0x13efeu, a12_25, d12_25, 9, in12_25, 7, out12_25, 4},
 };
 /* AveragePool */
 static const int32_t v13[] = {1, 7, 10, 11, 19, 22};
@@ -138,13 +206,25 @@ static const char *const a13_19[] = {"auto_pad", "ceil_mode", "count_include_pad
 static const char *const d13_19[] = {"NOTSET", "0", "0", NULL, NULL, NULL, NULL};
 static const char *const a13_22[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"};
 static const char *const d13_22[] = {"NOTSET", "0", "0", NULL, NULL, NULL, NULL};
+static const uint32_t in13_1[] = {0xc02u};
+static const uint32_t out13_1[] = {0xc02u};
+static const uint32_t in13_7[] = {0xc02u};
+static const uint32_t out13_7[] = {0xc02u};
+static const uint32_t in13_10[] = {0xc02u};
+static const uint32_t out13_10[] = {0xc02u};
+static const uint32_t in13_11[] = {0xc02u};
+static const uint32_t out13_11[] = {0xc02u};
+static const uint32_t in13_19[] = {0xc02u};
+static const uint32_t out13_19[] = {0xc02u};
+static const uint32_t in13_22[] = {0x10c02u};
+static const uint32_t out13_22[] = {0x10c02u};
 static const opset_schema s13[] = {
-    {1, 1, 0x1u, 0xc02u, a13_1, d13_1, 4},
-    {7, 1, 0x1u, 0xc02u, a13_7, d13_7, 5},
-    {10, 1, 0x1u, 0xc02u, a13_10, d13_10, 6},
-    {11, 1, 0x1u, 0xc02u, a13_11, d13_11, 6},
-    {19, 1, 0x1u, 0xc02u, a13_19, d13_19, 7},
-    {22, 1, 0x1u, 0x10c02u, a13_22, d13_22, 7},
+    {1, 1, 0x1u, 0xc02u, a13_1, d13_1, 4, in13_1, 1, out13_1, 1},
+    {7, 1, 0x1u, 0xc02u, a13_7, d13_7, 5, in13_7, 1, out13_7, 1},
+    {10, 1, 0x1u, 0xc02u, a13_10, d13_10, 6, in13_10, 1, out13_10, 1},
+    {11, 1, 0x1u, 0xc02u, a13_11, d13_11, 6, in13_11, 1, out13_11, 1},
+    {19, 1, 0x1u, 0xc02u, a13_19, d13_19, 7, in13_19, 1, out13_19, 1},
+    {22, 1, 0x1u, 0x10c02u, a13_22, d13_22, 7, in13_22, 1, out13_22, 1},
 };
 /* BatchNormalization */
 static const int32_t v14[] = {1, 6, 7, 9, 14, 15};
@@ -160,13 +240,25 @@ static const char *const a14_14[] = {"epsilon", "momentum", "training_mode"};
 static const char *const d14_14[] = {NULL, NULL, "0"};
 static const char *const a14_15[] = {"epsilon", "momentum", "training_mode"};
 static const char *const d14_15[] = {NULL, NULL, "0"};
+static const uint32_t in14_1[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out14_1[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in14_6[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out14_6[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in14_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out14_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in14_9[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out14_9[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in14_14[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out14_14[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t in14_15[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out14_15[] = {0x10c02u, 0x10c02u, 0x10c02u};
 static const opset_schema s14[] = {
-    {1, 5, 0x1fu, 0xc02u, a14_1, d14_1, 5},
-    {6, 5, 0x1fu, 0xc02u, a14_6, d14_6, 4},
-    {7, 5, 0x1fu, 0xc02u, a14_7, d14_7, 3},
-    {9, 5, 0x1fu, 0xc02u, a14_9, d14_9, 2},
-    {14, 5, 0x1fu, 0x10c02u, a14_14, d14_14, 3},
-    {15, 5, 0x1fu, 0x10c02u, a14_15, d14_15, 3},
+    {1, 5, 0x1fu, 0xc02u, a14_1, d14_1, 5, in14_1, 5, out14_1, 5},
+    {6, 5, 0x1fu, 0xc02u, a14_6, d14_6, 4, in14_6, 5, out14_6, 5},
+    {7, 5, 0x1fu, 0xc02u, a14_7, d14_7, 3, in14_7, 5, out14_7, 5},
+    {9, 5, 0x1fu, 0xc02u, a14_9, d14_9, 2, in14_9, 5, out14_9, 5},
+    {14, 5, 0x1fu, 0x10c02u, a14_14, d14_14, 3, in14_14, 5, out14_14, 3},
+    {15, 5, 0x1fu, 0x10c02u, a14_15, d14_15, 3, in14_15, 5, out14_15, 3},
 };
 /* Bernoulli */
 static const int32_t v15[] = {15, 22};
@@ -174,50 +266,68 @@ static const char *const a15_15[] = {"dtype", "seed"};
 static const char *const d15_15[] = {NULL, NULL};
 static const char *const a15_22[] = {"dtype", "seed"};
 static const char *const d15_22[] = {NULL, NULL};
+static const uint32_t in15_15[] = {0xc02u};
+static const uint32_t out15_15[] = {0x13efeu};
+static const uint32_t in15_22[] = {0x10c02u};
+static const uint32_t out15_22[] = {0x13efeu};
 static const opset_schema s15[] = {
-    {15, 1, 0x1u, 0x13efeu, a15_15, d15_15, 2},
-    {22, 1, 0x1u, 0x13efeu, a15_22, d15_22, 2},
+    {15, 1, 0x1u, 0x13efeu, a15_15, d15_15, 2, in15_15, 1, out15_15, 1},
+    {22, 1, 0x1u, 0x13efeu, a15_22, d15_22, 2, in15_22, 1, out15_22, 1},
 };
 /* BitCast */
 static const int32_t v16[] = {26};
 static const char *const a16_26[] = {"to"};
 static const char *const d16_26[] = {NULL};
+static const uint32_t in16_26[] = {0x7fffefeu};
+static const uint32_t out16_26[] = {0x7fffefeu};
 static const opset_schema s16[] = {
-    {26, 1, 0x1u, 0x7fffefeu, a16_26, d16_26, 1},
+    {26, 1, 0x1u, 0x7fffefeu, a16_26, d16_26, 1, in16_26, 1, out16_26, 1},
 };
 /* BitShift */
 static const int32_t v17[] = {11};
 static const char *const a17_11[] = {"direction"};
 static const char *const d17_11[] = {NULL};
+static const uint32_t in17_11[] = {0x3014u, 0x3014u};
+static const uint32_t out17_11[] = {0x3014u};
 static const opset_schema s17[] = {
-    {11, 2, 0x3u, 0x3014u, a17_11, d17_11, 1},
+    {11, 2, 0x3u, 0x3014u, a17_11, d17_11, 1, in17_11, 2, out17_11, 1},
 };
 /* BitwiseAnd */
 static const int32_t v18[] = {18};
+static const uint32_t in18_18[] = {0x30fcu, 0x30fcu};
+static const uint32_t out18_18[] = {0x30fcu};
 static const opset_schema s18[] = {
-    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0},
+    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0, in18_18, 2, out18_18, 1},
 };
 /* BitwiseNot */
 static const int32_t v19[] = {18};
+static const uint32_t in19_18[] = {0x30fcu};
+static const uint32_t out19_18[] = {0x30fcu};
 static const opset_schema s19[] = {
-    {18, 1, 0x1u, 0x30fcu, NULL, NULL, 0},
+    {18, 1, 0x1u, 0x30fcu, NULL, NULL, 0, in19_18, 1, out19_18, 1},
 };
 /* BitwiseOr */
 static const int32_t v20[] = {18};
+static const uint32_t in20_18[] = {0x30fcu, 0x30fcu};
+static const uint32_t out20_18[] = {0x30fcu};
 static const opset_schema s20[] = {
-    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0},
+    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0, in20_18, 2, out20_18, 1},
 };
 /* BitwiseXor */
 static const int32_t v21[] = {18};
+static const uint32_t in21_18[] = {0x30fcu, 0x30fcu};
+static const uint32_t out21_18[] = {0x30fcu};
 static const opset_schema s21[] = {
-    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0},
+    {18, 2, 0x3u, 0x30fcu, NULL, NULL, 0, in21_18, 2, out21_18, 1},
 };
 /* BlackmanWindow */
 static const int32_t v22[] = {17};
 static const char *const a22_17[] = {"output_datatype", "periodic"};
 static const char *const d22_17[] = {"1", "1"};
+static const uint32_t in22_17[] = {0xc0u};
+static const uint32_t out22_17[] = {0x13cfeu};
 static const opset_schema s22[] = {
-    {17, 1, 0x1u, 0x13cfeu, a22_17, d22_17, 2},
+    {17, 1, 0x1u, 0x13cfeu, a22_17, d22_17, 2, in22_17, 1, out22_17, 1},
 };
 /* Cast */
 static const int32_t v23[] = {1, 6, 9, 13, 19, 21, 23, 24, 25};
@@ -239,16 +349,34 @@ static const char *const a23_24[] = {"round_mode", "saturate", "to"};
 static const char *const d23_24[] = {"up", "1", NULL};
 static const char *const a23_25[] = {"round_mode", "saturate", "to"};
 static const char *const d23_25[] = {"up", "1", NULL};
+static const uint32_t in23_1[] = {0x3efeu};
+static const uint32_t out23_1[] = {0x3efeu};
+static const uint32_t in23_6[] = {0x3efeu};
+static const uint32_t out23_6[] = {0x3efeu};
+static const uint32_t in23_9[] = {0x3ffeu};
+static const uint32_t out23_9[] = {0x3ffeu};
+static const uint32_t in23_13[] = {0x13ffeu};
+static const uint32_t out23_13[] = {0x13ffeu};
+static const uint32_t in23_19[] = {0x1f3ffeu};
+static const uint32_t out23_19[] = {0x1f3ffeu};
+static const uint32_t in23_21[] = {0x7f3ffeu};
+static const uint32_t out23_21[] = {0x7f3ffeu};
+static const uint32_t in23_23[] = {0xff3ffeu};
+static const uint32_t out23_23[] = {0xff3ffeu};
+static const uint32_t in23_24[] = {0x1ff3ffeu};
+static const uint32_t out23_24[] = {0x1ff3ffeu};
+static const uint32_t in23_25[] = {0x7ff3ffeu};
+static const uint32_t out23_25[] = {0x7ff3ffeu};
 static const opset_schema s23[] = {
-    {1, 1, 0x1u, 0x3efeu, a23_1, d23_1, 1},
-    {6, 1, 0x1u, 0x3efeu, a23_6, d23_6, 1},
-    {9, 1, 0x1u, 0x3ffeu, a23_9, d23_9, 1},
-    {13, 1, 0x1u, 0x13ffeu, a23_13, d23_13, 1},
-    {19, 1, 0x1u, 0x1f3ffeu, a23_19, d23_19, 2},
-    {21, 1, 0x1u, 0x7f3ffeu, a23_21, d23_21, 2},
-    {23, 1, 0x1u, 0xff3ffeu, a23_23, d23_23, 2},
-    {24, 1, 0x1u, 0x1ff3ffeu, a23_24, d23_24, 3},
-    {25, 1, 0x1u, 0x7ff3ffeu, a23_25, d23_25, 3},
+    {1, 1, 0x1u, 0x3efeu, a23_1, d23_1, 1, in23_1, 1, out23_1, 1},
+    {6, 1, 0x1u, 0x3efeu, a23_6, d23_6, 1, in23_6, 1, out23_6, 1},
+    {9, 1, 0x1u, 0x3ffeu, a23_9, d23_9, 1, in23_9, 1, out23_9, 1},
+    {13, 1, 0x1u, 0x13ffeu, a23_13, d23_13, 1, in23_13, 1, out23_13, 1},
+    {19, 1, 0x1u, 0x1f3ffeu, a23_19, d23_19, 2, in23_19, 1, out23_19, 1},
+    {21, 1, 0x1u, 0x7f3ffeu, a23_21, d23_21, 2, in23_21, 1, out23_21, 1},
+    {23, 1, 0x1u, 0xff3ffeu, a23_23, d23_23, 2, in23_23, 1, out23_23, 1},
+    {24, 1, 0x1u, 0x1ff3ffeu, a23_24, d23_24, 3, in23_24, 1, out23_24, 1},
+    {25, 1, 0x1u, 0x7ff3ffeu, a23_25, d23_25, 3, in23_25, 1, out23_25, 1},
 };
 /* CastLike */
 static const int32_t v24[] = {15, 19, 21, 23, 24, 25};
@@ -262,36 +390,58 @@ static const char *const a24_24[] = {"round_mode", "saturate"};
 static const char *const d24_24[] = {"up", "1"};
 static const char *const a24_25[] = {"round_mode", "saturate"};
 static const char *const d24_25[] = {"up", "1"};
+static const uint32_t in24_15[] = {0x13ffeu, 0x13ffeu};
+static const uint32_t out24_15[] = {0x13ffeu};
+static const uint32_t in24_19[] = {0x1f3ffeu, 0x1f3ffeu};
+static const uint32_t out24_19[] = {0x1f3ffeu};
+static const uint32_t in24_21[] = {0x7f3ffeu, 0x7f3ffeu};
+static const uint32_t out24_21[] = {0x7f3ffeu};
+static const uint32_t in24_23[] = {0xff3ffeu, 0xff3ffeu};
+static const uint32_t out24_23[] = {0xff3ffeu};
+static const uint32_t in24_24[] = {0x1ff3ffeu, 0x1ff3ffeu};
+static const uint32_t out24_24[] = {0x1ff3ffeu};
+static const uint32_t in24_25[] = {0x7ff3ffeu, 0x7ff3ffeu};
+static const uint32_t out24_25[] = {0x7ff3ffeu};
 static const opset_schema s24[] = {
-    {15, 2, 0x3u, 0x13ffeu, NULL, NULL, 0},
-    {19, 2, 0x3u, 0x1f3ffeu, a24_19, d24_19, 1},
-    {21, 2, 0x3u, 0x7f3ffeu, a24_21, d24_21, 1},
-    {23, 2, 0x3u, 0xff3ffeu, a24_23, d24_23, 1},
-    {24, 2, 0x3u, 0x1ff3ffeu, a24_24, d24_24, 2},
-    {25, 2, 0x3u, 0x7ff3ffeu, a24_25, d24_25, 2},
+    {15, 2, 0x3u, 0x13ffeu, NULL, NULL, 0, in24_15, 2, out24_15, 1},
+    {19, 2, 0x3u, 0x1f3ffeu, a24_19, d24_19, 1, in24_19, 2, out24_19, 1},
+    {21, 2, 0x3u, 0x7f3ffeu, a24_21, d24_21, 1, in24_21, 2, out24_21, 1},
+    {23, 2, 0x3u, 0xff3ffeu, a24_23, d24_23, 1, in24_23, 2, out24_23, 1},
+    {24, 2, 0x3u, 0x1ff3ffeu, a24_24, d24_24, 2, in24_24, 2, out24_24, 1},
+    {25, 2, 0x3u, 0x7ff3ffeu, a24_25, d24_25, 2, in24_25, 2, out24_25, 1},
 };
 /* Ceil */
 static const int32_t v25[] = {1, 6, 13};
 static const char *const a25_1[] = {"consumed_inputs"};
 static const char *const d25_1[] = {NULL};
+static const uint32_t in25_1[] = {0xc02u};
+static const uint32_t out25_1[] = {0xc02u};
+static const uint32_t in25_6[] = {0xc02u};
+static const uint32_t out25_6[] = {0xc02u};
+static const uint32_t in25_13[] = {0x10c02u};
+static const uint32_t out25_13[] = {0x10c02u};
 static const opset_schema s25[] = {
-    {1, 1, 0x1u, 0xc02u, a25_1, d25_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a25_1, d25_1, 1, in25_1, 1, out25_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in25_6, 1, out25_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in25_13, 1, out25_13, 1},
 };
 /* Celu */
 static const int32_t v26[] = {12};
 static const char *const a26_12[] = {"alpha"};
 static const char *const d26_12[] = {NULL};
+static const uint32_t in26_12[] = {0x2u};
+static const uint32_t out26_12[] = {0x2u};
 static const opset_schema s26[] = {
-    {12, 1, 0x1u, 0x2u, a26_12, d26_12, 1},
+    {12, 1, 0x1u, 0x2u, a26_12, d26_12, 1, in26_12, 1, out26_12, 1},
 };
 /* CenterCropPad */
 static const int32_t v27[] = {18};
 static const char *const a27_18[] = {"axes"};
 static const char *const d27_18[] = {NULL};
+static const uint32_t in27_18[] = {0x1fffeu, 0xc0u};
+static const uint32_t out27_18[] = {0x1fffeu};
 static const opset_schema s27[] = {
-    {18, 2, 0x3u, 0x1fffeu, a27_18, d27_18, 1},
+    {18, 2, 0x3u, 0x1fffeu, a27_18, d27_18, 1, in27_18, 2, out27_18, 1},
 };
 /* Clip */
 static const int32_t v28[] = {1, 6, 11, 12, 13};
@@ -299,19 +449,31 @@ static const char *const a28_1[] = {"consumed_inputs", "max", "min"};
 static const char *const d28_1[] = {NULL, NULL, NULL};
 static const char *const a28_6[] = {"max", "min"};
 static const char *const d28_6[] = {NULL, NULL};
+static const uint32_t in28_1[] = {0xc02u};
+static const uint32_t out28_1[] = {0xc02u};
+static const uint32_t in28_6[] = {0xc02u};
+static const uint32_t out28_6[] = {0xc02u};
+static const uint32_t in28_11[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out28_11[] = {0xc02u};
+static const uint32_t in28_12[] = {0x3cfeu, 0x3cfeu, 0x3cfeu};
+static const uint32_t out28_12[] = {0x3cfeu};
+static const uint32_t in28_13[] = {0x13cfeu, 0x13cfeu, 0x13cfeu};
+static const uint32_t out28_13[] = {0x13cfeu};
 static const opset_schema s28[] = {
-    {1, 1, 0x1u, 0xc02u, a28_1, d28_1, 3},
-    {6, 1, 0x1u, 0xc02u, a28_6, d28_6, 2},
-    {11, 3, 0x1u, 0xc02u, NULL, NULL, 0},
-    {12, 3, 0x1u, 0x3cfeu, NULL, NULL, 0},
-    {13, 3, 0x1u, 0x13cfeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a28_1, d28_1, 3, in28_1, 1, out28_1, 1},
+    {6, 1, 0x1u, 0xc02u, a28_6, d28_6, 2, in28_6, 1, out28_6, 1},
+    {11, 3, 0x1u, 0xc02u, NULL, NULL, 0, in28_11, 3, out28_11, 1},
+    {12, 3, 0x1u, 0x3cfeu, NULL, NULL, 0, in28_12, 3, out28_12, 1},
+    {13, 3, 0x1u, 0x13cfeu, NULL, NULL, 0, in28_13, 3, out28_13, 1},
 };
 /* Col2Im */
 static const int32_t v29[] = {18};
 static const char *const a29_18[] = {"dilations", "pads", "strides"};
 static const char *const d29_18[] = {NULL, NULL, NULL};
+static const uint32_t in29_18[] = {0x1fffeu, 0x80u, 0x80u};
+static const uint32_t out29_18[] = {0x1fffeu};
 static const opset_schema s29[] = {
-    {18, 3, 0x7u, 0x1fffeu, a29_18, d29_18, 3},
+    {18, 3, 0x7u, 0x1fffeu, a29_18, d29_18, 3, in29_18, 3, out29_18, 1},
 };
 /* Compress */
 static const int32_t v30[] = {9, 11};
@@ -319,9 +481,13 @@ static const char *const a30_9[] = {"axis"};
 static const char *const d30_9[] = {NULL};
 static const char *const a30_11[] = {"axis"};
 static const char *const d30_11[] = {NULL};
+static const uint32_t in30_9[] = {0xfffeu, 0x200u};
+static const uint32_t out30_9[] = {0xfffeu};
+static const uint32_t in30_11[] = {0xfffeu, 0x200u};
+static const uint32_t out30_11[] = {0xfffeu};
 static const opset_schema s30[] = {
-    {9, 2, 0x3u, 0xfffeu, a30_9, d30_9, 1},
-    {11, 2, 0x3u, 0xfffeu, a30_11, d30_11, 1},
+    {9, 2, 0x3u, 0xfffeu, a30_9, d30_9, 1, in30_9, 2, out30_9, 1},
+    {11, 2, 0x3u, 0xfffeu, a30_11, d30_11, 1, in30_11, 2, out30_11, 1},
 };
 /* Concat */
 static const int32_t v31[] = {1, 4, 11, 13};
@@ -333,18 +499,28 @@ static const char *const a31_11[] = {"axis"};
 static const char *const d31_11[] = {NULL};
 static const char *const a31_13[] = {"axis"};
 static const char *const d31_13[] = {NULL};
+static const uint32_t in31_1[] = {0xc02u};
+static const uint32_t out31_1[] = {0xc02u};
+static const uint32_t in31_4[] = {0xfffeu};
+static const uint32_t out31_4[] = {0xfffeu};
+static const uint32_t in31_11[] = {0xfffeu};
+static const uint32_t out31_11[] = {0xfffeu};
+static const uint32_t in31_13[] = {0x1fffeu};
+static const uint32_t out31_13[] = {0x1fffeu};
 static const opset_schema s31[] = {
-    {1, 255, 0x0u, 0xc02u, a31_1, d31_1, 1},
-    {4, 255, 0x0u, 0xfffeu, a31_4, d31_4, 1},
-    {11, 255, 0x0u, 0xfffeu, a31_11, d31_11, 1},
-    {13, 255, 0x0u, 0x1fffeu, a31_13, d31_13, 1},
+    {1, 255, 0x0u, 0xc02u, a31_1, d31_1, 1, in31_1, 1, out31_1, 1},
+    {4, 255, 0x0u, 0xfffeu, a31_4, d31_4, 1, in31_4, 1, out31_4, 1},
+    {11, 255, 0x0u, 0xfffeu, a31_11, d31_11, 1, in31_11, 1, out31_11, 1},
+    {13, 255, 0x0u, 0x1fffeu, a31_13, d31_13, 1, in31_13, 1, out31_13, 1},
 };
 /* ConcatFromSequence */
 static const int32_t v32[] = {11};
 static const char *const a32_11[] = {"axis", "new_axis"};
 static const char *const d32_11[] = {NULL, "0"};
+static const uint32_t in32_11[] = {0xfffeu};
+static const uint32_t out32_11[] = {0xfffeu};
 static const opset_schema s32[] = {
-    {11, 1, 0x1u, 0xfffeu, a32_11, d32_11, 2},
+    {11, 1, 0x1u, 0xfffeu, a32_11, d32_11, 2, in32_11, 1, out32_11, 1},
 };
 /* Constant */
 static const int32_t v33[] = {1, 9, 11, 12, 13, 19, 21, 23, 24, 25};
@@ -368,17 +544,27 @@ static const char *const a33_24[] = {"sparse_value", "value", "value_float", "va
 static const char *const d33_24[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 static const char *const a33_25[] = {"sparse_value", "value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"};
 static const char *const d33_25[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const uint32_t out33_1[] = {0xc02u};
+static const uint32_t out33_9[] = {0xfffeu};
+static const uint32_t out33_11[] = {0xfffeu};
+static const uint32_t out33_12[] = {0xfffeu};
+static const uint32_t out33_13[] = {0x1fffeu};
+static const uint32_t out33_19[] = {0x1ffffeu};
+static const uint32_t out33_21[] = {0x7ffffeu};
+static const uint32_t out33_23[] = {0xfffffeu};
+static const uint32_t out33_24[] = {0x1fffffeu};
+static const uint32_t out33_25[] = {0x7fffffeu};
 static const opset_schema s33[] = {
-    {1, 0, 0x0u, 0xc02u, a33_1, d33_1, 1},
-    {9, 0, 0x0u, 0xfffeu, a33_9, d33_9, 1},
-    {11, 0, 0x0u, 0xfffeu, a33_11, d33_11, 2},
-    {12, 0, 0x0u, 0xfffeu, a33_12, d33_12, 8},
-    {13, 0, 0x0u, 0x1fffeu, a33_13, d33_13, 8},
-    {19, 0, 0x0u, 0x1ffffeu, a33_19, d33_19, 8},
-    {21, 0, 0x0u, 0x7ffffeu, a33_21, d33_21, 8},
-    {23, 0, 0x0u, 0xfffffeu, a33_23, d33_23, 8},
-    {24, 0, 0x0u, 0x1fffffeu, a33_24, d33_24, 8},
-    {25, 0, 0x0u, 0x7fffffeu, a33_25, d33_25, 8},
+    {1, 0, 0x0u, 0xc02u, a33_1, d33_1, 1, NULL, 0, out33_1, 1},
+    {9, 0, 0x0u, 0xfffeu, a33_9, d33_9, 1, NULL, 0, out33_9, 1},
+    {11, 0, 0x0u, 0xfffeu, a33_11, d33_11, 2, NULL, 0, out33_11, 1},
+    {12, 0, 0x0u, 0xfffeu, a33_12, d33_12, 8, NULL, 0, out33_12, 1},
+    {13, 0, 0x0u, 0x1fffeu, a33_13, d33_13, 8, NULL, 0, out33_13, 1},
+    {19, 0, 0x0u, 0x1ffffeu, a33_19, d33_19, 8, NULL, 0, out33_19, 1},
+    {21, 0, 0x0u, 0x7ffffeu, a33_21, d33_21, 8, NULL, 0, out33_21, 1},
+    {23, 0, 0x0u, 0xfffffeu, a33_23, d33_23, 8, NULL, 0, out33_23, 1},
+    {24, 0, 0x0u, 0x1fffffeu, a33_24, d33_24, 8, NULL, 0, out33_24, 1},
+    {25, 0, 0x0u, 0x7fffffeu, a33_25, d33_25, 8, NULL, 0, out33_25, 1},
 };
 /* ConstantOfShape */
 static const int32_t v34[] = {9, 20, 21, 23, 24, 25};
@@ -394,13 +580,25 @@ static const char *const a34_24[] = {"value"};
 static const char *const d34_24[] = {NULL};
 static const char *const a34_25[] = {"value"};
 static const char *const d34_25[] = {NULL};
+static const uint32_t in34_9[] = {0x80u};
+static const uint32_t out34_9[] = {0x3efeu};
+static const uint32_t in34_20[] = {0x80u};
+static const uint32_t out34_20[] = {0x1f3efeu};
+static const uint32_t in34_21[] = {0x80u};
+static const uint32_t out34_21[] = {0x7f3efeu};
+static const uint32_t in34_23[] = {0x80u};
+static const uint32_t out34_23[] = {0xff3efeu};
+static const uint32_t in34_24[] = {0x80u};
+static const uint32_t out34_24[] = {0x1ff3efeu};
+static const uint32_t in34_25[] = {0x80u};
+static const uint32_t out34_25[] = {0x7ff3efeu};
 static const opset_schema s34[] = {
-    {9, 1, 0x1u, 0x3efeu, a34_9, d34_9, 1},
-    {20, 1, 0x1u, 0x1f3efeu, a34_20, d34_20, 1},
-    {21, 1, 0x1u, 0x7f3efeu, a34_21, d34_21, 1},
-    {23, 1, 0x1u, 0xff3efeu, a34_23, d34_23, 1},
-    {24, 1, 0x1u, 0x1ff3efeu, a34_24, d34_24, 1},
-    {25, 1, 0x1u, 0x7ff3efeu, a34_25, d34_25, 1},
+    {9, 1, 0x1u, 0x3efeu, a34_9, d34_9, 1, in34_9, 1, out34_9, 1},
+    {20, 1, 0x1u, 0x1f3efeu, a34_20, d34_20, 1, in34_20, 1, out34_20, 1},
+    {21, 1, 0x1u, 0x7f3efeu, a34_21, d34_21, 1, in34_21, 1, out34_21, 1},
+    {23, 1, 0x1u, 0xff3efeu, a34_23, d34_23, 1, in34_23, 1, out34_23, 1},
+    {24, 1, 0x1u, 0x1ff3efeu, a34_24, d34_24, 1, in34_24, 1, out34_24, 1},
+    {25, 1, 0x1u, 0x7ff3efeu, a34_25, d34_25, 1, in34_25, 1, out34_25, 1},
 };
 /* Conv */
 static const int32_t v35[] = {1, 11, 22};
@@ -410,17 +608,25 @@ static const char *const a35_11[] = {"auto_pad", "dilations", "group", "kernel_s
 static const char *const d35_11[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
 static const char *const a35_22[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
 static const char *const d35_22[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const uint32_t in35_1[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out35_1[] = {0xc02u};
+static const uint32_t in35_11[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out35_11[] = {0xc02u};
+static const uint32_t in35_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out35_22[] = {0x10c02u};
 static const opset_schema s35[] = {
-    {1, 3, 0x3u, 0xc02u, a35_1, d35_1, 6},
-    {11, 3, 0x3u, 0xc02u, a35_11, d35_11, 6},
-    {22, 3, 0x3u, 0x10c02u, a35_22, d35_22, 6},
+    {1, 3, 0x3u, 0xc02u, a35_1, d35_1, 6, in35_1, 3, out35_1, 1},
+    {11, 3, 0x3u, 0xc02u, a35_11, d35_11, 6, in35_11, 3, out35_11, 1},
+    {22, 3, 0x3u, 0x10c02u, a35_22, d35_22, 6, in35_22, 3, out35_22, 1},
 };
 /* ConvInteger */
 static const int32_t v36[] = {10};
 static const char *const a36_10[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
 static const char *const d36_10[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const uint32_t in36_10[] = {0xcu, 0xcu, 0xcu, 0xcu};
+static const uint32_t out36_10[] = {0x40u};
 static const opset_schema s36[] = {
-    {10, 4, 0x3u, 0x4cu, a36_10, d36_10, 6},
+    {10, 4, 0x3u, 0x4cu, a36_10, d36_10, 6, in36_10, 4, out36_10, 1},
 };
 /* ConvTranspose */
 static const int32_t v37[] = {1, 11, 22};
@@ -430,29 +636,45 @@ static const char *const a37_11[] = {"auto_pad", "dilations", "group", "kernel_s
 static const char *const d37_11[] = {"NOTSET", NULL, "1", NULL, NULL, NULL, NULL, NULL};
 static const char *const a37_22[] = {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"};
 static const char *const d37_22[] = {"NOTSET", NULL, "1", NULL, NULL, NULL, NULL, NULL};
+static const uint32_t in37_1[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out37_1[] = {0xc02u};
+static const uint32_t in37_11[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out37_11[] = {0xc02u};
+static const uint32_t in37_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out37_22[] = {0x10c02u};
 static const opset_schema s37[] = {
-    {1, 3, 0x3u, 0xc02u, a37_1, d37_1, 8},
-    {11, 3, 0x3u, 0xc02u, a37_11, d37_11, 8},
-    {22, 3, 0x3u, 0x10c02u, a37_22, d37_22, 8},
+    {1, 3, 0x3u, 0xc02u, a37_1, d37_1, 8, in37_1, 3, out37_1, 1},
+    {11, 3, 0x3u, 0xc02u, a37_11, d37_11, 8, in37_11, 3, out37_11, 1},
+    {22, 3, 0x3u, 0x10c02u, a37_22, d37_22, 8, in37_22, 3, out37_22, 1},
 };
 /* Cos */
 static const int32_t v38[] = {7, 22};
+static const uint32_t in38_7[] = {0xc02u};
+static const uint32_t out38_7[] = {0xc02u};
+static const uint32_t in38_22[] = {0x10c02u};
+static const uint32_t out38_22[] = {0x10c02u};
 static const opset_schema s38[] = {
-    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0, in38_7, 1, out38_7, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in38_22, 1, out38_22, 1},
 };
 /* Cosh */
 static const int32_t v39[] = {9, 22};
+static const uint32_t in39_9[] = {0xc02u};
+static const uint32_t out39_9[] = {0xc02u};
+static const uint32_t in39_22[] = {0x10c02u};
+static const uint32_t out39_22[] = {0x10c02u};
 static const opset_schema s39[] = {
-    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0, in39_9, 1, out39_9, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in39_22, 1, out39_22, 1},
 };
 /* CumProd */
 static const int32_t v40[] = {26};
 static const char *const a40_26[] = {"exclusive", "reverse"};
 static const char *const d40_26[] = {"0", "0"};
+static const uint32_t in40_26[] = {0x13cc2u, 0xc0u};
+static const uint32_t out40_26[] = {0x13cc2u};
 static const opset_schema s40[] = {
-    {26, 2, 0x3u, 0x13cc2u, a40_26, d40_26, 2},
+    {26, 2, 0x3u, 0x13cc2u, a40_26, d40_26, 2, in40_26, 2, out40_26, 1},
 };
 /* CumSum */
 static const int32_t v41[] = {11, 14};
@@ -460,9 +682,13 @@ static const char *const a41_11[] = {"exclusive", "reverse"};
 static const char *const d41_11[] = {"0", "0"};
 static const char *const a41_14[] = {"exclusive", "reverse"};
 static const char *const d41_14[] = {"0", "0"};
+static const uint32_t in41_11[] = {0x38c2u, 0xc0u};
+static const uint32_t out41_11[] = {0x38c2u};
+static const uint32_t in41_14[] = {0x13cc2u, 0xc0u};
+static const uint32_t out41_14[] = {0x13cc2u};
 static const opset_schema s41[] = {
-    {11, 2, 0x3u, 0x38c2u, a41_11, d41_11, 2},
-    {14, 2, 0x3u, 0x13cc2u, a41_14, d41_14, 2},
+    {11, 2, 0x3u, 0x38c2u, a41_11, d41_11, 2, in41_11, 2, out41_11, 1},
+    {14, 2, 0x3u, 0x13cc2u, a41_14, d41_14, 2, in41_14, 2, out41_14, 1},
 };
 /* DFT */
 static const int32_t v42[] = {17, 20};
@@ -470,9 +696,13 @@ static const char *const a42_17[] = {"axis", "inverse", "onesided"};
 static const char *const d42_17[] = {"1", "0", "0"};
 static const char *const a42_20[] = {"inverse", "onesided"};
 static const char *const d42_20[] = {"0", "0"};
+static const uint32_t in42_17[] = {0x10c02u, 0xc0u};
+static const uint32_t out42_17[] = {0x10c02u};
+static const uint32_t in42_20[] = {0x10c02u, 0xc0u, 0x80u};
+static const uint32_t out42_20[] = {0x10c02u};
 static const opset_schema s42[] = {
-    {17, 2, 0x1u, 0x10cc2u, a42_17, d42_17, 3},
-    {20, 3, 0x1u, 0x10cc2u, a42_20, d42_20, 2},
+    {17, 2, 0x1u, 0x10cc2u, a42_17, d42_17, 3, in42_17, 2, out42_17, 1},
+    {20, 3, 0x1u, 0x10cc2u, a42_20, d42_20, 2, in42_20, 3, out42_20, 1},
 };
 /* DeformConv */
 static const int32_t v43[] = {19, 22};
@@ -480,9 +710,13 @@ static const char *const a43_19[] = {"dilations", "group", "kernel_shape", "offs
 static const char *const d43_19[] = {NULL, "1", NULL, "1", NULL, NULL};
 static const char *const a43_22[] = {"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"};
 static const char *const d43_22[] = {NULL, "1", NULL, "1", NULL, NULL};
+static const uint32_t in43_19[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out43_19[] = {0xc02u};
+static const uint32_t in43_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out43_22[] = {0x10c02u};
 static const opset_schema s43[] = {
-    {19, 5, 0x7u, 0xc02u, a43_19, d43_19, 6},
-    {22, 5, 0x7u, 0x10c02u, a43_22, d43_22, 6},
+    {19, 5, 0x7u, 0xc02u, a43_19, d43_19, 6, in43_19, 5, out43_19, 1},
+    {22, 5, 0x7u, 0x10c02u, a43_22, d43_22, 6, in43_22, 5, out43_22, 1},
 };
 /* DepthToSpace */
 static const int32_t v44[] = {1, 11, 13};
@@ -492,10 +726,16 @@ static const char *const a44_11[] = {"blocksize", "mode"};
 static const char *const d44_11[] = {NULL, "DCR"};
 static const char *const a44_13[] = {"blocksize", "mode"};
 static const char *const d44_13[] = {NULL, "DCR"};
+static const uint32_t in44_1[] = {0xfffeu};
+static const uint32_t out44_1[] = {0xfffeu};
+static const uint32_t in44_11[] = {0xfffeu};
+static const uint32_t out44_11[] = {0xfffeu};
+static const uint32_t in44_13[] = {0x1fffeu};
+static const uint32_t out44_13[] = {0x1fffeu};
 static const opset_schema s44[] = {
-    {1, 1, 0x1u, 0xfffeu, a44_1, d44_1, 1},
-    {11, 1, 0x1u, 0xfffeu, a44_11, d44_11, 2},
-    {13, 1, 0x1u, 0x1fffeu, a44_13, d44_13, 2},
+    {1, 1, 0x1u, 0xfffeu, a44_1, d44_1, 1, in44_1, 1, out44_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a44_11, d44_11, 2, in44_11, 1, out44_11, 1},
+    {13, 1, 0x1u, 0x1fffeu, a44_13, d44_13, 2, in44_13, 1, out44_13, 1},
 };
 /* DequantizeLinear */
 static const int32_t v45[] = {10, 13, 19, 21, 23, 24, 25};
@@ -511,20 +751,38 @@ static const char *const a45_24[] = {"axis", "block_size", "output_dtype"};
 static const char *const d45_24[] = {"1", "0", "0"};
 static const char *const a45_25[] = {"axis", "block_size", "output_dtype"};
 static const char *const d45_25[] = {"1", "0", "0"};
+static const uint32_t in45_10[] = {0x4cu, 0x2u, 0x4cu};
+static const uint32_t out45_10[] = {0x2u};
+static const uint32_t in45_13[] = {0x4cu, 0x2u, 0x4cu};
+static const uint32_t out45_13[] = {0x2u};
+static const uint32_t in45_19[] = {0x1e004cu, 0x10402u, 0x1e004cu};
+static const uint32_t out45_19[] = {0x10402u};
+static const uint32_t in45_21[] = {0x7e007cu, 0x10402u, 0x7e007cu};
+static const uint32_t out45_21[] = {0x10402u};
+static const uint32_t in45_23[] = {0xfe007cu, 0x10402u, 0xfe007cu};
+static const uint32_t out45_23[] = {0x10402u};
+static const uint32_t in45_24[] = {0xfe007cu, 0x1010402u, 0xfe007cu};
+static const uint32_t out45_24[] = {0x10402u};
+static const uint32_t in45_25[] = {0x6fe007cu, 0x1010402u, 0x6fe007cu};
+static const uint32_t out45_25[] = {0x10402u};
 static const opset_schema s45[] = {
-    {10, 3, 0x3u, 0x4eu, NULL, NULL, 0},
-    {13, 3, 0x3u, 0x4eu, a45_13, d45_13, 1},
-    {19, 3, 0x3u, 0x1f044eu, a45_19, d45_19, 1},
-    {21, 3, 0x3u, 0x7f047eu, a45_21, d45_21, 2},
-    {23, 3, 0x3u, 0xff047eu, a45_23, d45_23, 3},
-    {24, 3, 0x3u, 0x1ff047eu, a45_24, d45_24, 3},
-    {25, 3, 0x3u, 0x7ff047eu, a45_25, d45_25, 3},
+    {10, 3, 0x3u, 0x4eu, NULL, NULL, 0, in45_10, 3, out45_10, 1},
+    {13, 3, 0x3u, 0x4eu, a45_13, d45_13, 1, in45_13, 3, out45_13, 1},
+    {19, 3, 0x3u, 0x1f044eu, a45_19, d45_19, 1, in45_19, 3, out45_19, 1},
+    {21, 3, 0x3u, 0x7f047eu, a45_21, d45_21, 2, in45_21, 3, out45_21, 1},
+    {23, 3, 0x3u, 0xff047eu, a45_23, d45_23, 3, in45_23, 3, out45_23, 1},
+    {24, 3, 0x3u, 0x1ff047eu, a45_24, d45_24, 3, in45_24, 3, out45_24, 1},
+    {25, 3, 0x3u, 0x7ff047eu, a45_25, d45_25, 3, in45_25, 3, out45_25, 1},
 };
 /* Det */
 static const int32_t v46[] = {11, 22};
+static const uint32_t in46_11[] = {0xc02u};
+static const uint32_t out46_11[] = {0xc02u};
+static const uint32_t in46_22[] = {0x10c02u};
+static const uint32_t out46_22[] = {0x10c02u};
 static const opset_schema s46[] = {
-    {11, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {11, 1, 0x1u, 0xc02u, NULL, NULL, 0, in46_11, 1, out46_11, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in46_22, 1, out46_22, 1},
 };
 /* Div */
 static const int32_t v47[] = {1, 6, 7, 13, 14};
@@ -532,12 +790,22 @@ static const char *const a47_1[] = {"axis", "broadcast", "consumed_inputs"};
 static const char *const d47_1[] = {NULL, "0", NULL};
 static const char *const a47_6[] = {"axis", "broadcast"};
 static const char *const d47_6[] = {NULL, "0"};
+static const uint32_t in47_1[] = {0xc02u, 0xc02u};
+static const uint32_t out47_1[] = {0xc02u};
+static const uint32_t in47_6[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out47_6[] = {0x3cc2u};
+static const uint32_t in47_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out47_7[] = {0x3cc2u};
+static const uint32_t in47_13[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t out47_13[] = {0x13cc2u};
+static const uint32_t in47_14[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out47_14[] = {0x13cfeu};
 static const opset_schema s47[] = {
-    {1, 2, 0x3u, 0xc02u, a47_1, d47_1, 3},
-    {6, 2, 0x3u, 0x3cc2u, a47_6, d47_6, 2},
-    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
-    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, a47_1, d47_1, 3, in47_1, 2, out47_1, 1},
+    {6, 2, 0x3u, 0x3cc2u, a47_6, d47_6, 2, in47_6, 2, out47_6, 1},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0, in47_7, 2, out47_7, 1},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0, in47_13, 2, out47_13, 1},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0, in47_14, 2, out47_14, 1},
 };
 /* Dropout */
 static const int32_t v48[] = {1, 6, 7, 10, 12, 13, 22};
@@ -555,26 +823,44 @@ static const char *const a48_13[] = {"seed"};
 static const char *const d48_13[] = {NULL};
 static const char *const a48_22[] = {"seed"};
 static const char *const d48_22[] = {NULL};
+static const uint32_t in48_1[] = {0xc02u};
+static const uint32_t out48_1[] = {0xc02u, 0xc02u};
+static const uint32_t in48_6[] = {0xc02u};
+static const uint32_t out48_6[] = {0xc02u, 0xc02u};
+static const uint32_t in48_7[] = {0xc02u};
+static const uint32_t out48_7[] = {0xc02u, 0xc02u};
+static const uint32_t in48_10[] = {0xc02u};
+static const uint32_t out48_10[] = {0xc02u, 0x200u};
+static const uint32_t in48_12[] = {0xc02u, 0xc02u, 0x200u};
+static const uint32_t out48_12[] = {0xc02u, 0x200u};
+static const uint32_t in48_13[] = {0x10c02u, 0xc02u, 0x200u};
+static const uint32_t out48_13[] = {0x10c02u, 0x200u};
+static const uint32_t in48_22[] = {0x1f0c02u, 0x1f0c02u, 0x200u};
+static const uint32_t out48_22[] = {0x1f0c02u, 0x200u};
 static const opset_schema s48[] = {
-    {1, 1, 0x1u, 0xc02u, a48_1, d48_1, 3},
-    {6, 1, 0x1u, 0xc02u, a48_6, d48_6, 2},
-    {7, 1, 0x1u, 0xc02u, a48_7, d48_7, 1},
-    {10, 1, 0x1u, 0xe02u, a48_10, d48_10, 1},
-    {12, 3, 0x1u, 0xe02u, a48_12, d48_12, 1},
-    {13, 3, 0x1u, 0x10e02u, a48_13, d48_13, 1},
-    {22, 3, 0x1u, 0x1f0e02u, a48_22, d48_22, 1},
+    {1, 1, 0x1u, 0xc02u, a48_1, d48_1, 3, in48_1, 1, out48_1, 2},
+    {6, 1, 0x1u, 0xc02u, a48_6, d48_6, 2, in48_6, 1, out48_6, 2},
+    {7, 1, 0x1u, 0xc02u, a48_7, d48_7, 1, in48_7, 1, out48_7, 2},
+    {10, 1, 0x1u, 0xe02u, a48_10, d48_10, 1, in48_10, 1, out48_10, 2},
+    {12, 3, 0x1u, 0xe02u, a48_12, d48_12, 1, in48_12, 3, out48_12, 2},
+    {13, 3, 0x1u, 0x10e02u, a48_13, d48_13, 1, in48_13, 3, out48_13, 2},
+    {22, 3, 0x1u, 0x1f0e02u, a48_22, d48_22, 1, in48_22, 3, out48_22, 2},
 };
 /* DynamicQuantizeLinear */
 static const int32_t v49[] = {11};
+static const uint32_t in49_11[] = {0x2u};
+static const uint32_t out49_11[] = {0x4u, 0x2u, 0x4u};
 static const opset_schema s49[] = {
-    {11, 1, 0x1u, 0x6u, NULL, NULL, 0},
+    {11, 1, 0x1u, 0x6u, NULL, NULL, 0, in49_11, 1, out49_11, 3},
 };
 /* Einsum */
 static const int32_t v50[] = {12};
 static const char *const a50_12[] = {"equation"};
 static const char *const d50_12[] = {NULL};
+static const uint32_t in50_12[] = {0x3cfeu};
+static const uint32_t out50_12[] = {0x3cfeu};
 static const opset_schema s50[] = {
-    {12, 255, 0x0u, 0x3cfeu, a50_12, d50_12, 1},
+    {12, 255, 0x0u, 0x3cfeu, a50_12, d50_12, 1, in50_12, 1, out50_12, 1},
 };
 /* Elu */
 static const int32_t v51[] = {1, 6, 22};
@@ -584,42 +870,72 @@ static const char *const a51_6[] = {"alpha"};
 static const char *const d51_6[] = {NULL};
 static const char *const a51_22[] = {"alpha"};
 static const char *const d51_22[] = {NULL};
+static const uint32_t in51_1[] = {0xc02u};
+static const uint32_t out51_1[] = {0xc02u};
+static const uint32_t in51_6[] = {0xc02u};
+static const uint32_t out51_6[] = {0xc02u};
+static const uint32_t in51_22[] = {0x10c02u};
+static const uint32_t out51_22[] = {0x10c02u};
 static const opset_schema s51[] = {
-    {1, 1, 0x1u, 0xc02u, a51_1, d51_1, 2},
-    {6, 1, 0x1u, 0xc02u, a51_6, d51_6, 1},
-    {22, 1, 0x1u, 0x10c02u, a51_22, d51_22, 1},
+    {1, 1, 0x1u, 0xc02u, a51_1, d51_1, 2, in51_1, 1, out51_1, 1},
+    {6, 1, 0x1u, 0xc02u, a51_6, d51_6, 1, in51_6, 1, out51_6, 1},
+    {22, 1, 0x1u, 0x10c02u, a51_22, d51_22, 1, in51_22, 1, out51_22, 1},
 };
 /* Equal */
 static const int32_t v52[] = {1, 7, 11, 13, 19};
 static const char *const a52_1[] = {"axis", "broadcast"};
 static const char *const d52_1[] = {NULL, "0"};
+static const uint32_t in52_1[] = {0x2c0u, 0x2c0u};
+static const uint32_t out52_1[] = {0x200u};
+static const uint32_t in52_7[] = {0x2c0u, 0x2c0u};
+static const uint32_t out52_7[] = {0x200u};
+static const uint32_t in52_11[] = {0x3efeu, 0x3efeu};
+static const uint32_t out52_11[] = {0x200u};
+static const uint32_t in52_13[] = {0x13efeu, 0x13efeu};
+static const uint32_t out52_13[] = {0x200u};
+static const uint32_t in52_19[] = {0x13ffeu, 0x13ffeu};
+static const uint32_t out52_19[] = {0x200u};
 static const opset_schema s52[] = {
-    {1, 2, 0x3u, 0x2c0u, a52_1, d52_1, 2},
-    {7, 2, 0x3u, 0x2c0u, NULL, NULL, 0},
-    {11, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
-    {19, 2, 0x3u, 0x13ffeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0x2c0u, a52_1, d52_1, 2, in52_1, 2, out52_1, 1},
+    {7, 2, 0x3u, 0x2c0u, NULL, NULL, 0, in52_7, 2, out52_7, 1},
+    {11, 2, 0x3u, 0x3efeu, NULL, NULL, 0, in52_11, 2, out52_11, 1},
+    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0, in52_13, 2, out52_13, 1},
+    {19, 2, 0x3u, 0x13ffeu, NULL, NULL, 0, in52_19, 2, out52_19, 1},
 };
 /* Erf */
 static const int32_t v53[] = {9, 13};
+static const uint32_t in53_9[] = {0x3cfeu};
+static const uint32_t out53_9[] = {0x3cfeu};
+static const uint32_t in53_13[] = {0x10c02u};
+static const uint32_t out53_13[] = {0x10c02u};
 static const opset_schema s53[] = {
-    {9, 1, 0x1u, 0x3cfeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0x3cfeu, NULL, NULL, 0, in53_9, 1, out53_9, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in53_13, 1, out53_13, 1},
 };
 /* Exp */
 static const int32_t v54[] = {1, 6, 13};
 static const char *const a54_1[] = {"consumed_inputs"};
 static const char *const d54_1[] = {NULL};
+static const uint32_t in54_1[] = {0xc02u};
+static const uint32_t out54_1[] = {0xc02u};
+static const uint32_t in54_6[] = {0xc02u};
+static const uint32_t out54_6[] = {0xc02u};
+static const uint32_t in54_13[] = {0x10c02u};
+static const uint32_t out54_13[] = {0x10c02u};
 static const opset_schema s54[] = {
-    {1, 1, 0x1u, 0xc02u, a54_1, d54_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a54_1, d54_1, 1, in54_1, 1, out54_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in54_6, 1, out54_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in54_13, 1, out54_13, 1},
 };
 /* Expand */
 static const int32_t v55[] = {8, 13};
+static const uint32_t in55_8[] = {0xfffeu, 0x80u};
+static const uint32_t out55_8[] = {0xfffeu};
+static const uint32_t in55_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out55_13[] = {0x1fffeu};
 static const opset_schema s55[] = {
-    {8, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
+    {8, 2, 0x3u, 0xfffeu, NULL, NULL, 0, in55_8, 2, out55_8, 1},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0, in55_13, 2, out55_13, 1},
 };
 /* EyeLike */
 static const int32_t v56[] = {9, 22};
@@ -627,9 +943,13 @@ static const char *const a56_9[] = {"dtype", "k"};
 static const char *const d56_9[] = {NULL, "0"};
 static const char *const a56_22[] = {"dtype", "k"};
 static const char *const d56_22[] = {NULL, "0"};
+static const uint32_t in56_9[] = {0x3efeu};
+static const uint32_t out56_9[] = {0x3efeu};
+static const uint32_t in56_22[] = {0x13efeu};
+static const uint32_t out56_22[] = {0x13efeu};
 static const opset_schema s56[] = {
-    {9, 1, 0x1u, 0x3efeu, a56_9, d56_9, 2},
-    {22, 1, 0x1u, 0x13efeu, a56_22, d56_22, 2},
+    {9, 1, 0x1u, 0x3efeu, a56_9, d56_9, 2, in56_9, 1, out56_9, 1},
+    {22, 1, 0x1u, 0x13efeu, a56_22, d56_22, 2, in56_22, 1, out56_22, 1},
 };
 /* Flatten */
 static const int32_t v57[] = {1, 9, 11, 13, 21, 23, 24, 25};
@@ -649,24 +969,46 @@ static const char *const a57_24[] = {"axis"};
 static const char *const d57_24[] = {"1"};
 static const char *const a57_25[] = {"axis"};
 static const char *const d57_25[] = {"1"};
+static const uint32_t in57_1[] = {0xc02u};
+static const uint32_t out57_1[] = {0xc02u};
+static const uint32_t in57_9[] = {0xfffeu};
+static const uint32_t out57_9[] = {0xfffeu};
+static const uint32_t in57_11[] = {0xfffeu};
+static const uint32_t out57_11[] = {0xfffeu};
+static const uint32_t in57_13[] = {0x1fffeu};
+static const uint32_t out57_13[] = {0x1fffeu};
+static const uint32_t in57_21[] = {0x7ffffeu};
+static const uint32_t out57_21[] = {0x7ffffeu};
+static const uint32_t in57_23[] = {0xfffffeu};
+static const uint32_t out57_23[] = {0xfffffeu};
+static const uint32_t in57_24[] = {0x1fffffeu};
+static const uint32_t out57_24[] = {0x1fffffeu};
+static const uint32_t in57_25[] = {0x7fffffeu};
+static const uint32_t out57_25[] = {0x7fffffeu};
 static const opset_schema s57[] = {
-    {1, 1, 0x1u, 0xc02u, a57_1, d57_1, 1},
-    {9, 1, 0x1u, 0xfffeu, a57_9, d57_9, 1},
-    {11, 1, 0x1u, 0xfffeu, a57_11, d57_11, 1},
-    {13, 1, 0x1u, 0x1fffeu, a57_13, d57_13, 1},
-    {21, 1, 0x1u, 0x7ffffeu, a57_21, d57_21, 1},
-    {23, 1, 0x1u, 0xfffffeu, a57_23, d57_23, 1},
-    {24, 1, 0x1u, 0x1fffffeu, a57_24, d57_24, 1},
-    {25, 1, 0x1u, 0x7fffffeu, a57_25, d57_25, 1},
+    {1, 1, 0x1u, 0xc02u, a57_1, d57_1, 1, in57_1, 1, out57_1, 1},
+    {9, 1, 0x1u, 0xfffeu, a57_9, d57_9, 1, in57_9, 1, out57_9, 1},
+    {11, 1, 0x1u, 0xfffeu, a57_11, d57_11, 1, in57_11, 1, out57_11, 1},
+    {13, 1, 0x1u, 0x1fffeu, a57_13, d57_13, 1, in57_13, 1, out57_13, 1},
+    {21, 1, 0x1u, 0x7ffffeu, a57_21, d57_21, 1, in57_21, 1, out57_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, a57_23, d57_23, 1, in57_23, 1, out57_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, a57_24, d57_24, 1, in57_24, 1, out57_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, a57_25, d57_25, 1, in57_25, 1, out57_25, 1},
 };
 /* Floor */
 static const int32_t v58[] = {1, 6, 13};
 static const char *const a58_1[] = {"consumed_inputs"};
 static const char *const d58_1[] = {NULL};
+static const uint32_t in58_1[] = {0xc02u};
+static const uint32_t out58_1[] = {0xc02u};
+static const uint32_t in58_6[] = {0xc02u};
+static const uint32_t out58_6[] = {0xc02u};
+static const uint32_t in58_13[] = {0x10c02u};
+static const uint32_t out58_13[] = {0x10c02u};
 static const opset_schema s58[] = {
-    {1, 1, 0x1u, 0xc02u, a58_1, d58_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a58_1, d58_1, 1, in58_1, 1, out58_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in58_6, 1, out58_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in58_13, 1, out58_13, 1},
 };
 /* GRU */
 static const int32_t v59[] = {1, 3, 7, 14, 22};
@@ -680,12 +1022,22 @@ static const char *const a59_14[] = {"activation_alpha", "activation_beta", "act
 static const char *const d59_14[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
 static const char *const a59_22[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout", "linear_before_reset"};
 static const char *const d59_22[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const uint32_t in59_1[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out59_1[] = {0xc02u, 0xc02u};
+static const uint32_t in59_3[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out59_3[] = {0xc02u, 0xc02u};
+static const uint32_t in59_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out59_7[] = {0xc02u, 0xc02u};
+static const uint32_t in59_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out59_14[] = {0xc02u, 0xc02u};
+static const uint32_t in59_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
+static const uint32_t out59_22[] = {0x10c02u, 0x10c02u};
 static const opset_schema s59[] = {
-    {1, 6, 0x7u, 0xc42u, a59_1, d59_1, 7},
-    {3, 6, 0x7u, 0xc42u, a59_3, d59_3, 8},
-    {7, 6, 0x7u, 0xc42u, a59_7, d59_7, 7},
-    {14, 6, 0x7u, 0xc42u, a59_14, d59_14, 8},
-    {22, 6, 0x7u, 0x10c42u, a59_22, d59_22, 8},
+    {1, 6, 0x7u, 0xc42u, a59_1, d59_1, 7, in59_1, 6, out59_1, 2},
+    {3, 6, 0x7u, 0xc42u, a59_3, d59_3, 8, in59_3, 6, out59_3, 2},
+    {7, 6, 0x7u, 0xc42u, a59_7, d59_7, 7, in59_7, 6, out59_7, 2},
+    {14, 6, 0x7u, 0xc42u, a59_14, d59_14, 8, in59_14, 6, out59_14, 2},
+    {22, 6, 0x7u, 0x10c42u, a59_22, d59_22, 8, in59_22, 6, out59_22, 2},
 };
 /* Gather */
 static const int32_t v60[] = {1, 11, 13};
@@ -695,10 +1047,16 @@ static const char *const a60_11[] = {"axis"};
 static const char *const d60_11[] = {"0"};
 static const char *const a60_13[] = {"axis"};
 static const char *const d60_13[] = {"0"};
+static const uint32_t in60_1[] = {0xfffeu, 0xc0u};
+static const uint32_t out60_1[] = {0xfffeu};
+static const uint32_t in60_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out60_11[] = {0xfffeu};
+static const uint32_t in60_13[] = {0x1fffeu, 0xc0u};
+static const uint32_t out60_13[] = {0x1fffeu};
 static const opset_schema s60[] = {
-    {1, 2, 0x3u, 0xfffeu, a60_1, d60_1, 1},
-    {11, 2, 0x3u, 0xfffeu, a60_11, d60_11, 1},
-    {13, 2, 0x3u, 0x1fffeu, a60_13, d60_13, 1},
+    {1, 2, 0x3u, 0xfffeu, a60_1, d60_1, 1, in60_1, 2, out60_1, 1},
+    {11, 2, 0x3u, 0xfffeu, a60_11, d60_11, 1, in60_11, 2, out60_11, 1},
+    {13, 2, 0x3u, 0x1fffeu, a60_13, d60_13, 1, in60_13, 2, out60_13, 1},
 };
 /* GatherElements */
 static const int32_t v61[] = {11, 13};
@@ -706,9 +1064,13 @@ static const char *const a61_11[] = {"axis"};
 static const char *const d61_11[] = {"0"};
 static const char *const a61_13[] = {"axis"};
 static const char *const d61_13[] = {"0"};
+static const uint32_t in61_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out61_11[] = {0xfffeu};
+static const uint32_t in61_13[] = {0x1fffeu, 0xc0u};
+static const uint32_t out61_13[] = {0x1fffeu};
 static const opset_schema s61[] = {
-    {11, 2, 0x3u, 0xfffeu, a61_11, d61_11, 1},
-    {13, 2, 0x3u, 0x1fffeu, a61_13, d61_13, 1},
+    {11, 2, 0x3u, 0xfffeu, a61_11, d61_11, 1, in61_11, 2, out61_11, 1},
+    {13, 2, 0x3u, 0x1fffeu, a61_13, d61_13, 1, in61_13, 2, out61_13, 1},
 };
 /* GatherND */
 static const int32_t v62[] = {11, 12, 13};
@@ -716,17 +1078,25 @@ static const char *const a62_12[] = {"batch_dims"};
 static const char *const d62_12[] = {"0"};
 static const char *const a62_13[] = {"batch_dims"};
 static const char *const d62_13[] = {"0"};
+static const uint32_t in62_11[] = {0xfffeu, 0x80u};
+static const uint32_t out62_11[] = {0xfffeu};
+static const uint32_t in62_12[] = {0xfffeu, 0x80u};
+static const uint32_t out62_12[] = {0xfffeu};
+static const uint32_t in62_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out62_13[] = {0x1fffeu};
 static const opset_schema s62[] = {
-    {11, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
-    {12, 2, 0x3u, 0xfffeu, a62_12, d62_12, 1},
-    {13, 2, 0x3u, 0x1fffeu, a62_13, d62_13, 1},
+    {11, 2, 0x3u, 0xfffeu, NULL, NULL, 0, in62_11, 2, out62_11, 1},
+    {12, 2, 0x3u, 0xfffeu, a62_12, d62_12, 1, in62_12, 2, out62_12, 1},
+    {13, 2, 0x3u, 0x1fffeu, a62_13, d62_13, 1, in62_13, 2, out62_13, 1},
 };
 /* Gelu */
 static const int32_t v63[] = {20};
 static const char *const a63_20[] = {"approximate"};
 static const char *const d63_20[] = {"none"};
+static const uint32_t in63_20[] = {0x10c02u};
+static const uint32_t out63_20[] = {0x10c02u};
 static const opset_schema s63[] = {
-    {20, 1, 0x1u, 0x10c02u, a63_20, d63_20, 1},
+    {20, 1, 0x1u, 0x10c02u, a63_20, d63_20, 1, in63_20, 1, out63_20, 1},
 };
 /* Gemm */
 static const int32_t v64[] = {1, 6, 7, 9, 11, 13};
@@ -742,19 +1112,35 @@ static const char *const a64_11[] = {"alpha", "beta", "transA", "transB"};
 static const char *const d64_11[] = {NULL, NULL, "0", "0"};
 static const char *const a64_13[] = {"alpha", "beta", "transA", "transB"};
 static const char *const d64_13[] = {NULL, NULL, "0", "0"};
+static const uint32_t in64_1[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out64_1[] = {0xc02u};
+static const uint32_t in64_6[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out64_6[] = {0xc02u};
+static const uint32_t in64_7[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out64_7[] = {0xc02u};
+static const uint32_t in64_9[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
+static const uint32_t out64_9[] = {0x3cc2u};
+static const uint32_t in64_11[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
+static const uint32_t out64_11[] = {0x3cc2u};
+static const uint32_t in64_13[] = {0x13cc2u, 0x13cc2u, 0x13cc2u};
+static const uint32_t out64_13[] = {0x13cc2u};
 static const opset_schema s64[] = {
-    {1, 3, 0x7u, 0xc02u, a64_1, d64_1, 5},
-    {6, 3, 0x7u, 0xc02u, a64_6, d64_6, 5},
-    {7, 3, 0x7u, 0xc02u, a64_7, d64_7, 4},
-    {9, 3, 0x7u, 0x3cc2u, a64_9, d64_9, 4},
-    {11, 3, 0x3u, 0x3cc2u, a64_11, d64_11, 4},
-    {13, 3, 0x3u, 0x13cc2u, a64_13, d64_13, 4},
+    {1, 3, 0x7u, 0xc02u, a64_1, d64_1, 5, in64_1, 3, out64_1, 1},
+    {6, 3, 0x7u, 0xc02u, a64_6, d64_6, 5, in64_6, 3, out64_6, 1},
+    {7, 3, 0x7u, 0xc02u, a64_7, d64_7, 4, in64_7, 3, out64_7, 1},
+    {9, 3, 0x7u, 0x3cc2u, a64_9, d64_9, 4, in64_9, 3, out64_9, 1},
+    {11, 3, 0x3u, 0x3cc2u, a64_11, d64_11, 4, in64_11, 3, out64_11, 1},
+    {13, 3, 0x3u, 0x13cc2u, a64_13, d64_13, 4, in64_13, 3, out64_13, 1},
 };
 /* GlobalAveragePool */
 static const int32_t v65[] = {1, 22};
+static const uint32_t in65_1[] = {0xc02u};
+static const uint32_t out65_1[] = {0xc02u};
+static const uint32_t in65_22[] = {0x10c02u};
+static const uint32_t out65_22[] = {0x10c02u};
 static const opset_schema s65[] = {
-    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0, in65_1, 1, out65_1, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in65_22, 1, out65_22, 1},
 };
 /* GlobalLpPool */
 static const int32_t v66[] = {1, 2, 22};
@@ -764,32 +1150,54 @@ static const char *const a66_2[] = {"p"};
 static const char *const d66_2[] = {"2"};
 static const char *const a66_22[] = {"p"};
 static const char *const d66_22[] = {"2"};
+static const uint32_t in66_1[] = {0xc02u};
+static const uint32_t out66_1[] = {0xc02u};
+static const uint32_t in66_2[] = {0xc02u};
+static const uint32_t out66_2[] = {0xc02u};
+static const uint32_t in66_22[] = {0x10c02u};
+static const uint32_t out66_22[] = {0x10c02u};
 static const opset_schema s66[] = {
-    {1, 1, 0x1u, 0xc02u, a66_1, d66_1, 1},
-    {2, 1, 0x1u, 0xc02u, a66_2, d66_2, 1},
-    {22, 1, 0x1u, 0x10c02u, a66_22, d66_22, 1},
+    {1, 1, 0x1u, 0xc02u, a66_1, d66_1, 1, in66_1, 1, out66_1, 1},
+    {2, 1, 0x1u, 0xc02u, a66_2, d66_2, 1, in66_2, 1, out66_2, 1},
+    {22, 1, 0x1u, 0x10c02u, a66_22, d66_22, 1, in66_22, 1, out66_22, 1},
 };
 /* GlobalMaxPool */
 static const int32_t v67[] = {1, 22};
+static const uint32_t in67_1[] = {0xc02u};
+static const uint32_t out67_1[] = {0xc02u};
+static const uint32_t in67_22[] = {0x10c02u};
+static const uint32_t out67_22[] = {0x10c02u};
 static const opset_schema s67[] = {
-    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0, in67_1, 1, out67_1, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in67_22, 1, out67_22, 1},
 };
 /* Greater */
 static const int32_t v68[] = {1, 7, 9, 13};
 static const char *const a68_1[] = {"axis", "broadcast"};
 static const char *const d68_1[] = {NULL, "0"};
+static const uint32_t in68_1[] = {0xc02u, 0xc02u};
+static const uint32_t out68_1[] = {0x200u};
+static const uint32_t in68_7[] = {0xc02u, 0xc02u};
+static const uint32_t out68_7[] = {0x200u};
+static const uint32_t in68_9[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out68_9[] = {0x200u};
+static const uint32_t in68_13[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out68_13[] = {0x200u};
 static const opset_schema s68[] = {
-    {1, 2, 0x3u, 0xe02u, a68_1, d68_1, 2},
-    {7, 2, 0x3u, 0xe02u, NULL, NULL, 0},
-    {9, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xe02u, a68_1, d68_1, 2, in68_1, 2, out68_1, 1},
+    {7, 2, 0x3u, 0xe02u, NULL, NULL, 0, in68_7, 2, out68_7, 1},
+    {9, 2, 0x3u, 0x3efeu, NULL, NULL, 0, in68_9, 2, out68_9, 1},
+    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0, in68_13, 2, out68_13, 1},
 };
 /* GreaterOrEqual */
 static const int32_t v69[] = {12, 16};
+static const uint32_t in69_12[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out69_12[] = {0x200u};
+static const uint32_t in69_16[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out69_16[] = {0x200u};
 static const opset_schema s69[] = {
-    {12, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
-    {16, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+    {12, 2, 0x3u, 0x3efeu, NULL, NULL, 0, in69_12, 2, out69_12, 1},
+    {16, 2, 0x3u, 0x13efeu, NULL, NULL, 0, in69_16, 2, out69_16, 1},
 };
 /* GridSample */
 static const int32_t v70[] = {16, 20, 22};
@@ -799,32 +1207,44 @@ static const char *const a70_20[] = {"align_corners", "mode", "padding_mode"};
 static const char *const d70_20[] = {"0", "linear", "zeros"};
 static const char *const a70_22[] = {"align_corners", "mode", "padding_mode"};
 static const char *const d70_22[] = {"0", "linear", "zeros"};
+static const uint32_t in70_16[] = {0xfffeu, 0xc02u};
+static const uint32_t out70_16[] = {0xfffeu};
+static const uint32_t in70_20[] = {0xfffeu, 0xc02u};
+static const uint32_t out70_20[] = {0xfffeu};
+static const uint32_t in70_22[] = {0x1fffeu, 0x10c02u};
+static const uint32_t out70_22[] = {0x1fffeu};
 static const opset_schema s70[] = {
-    {16, 2, 0x3u, 0xfffeu, a70_16, d70_16, 3},
-    {20, 2, 0x3u, 0xfffeu, a70_20, d70_20, 3},
-    {22, 2, 0x3u, 0x1fffeu, a70_22, d70_22, 3},
+    {16, 2, 0x3u, 0xfffeu, a70_16, d70_16, 3, in70_16, 2, out70_16, 1},
+    {20, 2, 0x3u, 0xfffeu, a70_20, d70_20, 3, in70_20, 2, out70_20, 1},
+    {22, 2, 0x3u, 0x1fffeu, a70_22, d70_22, 3, in70_22, 2, out70_22, 1},
 };
 /* GroupNormalization */
 static const int32_t v71[] = {18, 21};
 static const char *const a71_21[] = {"epsilon", "num_groups", "stash_type"};
 static const char *const d71_21[] = {NULL, NULL, "1"};
+static const uint32_t in71_21[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out71_21[] = {0x10c02u};
 static const opset_schema s71[] = {
-    {18, 0, 0x0u, 0x0u, NULL, NULL, 0},
-    {21, 3, 0x7u, 0x10c02u, a71_21, d71_21, 3},
+    {18, 0, 0x0u, 0x0u, NULL, NULL, 0, NULL, 0, NULL, 0},
+    {21, 3, 0x7u, 0x10c02u, a71_21, d71_21, 3, in71_21, 3, out71_21, 1},
 };
 /* HammingWindow */
 static const int32_t v72[] = {17};
 static const char *const a72_17[] = {"output_datatype", "periodic"};
 static const char *const d72_17[] = {"1", "1"};
+static const uint32_t in72_17[] = {0xc0u};
+static const uint32_t out72_17[] = {0x13cfeu};
 static const opset_schema s72[] = {
-    {17, 1, 0x1u, 0x13cfeu, a72_17, d72_17, 2},
+    {17, 1, 0x1u, 0x13cfeu, a72_17, d72_17, 2, in72_17, 1, out72_17, 1},
 };
 /* HannWindow */
 static const int32_t v73[] = {17};
 static const char *const a73_17[] = {"output_datatype", "periodic"};
 static const char *const d73_17[] = {"1", "1"};
+static const uint32_t in73_17[] = {0xc0u};
+static const uint32_t out73_17[] = {0x13cfeu};
 static const opset_schema s73[] = {
-    {17, 1, 0x1u, 0x13cfeu, a73_17, d73_17, 2},
+    {17, 1, 0x1u, 0x13cfeu, a73_17, d73_17, 2, in73_17, 1, out73_17, 1},
 };
 /* HardSigmoid */
 static const int32_t v74[] = {1, 6, 22};
@@ -834,16 +1254,26 @@ static const char *const a74_6[] = {"alpha", "beta"};
 static const char *const d74_6[] = {NULL, NULL};
 static const char *const a74_22[] = {"alpha", "beta"};
 static const char *const d74_22[] = {NULL, NULL};
+static const uint32_t in74_1[] = {0xc02u};
+static const uint32_t out74_1[] = {0xc02u};
+static const uint32_t in74_6[] = {0xc02u};
+static const uint32_t out74_6[] = {0xc02u};
+static const uint32_t in74_22[] = {0x10c02u};
+static const uint32_t out74_22[] = {0x10c02u};
 static const opset_schema s74[] = {
-    {1, 1, 0x1u, 0xc02u, a74_1, d74_1, 3},
-    {6, 1, 0x1u, 0xc02u, a74_6, d74_6, 2},
-    {22, 1, 0x1u, 0x10c02u, a74_22, d74_22, 2},
+    {1, 1, 0x1u, 0xc02u, a74_1, d74_1, 3, in74_1, 1, out74_1, 1},
+    {6, 1, 0x1u, 0xc02u, a74_6, d74_6, 2, in74_6, 1, out74_6, 1},
+    {22, 1, 0x1u, 0x10c02u, a74_22, d74_22, 2, in74_22, 1, out74_22, 1},
 };
 /* HardSwish */
 static const int32_t v75[] = {14, 22};
+static const uint32_t in75_14[] = {0xc02u};
+static const uint32_t out75_14[] = {0xc02u};
+static const uint32_t in75_22[] = {0x10c02u};
+static const uint32_t out75_22[] = {0x10c02u};
 static const opset_schema s75[] = {
-    {14, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {14, 1, 0x1u, 0xc02u, NULL, NULL, 0, in75_14, 1, out75_14, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in75_22, 1, out75_22, 1},
 };
 /* Hardmax */
 static const int32_t v76[] = {1, 11, 13};
@@ -853,23 +1283,47 @@ static const char *const a76_11[] = {"axis"};
 static const char *const d76_11[] = {"1"};
 static const char *const a76_13[] = {"axis"};
 static const char *const d76_13[] = {"-1"};
+static const uint32_t in76_1[] = {0xc02u};
+static const uint32_t out76_1[] = {0xc02u};
+static const uint32_t in76_11[] = {0xc02u};
+static const uint32_t out76_11[] = {0xc02u};
+static const uint32_t in76_13[] = {0x10c02u};
+static const uint32_t out76_13[] = {0x10c02u};
 static const opset_schema s76[] = {
-    {1, 1, 0x1u, 0xc02u, a76_1, d76_1, 1},
-    {11, 1, 0x1u, 0xc02u, a76_11, d76_11, 1},
-    {13, 1, 0x1u, 0x10c02u, a76_13, d76_13, 1},
+    {1, 1, 0x1u, 0xc02u, a76_1, d76_1, 1, in76_1, 1, out76_1, 1},
+    {11, 1, 0x1u, 0xc02u, a76_11, d76_11, 1, in76_11, 1, out76_11, 1},
+    {13, 1, 0x1u, 0x10c02u, a76_13, d76_13, 1, in76_13, 1, out76_13, 1},
 };
 /* Identity */
 static const int32_t v77[] = {1, 13, 14, 16, 19, 21, 23, 24, 25};
+static const uint32_t in77_1[] = {0xfffeu};
+static const uint32_t out77_1[] = {0xfffeu};
+static const uint32_t in77_13[] = {0x1fffeu};
+static const uint32_t out77_13[] = {0x1fffeu};
+static const uint32_t in77_14[] = {0x1fffeu};
+static const uint32_t out77_14[] = {0x1fffeu};
+static const uint32_t in77_16[] = {0x1fffeu};
+static const uint32_t out77_16[] = {0x1fffeu};
+static const uint32_t in77_19[] = {0x1ffffeu};
+static const uint32_t out77_19[] = {0x1ffffeu};
+static const uint32_t in77_21[] = {0x7ffffeu};
+static const uint32_t out77_21[] = {0x7ffffeu};
+static const uint32_t in77_23[] = {0xfffffeu};
+static const uint32_t out77_23[] = {0xfffffeu};
+static const uint32_t in77_24[] = {0x1fffffeu};
+static const uint32_t out77_24[] = {0x1fffffeu};
+static const uint32_t in77_25[] = {0x7fffffeu};
+static const uint32_t out77_25[] = {0x7fffffeu};
 static const opset_schema s77[] = {
-    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
-    {14, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
-    {16, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
-    {19, 1, 0x1u, 0x1ffffeu, NULL, NULL, 0},
-    {21, 1, 0x1u, 0x7ffffeu, NULL, NULL, 0},
-    {23, 1, 0x1u, 0xfffffeu, NULL, NULL, 0},
-    {24, 1, 0x1u, 0x1fffffeu, NULL, NULL, 0},
-    {25, 1, 0x1u, 0x7fffffeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in77_1, 1, out77_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0, in77_13, 1, out77_13, 1},
+    {14, 1, 0x1u, 0x1fffeu, NULL, NULL, 0, in77_14, 1, out77_14, 1},
+    {16, 1, 0x1u, 0x1fffeu, NULL, NULL, 0, in77_16, 1, out77_16, 1},
+    {19, 1, 0x1u, 0x1ffffeu, NULL, NULL, 0, in77_19, 1, out77_19, 1},
+    {21, 1, 0x1u, 0x7ffffeu, NULL, NULL, 0, in77_21, 1, out77_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, NULL, NULL, 0, in77_23, 1, out77_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, NULL, NULL, 0, in77_24, 1, out77_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, NULL, NULL, 0, in77_25, 1, out77_25, 1},
 };
 /* If */
 static const int32_t v78[] = {1, 11, 13, 16, 19, 21, 23, 24, 25};
@@ -891,23 +1345,43 @@ static const char *const a78_24[] = {"else_branch", "then_branch"};
 static const char *const d78_24[] = {NULL, NULL};
 static const char *const a78_25[] = {"else_branch", "then_branch"};
 static const char *const d78_25[] = {NULL, NULL};
+static const uint32_t in78_1[] = {0x200u};
+static const uint32_t out78_1[] = {0xfffeu};
+static const uint32_t in78_11[] = {0x200u};
+static const uint32_t out78_11[] = {0xfffeu};
+static const uint32_t in78_13[] = {0x200u};
+static const uint32_t out78_13[] = {0xfffeu};
+static const uint32_t in78_16[] = {0x200u};
+static const uint32_t out78_16[] = {0x1fffeu};
+static const uint32_t in78_19[] = {0x200u};
+static const uint32_t out78_19[] = {0x1ffffeu};
+static const uint32_t in78_21[] = {0x200u};
+static const uint32_t out78_21[] = {0x7ffffeu};
+static const uint32_t in78_23[] = {0x200u};
+static const uint32_t out78_23[] = {0xfffffeu};
+static const uint32_t in78_24[] = {0x200u};
+static const uint32_t out78_24[] = {0x1fffffeu};
+static const uint32_t in78_25[] = {0x200u};
+static const uint32_t out78_25[] = {0x7fffffeu};
 static const opset_schema s78[] = {
-    {1, 1, 0x1u, 0xfffeu, a78_1, d78_1, 2},
-    {11, 1, 0x1u, 0xfffeu, a78_11, d78_11, 2},
-    {13, 1, 0x1u, 0xfffeu, a78_13, d78_13, 2},
-    {16, 1, 0x1u, 0x1fffeu, a78_16, d78_16, 2},
-    {19, 1, 0x1u, 0x1ffffeu, a78_19, d78_19, 2},
-    {21, 1, 0x1u, 0x7ffffeu, a78_21, d78_21, 2},
-    {23, 1, 0x1u, 0xfffffeu, a78_23, d78_23, 2},
-    {24, 1, 0x1u, 0x1fffffeu, a78_24, d78_24, 2},
-    {25, 1, 0x1u, 0x7fffffeu, a78_25, d78_25, 2},
+    {1, 1, 0x1u, 0xfffeu, a78_1, d78_1, 2, in78_1, 1, out78_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a78_11, d78_11, 2, in78_11, 1, out78_11, 1},
+    {13, 1, 0x1u, 0xfffeu, a78_13, d78_13, 2, in78_13, 1, out78_13, 1},
+    {16, 1, 0x1u, 0x1fffeu, a78_16, d78_16, 2, in78_16, 1, out78_16, 1},
+    {19, 1, 0x1u, 0x1ffffeu, a78_19, d78_19, 2, in78_19, 1, out78_19, 1},
+    {21, 1, 0x1u, 0x7ffffeu, a78_21, d78_21, 2, in78_21, 1, out78_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, a78_23, d78_23, 2, in78_23, 1, out78_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, a78_24, d78_24, 2, in78_24, 1, out78_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, a78_25, d78_25, 2, in78_25, 1, out78_25, 1},
 };
 /* ImageDecoder */
 static const int32_t v79[] = {20};
 static const char *const a79_20[] = {"pixel_format"};
 static const char *const d79_20[] = {"RGB"};
+static const uint32_t in79_20[] = {0x4u};
+static const uint32_t out79_20[] = {0x4u};
 static const opset_schema s79[] = {
-    {20, 1, 0x1u, 0x4u, a79_20, d79_20, 1},
+    {20, 1, 0x1u, 0x4u, a79_20, d79_20, 1, in79_20, 1, out79_20, 1},
 };
 /* InstanceNormalization */
 static const int32_t v80[] = {1, 6, 22};
@@ -917,10 +1391,16 @@ static const char *const a80_6[] = {"epsilon"};
 static const char *const d80_6[] = {NULL};
 static const char *const a80_22[] = {"epsilon"};
 static const char *const d80_22[] = {NULL};
+static const uint32_t in80_1[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out80_1[] = {0xc02u};
+static const uint32_t in80_6[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out80_6[] = {0xc02u};
+static const uint32_t in80_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out80_22[] = {0x10c02u};
 static const opset_schema s80[] = {
-    {1, 3, 0x7u, 0xc02u, a80_1, d80_1, 2},
-    {6, 3, 0x7u, 0xc02u, a80_6, d80_6, 1},
-    {22, 3, 0x7u, 0x10c02u, a80_22, d80_22, 1},
+    {1, 3, 0x7u, 0xc02u, a80_1, d80_1, 2, in80_1, 3, out80_1, 1},
+    {6, 3, 0x7u, 0xc02u, a80_6, d80_6, 1, in80_6, 3, out80_6, 1},
+    {22, 3, 0x7u, 0x10c02u, a80_22, d80_22, 1, in80_22, 3, out80_22, 1},
 };
 /* IsInf */
 static const int32_t v81[] = {10, 20};
@@ -928,16 +1408,26 @@ static const char *const a81_10[] = {"detect_negative", "detect_positive"};
 static const char *const d81_10[] = {"1", "1"};
 static const char *const a81_20[] = {"detect_negative", "detect_positive"};
 static const char *const d81_20[] = {"1", "1"};
+static const uint32_t in81_10[] = {0x802u};
+static const uint32_t out81_10[] = {0x200u};
+static const uint32_t in81_20[] = {0x1f0c02u};
+static const uint32_t out81_20[] = {0x200u};
 static const opset_schema s81[] = {
-    {10, 1, 0x1u, 0xa02u, a81_10, d81_10, 2},
-    {20, 1, 0x1u, 0x1f0e02u, a81_20, d81_20, 2},
+    {10, 1, 0x1u, 0xa02u, a81_10, d81_10, 2, in81_10, 1, out81_10, 1},
+    {20, 1, 0x1u, 0x1f0e02u, a81_20, d81_20, 2, in81_20, 1, out81_20, 1},
 };
 /* IsNaN */
 static const int32_t v82[] = {9, 13, 20};
+static const uint32_t in82_9[] = {0xc02u};
+static const uint32_t out82_9[] = {0x200u};
+static const uint32_t in82_13[] = {0x10c02u};
+static const uint32_t out82_13[] = {0x200u};
+static const uint32_t in82_20[] = {0x1f0c02u};
+static const uint32_t out82_20[] = {0x200u};
 static const opset_schema s82[] = {
-    {9, 1, 0x1u, 0xe02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10e02u, NULL, NULL, 0},
-    {20, 1, 0x1u, 0x1f0e02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xe02u, NULL, NULL, 0, in82_9, 1, out82_9, 1},
+    {13, 1, 0x1u, 0x10e02u, NULL, NULL, 0, in82_13, 1, out82_13, 1},
+    {20, 1, 0x1u, 0x1f0e02u, NULL, NULL, 0, in82_20, 1, out82_20, 1},
 };
 /* LRN */
 static const int32_t v83[] = {1, 13};
@@ -945,9 +1435,13 @@ static const char *const a83_1[] = {"alpha", "beta", "bias", "size"};
 static const char *const d83_1[] = {NULL, NULL, NULL, NULL};
 static const char *const a83_13[] = {"alpha", "beta", "bias", "size"};
 static const char *const d83_13[] = {NULL, NULL, NULL, NULL};
+static const uint32_t in83_1[] = {0xc02u};
+static const uint32_t out83_1[] = {0xc02u};
+static const uint32_t in83_13[] = {0x10c02u};
+static const uint32_t out83_13[] = {0x10c02u};
 static const opset_schema s83[] = {
-    {1, 1, 0x1u, 0xc02u, a83_1, d83_1, 4},
-    {13, 1, 0x1u, 0x10c02u, a83_13, d83_13, 4},
+    {1, 1, 0x1u, 0xc02u, a83_1, d83_1, 4, in83_1, 1, out83_1, 1},
+    {13, 1, 0x1u, 0x10c02u, a83_13, d83_13, 4, in83_13, 1, out83_13, 1},
 };
 /* LSTM */
 static const int32_t v84[] = {1, 7, 14, 22};
@@ -959,18 +1453,28 @@ static const char *const a84_14[] = {"activation_alpha", "activation_beta", "act
 static const char *const d84_14[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
 static const char *const a84_22[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "input_forget", "layout"};
 static const char *const d84_22[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0", "0"};
+static const uint32_t in84_1[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out84_1[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in84_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out84_7[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in84_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out84_14[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in84_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out84_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
 static const opset_schema s84[] = {
-    {1, 8, 0x7u, 0xc42u, a84_1, d84_1, 8},
-    {7, 8, 0x7u, 0xc42u, a84_7, d84_7, 7},
-    {14, 8, 0x7u, 0xc42u, a84_14, d84_14, 8},
-    {22, 8, 0x7u, 0x10c42u, a84_22, d84_22, 8},
+    {1, 8, 0x7u, 0xc42u, a84_1, d84_1, 8, in84_1, 8, out84_1, 3},
+    {7, 8, 0x7u, 0xc42u, a84_7, d84_7, 7, in84_7, 8, out84_7, 3},
+    {14, 8, 0x7u, 0xc42u, a84_14, d84_14, 8, in84_14, 8, out84_14, 3},
+    {22, 8, 0x7u, 0x10c42u, a84_22, d84_22, 8, in84_22, 8, out84_22, 3},
 };
 /* LayerNormalization */
 static const int32_t v85[] = {17};
 static const char *const a85_17[] = {"axis", "epsilon", "stash_type"};
 static const char *const d85_17[] = {"-1", NULL, "1"};
+static const uint32_t in85_17[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out85_17[] = {0x10c02u, 0x10002u, 0x10002u};
 static const opset_schema s85[] = {
-    {17, 3, 0x3u, 0x10c02u, a85_17, d85_17, 3},
+    {17, 3, 0x3u, 0x10c02u, a85_17, d85_17, 3, in85_17, 3, out85_17, 3},
 };
 /* LeakyRelu */
 static const int32_t v86[] = {1, 6, 16};
@@ -980,35 +1484,59 @@ static const char *const a86_6[] = {"alpha"};
 static const char *const d86_6[] = {NULL};
 static const char *const a86_16[] = {"alpha"};
 static const char *const d86_16[] = {NULL};
+static const uint32_t in86_1[] = {0xc02u};
+static const uint32_t out86_1[] = {0xc02u};
+static const uint32_t in86_6[] = {0xc02u};
+static const uint32_t out86_6[] = {0xc02u};
+static const uint32_t in86_16[] = {0x10c02u};
+static const uint32_t out86_16[] = {0x10c02u};
 static const opset_schema s86[] = {
-    {1, 1, 0x1u, 0xc02u, a86_1, d86_1, 2},
-    {6, 1, 0x1u, 0xc02u, a86_6, d86_6, 1},
-    {16, 1, 0x1u, 0x10c02u, a86_16, d86_16, 1},
+    {1, 1, 0x1u, 0xc02u, a86_1, d86_1, 2, in86_1, 1, out86_1, 1},
+    {6, 1, 0x1u, 0xc02u, a86_6, d86_6, 1, in86_6, 1, out86_6, 1},
+    {16, 1, 0x1u, 0x10c02u, a86_16, d86_16, 1, in86_16, 1, out86_16, 1},
 };
 /* Less */
 static const int32_t v87[] = {1, 7, 9, 13};
 static const char *const a87_1[] = {"axis", "broadcast"};
 static const char *const d87_1[] = {NULL, "0"};
+static const uint32_t in87_1[] = {0xc02u, 0xc02u};
+static const uint32_t out87_1[] = {0x200u};
+static const uint32_t in87_7[] = {0xc02u, 0xc02u};
+static const uint32_t out87_7[] = {0x200u};
+static const uint32_t in87_9[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out87_9[] = {0x200u};
+static const uint32_t in87_13[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out87_13[] = {0x200u};
 static const opset_schema s87[] = {
-    {1, 2, 0x3u, 0xe02u, a87_1, d87_1, 2},
-    {7, 2, 0x3u, 0xe02u, NULL, NULL, 0},
-    {9, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xe02u, a87_1, d87_1, 2, in87_1, 2, out87_1, 1},
+    {7, 2, 0x3u, 0xe02u, NULL, NULL, 0, in87_7, 2, out87_7, 1},
+    {9, 2, 0x3u, 0x3efeu, NULL, NULL, 0, in87_9, 2, out87_9, 1},
+    {13, 2, 0x3u, 0x13efeu, NULL, NULL, 0, in87_13, 2, out87_13, 1},
 };
 /* LessOrEqual */
 static const int32_t v88[] = {12, 16};
+static const uint32_t in88_12[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out88_12[] = {0x200u};
+static const uint32_t in88_16[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out88_16[] = {0x200u};
 static const opset_schema s88[] = {
-    {12, 2, 0x3u, 0x3efeu, NULL, NULL, 0},
-    {16, 2, 0x3u, 0x13efeu, NULL, NULL, 0},
+    {12, 2, 0x3u, 0x3efeu, NULL, NULL, 0, in88_12, 2, out88_12, 1},
+    {16, 2, 0x3u, 0x13efeu, NULL, NULL, 0, in88_16, 2, out88_16, 1},
 };
 /* Log */
 static const int32_t v89[] = {1, 6, 13};
 static const char *const a89_1[] = {"consumed_inputs"};
 static const char *const d89_1[] = {NULL};
+static const uint32_t in89_1[] = {0xc02u};
+static const uint32_t out89_1[] = {0xc02u};
+static const uint32_t in89_6[] = {0xc02u};
+static const uint32_t out89_6[] = {0xc02u};
+static const uint32_t in89_13[] = {0x10c02u};
+static const uint32_t out89_13[] = {0x10c02u};
 static const opset_schema s89[] = {
-    {1, 1, 0x1u, 0xc02u, a89_1, d89_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a89_1, d89_1, 1, in89_1, 1, out89_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in89_6, 1, out89_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in89_13, 1, out89_13, 1},
 };
 /* LogSoftmax */
 static const int32_t v90[] = {1, 11, 13};
@@ -1018,10 +1546,16 @@ static const char *const a90_11[] = {"axis"};
 static const char *const d90_11[] = {"1"};
 static const char *const a90_13[] = {"axis"};
 static const char *const d90_13[] = {"-1"};
+static const uint32_t in90_1[] = {0xc02u};
+static const uint32_t out90_1[] = {0xc02u};
+static const uint32_t in90_11[] = {0xc02u};
+static const uint32_t out90_11[] = {0xc02u};
+static const uint32_t in90_13[] = {0x10c02u};
+static const uint32_t out90_13[] = {0x10c02u};
 static const opset_schema s90[] = {
-    {1, 1, 0x1u, 0xc02u, a90_1, d90_1, 1},
-    {11, 1, 0x1u, 0xc02u, a90_11, d90_11, 1},
-    {13, 1, 0x1u, 0x10c02u, a90_13, d90_13, 1},
+    {1, 1, 0x1u, 0xc02u, a90_1, d90_1, 1, in90_1, 1, out90_1, 1},
+    {11, 1, 0x1u, 0xc02u, a90_11, d90_11, 1, in90_11, 1, out90_11, 1},
+    {13, 1, 0x1u, 0x10c02u, a90_13, d90_13, 1, in90_13, 1, out90_13, 1},
 };
 /* Loop */
 static const int32_t v91[] = {1, 11, 13, 16, 19, 21, 23, 24, 25};
@@ -1043,16 +1577,34 @@ static const char *const a91_24[] = {"body"};
 static const char *const d91_24[] = {NULL};
 static const char *const a91_25[] = {"body"};
 static const char *const d91_25[] = {NULL};
+static const uint32_t in91_1[] = {0x80u, 0x200u, 0xfffeu};
+static const uint32_t out91_1[] = {0xfffeu};
+static const uint32_t in91_11[] = {0x80u, 0x200u, 0xfffeu};
+static const uint32_t out91_11[] = {0xfffeu};
+static const uint32_t in91_13[] = {0x80u, 0x200u, 0xfffeu};
+static const uint32_t out91_13[] = {0xfffeu};
+static const uint32_t in91_16[] = {0x80u, 0x200u, 0x1fffeu};
+static const uint32_t out91_16[] = {0x1fffeu};
+static const uint32_t in91_19[] = {0x80u, 0x200u, 0x1ffffeu};
+static const uint32_t out91_19[] = {0x1ffffeu};
+static const uint32_t in91_21[] = {0x80u, 0x200u, 0x7ffffeu};
+static const uint32_t out91_21[] = {0x7ffffeu};
+static const uint32_t in91_23[] = {0x80u, 0x200u, 0xfffffeu};
+static const uint32_t out91_23[] = {0xfffffeu};
+static const uint32_t in91_24[] = {0x80u, 0x200u, 0x1fffffeu};
+static const uint32_t out91_24[] = {0x1fffffeu};
+static const uint32_t in91_25[] = {0x80u, 0x200u, 0x7fffffeu};
+static const uint32_t out91_25[] = {0x7fffffeu};
 static const opset_schema s91[] = {
-    {1, 255, 0x0u, 0xfffeu, a91_1, d91_1, 1},
-    {11, 255, 0x0u, 0xfffeu, a91_11, d91_11, 1},
-    {13, 255, 0x0u, 0xfffeu, a91_13, d91_13, 1},
-    {16, 255, 0x0u, 0x1fffeu, a91_16, d91_16, 1},
-    {19, 255, 0x0u, 0x1ffffeu, a91_19, d91_19, 1},
-    {21, 255, 0x0u, 0x7ffffeu, a91_21, d91_21, 1},
-    {23, 255, 0x0u, 0xfffffeu, a91_23, d91_23, 1},
-    {24, 255, 0x0u, 0x1fffffeu, a91_24, d91_24, 1},
-    {25, 255, 0x0u, 0x7fffffeu, a91_25, d91_25, 1},
+    {1, 255, 0x0u, 0xfffeu, a91_1, d91_1, 1, in91_1, 3, out91_1, 1},
+    {11, 255, 0x0u, 0xfffeu, a91_11, d91_11, 1, in91_11, 3, out91_11, 1},
+    {13, 255, 0x0u, 0xfffeu, a91_13, d91_13, 1, in91_13, 3, out91_13, 1},
+    {16, 255, 0x0u, 0x1fffeu, a91_16, d91_16, 1, in91_16, 3, out91_16, 1},
+    {19, 255, 0x0u, 0x1ffffeu, a91_19, d91_19, 1, in91_19, 3, out91_19, 1},
+    {21, 255, 0x0u, 0x7ffffeu, a91_21, d91_21, 1, in91_21, 3, out91_21, 1},
+    {23, 255, 0x0u, 0xfffffeu, a91_23, d91_23, 1, in91_23, 3, out91_23, 1},
+    {24, 255, 0x0u, 0x1fffffeu, a91_24, d91_24, 1, in91_24, 3, out91_24, 1},
+    {25, 255, 0x0u, 0x7fffffeu, a91_25, d91_25, 1, in91_25, 3, out91_25, 1},
 };
 /* LpNormalization */
 static const int32_t v92[] = {1, 22};
@@ -1060,9 +1612,13 @@ static const char *const a92_1[] = {"axis", "p"};
 static const char *const d92_1[] = {"-1", "2"};
 static const char *const a92_22[] = {"axis", "p"};
 static const char *const d92_22[] = {"-1", "2"};
+static const uint32_t in92_1[] = {0xc02u};
+static const uint32_t out92_1[] = {0xc02u};
+static const uint32_t in92_22[] = {0x10c02u};
+static const uint32_t out92_22[] = {0x10c02u};
 static const opset_schema s92[] = {
-    {1, 1, 0x1u, 0xc02u, a92_1, d92_1, 2},
-    {22, 1, 0x1u, 0x10c02u, a92_22, d92_22, 2},
+    {1, 1, 0x1u, 0xc02u, a92_1, d92_1, 2, in92_1, 1, out92_1, 1},
+    {22, 1, 0x1u, 0x10c02u, a92_22, d92_22, 2, in92_22, 1, out92_22, 1},
 };
 /* LpPool */
 static const int32_t v93[] = {1, 2, 11, 18, 22};
@@ -1076,35 +1632,63 @@ static const char *const a93_18[] = {"auto_pad", "ceil_mode", "dilations", "kern
 static const char *const d93_18[] = {"NOTSET", "0", NULL, NULL, "2", NULL, NULL};
 static const char *const a93_22[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"};
 static const char *const d93_22[] = {"NOTSET", "0", NULL, NULL, "2", NULL, NULL};
+static const uint32_t in93_1[] = {0xc02u};
+static const uint32_t out93_1[] = {0xc02u};
+static const uint32_t in93_2[] = {0xc02u};
+static const uint32_t out93_2[] = {0xc02u};
+static const uint32_t in93_11[] = {0xc02u};
+static const uint32_t out93_11[] = {0xc02u};
+static const uint32_t in93_18[] = {0xc02u};
+static const uint32_t out93_18[] = {0xc02u};
+static const uint32_t in93_22[] = {0x10c02u};
+static const uint32_t out93_22[] = {0x10c02u};
 static const opset_schema s93[] = {
-    {1, 1, 0x1u, 0xc02u, a93_1, d93_1, 5},
-    {2, 1, 0x1u, 0xc02u, a93_2, d93_2, 5},
-    {11, 1, 0x1u, 0xc02u, a93_11, d93_11, 5},
-    {18, 1, 0x1u, 0xc02u, a93_18, d93_18, 7},
-    {22, 1, 0x1u, 0x10c02u, a93_22, d93_22, 7},
+    {1, 1, 0x1u, 0xc02u, a93_1, d93_1, 5, in93_1, 1, out93_1, 1},
+    {2, 1, 0x1u, 0xc02u, a93_2, d93_2, 5, in93_2, 1, out93_2, 1},
+    {11, 1, 0x1u, 0xc02u, a93_11, d93_11, 5, in93_11, 1, out93_11, 1},
+    {18, 1, 0x1u, 0xc02u, a93_18, d93_18, 7, in93_18, 1, out93_18, 1},
+    {22, 1, 0x1u, 0x10c02u, a93_22, d93_22, 7, in93_22, 1, out93_22, 1},
 };
 /* MatMul */
 static const int32_t v94[] = {1, 9, 13};
+static const uint32_t in94_1[] = {0xc02u, 0xc02u};
+static const uint32_t out94_1[] = {0xc02u};
+static const uint32_t in94_9[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out94_9[] = {0x3cc2u};
+static const uint32_t in94_13[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t out94_13[] = {0x13cc2u};
 static const opset_schema s94[] = {
-    {1, 2, 0x3u, 0xc02u, NULL, NULL, 0},
-    {9, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, NULL, NULL, 0, in94_1, 2, out94_1, 1},
+    {9, 2, 0x3u, 0x3cc2u, NULL, NULL, 0, in94_9, 2, out94_9, 1},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0, in94_13, 2, out94_13, 1},
 };
 /* MatMulInteger */
 static const int32_t v95[] = {10};
+static const uint32_t in95_10[] = {0xcu, 0xcu, 0xcu, 0xcu};
+static const uint32_t out95_10[] = {0x40u};
 static const opset_schema s95[] = {
-    {10, 4, 0x3u, 0x4cu, NULL, NULL, 0},
+    {10, 4, 0x3u, 0x4cu, NULL, NULL, 0, in95_10, 4, out95_10, 1},
 };
 /* Max */
 static const int32_t v96[] = {1, 6, 8, 12, 13};
 static const char *const a96_1[] = {"consumed_inputs"};
 static const char *const d96_1[] = {NULL};
+static const uint32_t in96_1[] = {0xc02u};
+static const uint32_t out96_1[] = {0xc02u};
+static const uint32_t in96_6[] = {0xc02u};
+static const uint32_t out96_6[] = {0xc02u};
+static const uint32_t in96_8[] = {0xc02u};
+static const uint32_t out96_8[] = {0xc02u};
+static const uint32_t in96_12[] = {0x3cfeu};
+static const uint32_t out96_12[] = {0x3cfeu};
+static const uint32_t in96_13[] = {0x13cfeu};
+static const uint32_t out96_13[] = {0x13cfeu};
 static const opset_schema s96[] = {
-    {1, 255, 0x0u, 0xc02u, a96_1, d96_1, 1},
-    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {12, 255, 0x0u, 0x3cfeu, NULL, NULL, 0},
-    {13, 255, 0x0u, 0x13cfeu, NULL, NULL, 0},
+    {1, 255, 0x0u, 0xc02u, a96_1, d96_1, 1, in96_1, 1, out96_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0, in96_6, 1, out96_6, 1},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0, in96_8, 1, out96_8, 1},
+    {12, 255, 0x0u, 0x3cfeu, NULL, NULL, 0, in96_12, 1, out96_12, 1},
+    {13, 255, 0x0u, 0x13cfeu, NULL, NULL, 0, in96_13, 1, out96_13, 1},
 };
 /* MaxPool */
 static const int32_t v97[] = {1, 8, 10, 11, 12, 22};
@@ -1120,13 +1704,25 @@ static const char *const a97_12[] = {"auto_pad", "ceil_mode", "dilations", "kern
 static const char *const d97_12[] = {"NOTSET", "0", NULL, NULL, NULL, "0", NULL};
 static const char *const a97_22[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"};
 static const char *const d97_22[] = {"NOTSET", "0", NULL, NULL, NULL, "0", NULL};
+static const uint32_t in97_1[] = {0xc02u};
+static const uint32_t out97_1[] = {0xc02u};
+static const uint32_t in97_8[] = {0xc02u};
+static const uint32_t out97_8[] = {0xc02u, 0x80u};
+static const uint32_t in97_10[] = {0xc02u};
+static const uint32_t out97_10[] = {0xc02u, 0x80u};
+static const uint32_t in97_11[] = {0xc02u};
+static const uint32_t out97_11[] = {0xc02u, 0x80u};
+static const uint32_t in97_12[] = {0xc0eu};
+static const uint32_t out97_12[] = {0xc0eu, 0x80u};
+static const uint32_t in97_22[] = {0x10c0eu};
+static const uint32_t out97_22[] = {0x10c0eu, 0x80u};
 static const opset_schema s97[] = {
-    {1, 1, 0x1u, 0xc02u, a97_1, d97_1, 4},
-    {8, 1, 0x1u, 0xc82u, a97_8, d97_8, 5},
-    {10, 1, 0x1u, 0xc82u, a97_10, d97_10, 7},
-    {11, 1, 0x1u, 0xc82u, a97_11, d97_11, 7},
-    {12, 1, 0x1u, 0xc8eu, a97_12, d97_12, 7},
-    {22, 1, 0x1u, 0x10c8eu, a97_22, d97_22, 7},
+    {1, 1, 0x1u, 0xc02u, a97_1, d97_1, 4, in97_1, 1, out97_1, 1},
+    {8, 1, 0x1u, 0xc82u, a97_8, d97_8, 5, in97_8, 1, out97_8, 2},
+    {10, 1, 0x1u, 0xc82u, a97_10, d97_10, 7, in97_10, 1, out97_10, 2},
+    {11, 1, 0x1u, 0xc82u, a97_11, d97_11, 7, in97_11, 1, out97_11, 2},
+    {12, 1, 0x1u, 0xc8eu, a97_12, d97_12, 7, in97_12, 1, out97_12, 2},
+    {22, 1, 0x1u, 0x10c8eu, a97_22, d97_22, 7, in97_22, 1, out97_22, 2},
 };
 /* MaxRoiPool */
 static const int32_t v98[] = {1, 22};
@@ -1134,9 +1730,13 @@ static const char *const a98_1[] = {"pooled_shape", "spatial_scale"};
 static const char *const d98_1[] = {NULL, NULL};
 static const char *const a98_22[] = {"pooled_shape", "spatial_scale"};
 static const char *const d98_22[] = {NULL, NULL};
+static const uint32_t in98_1[] = {0xc02u, 0xc02u};
+static const uint32_t out98_1[] = {0xc02u};
+static const uint32_t in98_22[] = {0x10c02u, 0x10c02u};
+static const uint32_t out98_22[] = {0x10c02u};
 static const opset_schema s98[] = {
-    {1, 2, 0x3u, 0xc02u, a98_1, d98_1, 2},
-    {22, 2, 0x3u, 0x10c02u, a98_22, d98_22, 2},
+    {1, 2, 0x3u, 0xc02u, a98_1, d98_1, 2, in98_1, 2, out98_1, 1},
+    {22, 2, 0x3u, 0x10c02u, a98_22, d98_22, 2, in98_22, 2, out98_22, 1},
 };
 /* MaxUnpool */
 static const int32_t v99[] = {9, 11, 22};
@@ -1146,20 +1746,34 @@ static const char *const a99_11[] = {"kernel_shape", "pads", "strides"};
 static const char *const d99_11[] = {NULL, NULL, NULL};
 static const char *const a99_22[] = {"kernel_shape", "pads", "strides"};
 static const char *const d99_22[] = {NULL, NULL, NULL};
+static const uint32_t in99_9[] = {0xc02u, 0x80u, 0x80u};
+static const uint32_t out99_9[] = {0xc02u};
+static const uint32_t in99_11[] = {0xc02u, 0x80u, 0x80u};
+static const uint32_t out99_11[] = {0xc02u};
+static const uint32_t in99_22[] = {0x10c02u, 0x80u, 0x80u};
+static const uint32_t out99_22[] = {0x10c02u};
 static const opset_schema s99[] = {
-    {9, 3, 0x3u, 0xc82u, a99_9, d99_9, 3},
-    {11, 3, 0x3u, 0xc82u, a99_11, d99_11, 3},
-    {22, 3, 0x3u, 0x10c82u, a99_22, d99_22, 3},
+    {9, 3, 0x3u, 0xc82u, a99_9, d99_9, 3, in99_9, 3, out99_9, 1},
+    {11, 3, 0x3u, 0xc82u, a99_11, d99_11, 3, in99_11, 3, out99_11, 1},
+    {22, 3, 0x3u, 0x10c82u, a99_22, d99_22, 3, in99_22, 3, out99_22, 1},
 };
 /* Mean */
 static const int32_t v100[] = {1, 6, 8, 13};
 static const char *const a100_1[] = {"consumed_inputs"};
 static const char *const d100_1[] = {NULL};
+static const uint32_t in100_1[] = {0xc02u};
+static const uint32_t out100_1[] = {0xc02u};
+static const uint32_t in100_6[] = {0xc02u};
+static const uint32_t out100_6[] = {0xc02u};
+static const uint32_t in100_8[] = {0xc02u};
+static const uint32_t out100_8[] = {0xc02u};
+static const uint32_t in100_13[] = {0x10c02u};
+static const uint32_t out100_13[] = {0x10c02u};
 static const opset_schema s100[] = {
-    {1, 255, 0x0u, 0xc02u, a100_1, d100_1, 1},
-    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {13, 255, 0x0u, 0x10c02u, NULL, NULL, 0},
+    {1, 255, 0x0u, 0xc02u, a100_1, d100_1, 1, in100_1, 1, out100_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0, in100_6, 1, out100_6, 1},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0, in100_8, 1, out100_8, 1},
+    {13, 255, 0x0u, 0x10c02u, NULL, NULL, 0, in100_13, 1, out100_13, 1},
 };
 /* MeanVarianceNormalization */
 static const int32_t v101[] = {9, 13};
@@ -1167,33 +1781,53 @@ static const char *const a101_9[] = {"axes"};
 static const char *const d101_9[] = {NULL};
 static const char *const a101_13[] = {"axes"};
 static const char *const d101_13[] = {NULL};
+static const uint32_t in101_9[] = {0xc02u};
+static const uint32_t out101_9[] = {0xc02u};
+static const uint32_t in101_13[] = {0x10c02u};
+static const uint32_t out101_13[] = {0x10c02u};
 static const opset_schema s101[] = {
-    {9, 1, 0x1u, 0xc02u, a101_9, d101_9, 1},
-    {13, 1, 0x1u, 0x10c02u, a101_13, d101_13, 1},
+    {9, 1, 0x1u, 0xc02u, a101_9, d101_9, 1, in101_9, 1, out101_9, 1},
+    {13, 1, 0x1u, 0x10c02u, a101_13, d101_13, 1, in101_13, 1, out101_13, 1},
 };
 /* MelWeightMatrix */
 static const int32_t v102[] = {17};
 static const char *const a102_17[] = {"output_datatype"};
 static const char *const d102_17[] = {"1"};
+static const uint32_t in102_17[] = {0xc0u, 0xc0u, 0xc0u, 0x10c02u, 0x10c02u};
+static const uint32_t out102_17[] = {0x13cfeu};
 static const opset_schema s102[] = {
-    {17, 5, 0x1fu, 0x13cfeu, a102_17, d102_17, 1},
+    {17, 5, 0x1fu, 0x13cfeu, a102_17, d102_17, 1, in102_17, 5, out102_17, 1},
 };
 /* Min */
 static const int32_t v103[] = {1, 6, 8, 12, 13};
 static const char *const a103_1[] = {"consumed_inputs"};
 static const char *const d103_1[] = {NULL};
+static const uint32_t in103_1[] = {0xc02u};
+static const uint32_t out103_1[] = {0xc02u};
+static const uint32_t in103_6[] = {0xc02u};
+static const uint32_t out103_6[] = {0xc02u};
+static const uint32_t in103_8[] = {0xc02u};
+static const uint32_t out103_8[] = {0xc02u};
+static const uint32_t in103_12[] = {0x3cfeu};
+static const uint32_t out103_12[] = {0x3cfeu};
+static const uint32_t in103_13[] = {0x13cfeu};
+static const uint32_t out103_13[] = {0x13cfeu};
 static const opset_schema s103[] = {
-    {1, 255, 0x0u, 0xc02u, a103_1, d103_1, 1},
-    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {12, 255, 0x0u, 0x3cfeu, NULL, NULL, 0},
-    {13, 255, 0x0u, 0x13cfeu, NULL, NULL, 0},
+    {1, 255, 0x0u, 0xc02u, a103_1, d103_1, 1, in103_1, 1, out103_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0, in103_6, 1, out103_6, 1},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0, in103_8, 1, out103_8, 1},
+    {12, 255, 0x0u, 0x3cfeu, NULL, NULL, 0, in103_12, 1, out103_12, 1},
+    {13, 255, 0x0u, 0x13cfeu, NULL, NULL, 0, in103_13, 1, out103_13, 1},
 };
 /* Mish */
 static const int32_t v104[] = {18, 22};
+static const uint32_t in104_18[] = {0xc02u};
+static const uint32_t out104_18[] = {0xc02u};
+static const uint32_t in104_22[] = {0x10c02u};
+static const uint32_t out104_22[] = {0x10c02u};
 static const opset_schema s104[] = {
-    {18, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {18, 1, 0x1u, 0xc02u, NULL, NULL, 0, in104_18, 1, out104_18, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in104_22, 1, out104_22, 1},
 };
 /* Mod */
 static const int32_t v105[] = {10, 13};
@@ -1201,9 +1835,13 @@ static const char *const a105_10[] = {"fmod"};
 static const char *const d105_10[] = {"0"};
 static const char *const a105_13[] = {"fmod"};
 static const char *const d105_13[] = {"0"};
+static const uint32_t in105_10[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out105_10[] = {0x3cfeu};
+static const uint32_t in105_13[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out105_13[] = {0x13cfeu};
 static const opset_schema s105[] = {
-    {10, 2, 0x3u, 0x3cfeu, a105_10, d105_10, 1},
-    {13, 2, 0x3u, 0x13cfeu, a105_13, d105_13, 1},
+    {10, 2, 0x3u, 0x3cfeu, a105_10, d105_10, 1, in105_10, 2, out105_10, 1},
+    {13, 2, 0x3u, 0x13cfeu, a105_13, d105_13, 1, in105_13, 2, out105_13, 1},
 };
 /* Mul */
 static const int32_t v106[] = {1, 6, 7, 13, 14};
@@ -1211,12 +1849,22 @@ static const char *const a106_1[] = {"axis", "broadcast", "consumed_inputs"};
 static const char *const d106_1[] = {NULL, "0", NULL};
 static const char *const a106_6[] = {"axis", "broadcast"};
 static const char *const d106_6[] = {NULL, "0"};
+static const uint32_t in106_1[] = {0xc02u, 0xc02u};
+static const uint32_t out106_1[] = {0xc02u};
+static const uint32_t in106_6[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out106_6[] = {0x3cc2u};
+static const uint32_t in106_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out106_7[] = {0x3cc2u};
+static const uint32_t in106_13[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t out106_13[] = {0x13cc2u};
+static const uint32_t in106_14[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out106_14[] = {0x13cfeu};
 static const opset_schema s106[] = {
-    {1, 2, 0x3u, 0xc02u, a106_1, d106_1, 3},
-    {6, 2, 0x3u, 0x3cc2u, a106_6, d106_6, 2},
-    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
-    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, a106_1, d106_1, 3, in106_1, 2, out106_1, 1},
+    {6, 2, 0x3u, 0x3cc2u, a106_6, d106_6, 2, in106_6, 2, out106_6, 1},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0, in106_7, 2, out106_7, 1},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0, in106_13, 2, out106_13, 1},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0, in106_14, 2, out106_14, 1},
 };
 /* Multinomial */
 static const int32_t v107[] = {7, 22};
@@ -1224,18 +1872,28 @@ static const char *const a107_7[] = {"dtype", "sample_size", "seed"};
 static const char *const d107_7[] = {"6", "1", NULL};
 static const char *const a107_22[] = {"dtype", "sample_size", "seed"};
 static const char *const d107_22[] = {"6", "1", NULL};
+static const uint32_t in107_7[] = {0xc02u};
+static const uint32_t out107_7[] = {0xc0u};
+static const uint32_t in107_22[] = {0x10c02u};
+static const uint32_t out107_22[] = {0xc0u};
 static const opset_schema s107[] = {
-    {7, 1, 0x1u, 0xcc2u, a107_7, d107_7, 3},
-    {22, 1, 0x1u, 0x10cc2u, a107_22, d107_22, 3},
+    {7, 1, 0x1u, 0xcc2u, a107_7, d107_7, 3, in107_7, 1, out107_7, 1},
+    {22, 1, 0x1u, 0x10cc2u, a107_22, d107_22, 3, in107_22, 1, out107_22, 1},
 };
 /* Neg */
 static const int32_t v108[] = {1, 6, 13};
 static const char *const a108_1[] = {"consumed_inputs"};
 static const char *const d108_1[] = {NULL};
+static const uint32_t in108_1[] = {0xc02u};
+static const uint32_t out108_1[] = {0xc02u};
+static const uint32_t in108_6[] = {0xceau};
+static const uint32_t out108_6[] = {0xceau};
+static const uint32_t in108_13[] = {0x10ceau};
+static const uint32_t out108_13[] = {0x10ceau};
 static const opset_schema s108[] = {
-    {1, 1, 0x1u, 0xc02u, a108_1, d108_1, 1},
-    {6, 1, 0x1u, 0xceau, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10ceau, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a108_1, d108_1, 1, in108_1, 1, out108_1, 1},
+    {6, 1, 0x1u, 0xceau, NULL, NULL, 0, in108_6, 1, out108_6, 1},
+    {13, 1, 0x1u, 0x10ceau, NULL, NULL, 0, in108_13, 1, out108_13, 1},
 };
 /* NegativeLogLikelihoodLoss */
 static const int32_t v109[] = {12, 13, 22};
@@ -1245,10 +1903,16 @@ static const char *const a109_13[] = {"ignore_index", "reduction"};
 static const char *const d109_13[] = {NULL, "mean"};
 static const char *const a109_22[] = {"ignore_index", "reduction"};
 static const char *const d109_22[] = {NULL, "mean"};
+static const uint32_t in109_12[] = {0xc02u, 0xc0u, 0xc02u};
+static const uint32_t out109_12[] = {0xc02u};
+static const uint32_t in109_13[] = {0xc02u, 0xc0u, 0xc02u};
+static const uint32_t out109_13[] = {0xc02u};
+static const uint32_t in109_22[] = {0x10c02u, 0xc0u, 0x10c02u};
+static const uint32_t out109_22[] = {0x10c02u};
 static const opset_schema s109[] = {
-    {12, 3, 0x3u, 0xcc2u, a109_12, d109_12, 2},
-    {13, 3, 0x3u, 0xcc2u, a109_13, d109_13, 2},
-    {22, 3, 0x3u, 0x10cc2u, a109_22, d109_22, 2},
+    {12, 3, 0x3u, 0xcc2u, a109_12, d109_12, 2, in109_12, 3, out109_12, 1},
+    {13, 3, 0x3u, 0xcc2u, a109_13, d109_13, 2, in109_13, 3, out109_13, 1},
+    {22, 3, 0x3u, 0x10cc2u, a109_22, d109_22, 2, in109_22, 3, out109_22, 1},
 };
 /* NonMaxSuppression */
 static const int32_t v110[] = {10, 11};
@@ -1256,20 +1920,30 @@ static const char *const a110_10[] = {"center_point_box"};
 static const char *const d110_10[] = {"0"};
 static const char *const a110_11[] = {"center_point_box"};
 static const char *const d110_11[] = {"0"};
+static const uint32_t in110_10[] = {0x2u, 0x2u, 0x80u, 0x2u, 0x2u};
+static const uint32_t out110_10[] = {0x80u};
+static const uint32_t in110_11[] = {0x2u, 0x2u, 0x80u, 0x2u, 0x2u};
+static const uint32_t out110_11[] = {0x80u};
 static const opset_schema s110[] = {
-    {10, 5, 0x3u, 0x82u, a110_10, d110_10, 1},
-    {11, 5, 0x3u, 0x82u, a110_11, d110_11, 1},
+    {10, 5, 0x3u, 0x82u, a110_10, d110_10, 1, in110_10, 5, out110_10, 1},
+    {11, 5, 0x3u, 0x82u, a110_11, d110_11, 1, in110_11, 5, out110_11, 1},
 };
 /* NonZero */
 static const int32_t v111[] = {9, 13};
+static const uint32_t in111_9[] = {0xfffeu};
+static const uint32_t out111_9[] = {0x80u};
+static const uint32_t in111_13[] = {0x1fffeu};
+static const uint32_t out111_13[] = {0x80u};
 static const opset_schema s111[] = {
-    {9, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in111_9, 1, out111_9, 1},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0, in111_13, 1, out111_13, 1},
 };
 /* Not */
 static const int32_t v112[] = {1};
+static const uint32_t in112_1[] = {0x200u};
+static const uint32_t out112_1[] = {0x200u};
 static const opset_schema s112[] = {
-    {1, 1, 0x1u, 0x200u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0x200u, NULL, NULL, 0, in112_1, 1, out112_1, 1},
 };
 /* OneHot */
 static const int32_t v113[] = {9, 11};
@@ -1277,47 +1951,75 @@ static const char *const a113_9[] = {"axis"};
 static const char *const d113_9[] = {"-1"};
 static const char *const a113_11[] = {"axis"};
 static const char *const d113_11[] = {"-1"};
+static const uint32_t in113_9[] = {0x3cfeu, 0x3cfeu, 0xfffeu};
+static const uint32_t out113_9[] = {0xfffeu};
+static const uint32_t in113_11[] = {0x3cfeu, 0x3cfeu, 0xfffeu};
+static const uint32_t out113_11[] = {0xfffeu};
 static const opset_schema s113[] = {
-    {9, 3, 0x7u, 0xfffeu, a113_9, d113_9, 1},
-    {11, 3, 0x7u, 0xfffeu, a113_11, d113_11, 1},
+    {9, 3, 0x7u, 0xfffeu, a113_9, d113_9, 1, in113_9, 3, out113_9, 1},
+    {11, 3, 0x7u, 0xfffeu, a113_11, d113_11, 1, in113_11, 3, out113_11, 1},
 };
 /* Optional */
 static const int32_t v114[] = {15};
 static const char *const a114_15[] = {"type"};
 static const char *const d114_15[] = {NULL};
+static const uint32_t in114_15[] = {0xfffeu};
+static const uint32_t out114_15[] = {0xfffeu};
 static const opset_schema s114[] = {
-    {15, 1, 0x0u, 0xfffeu, a114_15, d114_15, 1},
+    {15, 1, 0x0u, 0xfffeu, a114_15, d114_15, 1, in114_15, 1, out114_15, 1},
 };
 /* OptionalGetElement */
 static const int32_t v115[] = {15, 18};
+static const uint32_t in115_15[] = {0xfffeu};
+static const uint32_t out115_15[] = {0xfffeu};
+static const uint32_t in115_18[] = {0xfffeu};
+static const uint32_t out115_18[] = {0xfffeu};
 static const opset_schema s115[] = {
-    {15, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
-    {18, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {15, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in115_15, 1, out115_15, 1},
+    {18, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in115_18, 1, out115_18, 1},
 };
 /* OptionalHasElement */
 static const int32_t v116[] = {15, 18};
+static const uint32_t in116_15[] = {0xfffeu};
+static const uint32_t out116_15[] = {0x200u};
+static const uint32_t in116_18[] = {0xfffeu};
+static const uint32_t out116_18[] = {0x200u};
 static const opset_schema s116[] = {
-    {15, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
-    {18, 1, 0x0u, 0xfffeu, NULL, NULL, 0},
+    {15, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in116_15, 1, out116_15, 1},
+    {18, 1, 0x0u, 0xfffeu, NULL, NULL, 0, in116_18, 1, out116_18, 1},
 };
 /* Or */
 static const int32_t v117[] = {1, 7};
 static const char *const a117_1[] = {"axis", "broadcast"};
 static const char *const d117_1[] = {NULL, "0"};
+static const uint32_t in117_1[] = {0x200u, 0x200u};
+static const uint32_t out117_1[] = {0x200u};
+static const uint32_t in117_7[] = {0x200u, 0x200u};
+static const uint32_t out117_7[] = {0x200u};
 static const opset_schema s117[] = {
-    {1, 2, 0x3u, 0x200u, a117_1, d117_1, 2},
-    {7, 2, 0x3u, 0x200u, NULL, NULL, 0},
+    {1, 2, 0x3u, 0x200u, a117_1, d117_1, 2, in117_1, 2, out117_1, 1},
+    {7, 2, 0x3u, 0x200u, NULL, NULL, 0, in117_7, 2, out117_7, 1},
 };
 /* PRelu */
 static const int32_t v118[] = {1, 6, 7, 9, 16};
 static const char *const a118_1[] = {"consumed_inputs"};
 static const char *const d118_1[] = {NULL};
+static const uint32_t in118_1[] = {0xc02u, 0xc02u};
+static const uint32_t out118_1[] = {0xc02u};
+static const uint32_t in118_6[] = {0xc02u, 0xc02u};
+static const uint32_t out118_6[] = {0xc02u};
+static const uint32_t in118_7[] = {0xc02u, 0xc02u};
+static const uint32_t out118_7[] = {0xc02u};
+static const uint32_t in118_9[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out118_9[] = {0x3cc2u};
+static const uint32_t in118_16[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t out118_16[] = {0x13cc2u};
 static const opset_schema s118[] = {
-    {1, 2, 0x3u, 0xc02u, a118_1, d118_1, 1},
-    {6, 2, 0x3u, 0xc02u, NULL, NULL, 0},
-    {7, 2, 0x3u, 0xc02u, NULL, NULL, 0},
-    {9, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
-    {16, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, a118_1, d118_1, 1, in118_1, 2, out118_1, 1},
+    {6, 2, 0x3u, 0xc02u, NULL, NULL, 0, in118_6, 2, out118_6, 1},
+    {7, 2, 0x3u, 0xc02u, NULL, NULL, 0, in118_7, 2, out118_7, 1},
+    {9, 2, 0x3u, 0x3cc2u, NULL, NULL, 0, in118_9, 2, out118_9, 1},
+    {16, 2, 0x3u, 0x13cc2u, NULL, NULL, 0, in118_16, 2, out118_16, 1},
 };
 /* Pad */
 static const int32_t v119[] = {1, 2, 11, 13, 18, 19, 21, 23, 24, 25};
@@ -1341,41 +2043,77 @@ static const char *const a119_24[] = {"mode"};
 static const char *const d119_24[] = {"constant"};
 static const char *const a119_25[] = {"mode"};
 static const char *const d119_25[] = {"constant"};
+static const uint32_t in119_1[] = {0xc02u};
+static const uint32_t out119_1[] = {0xc02u};
+static const uint32_t in119_2[] = {0xc02u};
+static const uint32_t out119_2[] = {0xc02u};
+static const uint32_t in119_11[] = {0x3cfeu, 0x80u, 0x3cfeu};
+static const uint32_t out119_11[] = {0x3cfeu};
+static const uint32_t in119_13[] = {0x1fffeu, 0x80u, 0x1fffeu};
+static const uint32_t out119_13[] = {0x1fffeu};
+static const uint32_t in119_18[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
+static const uint32_t out119_18[] = {0x1fffeu};
+static const uint32_t in119_19[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
+static const uint32_t out119_19[] = {0x1fffeu};
+static const uint32_t in119_21[] = {0x7ffffeu, 0x80u, 0x7ffffeu, 0xc0u};
+static const uint32_t out119_21[] = {0x7ffffeu};
+static const uint32_t in119_23[] = {0xfffffeu, 0x80u, 0xfffffeu, 0xc0u};
+static const uint32_t out119_23[] = {0xfffffeu};
+static const uint32_t in119_24[] = {0x1fffffeu, 0x80u, 0x1fffffeu, 0xc0u};
+static const uint32_t out119_24[] = {0x1fffffeu};
+static const uint32_t in119_25[] = {0x7fffffeu, 0x80u, 0x7fffffeu, 0xc0u};
+static const uint32_t out119_25[] = {0x7fffffeu};
 static const opset_schema s119[] = {
-    {1, 1, 0x1u, 0xc02u, a119_1, d119_1, 3},
-    {2, 1, 0x1u, 0xc02u, a119_2, d119_2, 3},
-    {11, 3, 0x3u, 0x3cfeu, a119_11, d119_11, 1},
-    {13, 3, 0x3u, 0x1fffeu, a119_13, d119_13, 1},
-    {18, 4, 0x3u, 0x1fffeu, a119_18, d119_18, 1},
-    {19, 4, 0x3u, 0x1fffeu, a119_19, d119_19, 1},
-    {21, 4, 0x3u, 0x7ffffeu, a119_21, d119_21, 1},
-    {23, 4, 0x3u, 0xfffffeu, a119_23, d119_23, 1},
-    {24, 4, 0x3u, 0x1fffffeu, a119_24, d119_24, 1},
-    {25, 4, 0x3u, 0x7fffffeu, a119_25, d119_25, 1},
+    {1, 1, 0x1u, 0xc02u, a119_1, d119_1, 3, in119_1, 1, out119_1, 1},
+    {2, 1, 0x1u, 0xc02u, a119_2, d119_2, 3, in119_2, 1, out119_2, 1},
+    {11, 3, 0x3u, 0x3cfeu, a119_11, d119_11, 1, in119_11, 3, out119_11, 1},
+    {13, 3, 0x3u, 0x1fffeu, a119_13, d119_13, 1, in119_13, 3, out119_13, 1},
+    {18, 4, 0x3u, 0x1fffeu, a119_18, d119_18, 1, in119_18, 4, out119_18, 1},
+    {19, 4, 0x3u, 0x1fffeu, a119_19, d119_19, 1, in119_19, 4, out119_19, 1},
+    {21, 4, 0x3u, 0x7ffffeu, a119_21, d119_21, 1, in119_21, 4, out119_21, 1},
+    {23, 4, 0x3u, 0xfffffeu, a119_23, d119_23, 1, in119_23, 4, out119_23, 1},
+    {24, 4, 0x3u, 0x1fffffeu, a119_24, d119_24, 1, in119_24, 4, out119_24, 1},
+    {25, 4, 0x3u, 0x7fffffeu, a119_25, d119_25, 1, in119_25, 4, out119_25, 1},
 };
 /* Pow */
 static const int32_t v120[] = {1, 7, 12, 13, 15};
 static const char *const a120_1[] = {"axis", "broadcast"};
 static const char *const d120_1[] = {NULL, "0"};
+static const uint32_t in120_1[] = {0xc02u, 0xc02u};
+static const uint32_t out120_1[] = {0xc02u};
+static const uint32_t in120_7[] = {0xc02u, 0xc02u};
+static const uint32_t out120_7[] = {0xc02u};
+static const uint32_t in120_12[] = {0xcc2u, 0x3cfeu};
+static const uint32_t out120_12[] = {0xcc2u};
+static const uint32_t in120_13[] = {0x10cc2u, 0x3cfeu};
+static const uint32_t out120_13[] = {0x10cc2u};
+static const uint32_t in120_15[] = {0x10cc2u, 0x13cfeu};
+static const uint32_t out120_15[] = {0x10cc2u};
 static const opset_schema s120[] = {
-    {1, 2, 0x3u, 0xc02u, a120_1, d120_1, 2},
-    {7, 2, 0x3u, 0xc02u, NULL, NULL, 0},
-    {12, 2, 0x3u, 0x3cfeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
-    {15, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, a120_1, d120_1, 2, in120_1, 2, out120_1, 1},
+    {7, 2, 0x3u, 0xc02u, NULL, NULL, 0, in120_7, 2, out120_7, 1},
+    {12, 2, 0x3u, 0x3cfeu, NULL, NULL, 0, in120_12, 2, out120_12, 1},
+    {13, 2, 0x3u, 0x13cfeu, NULL, NULL, 0, in120_13, 2, out120_13, 1},
+    {15, 2, 0x3u, 0x13cfeu, NULL, NULL, 0, in120_15, 2, out120_15, 1},
 };
 /* QLinearConv */
 static const int32_t v121[] = {10};
 static const char *const a121_10[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
 static const char *const d121_10[] = {"NOTSET", NULL, "1", NULL, NULL, NULL};
+static const uint32_t in121_10[] = {0xcu, 0x2u, 0xcu, 0xcu, 0x2u, 0xcu, 0x2u, 0xcu, 0x40u};
+static const uint32_t out121_10[] = {0xcu};
 static const opset_schema s121[] = {
-    {10, 9, 0xffu, 0x4eu, a121_10, d121_10, 6},
+    {10, 9, 0xffu, 0x4eu, a121_10, d121_10, 6, in121_10, 9, out121_10, 1},
 };
 /* QLinearMatMul */
 static const int32_t v122[] = {10, 21};
+static const uint32_t in122_10[] = {0xcu, 0x2u, 0xcu, 0xcu, 0x2u, 0xcu, 0x2u, 0xcu};
+static const uint32_t out122_10[] = {0xcu};
+static const uint32_t in122_21[] = {0x1e000cu, 0x10402u, 0x1e000cu, 0x1e000cu, 0x10402u, 0x1e000cu, 0x10402u, 0x1e000cu};
+static const uint32_t out122_21[] = {0x1e000cu};
 static const opset_schema s122[] = {
-    {10, 8, 0xffu, 0xeu, NULL, NULL, 0},
-    {21, 8, 0xffu, 0x1f040eu, NULL, NULL, 0},
+    {10, 8, 0xffu, 0xeu, NULL, NULL, 0, in122_10, 8, out122_10, 1},
+    {21, 8, 0xffu, 0x1f040eu, NULL, NULL, 0, in122_21, 8, out122_21, 1},
 };
 /* QuantizeLinear */
 static const int32_t v123[] = {10, 13, 19, 21, 23, 24, 25};
@@ -1391,21 +2129,37 @@ static const char *const a123_24[] = {"axis", "block_size", "output_dtype", "pre
 static const char *const d123_24[] = {"1", "0", "0", "0", "1"};
 static const char *const a123_25[] = {"axis", "block_size", "output_dtype", "precision", "saturate"};
 static const char *const d123_25[] = {"1", "0", "0", "0", "1"};
+static const uint32_t in123_10[] = {0x42u, 0x2u, 0xcu};
+static const uint32_t out123_10[] = {0xcu};
+static const uint32_t in123_13[] = {0x42u, 0x2u, 0xcu};
+static const uint32_t out123_13[] = {0xcu};
+static const uint32_t in123_19[] = {0x10442u, 0x10442u, 0x1e000cu};
+static const uint32_t out123_19[] = {0x1e000cu};
+static const uint32_t in123_21[] = {0x10442u, 0x10442u, 0x7e003cu};
+static const uint32_t out123_21[] = {0x7e003cu};
+static const uint32_t in123_23[] = {0x10442u, 0x10442u, 0xfe003cu};
+static const uint32_t out123_23[] = {0xfe003cu};
+static const uint32_t in123_24[] = {0x10442u, 0x1010442u, 0xfe003cu};
+static const uint32_t out123_24[] = {0xfe003cu};
+static const uint32_t in123_25[] = {0x10442u, 0x1010442u, 0x6fe003cu};
+static const uint32_t out123_25[] = {0x6fe003cu};
 static const opset_schema s123[] = {
-    {10, 3, 0x3u, 0x4eu, NULL, NULL, 0},
-    {13, 3, 0x3u, 0x4eu, a123_13, d123_13, 1},
-    {19, 3, 0x3u, 0x1f044eu, a123_19, d123_19, 2},
-    {21, 3, 0x3u, 0x7f047eu, a123_21, d123_21, 4},
-    {23, 3, 0x3u, 0xff047eu, a123_23, d123_23, 5},
-    {24, 3, 0x3u, 0x1ff047eu, a123_24, d123_24, 5},
-    {25, 3, 0x3u, 0x7ff047eu, a123_25, d123_25, 5},
+    {10, 3, 0x3u, 0x4eu, NULL, NULL, 0, in123_10, 3, out123_10, 1},
+    {13, 3, 0x3u, 0x4eu, a123_13, d123_13, 1, in123_13, 3, out123_13, 1},
+    {19, 3, 0x3u, 0x1f044eu, a123_19, d123_19, 2, in123_19, 3, out123_19, 1},
+    {21, 3, 0x3u, 0x7f047eu, a123_21, d123_21, 4, in123_21, 3, out123_21, 1},
+    {23, 3, 0x3u, 0xff047eu, a123_23, d123_23, 5, in123_23, 3, out123_23, 1},
+    {24, 3, 0x3u, 0x1ff047eu, a123_24, d123_24, 5, in123_24, 3, out123_24, 1},
+    {25, 3, 0x3u, 0x7ff047eu, a123_25, d123_25, 5, in123_25, 3, out123_25, 1},
 };
 /* RMSNormalization */
 static const int32_t v124[] = {23};
 static const char *const a124_23[] = {"axis", "epsilon", "stash_type"};
 static const char *const d124_23[] = {"-1", NULL, "1"};
+static const uint32_t in124_23[] = {0x10c02u, 0x10c02u};
+static const uint32_t out124_23[] = {0x10c02u};
 static const opset_schema s124[] = {
-    {23, 2, 0x3u, 0x10c02u, a124_23, d124_23, 3},
+    {23, 2, 0x3u, 0x10c02u, a124_23, d124_23, 3, in124_23, 2, out124_23, 1},
 };
 /* RNN */
 static const int32_t v125[] = {1, 7, 14, 22};
@@ -1417,11 +2171,19 @@ static const char *const a125_14[] = {"activation_alpha", "activation_beta", "ac
 static const char *const d125_14[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
 static const char *const a125_22[] = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout"};
 static const char *const d125_22[] = {NULL, NULL, NULL, NULL, "forward", NULL, "0"};
+static const uint32_t in125_1[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out125_1[] = {0xc02u, 0xc02u};
+static const uint32_t in125_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out125_7[] = {0xc02u, 0xc02u};
+static const uint32_t in125_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out125_14[] = {0xc02u, 0xc02u};
+static const uint32_t in125_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
+static const uint32_t out125_22[] = {0x10c02u, 0x10c02u};
 static const opset_schema s125[] = {
-    {1, 6, 0x7u, 0xc42u, a125_1, d125_1, 7},
-    {7, 6, 0x7u, 0xc42u, a125_7, d125_7, 6},
-    {14, 6, 0x7u, 0xc42u, a125_14, d125_14, 7},
-    {22, 6, 0x7u, 0x10c42u, a125_22, d125_22, 7},
+    {1, 6, 0x7u, 0xc42u, a125_1, d125_1, 7, in125_1, 6, out125_1, 2},
+    {7, 6, 0x7u, 0xc42u, a125_7, d125_7, 6, in125_7, 6, out125_7, 2},
+    {14, 6, 0x7u, 0xc42u, a125_14, d125_14, 7, in125_14, 6, out125_14, 2},
+    {22, 6, 0x7u, 0x10c42u, a125_22, d125_22, 7, in125_22, 6, out125_22, 2},
 };
 /* RandomNormal */
 static const int32_t v126[] = {1, 22};
@@ -1429,9 +2191,11 @@ static const char *const a126_1[] = {"dtype", "mean", "scale", "seed", "shape"};
 static const char *const d126_1[] = {"1", NULL, NULL, NULL, NULL};
 static const char *const a126_22[] = {"dtype", "mean", "scale", "seed", "shape"};
 static const char *const d126_22[] = {"1", NULL, NULL, NULL, NULL};
+static const uint32_t out126_1[] = {0xc02u};
+static const uint32_t out126_22[] = {0x10c02u};
 static const opset_schema s126[] = {
-    {1, 0, 0x0u, 0xc02u, a126_1, d126_1, 5},
-    {22, 0, 0x0u, 0x10c02u, a126_22, d126_22, 5},
+    {1, 0, 0x0u, 0xc02u, a126_1, d126_1, 5, NULL, 0, out126_1, 1},
+    {22, 0, 0x0u, 0x10c02u, a126_22, d126_22, 5, NULL, 0, out126_22, 1},
 };
 /* RandomNormalLike */
 static const int32_t v127[] = {1, 22};
@@ -1439,9 +2203,13 @@ static const char *const a127_1[] = {"dtype", "mean", "scale", "seed"};
 static const char *const d127_1[] = {NULL, NULL, NULL, NULL};
 static const char *const a127_22[] = {"dtype", "mean", "scale", "seed"};
 static const char *const d127_22[] = {NULL, NULL, NULL, NULL};
+static const uint32_t in127_1[] = {0xfffeu};
+static const uint32_t out127_1[] = {0xc02u};
+static const uint32_t in127_22[] = {0x1fffeu};
+static const uint32_t out127_22[] = {0x10c02u};
 static const opset_schema s127[] = {
-    {1, 1, 0x1u, 0xfffeu, a127_1, d127_1, 4},
-    {22, 1, 0x1u, 0x1fffeu, a127_22, d127_22, 4},
+    {1, 1, 0x1u, 0xfffeu, a127_1, d127_1, 4, in127_1, 1, out127_1, 1},
+    {22, 1, 0x1u, 0x1fffeu, a127_22, d127_22, 4, in127_22, 1, out127_22, 1},
 };
 /* RandomUniform */
 static const int32_t v128[] = {1, 22};
@@ -1449,9 +2217,11 @@ static const char *const a128_1[] = {"dtype", "high", "low", "seed", "shape"};
 static const char *const d128_1[] = {"1", NULL, NULL, NULL, NULL};
 static const char *const a128_22[] = {"dtype", "high", "low", "seed", "shape"};
 static const char *const d128_22[] = {"1", NULL, NULL, NULL, NULL};
+static const uint32_t out128_1[] = {0xc02u};
+static const uint32_t out128_22[] = {0x10c02u};
 static const opset_schema s128[] = {
-    {1, 0, 0x0u, 0xc02u, a128_1, d128_1, 5},
-    {22, 0, 0x0u, 0x10c02u, a128_22, d128_22, 5},
+    {1, 0, 0x0u, 0xc02u, a128_1, d128_1, 5, NULL, 0, out128_1, 1},
+    {22, 0, 0x0u, 0x10c02u, a128_22, d128_22, 5, NULL, 0, out128_22, 1},
 };
 /* RandomUniformLike */
 static const int32_t v129[] = {1, 22};
@@ -1459,23 +2229,35 @@ static const char *const a129_1[] = {"dtype", "high", "low", "seed"};
 static const char *const d129_1[] = {NULL, NULL, NULL, NULL};
 static const char *const a129_22[] = {"dtype", "high", "low", "seed"};
 static const char *const d129_22[] = {NULL, NULL, NULL, NULL};
+static const uint32_t in129_1[] = {0xfffeu};
+static const uint32_t out129_1[] = {0xc02u};
+static const uint32_t in129_22[] = {0x1fffeu};
+static const uint32_t out129_22[] = {0x10c02u};
 static const opset_schema s129[] = {
-    {1, 1, 0x1u, 0xfffeu, a129_1, d129_1, 4},
-    {22, 1, 0x1u, 0x1fffeu, a129_22, d129_22, 4},
+    {1, 1, 0x1u, 0xfffeu, a129_1, d129_1, 4, in129_1, 1, out129_1, 1},
+    {22, 1, 0x1u, 0x1fffeu, a129_22, d129_22, 4, in129_22, 1, out129_22, 1},
 };
 /* Range */
 static const int32_t v130[] = {11};
+static const uint32_t in130_11[] = {0x8e2u, 0x8e2u, 0x8e2u};
+static const uint32_t out130_11[] = {0x8e2u};
 static const opset_schema s130[] = {
-    {11, 3, 0x7u, 0x8e2u, NULL, NULL, 0},
+    {11, 3, 0x7u, 0x8e2u, NULL, NULL, 0, in130_11, 3, out130_11, 1},
 };
 /* Reciprocal */
 static const int32_t v131[] = {1, 6, 13};
 static const char *const a131_1[] = {"consumed_inputs"};
 static const char *const d131_1[] = {NULL};
+static const uint32_t in131_1[] = {0xc02u};
+static const uint32_t out131_1[] = {0xc02u};
+static const uint32_t in131_6[] = {0xc02u};
+static const uint32_t out131_6[] = {0xc02u};
+static const uint32_t in131_13[] = {0x10c02u};
+static const uint32_t out131_13[] = {0x10c02u};
 static const opset_schema s131[] = {
-    {1, 1, 0x1u, 0xc02u, a131_1, d131_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a131_1, d131_1, 1, in131_1, 1, out131_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in131_6, 1, out131_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in131_13, 1, out131_13, 1},
 };
 /* ReduceL1 */
 static const int32_t v132[] = {1, 11, 13, 18};
@@ -1487,11 +2269,19 @@ static const char *const a132_13[] = {"axes", "keepdims"};
 static const char *const d132_13[] = {NULL, "1"};
 static const char *const a132_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d132_18[] = {"1", "0"};
+static const uint32_t in132_1[] = {0x3cc2u};
+static const uint32_t out132_1[] = {0x3cc2u};
+static const uint32_t in132_11[] = {0x3cc2u};
+static const uint32_t out132_11[] = {0x3cc2u};
+static const uint32_t in132_13[] = {0x13cc2u};
+static const uint32_t out132_13[] = {0x13cc2u};
+static const uint32_t in132_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out132_18[] = {0x13cc2u};
 static const opset_schema s132[] = {
-    {1, 1, 0x1u, 0x3cc2u, a132_1, d132_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a132_11, d132_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a132_13, d132_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a132_18, d132_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a132_1, d132_1, 2, in132_1, 1, out132_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a132_11, d132_11, 2, in132_11, 1, out132_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a132_13, d132_13, 2, in132_13, 1, out132_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a132_18, d132_18, 2, in132_18, 2, out132_18, 1},
 };
 /* ReduceL2 */
 static const int32_t v133[] = {1, 11, 13, 18};
@@ -1503,11 +2293,19 @@ static const char *const a133_13[] = {"axes", "keepdims"};
 static const char *const d133_13[] = {NULL, "1"};
 static const char *const a133_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d133_18[] = {"1", "0"};
+static const uint32_t in133_1[] = {0x3cc2u};
+static const uint32_t out133_1[] = {0x3cc2u};
+static const uint32_t in133_11[] = {0x3cc2u};
+static const uint32_t out133_11[] = {0x3cc2u};
+static const uint32_t in133_13[] = {0x13cc2u};
+static const uint32_t out133_13[] = {0x13cc2u};
+static const uint32_t in133_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out133_18[] = {0x13cc2u};
 static const opset_schema s133[] = {
-    {1, 1, 0x1u, 0x3cc2u, a133_1, d133_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a133_11, d133_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a133_13, d133_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a133_18, d133_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a133_1, d133_1, 2, in133_1, 1, out133_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a133_11, d133_11, 2, in133_11, 1, out133_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a133_13, d133_13, 2, in133_13, 1, out133_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a133_18, d133_18, 2, in133_18, 2, out133_18, 1},
 };
 /* ReduceLogSum */
 static const int32_t v134[] = {1, 11, 13, 18};
@@ -1519,11 +2317,19 @@ static const char *const a134_13[] = {"axes", "keepdims"};
 static const char *const d134_13[] = {NULL, "1"};
 static const char *const a134_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d134_18[] = {"1", "0"};
+static const uint32_t in134_1[] = {0x3cc2u};
+static const uint32_t out134_1[] = {0x3cc2u};
+static const uint32_t in134_11[] = {0x3cc2u};
+static const uint32_t out134_11[] = {0x3cc2u};
+static const uint32_t in134_13[] = {0x13cc2u};
+static const uint32_t out134_13[] = {0x13cc2u};
+static const uint32_t in134_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out134_18[] = {0x13cc2u};
 static const opset_schema s134[] = {
-    {1, 1, 0x1u, 0x3cc2u, a134_1, d134_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a134_11, d134_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a134_13, d134_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a134_18, d134_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a134_1, d134_1, 2, in134_1, 1, out134_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a134_11, d134_11, 2, in134_11, 1, out134_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a134_13, d134_13, 2, in134_13, 1, out134_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a134_18, d134_18, 2, in134_18, 2, out134_18, 1},
 };
 /* ReduceLogSumExp */
 static const int32_t v135[] = {1, 11, 13, 18};
@@ -1535,11 +2341,19 @@ static const char *const a135_13[] = {"axes", "keepdims"};
 static const char *const d135_13[] = {NULL, "1"};
 static const char *const a135_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d135_18[] = {"1", "0"};
+static const uint32_t in135_1[] = {0x3cc2u};
+static const uint32_t out135_1[] = {0x3cc2u};
+static const uint32_t in135_11[] = {0x3cc2u};
+static const uint32_t out135_11[] = {0x3cc2u};
+static const uint32_t in135_13[] = {0x13cc2u};
+static const uint32_t out135_13[] = {0x13cc2u};
+static const uint32_t in135_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out135_18[] = {0x13cc2u};
 static const opset_schema s135[] = {
-    {1, 1, 0x1u, 0x3cc2u, a135_1, d135_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a135_11, d135_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a135_13, d135_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a135_18, d135_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a135_1, d135_1, 2, in135_1, 1, out135_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a135_11, d135_11, 2, in135_11, 1, out135_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a135_13, d135_13, 2, in135_13, 1, out135_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a135_18, d135_18, 2, in135_18, 2, out135_18, 1},
 };
 /* ReduceMax */
 static const int32_t v136[] = {1, 11, 12, 13, 18, 20};
@@ -1555,13 +2369,25 @@ static const char *const a136_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d136_18[] = {"1", "0"};
 static const char *const a136_20[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d136_20[] = {"1", "0"};
+static const uint32_t in136_1[] = {0x3cc2u};
+static const uint32_t out136_1[] = {0x3cc2u};
+static const uint32_t in136_11[] = {0x3cc2u};
+static const uint32_t out136_11[] = {0x3cc2u};
+static const uint32_t in136_12[] = {0x3cceu};
+static const uint32_t out136_12[] = {0x3cceu};
+static const uint32_t in136_13[] = {0x13cceu};
+static const uint32_t out136_13[] = {0x13cceu};
+static const uint32_t in136_18[] = {0x13cceu, 0x80u};
+static const uint32_t out136_18[] = {0x13cceu};
+static const uint32_t in136_20[] = {0x13eceu, 0x80u};
+static const uint32_t out136_20[] = {0x13eceu};
 static const opset_schema s136[] = {
-    {1, 1, 0x1u, 0x3cc2u, a136_1, d136_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a136_11, d136_11, 2},
-    {12, 1, 0x1u, 0x3cceu, a136_12, d136_12, 2},
-    {13, 1, 0x1u, 0x13cceu, a136_13, d136_13, 2},
-    {18, 2, 0x1u, 0x13cceu, a136_18, d136_18, 2},
-    {20, 2, 0x1u, 0x13eceu, a136_20, d136_20, 2},
+    {1, 1, 0x1u, 0x3cc2u, a136_1, d136_1, 2, in136_1, 1, out136_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a136_11, d136_11, 2, in136_11, 1, out136_11, 1},
+    {12, 1, 0x1u, 0x3cceu, a136_12, d136_12, 2, in136_12, 1, out136_12, 1},
+    {13, 1, 0x1u, 0x13cceu, a136_13, d136_13, 2, in136_13, 1, out136_13, 1},
+    {18, 2, 0x1u, 0x13cceu, a136_18, d136_18, 2, in136_18, 2, out136_18, 1},
+    {20, 2, 0x1u, 0x13eceu, a136_20, d136_20, 2, in136_20, 2, out136_20, 1},
 };
 /* ReduceMean */
 static const int32_t v137[] = {1, 11, 13, 18};
@@ -1573,11 +2399,19 @@ static const char *const a137_13[] = {"axes", "keepdims"};
 static const char *const d137_13[] = {NULL, "1"};
 static const char *const a137_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d137_18[] = {"1", "0"};
+static const uint32_t in137_1[] = {0x3cc2u};
+static const uint32_t out137_1[] = {0x3cc2u};
+static const uint32_t in137_11[] = {0x3cc2u};
+static const uint32_t out137_11[] = {0x3cc2u};
+static const uint32_t in137_13[] = {0x13cc2u};
+static const uint32_t out137_13[] = {0x13cc2u};
+static const uint32_t in137_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out137_18[] = {0x13cc2u};
 static const opset_schema s137[] = {
-    {1, 1, 0x1u, 0x3cc2u, a137_1, d137_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a137_11, d137_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a137_13, d137_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a137_18, d137_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a137_1, d137_1, 2, in137_1, 1, out137_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a137_11, d137_11, 2, in137_11, 1, out137_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a137_13, d137_13, 2, in137_13, 1, out137_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a137_18, d137_18, 2, in137_18, 2, out137_18, 1},
 };
 /* ReduceMin */
 static const int32_t v138[] = {1, 11, 12, 13, 18, 20};
@@ -1593,13 +2427,25 @@ static const char *const a138_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d138_18[] = {"1", "0"};
 static const char *const a138_20[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d138_20[] = {"1", "0"};
+static const uint32_t in138_1[] = {0x3cc2u};
+static const uint32_t out138_1[] = {0x3cc2u};
+static const uint32_t in138_11[] = {0x3cc2u};
+static const uint32_t out138_11[] = {0x3cc2u};
+static const uint32_t in138_12[] = {0x3cceu};
+static const uint32_t out138_12[] = {0x3cceu};
+static const uint32_t in138_13[] = {0x13cceu};
+static const uint32_t out138_13[] = {0x13cceu};
+static const uint32_t in138_18[] = {0x13cceu, 0x80u};
+static const uint32_t out138_18[] = {0x13cceu};
+static const uint32_t in138_20[] = {0x13eceu, 0x80u};
+static const uint32_t out138_20[] = {0x13eceu};
 static const opset_schema s138[] = {
-    {1, 1, 0x1u, 0x3cc2u, a138_1, d138_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a138_11, d138_11, 2},
-    {12, 1, 0x1u, 0x3cceu, a138_12, d138_12, 2},
-    {13, 1, 0x1u, 0x13cceu, a138_13, d138_13, 2},
-    {18, 2, 0x1u, 0x13cceu, a138_18, d138_18, 2},
-    {20, 2, 0x1u, 0x13eceu, a138_20, d138_20, 2},
+    {1, 1, 0x1u, 0x3cc2u, a138_1, d138_1, 2, in138_1, 1, out138_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a138_11, d138_11, 2, in138_11, 1, out138_11, 1},
+    {12, 1, 0x1u, 0x3cceu, a138_12, d138_12, 2, in138_12, 1, out138_12, 1},
+    {13, 1, 0x1u, 0x13cceu, a138_13, d138_13, 2, in138_13, 1, out138_13, 1},
+    {18, 2, 0x1u, 0x13cceu, a138_18, d138_18, 2, in138_18, 2, out138_18, 1},
+    {20, 2, 0x1u, 0x13eceu, a138_20, d138_20, 2, in138_20, 2, out138_20, 1},
 };
 /* ReduceProd */
 static const int32_t v139[] = {1, 11, 13, 18};
@@ -1611,11 +2457,19 @@ static const char *const a139_13[] = {"axes", "keepdims"};
 static const char *const d139_13[] = {NULL, "1"};
 static const char *const a139_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d139_18[] = {"1", "0"};
+static const uint32_t in139_1[] = {0x3cc2u};
+static const uint32_t out139_1[] = {0x3cc2u};
+static const uint32_t in139_11[] = {0x3cc2u};
+static const uint32_t out139_11[] = {0x3cc2u};
+static const uint32_t in139_13[] = {0x13cc2u};
+static const uint32_t out139_13[] = {0x13cc2u};
+static const uint32_t in139_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out139_18[] = {0x13cc2u};
 static const opset_schema s139[] = {
-    {1, 1, 0x1u, 0x3cc2u, a139_1, d139_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a139_11, d139_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a139_13, d139_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a139_18, d139_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a139_1, d139_1, 2, in139_1, 1, out139_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a139_11, d139_11, 2, in139_11, 1, out139_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a139_13, d139_13, 2, in139_13, 1, out139_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a139_18, d139_18, 2, in139_18, 2, out139_18, 1},
 };
 /* ReduceSum */
 static const int32_t v140[] = {1, 11, 13};
@@ -1625,10 +2479,16 @@ static const char *const a140_11[] = {"axes", "keepdims"};
 static const char *const d140_11[] = {NULL, "1"};
 static const char *const a140_13[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d140_13[] = {"1", "0"};
+static const uint32_t in140_1[] = {0x3cc2u};
+static const uint32_t out140_1[] = {0x3cc2u};
+static const uint32_t in140_11[] = {0x3cc2u};
+static const uint32_t out140_11[] = {0x3cc2u};
+static const uint32_t in140_13[] = {0x13cc2u, 0x80u};
+static const uint32_t out140_13[] = {0x13cc2u};
 static const opset_schema s140[] = {
-    {1, 1, 0x1u, 0x3cc2u, a140_1, d140_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a140_11, d140_11, 2},
-    {13, 2, 0x1u, 0x13cc2u, a140_13, d140_13, 2},
+    {1, 1, 0x1u, 0x3cc2u, a140_1, d140_1, 2, in140_1, 1, out140_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a140_11, d140_11, 2, in140_11, 1, out140_11, 1},
+    {13, 2, 0x1u, 0x13cc2u, a140_13, d140_13, 2, in140_13, 2, out140_13, 1},
 };
 /* ReduceSumSquare */
 static const int32_t v141[] = {1, 11, 13, 18};
@@ -1640,28 +2500,46 @@ static const char *const a141_13[] = {"axes", "keepdims"};
 static const char *const d141_13[] = {NULL, "1"};
 static const char *const a141_18[] = {"keepdims", "noop_with_empty_axes"};
 static const char *const d141_18[] = {"1", "0"};
+static const uint32_t in141_1[] = {0x3cc2u};
+static const uint32_t out141_1[] = {0x3cc2u};
+static const uint32_t in141_11[] = {0x3cc2u};
+static const uint32_t out141_11[] = {0x3cc2u};
+static const uint32_t in141_13[] = {0x13cc2u};
+static const uint32_t out141_13[] = {0x13cc2u};
+static const uint32_t in141_18[] = {0x13cc2u, 0x80u};
+static const uint32_t out141_18[] = {0x13cc2u};
 static const opset_schema s141[] = {
-    {1, 1, 0x1u, 0x3cc2u, a141_1, d141_1, 2},
-    {11, 1, 0x1u, 0x3cc2u, a141_11, d141_11, 2},
-    {13, 1, 0x1u, 0x13cc2u, a141_13, d141_13, 2},
-    {18, 2, 0x1u, 0x13cc2u, a141_18, d141_18, 2},
+    {1, 1, 0x1u, 0x3cc2u, a141_1, d141_1, 2, in141_1, 1, out141_1, 1},
+    {11, 1, 0x1u, 0x3cc2u, a141_11, d141_11, 2, in141_11, 1, out141_11, 1},
+    {13, 1, 0x1u, 0x13cc2u, a141_13, d141_13, 2, in141_13, 1, out141_13, 1},
+    {18, 2, 0x1u, 0x13cc2u, a141_18, d141_18, 2, in141_18, 2, out141_18, 1},
 };
 /* RegexFullMatch */
 static const int32_t v142[] = {20};
 static const char *const a142_20[] = {"pattern"};
 static const char *const d142_20[] = {NULL};
+static const uint32_t in142_20[] = {0x100u};
+static const uint32_t out142_20[] = {0x200u};
 static const opset_schema s142[] = {
-    {20, 1, 0x1u, 0x300u, a142_20, d142_20, 1},
+    {20, 1, 0x1u, 0x300u, a142_20, d142_20, 1, in142_20, 1, out142_20, 1},
 };
 /* Relu */
 static const int32_t v143[] = {1, 6, 13, 14};
 static const char *const a143_1[] = {"consumed_inputs"};
 static const char *const d143_1[] = {NULL};
+static const uint32_t in143_1[] = {0xc02u};
+static const uint32_t out143_1[] = {0xc02u};
+static const uint32_t in143_6[] = {0xc02u};
+static const uint32_t out143_6[] = {0xc02u};
+static const uint32_t in143_13[] = {0x10c02u};
+static const uint32_t out143_13[] = {0x10c02u};
+static const uint32_t in143_14[] = {0x10ceau};
+static const uint32_t out143_14[] = {0x10ceau};
 static const opset_schema s143[] = {
-    {1, 1, 0x1u, 0xc02u, a143_1, d143_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
-    {14, 1, 0x1u, 0x10ceau, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a143_1, d143_1, 1, in143_1, 1, out143_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in143_6, 1, out143_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in143_13, 1, out143_13, 1},
+    {14, 1, 0x1u, 0x10ceau, NULL, NULL, 0, in143_14, 1, out143_14, 1},
 };
 /* Reshape */
 static const int32_t v144[] = {1, 5, 13, 14, 19, 21, 23, 24, 25};
@@ -1679,16 +2557,34 @@ static const char *const a144_24[] = {"allowzero"};
 static const char *const d144_24[] = {"0"};
 static const char *const a144_25[] = {"allowzero"};
 static const char *const d144_25[] = {"0"};
+static const uint32_t in144_1[] = {0xc02u};
+static const uint32_t out144_1[] = {0xc02u};
+static const uint32_t in144_5[] = {0xfffeu, 0x80u};
+static const uint32_t out144_5[] = {0xfffeu};
+static const uint32_t in144_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out144_13[] = {0x1fffeu};
+static const uint32_t in144_14[] = {0x1fffeu, 0x80u};
+static const uint32_t out144_14[] = {0x1fffeu};
+static const uint32_t in144_19[] = {0x1ffffeu, 0x80u};
+static const uint32_t out144_19[] = {0x1ffffeu};
+static const uint32_t in144_21[] = {0x7ffffeu, 0x80u};
+static const uint32_t out144_21[] = {0x7ffffeu};
+static const uint32_t in144_23[] = {0xfffffeu, 0x80u};
+static const uint32_t out144_23[] = {0xfffffeu};
+static const uint32_t in144_24[] = {0x1fffffeu, 0x80u};
+static const uint32_t out144_24[] = {0x1fffffeu};
+static const uint32_t in144_25[] = {0x7fffffeu, 0x80u};
+static const uint32_t out144_25[] = {0x7fffffeu};
 static const opset_schema s144[] = {
-    {1, 1, 0x1u, 0xc02u, a144_1, d144_1, 2},
-    {5, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
-    {14, 2, 0x3u, 0x1fffeu, a144_14, d144_14, 1},
-    {19, 2, 0x3u, 0x1ffffeu, a144_19, d144_19, 1},
-    {21, 2, 0x3u, 0x7ffffeu, a144_21, d144_21, 1},
-    {23, 2, 0x3u, 0xfffffeu, a144_23, d144_23, 1},
-    {24, 2, 0x3u, 0x1fffffeu, a144_24, d144_24, 1},
-    {25, 2, 0x3u, 0x7fffffeu, a144_25, d144_25, 1},
+    {1, 1, 0x1u, 0xc02u, a144_1, d144_1, 2, in144_1, 1, out144_1, 1},
+    {5, 2, 0x3u, 0xfffeu, NULL, NULL, 0, in144_5, 2, out144_5, 1},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0, in144_13, 2, out144_13, 1},
+    {14, 2, 0x3u, 0x1fffeu, a144_14, d144_14, 1, in144_14, 2, out144_14, 1},
+    {19, 2, 0x3u, 0x1ffffeu, a144_19, d144_19, 1, in144_19, 2, out144_19, 1},
+    {21, 2, 0x3u, 0x7ffffeu, a144_21, d144_21, 1, in144_21, 2, out144_21, 1},
+    {23, 2, 0x3u, 0xfffffeu, a144_23, d144_23, 1, in144_23, 2, out144_23, 1},
+    {24, 2, 0x3u, 0x1fffffeu, a144_24, d144_24, 1, in144_24, 2, out144_24, 1},
+    {25, 2, 0x3u, 0x7fffffeu, a144_25, d144_25, 1, in144_25, 2, out144_25, 1},
 };
 /* Resize */
 static const int32_t v145[] = {10, 11, 13, 18, 19};
@@ -1702,19 +2598,31 @@ static const char *const a145_18[] = {"antialias", "axes", "coordinate_transform
 static const char *const d145_18[] = {"0", NULL, "half_pixel", NULL, "0", NULL, "stretch", "nearest", "round_prefer_floor"};
 static const char *const a145_19[] = {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"};
 static const char *const d145_19[] = {"0", NULL, "half_pixel", NULL, "0", NULL, "stretch", "nearest", "round_prefer_floor"};
+static const uint32_t in145_10[] = {0xfffeu, 0x2u};
+static const uint32_t out145_10[] = {0xfffeu};
+static const uint32_t in145_11[] = {0xfffeu, 0xc02u, 0x2u, 0x80u};
+static const uint32_t out145_11[] = {0xfffeu};
+static const uint32_t in145_13[] = {0x1fffeu, 0xc02u, 0x2u, 0x80u};
+static const uint32_t out145_13[] = {0x1fffeu};
+static const uint32_t in145_18[] = {0x1fffeu, 0xc02u, 0x2u, 0x80u};
+static const uint32_t out145_18[] = {0x1fffeu};
+static const uint32_t in145_19[] = {0x1fffeu, 0xc02u, 0x2u, 0x80u};
+static const uint32_t out145_19[] = {0x1fffeu};
 static const opset_schema s145[] = {
-    {10, 2, 0x3u, 0xfffeu, a145_10, d145_10, 1},
-    {11, 4, 0x7u, 0xfffeu, a145_11, d145_11, 6},
-    {13, 4, 0x1u, 0x1fffeu, a145_13, d145_13, 6},
-    {18, 4, 0x1u, 0x1fffeu, a145_18, d145_18, 9},
-    {19, 4, 0x1u, 0x1fffeu, a145_19, d145_19, 9},
+    {10, 2, 0x3u, 0xfffeu, a145_10, d145_10, 1, in145_10, 2, out145_10, 1},
+    {11, 4, 0x7u, 0xfffeu, a145_11, d145_11, 6, in145_11, 4, out145_11, 1},
+    {13, 4, 0x1u, 0x1fffeu, a145_13, d145_13, 6, in145_13, 4, out145_13, 1},
+    {18, 4, 0x1u, 0x1fffeu, a145_18, d145_18, 9, in145_18, 4, out145_18, 1},
+    {19, 4, 0x1u, 0x1fffeu, a145_19, d145_19, 9, in145_19, 4, out145_19, 1},
 };
 /* ReverseSequence */
 static const int32_t v146[] = {10};
 static const char *const a146_10[] = {"batch_axis", "time_axis"};
 static const char *const d146_10[] = {"1", "0"};
+static const uint32_t in146_10[] = {0xfffeu, 0x80u};
+static const uint32_t out146_10[] = {0xfffeu};
 static const opset_schema s146[] = {
-    {10, 2, 0x3u, 0xfffeu, a146_10, d146_10, 2},
+    {10, 2, 0x3u, 0xfffeu, a146_10, d146_10, 2, in146_10, 2, out146_10, 1},
 };
 /* RoiAlign */
 static const int32_t v147[] = {10, 16, 22};
@@ -1724,30 +2632,44 @@ static const char *const a147_16[] = {"coordinate_transformation_mode", "mode", 
 static const char *const d147_16[] = {"half_pixel", "avg", "1", "1", "0", NULL};
 static const char *const a147_22[] = {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"};
 static const char *const d147_22[] = {"half_pixel", "avg", "1", "1", "0", NULL};
+static const uint32_t in147_10[] = {0xc02u, 0xc02u, 0x80u};
+static const uint32_t out147_10[] = {0xc02u};
+static const uint32_t in147_16[] = {0xc02u, 0xc02u, 0x80u};
+static const uint32_t out147_16[] = {0xc02u};
+static const uint32_t in147_22[] = {0x10c02u, 0x10c02u, 0x80u};
+static const uint32_t out147_22[] = {0x10c02u};
 static const opset_schema s147[] = {
-    {10, 3, 0x7u, 0xc82u, a147_10, d147_10, 5},
-    {16, 3, 0x7u, 0xc82u, a147_16, d147_16, 6},
-    {22, 3, 0x7u, 0x10c82u, a147_22, d147_22, 6},
+    {10, 3, 0x7u, 0xc82u, a147_10, d147_10, 5, in147_10, 3, out147_10, 1},
+    {16, 3, 0x7u, 0xc82u, a147_16, d147_16, 6, in147_16, 3, out147_16, 1},
+    {22, 3, 0x7u, 0x10c82u, a147_22, d147_22, 6, in147_22, 3, out147_22, 1},
 };
 /* RotaryEmbedding */
 static const int32_t v148[] = {23};
 static const char *const a148_23[] = {"interleaved", "num_heads", "rotary_embedding_dim"};
 static const char *const d148_23[] = {"0", NULL, "0"};
+static const uint32_t in148_23[] = {0x10402u, 0x10402u, 0x10402u, 0x80u};
+static const uint32_t out148_23[] = {0x10402u};
 static const opset_schema s148[] = {
-    {23, 4, 0x7u, 0x10482u, a148_23, d148_23, 3},
+    {23, 4, 0x7u, 0x10482u, a148_23, d148_23, 3, in148_23, 4, out148_23, 1},
 };
 /* Round */
 static const int32_t v149[] = {11, 22};
+static const uint32_t in149_11[] = {0xc02u};
+static const uint32_t out149_11[] = {0xc02u};
+static const uint32_t in149_22[] = {0x10c02u};
+static const uint32_t out149_22[] = {0x10c02u};
 static const opset_schema s149[] = {
-    {11, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {11, 1, 0x1u, 0xc02u, NULL, NULL, 0, in149_11, 1, out149_11, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in149_22, 1, out149_22, 1},
 };
 /* STFT */
 static const int32_t v150[] = {17};
 static const char *const a150_17[] = {"onesided"};
 static const char *const d150_17[] = {"1"};
+static const uint32_t in150_17[] = {0x10c02u, 0xc0u, 0x10c02u, 0xc0u};
+static const uint32_t out150_17[] = {0x10c02u};
 static const opset_schema s150[] = {
-    {17, 4, 0x3u, 0x10cc2u, a150_17, d150_17, 1},
+    {17, 4, 0x3u, 0x10cc2u, a150_17, d150_17, 1, in150_17, 4, out150_17, 1},
 };
 /* Scan */
 static const int32_t v151[] = {8, 9, 11, 16, 19, 21, 23, 24, 25};
@@ -1769,24 +2691,44 @@ static const char *const a151_24[] = {"body", "num_scan_inputs", "scan_input_axe
 static const char *const d151_24[] = {NULL, NULL, NULL, NULL, NULL, NULL};
 static const char *const a151_25[] = {"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"};
 static const char *const d151_25[] = {NULL, NULL, NULL, NULL, NULL, NULL};
+static const uint32_t in151_8[] = {0x80u, 0xfffeu};
+static const uint32_t out151_8[] = {0xfffeu};
+static const uint32_t in151_9[] = {0xfffeu};
+static const uint32_t out151_9[] = {0xfffeu};
+static const uint32_t in151_11[] = {0xfffeu};
+static const uint32_t out151_11[] = {0xfffeu};
+static const uint32_t in151_16[] = {0x1fffeu};
+static const uint32_t out151_16[] = {0x1fffeu};
+static const uint32_t in151_19[] = {0x1ffffeu};
+static const uint32_t out151_19[] = {0x1ffffeu};
+static const uint32_t in151_21[] = {0x7ffffeu};
+static const uint32_t out151_21[] = {0x7ffffeu};
+static const uint32_t in151_23[] = {0xfffffeu};
+static const uint32_t out151_23[] = {0xfffffeu};
+static const uint32_t in151_24[] = {0x1fffffeu};
+static const uint32_t out151_24[] = {0x1fffffeu};
+static const uint32_t in151_25[] = {0x7fffffeu};
+static const uint32_t out151_25[] = {0x7fffffeu};
 static const opset_schema s151[] = {
-    {8, 255, 0x0u, 0xfffeu, a151_8, d151_8, 3},
-    {9, 255, 0x0u, 0xfffeu, a151_9, d151_9, 6},
-    {11, 255, 0x0u, 0xfffeu, a151_11, d151_11, 6},
-    {16, 255, 0x0u, 0x1fffeu, a151_16, d151_16, 6},
-    {19, 255, 0x0u, 0x1ffffeu, a151_19, d151_19, 6},
-    {21, 255, 0x0u, 0x7ffffeu, a151_21, d151_21, 6},
-    {23, 255, 0x0u, 0xfffffeu, a151_23, d151_23, 6},
-    {24, 255, 0x0u, 0x1fffffeu, a151_24, d151_24, 6},
-    {25, 255, 0x0u, 0x7fffffeu, a151_25, d151_25, 6},
+    {8, 255, 0x0u, 0xfffeu, a151_8, d151_8, 3, in151_8, 2, out151_8, 1},
+    {9, 255, 0x0u, 0xfffeu, a151_9, d151_9, 6, in151_9, 1, out151_9, 1},
+    {11, 255, 0x0u, 0xfffeu, a151_11, d151_11, 6, in151_11, 1, out151_11, 1},
+    {16, 255, 0x0u, 0x1fffeu, a151_16, d151_16, 6, in151_16, 1, out151_16, 1},
+    {19, 255, 0x0u, 0x1ffffeu, a151_19, d151_19, 6, in151_19, 1, out151_19, 1},
+    {21, 255, 0x0u, 0x7ffffeu, a151_21, d151_21, 6, in151_21, 1, out151_21, 1},
+    {23, 255, 0x0u, 0xfffffeu, a151_23, d151_23, 6, in151_23, 1, out151_23, 1},
+    {24, 255, 0x0u, 0x1fffffeu, a151_24, d151_24, 6, in151_24, 1, out151_24, 1},
+    {25, 255, 0x0u, 0x7fffffeu, a151_25, d151_25, 6, in151_25, 1, out151_25, 1},
 };
 /* Scatter */
 static const int32_t v152[] = {9, 11};
 static const char *const a152_9[] = {"axis"};
 static const char *const d152_9[] = {"0"};
+static const uint32_t in152_9[] = {0xfffeu, 0xc0u, 0xfffeu};
+static const uint32_t out152_9[] = {0xfffeu};
 static const opset_schema s152[] = {
-    {9, 3, 0x7u, 0xfffeu, a152_9, d152_9, 1},
-    {11, 0, 0x0u, 0x0u, NULL, NULL, 0},
+    {9, 3, 0x7u, 0xfffeu, a152_9, d152_9, 1, in152_9, 3, out152_9, 1},
+    {11, 0, 0x0u, 0x0u, NULL, NULL, 0, NULL, 0, NULL, 0},
 };
 /* ScatterElements */
 static const int32_t v153[] = {11, 13, 16, 18};
@@ -1798,11 +2740,19 @@ static const char *const a153_16[] = {"axis", "reduction"};
 static const char *const d153_16[] = {"0", "none"};
 static const char *const a153_18[] = {"axis", "reduction"};
 static const char *const d153_18[] = {"0", "none"};
+static const uint32_t in153_11[] = {0xfffeu, 0xc0u, 0xfffeu};
+static const uint32_t out153_11[] = {0xfffeu};
+static const uint32_t in153_13[] = {0x1fffeu, 0xc0u, 0x1fffeu};
+static const uint32_t out153_13[] = {0x1fffeu};
+static const uint32_t in153_16[] = {0x1fffeu, 0xc0u, 0x1fffeu};
+static const uint32_t out153_16[] = {0x1fffeu};
+static const uint32_t in153_18[] = {0x1fffeu, 0xc0u, 0x1fffeu};
+static const uint32_t out153_18[] = {0x1fffeu};
 static const opset_schema s153[] = {
-    {11, 3, 0x7u, 0xfffeu, a153_11, d153_11, 1},
-    {13, 3, 0x7u, 0x1fffeu, a153_13, d153_13, 1},
-    {16, 3, 0x7u, 0x1fffeu, a153_16, d153_16, 2},
-    {18, 3, 0x7u, 0x1fffeu, a153_18, d153_18, 2},
+    {11, 3, 0x7u, 0xfffeu, a153_11, d153_11, 1, in153_11, 3, out153_11, 1},
+    {13, 3, 0x7u, 0x1fffeu, a153_13, d153_13, 1, in153_13, 3, out153_13, 1},
+    {16, 3, 0x7u, 0x1fffeu, a153_16, d153_16, 2, in153_16, 3, out153_16, 1},
+    {18, 3, 0x7u, 0x1fffeu, a153_18, d153_18, 2, in153_18, 3, out153_18, 1},
 };
 /* ScatterND */
 static const int32_t v154[] = {11, 13, 16, 18};
@@ -1810,11 +2760,19 @@ static const char *const a154_16[] = {"reduction"};
 static const char *const d154_16[] = {"none"};
 static const char *const a154_18[] = {"reduction"};
 static const char *const d154_18[] = {"none"};
+static const uint32_t in154_11[] = {0xfffeu, 0x80u, 0xfffeu};
+static const uint32_t out154_11[] = {0xfffeu};
+static const uint32_t in154_13[] = {0x1fffeu, 0x80u, 0x1fffeu};
+static const uint32_t out154_13[] = {0x1fffeu};
+static const uint32_t in154_16[] = {0x1fffeu, 0x80u, 0x1fffeu};
+static const uint32_t out154_16[] = {0x1fffeu};
+static const uint32_t in154_18[] = {0x1fffeu, 0x80u, 0x1fffeu};
+static const uint32_t out154_18[] = {0x1fffeu};
 static const opset_schema s154[] = {
-    {11, 3, 0x7u, 0xfffeu, NULL, NULL, 0},
-    {13, 3, 0x7u, 0x1fffeu, NULL, NULL, 0},
-    {16, 3, 0x7u, 0x1fffeu, a154_16, d154_16, 1},
-    {18, 3, 0x7u, 0x1fffeu, a154_18, d154_18, 1},
+    {11, 3, 0x7u, 0xfffeu, NULL, NULL, 0, in154_11, 3, out154_11, 1},
+    {13, 3, 0x7u, 0x1fffeu, NULL, NULL, 0, in154_13, 3, out154_13, 1},
+    {16, 3, 0x7u, 0x1fffeu, a154_16, d154_16, 1, in154_16, 3, out154_16, 1},
+    {18, 3, 0x7u, 0x1fffeu, a154_18, d154_18, 1, in154_18, 3, out154_18, 1},
 };
 /* Selu */
 static const int32_t v155[] = {1, 6, 22};
@@ -1824,49 +2782,68 @@ static const char *const a155_6[] = {"alpha", "gamma"};
 static const char *const d155_6[] = {NULL, NULL};
 static const char *const a155_22[] = {"alpha", "gamma"};
 static const char *const d155_22[] = {NULL, NULL};
+static const uint32_t in155_1[] = {0xc02u};
+static const uint32_t out155_1[] = {0xc02u};
+static const uint32_t in155_6[] = {0xc02u};
+static const uint32_t out155_6[] = {0xc02u};
+static const uint32_t in155_22[] = {0x10c02u};
+static const uint32_t out155_22[] = {0x10c02u};
 static const opset_schema s155[] = {
-    {1, 1, 0x1u, 0xc02u, a155_1, d155_1, 3},
-    {6, 1, 0x1u, 0xc02u, a155_6, d155_6, 2},
-    {22, 1, 0x1u, 0x10c02u, a155_22, d155_22, 2},
+    {1, 1, 0x1u, 0xc02u, a155_1, d155_1, 3, in155_1, 1, out155_1, 1},
+    {6, 1, 0x1u, 0xc02u, a155_6, d155_6, 2, in155_6, 1, out155_6, 1},
+    {22, 1, 0x1u, 0x10c02u, a155_22, d155_22, 2, in155_22, 1, out155_22, 1},
 };
 /* SequenceAt */
 static const int32_t v156[] = {11};
+static const uint32_t in156_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out156_11[] = {0xfffeu};
 static const opset_schema s156[] = {
-    {11, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
+    {11, 2, 0x3u, 0xfffeu, NULL, NULL, 0, in156_11, 2, out156_11, 1},
 };
 /* SequenceConstruct */
 static const int32_t v157[] = {11};
+static const uint32_t in157_11[] = {0xfffeu};
+static const uint32_t out157_11[] = {0xfffeu};
 static const opset_schema s157[] = {
-    {11, 255, 0x0u, 0xfffeu, NULL, NULL, 0},
+    {11, 255, 0x0u, 0xfffeu, NULL, NULL, 0, in157_11, 1, out157_11, 1},
 };
 /* SequenceEmpty */
 static const int32_t v158[] = {11};
 static const char *const a158_11[] = {"dtype"};
 static const char *const d158_11[] = {NULL};
+static const uint32_t out158_11[] = {0xfffeu};
 static const opset_schema s158[] = {
-    {11, 0, 0x0u, 0xfffeu, a158_11, d158_11, 1},
+    {11, 0, 0x0u, 0xfffeu, a158_11, d158_11, 1, NULL, 0, out158_11, 1},
 };
 /* SequenceErase */
 static const int32_t v159[] = {11};
+static const uint32_t in159_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out159_11[] = {0xfffeu};
 static const opset_schema s159[] = {
-    {11, 2, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {11, 2, 0x1u, 0xfffeu, NULL, NULL, 0, in159_11, 2, out159_11, 1},
 };
 /* SequenceInsert */
 static const int32_t v160[] = {11};
+static const uint32_t in160_11[] = {0xfffeu, 0xfffeu, 0xc0u};
+static const uint32_t out160_11[] = {0xfffeu};
 static const opset_schema s160[] = {
-    {11, 3, 0x3u, 0xfffeu, NULL, NULL, 0},
+    {11, 3, 0x3u, 0xfffeu, NULL, NULL, 0, in160_11, 3, out160_11, 1},
 };
 /* SequenceLength */
 static const int32_t v161[] = {11};
+static const uint32_t in161_11[] = {0xfffeu};
+static const uint32_t out161_11[] = {0x80u};
 static const opset_schema s161[] = {
-    {11, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
+    {11, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in161_11, 1, out161_11, 1},
 };
 /* SequenceMap */
 static const int32_t v162[] = {17};
 static const char *const a162_17[] = {"body"};
 static const char *const d162_17[] = {NULL};
+static const uint32_t in162_17[] = {0xfffeu, 0xfffeu};
+static const uint32_t out162_17[] = {0xfffeu};
 static const opset_schema s162[] = {
-    {17, 255, 0x1u, 0xfffeu, a162_17, d162_17, 1},
+    {17, 255, 0x1u, 0xfffeu, a162_17, d162_17, 1, in162_17, 2, out162_17, 1},
 };
 /* Shape */
 static const int32_t v163[] = {1, 13, 15, 19, 21, 23, 24, 25};
@@ -1882,70 +2859,128 @@ static const char *const a163_24[] = {"end", "start"};
 static const char *const d163_24[] = {NULL, "0"};
 static const char *const a163_25[] = {"end", "start"};
 static const char *const d163_25[] = {NULL, "0"};
+static const uint32_t in163_1[] = {0xfffeu};
+static const uint32_t out163_1[] = {0x80u};
+static const uint32_t in163_13[] = {0x1fffeu};
+static const uint32_t out163_13[] = {0x80u};
+static const uint32_t in163_15[] = {0x1fffeu};
+static const uint32_t out163_15[] = {0x80u};
+static const uint32_t in163_19[] = {0x1ffffeu};
+static const uint32_t out163_19[] = {0x80u};
+static const uint32_t in163_21[] = {0x7ffffeu};
+static const uint32_t out163_21[] = {0x80u};
+static const uint32_t in163_23[] = {0xfffffeu};
+static const uint32_t out163_23[] = {0x80u};
+static const uint32_t in163_24[] = {0x1fffffeu};
+static const uint32_t out163_24[] = {0x80u};
+static const uint32_t in163_25[] = {0x7fffffeu};
+static const uint32_t out163_25[] = {0x80u};
 static const opset_schema s163[] = {
-    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
-    {15, 1, 0x1u, 0x1fffeu, a163_15, d163_15, 2},
-    {19, 1, 0x1u, 0x1ffffeu, a163_19, d163_19, 2},
-    {21, 1, 0x1u, 0x7ffffeu, a163_21, d163_21, 2},
-    {23, 1, 0x1u, 0xfffffeu, a163_23, d163_23, 2},
-    {24, 1, 0x1u, 0x1fffffeu, a163_24, d163_24, 2},
-    {25, 1, 0x1u, 0x7fffffeu, a163_25, d163_25, 2},
+    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in163_1, 1, out163_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0, in163_13, 1, out163_13, 1},
+    {15, 1, 0x1u, 0x1fffeu, a163_15, d163_15, 2, in163_15, 1, out163_15, 1},
+    {19, 1, 0x1u, 0x1ffffeu, a163_19, d163_19, 2, in163_19, 1, out163_19, 1},
+    {21, 1, 0x1u, 0x7ffffeu, a163_21, d163_21, 2, in163_21, 1, out163_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, a163_23, d163_23, 2, in163_23, 1, out163_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, a163_24, d163_24, 2, in163_24, 1, out163_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, a163_25, d163_25, 2, in163_25, 1, out163_25, 1},
 };
 /* Shrink */
 static const int32_t v164[] = {9};
 static const char *const a164_9[] = {"bias", "lambd"};
 static const char *const d164_9[] = {NULL, NULL};
+static const uint32_t in164_9[] = {0x3cfeu};
+static const uint32_t out164_9[] = {0x3cfeu};
 static const opset_schema s164[] = {
-    {9, 1, 0x1u, 0x3cfeu, a164_9, d164_9, 2},
+    {9, 1, 0x1u, 0x3cfeu, a164_9, d164_9, 2, in164_9, 1, out164_9, 1},
 };
 /* Sigmoid */
 static const int32_t v165[] = {1, 6, 13};
 static const char *const a165_1[] = {"consumed_inputs"};
 static const char *const d165_1[] = {NULL};
+static const uint32_t in165_1[] = {0xc02u};
+static const uint32_t out165_1[] = {0xc02u};
+static const uint32_t in165_6[] = {0xc02u};
+static const uint32_t out165_6[] = {0xc02u};
+static const uint32_t in165_13[] = {0x10c02u};
+static const uint32_t out165_13[] = {0x10c02u};
 static const opset_schema s165[] = {
-    {1, 1, 0x1u, 0xc02u, a165_1, d165_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a165_1, d165_1, 1, in165_1, 1, out165_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in165_6, 1, out165_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in165_13, 1, out165_13, 1},
 };
 /* Sign */
 static const int32_t v166[] = {9, 13};
+static const uint32_t in166_9[] = {0x3cfeu};
+static const uint32_t out166_9[] = {0x3cfeu};
+static const uint32_t in166_13[] = {0x13cfeu};
+static const uint32_t out166_13[] = {0x13cfeu};
 static const opset_schema s166[] = {
-    {9, 1, 0x1u, 0x3cfeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x13cfeu, NULL, NULL, 0},
+    {9, 1, 0x1u, 0x3cfeu, NULL, NULL, 0, in166_9, 1, out166_9, 1},
+    {13, 1, 0x1u, 0x13cfeu, NULL, NULL, 0, in166_13, 1, out166_13, 1},
 };
 /* Sin */
 static const int32_t v167[] = {7, 22};
+static const uint32_t in167_7[] = {0xc02u};
+static const uint32_t out167_7[] = {0xc02u};
+static const uint32_t in167_22[] = {0x10c02u};
+static const uint32_t out167_22[] = {0x10c02u};
 static const opset_schema s167[] = {
-    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0, in167_7, 1, out167_7, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in167_22, 1, out167_22, 1},
 };
 /* Sinh */
 static const int32_t v168[] = {9, 22};
+static const uint32_t in168_9[] = {0xc02u};
+static const uint32_t out168_9[] = {0xc02u};
+static const uint32_t in168_22[] = {0x10c02u};
+static const uint32_t out168_22[] = {0x10c02u};
 static const opset_schema s168[] = {
-    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {9, 1, 0x1u, 0xc02u, NULL, NULL, 0, in168_9, 1, out168_9, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in168_22, 1, out168_22, 1},
 };
 /* Size */
 static const int32_t v169[] = {1, 13, 19, 21, 23, 24, 25};
+static const uint32_t in169_1[] = {0xfffeu};
+static const uint32_t out169_1[] = {0x80u};
+static const uint32_t in169_13[] = {0x1fffeu};
+static const uint32_t out169_13[] = {0x80u};
+static const uint32_t in169_19[] = {0x1ffffeu};
+static const uint32_t out169_19[] = {0x80u};
+static const uint32_t in169_21[] = {0x7ffffeu};
+static const uint32_t out169_21[] = {0x80u};
+static const uint32_t in169_23[] = {0xfffffeu};
+static const uint32_t out169_23[] = {0x80u};
+static const uint32_t in169_24[] = {0x1fffffeu};
+static const uint32_t out169_24[] = {0x80u};
+static const uint32_t in169_25[] = {0x7fffffeu};
+static const uint32_t out169_25[] = {0x80u};
 static const opset_schema s169[] = {
-    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0},
-    {19, 1, 0x1u, 0x1ffffeu, NULL, NULL, 0},
-    {21, 1, 0x1u, 0x7ffffeu, NULL, NULL, 0},
-    {23, 1, 0x1u, 0xfffffeu, NULL, NULL, 0},
-    {24, 1, 0x1u, 0x1fffffeu, NULL, NULL, 0},
-    {25, 1, 0x1u, 0x7fffffeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xfffeu, NULL, NULL, 0, in169_1, 1, out169_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, NULL, NULL, 0, in169_13, 1, out169_13, 1},
+    {19, 1, 0x1u, 0x1ffffeu, NULL, NULL, 0, in169_19, 1, out169_19, 1},
+    {21, 1, 0x1u, 0x7ffffeu, NULL, NULL, 0, in169_21, 1, out169_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, NULL, NULL, 0, in169_23, 1, out169_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, NULL, NULL, 0, in169_24, 1, out169_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, NULL, NULL, 0, in169_25, 1, out169_25, 1},
 };
 /* Slice */
 static const int32_t v170[] = {1, 10, 11, 13};
 static const char *const a170_1[] = {"axes", "ends", "starts"};
 static const char *const d170_1[] = {NULL, NULL, NULL};
+static const uint32_t in170_1[] = {0xfffeu};
+static const uint32_t out170_1[] = {0xfffeu};
+static const uint32_t in170_10[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t out170_10[] = {0xfffeu};
+static const uint32_t in170_11[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t out170_11[] = {0xfffeu};
+static const uint32_t in170_13[] = {0x1fffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t out170_13[] = {0x1fffeu};
 static const opset_schema s170[] = {
-    {1, 1, 0x1u, 0xfffeu, a170_1, d170_1, 3},
-    {10, 5, 0x7u, 0xfffeu, NULL, NULL, 0},
-    {11, 5, 0x7u, 0xfffeu, NULL, NULL, 0},
-    {13, 5, 0x7u, 0x1fffeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xfffeu, a170_1, d170_1, 3, in170_1, 1, out170_1, 1},
+    {10, 5, 0x7u, 0xfffeu, NULL, NULL, 0, in170_10, 5, out170_10, 1},
+    {11, 5, 0x7u, 0xfffeu, NULL, NULL, 0, in170_11, 5, out170_11, 1},
+    {13, 5, 0x7u, 0x1fffeu, NULL, NULL, 0, in170_13, 5, out170_13, 1},
 };
 /* Softmax */
 static const int32_t v171[] = {1, 11, 13};
@@ -1955,10 +2990,16 @@ static const char *const a171_11[] = {"axis"};
 static const char *const d171_11[] = {"1"};
 static const char *const a171_13[] = {"axis"};
 static const char *const d171_13[] = {"-1"};
+static const uint32_t in171_1[] = {0xc02u};
+static const uint32_t out171_1[] = {0xc02u};
+static const uint32_t in171_11[] = {0xc02u};
+static const uint32_t out171_11[] = {0xc02u};
+static const uint32_t in171_13[] = {0x10c02u};
+static const uint32_t out171_13[] = {0x10c02u};
 static const opset_schema s171[] = {
-    {1, 1, 0x1u, 0xc02u, a171_1, d171_1, 1},
-    {11, 1, 0x1u, 0xc02u, a171_11, d171_11, 1},
-    {13, 1, 0x1u, 0x10c02u, a171_13, d171_13, 1},
+    {1, 1, 0x1u, 0xc02u, a171_1, d171_1, 1, in171_1, 1, out171_1, 1},
+    {11, 1, 0x1u, 0xc02u, a171_11, d171_11, 1, in171_11, 1, out171_11, 1},
+    {13, 1, 0x1u, 0x10c02u, a171_13, d171_13, 1, in171_13, 1, out171_13, 1},
 };
 /* SoftmaxCrossEntropyLoss */
 static const int32_t v172[] = {12, 13};
@@ -1966,21 +3007,33 @@ static const char *const a172_12[] = {"ignore_index", "reduction"};
 static const char *const d172_12[] = {NULL, "mean"};
 static const char *const a172_13[] = {"ignore_index", "reduction"};
 static const char *const d172_13[] = {NULL, "mean"};
+static const uint32_t in172_12[] = {0xc02u, 0xc0u, 0xc02u};
+static const uint32_t out172_12[] = {0xc02u, 0xc02u};
+static const uint32_t in172_13[] = {0x10c02u, 0xc0u, 0x10c02u};
+static const uint32_t out172_13[] = {0x10c02u, 0x10c02u};
 static const opset_schema s172[] = {
-    {12, 3, 0x3u, 0xcc2u, a172_12, d172_12, 2},
-    {13, 3, 0x3u, 0x10cc2u, a172_13, d172_13, 2},
+    {12, 3, 0x3u, 0xcc2u, a172_12, d172_12, 2, in172_12, 3, out172_12, 2},
+    {13, 3, 0x3u, 0x10cc2u, a172_13, d172_13, 2, in172_13, 3, out172_13, 2},
 };
 /* Softplus */
 static const int32_t v173[] = {1, 22};
+static const uint32_t in173_1[] = {0xc02u};
+static const uint32_t out173_1[] = {0xc02u};
+static const uint32_t in173_22[] = {0x10c02u};
+static const uint32_t out173_22[] = {0x10c02u};
 static const opset_schema s173[] = {
-    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0, in173_1, 1, out173_1, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in173_22, 1, out173_22, 1},
 };
 /* Softsign */
 static const int32_t v174[] = {1, 22};
+static const uint32_t in174_1[] = {0xc02u};
+static const uint32_t out174_1[] = {0xc02u};
+static const uint32_t in174_22[] = {0x10c02u};
+static const uint32_t out174_22[] = {0x10c02u};
 static const opset_schema s174[] = {
-    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, NULL, NULL, 0, in174_1, 1, out174_1, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in174_22, 1, out174_22, 1},
 };
 /* SpaceToDepth */
 static const int32_t v175[] = {1, 13};
@@ -1988,9 +3041,13 @@ static const char *const a175_1[] = {"blocksize"};
 static const char *const d175_1[] = {NULL};
 static const char *const a175_13[] = {"blocksize"};
 static const char *const d175_13[] = {NULL};
+static const uint32_t in175_1[] = {0xfffeu};
+static const uint32_t out175_1[] = {0xfffeu};
+static const uint32_t in175_13[] = {0x1fffeu};
+static const uint32_t out175_13[] = {0x1fffeu};
 static const opset_schema s175[] = {
-    {1, 1, 0x1u, 0xfffeu, a175_1, d175_1, 1},
-    {13, 1, 0x1u, 0x1fffeu, a175_13, d175_13, 1},
+    {1, 1, 0x1u, 0xfffeu, a175_1, d175_1, 1, in175_1, 1, out175_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, a175_13, d175_13, 1, in175_13, 1, out175_13, 1},
 };
 /* Split */
 static const int32_t v176[] = {1, 2, 11, 13, 18};
@@ -2004,12 +3061,21 @@ static const char *const a176_13[] = {"axis"};
 static const char *const d176_13[] = {"0"};
 static const char *const a176_18[] = {"axis", "num_outputs"};
 static const char *const d176_18[] = {"0", NULL};
+static const uint32_t in176_1[] = {0xc02u, 0xc02u};
+static const uint32_t in176_2[] = {0xfffeu};
+static const uint32_t out176_2[] = {0xfffeu};
+static const uint32_t in176_11[] = {0xfffeu};
+static const uint32_t out176_11[] = {0xfffeu};
+static const uint32_t in176_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out176_13[] = {0x1fffeu};
+static const uint32_t in176_18[] = {0x1fffeu, 0x80u};
+static const uint32_t out176_18[] = {0x1fffeu};
 static const opset_schema s176[] = {
-    {1, 2, 0x1u, 0xc02u, a176_1, d176_1, 2},
-    {2, 1, 0x1u, 0xfffeu, a176_2, d176_2, 2},
-    {11, 1, 0x1u, 0xfffeu, a176_11, d176_11, 2},
-    {13, 2, 0x1u, 0x1fffeu, a176_13, d176_13, 1},
-    {18, 2, 0x1u, 0x1fffeu, a176_18, d176_18, 2},
+    {1, 2, 0x1u, 0xc02u, a176_1, d176_1, 2, in176_1, 2, NULL, 0},
+    {2, 1, 0x1u, 0xfffeu, a176_2, d176_2, 2, in176_2, 1, out176_2, 1},
+    {11, 1, 0x1u, 0xfffeu, a176_11, d176_11, 2, in176_11, 1, out176_11, 1},
+    {13, 2, 0x1u, 0x1fffeu, a176_13, d176_13, 1, in176_13, 2, out176_13, 1},
+    {18, 2, 0x1u, 0x1fffeu, a176_18, d176_18, 2, in176_18, 2, out176_18, 1},
 };
 /* SplitToSequence */
 static const int32_t v177[] = {11, 24};
@@ -2017,18 +3083,28 @@ static const char *const a177_11[] = {"axis", "keepdims"};
 static const char *const d177_11[] = {"0", "1"};
 static const char *const a177_24[] = {"axis", "keepdims"};
 static const char *const d177_24[] = {"0", "1"};
+static const uint32_t in177_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out177_11[] = {0xfffeu};
+static const uint32_t in177_24[] = {0x1fffeu, 0xc0u};
+static const uint32_t out177_24[] = {0x1fffeu};
 static const opset_schema s177[] = {
-    {11, 2, 0x1u, 0xfffeu, a177_11, d177_11, 2},
-    {24, 2, 0x1u, 0x1fffeu, a177_24, d177_24, 2},
+    {11, 2, 0x1u, 0xfffeu, a177_11, d177_11, 2, in177_11, 2, out177_11, 1},
+    {24, 2, 0x1u, 0x1fffeu, a177_24, d177_24, 2, in177_24, 2, out177_24, 1},
 };
 /* Sqrt */
 static const int32_t v178[] = {1, 6, 13};
 static const char *const a178_1[] = {"consumed_inputs"};
 static const char *const d178_1[] = {NULL};
+static const uint32_t in178_1[] = {0xc02u};
+static const uint32_t out178_1[] = {0xc02u};
+static const uint32_t in178_6[] = {0xc02u};
+static const uint32_t out178_6[] = {0xc02u};
+static const uint32_t in178_13[] = {0x10c02u};
+static const uint32_t out178_13[] = {0x10c02u};
 static const opset_schema s178[] = {
-    {1, 1, 0x1u, 0xc02u, a178_1, d178_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a178_1, d178_1, 1, in178_1, 1, out178_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in178_6, 1, out178_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in178_13, 1, out178_13, 1},
 };
 /* Squeeze */
 static const int32_t v179[] = {1, 11, 13, 21, 23, 24, 25};
@@ -2036,33 +3112,53 @@ static const char *const a179_1[] = {"axes"};
 static const char *const d179_1[] = {NULL};
 static const char *const a179_11[] = {"axes"};
 static const char *const d179_11[] = {NULL};
+static const uint32_t in179_1[] = {0xfffeu};
+static const uint32_t out179_1[] = {0xfffeu};
+static const uint32_t in179_11[] = {0xfffeu};
+static const uint32_t out179_11[] = {0xfffeu};
+static const uint32_t in179_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out179_13[] = {0x1fffeu};
+static const uint32_t in179_21[] = {0x7ffffeu, 0x80u};
+static const uint32_t out179_21[] = {0x7ffffeu};
+static const uint32_t in179_23[] = {0xfffffeu, 0x80u};
+static const uint32_t out179_23[] = {0xfffffeu};
+static const uint32_t in179_24[] = {0x1fffffeu, 0x80u};
+static const uint32_t out179_24[] = {0x1fffffeu};
+static const uint32_t in179_25[] = {0x7fffffeu, 0x80u};
+static const uint32_t out179_25[] = {0x7fffffeu};
 static const opset_schema s179[] = {
-    {1, 1, 0x1u, 0xfffeu, a179_1, d179_1, 1},
-    {11, 1, 0x1u, 0xfffeu, a179_11, d179_11, 1},
-    {13, 2, 0x1u, 0x1fffeu, NULL, NULL, 0},
-    {21, 2, 0x1u, 0x7ffffeu, NULL, NULL, 0},
-    {23, 2, 0x1u, 0xfffffeu, NULL, NULL, 0},
-    {24, 2, 0x1u, 0x1fffffeu, NULL, NULL, 0},
-    {25, 2, 0x1u, 0x7fffffeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xfffeu, a179_1, d179_1, 1, in179_1, 1, out179_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a179_11, d179_11, 1, in179_11, 1, out179_11, 1},
+    {13, 2, 0x1u, 0x1fffeu, NULL, NULL, 0, in179_13, 2, out179_13, 1},
+    {21, 2, 0x1u, 0x7ffffeu, NULL, NULL, 0, in179_21, 2, out179_21, 1},
+    {23, 2, 0x1u, 0xfffffeu, NULL, NULL, 0, in179_23, 2, out179_23, 1},
+    {24, 2, 0x1u, 0x1fffffeu, NULL, NULL, 0, in179_24, 2, out179_24, 1},
+    {25, 2, 0x1u, 0x7fffffeu, NULL, NULL, 0, in179_25, 2, out179_25, 1},
 };
 /* StringConcat */
 static const int32_t v180[] = {20};
+static const uint32_t in180_20[] = {0x100u, 0x100u};
+static const uint32_t out180_20[] = {0x100u};
 static const opset_schema s180[] = {
-    {20, 2, 0x3u, 0x100u, NULL, NULL, 0},
+    {20, 2, 0x3u, 0x100u, NULL, NULL, 0, in180_20, 2, out180_20, 1},
 };
 /* StringNormalizer */
 static const int32_t v181[] = {10};
 static const char *const a181_10[] = {"case_change_action", "is_case_sensitive", "locale", "stopwords"};
 static const char *const d181_10[] = {"NONE", "0", NULL, NULL};
+static const uint32_t in181_10[] = {0x100u};
+static const uint32_t out181_10[] = {0x100u};
 static const opset_schema s181[] = {
-    {10, 1, 0x1u, 0x100u, a181_10, d181_10, 4},
+    {10, 1, 0x1u, 0x100u, a181_10, d181_10, 4, in181_10, 1, out181_10, 1},
 };
 /* StringSplit */
 static const int32_t v182[] = {20};
 static const char *const a182_20[] = {"delimiter", "maxsplit"};
 static const char *const d182_20[] = {NULL, NULL};
+static const uint32_t in182_20[] = {0x100u};
+static const uint32_t out182_20[] = {0x100u, 0x80u};
 static const opset_schema s182[] = {
-    {20, 1, 0x1u, 0x180u, a182_20, d182_20, 2},
+    {20, 1, 0x1u, 0x180u, a182_20, d182_20, 2, in182_20, 1, out182_20, 2},
 };
 /* Sub */
 static const int32_t v183[] = {1, 6, 7, 13, 14};
@@ -2070,58 +3166,92 @@ static const char *const a183_1[] = {"axis", "broadcast", "consumed_inputs"};
 static const char *const d183_1[] = {NULL, "0", NULL};
 static const char *const a183_6[] = {"axis", "broadcast"};
 static const char *const d183_6[] = {NULL, "0"};
+static const uint32_t in183_1[] = {0xc02u, 0xc02u};
+static const uint32_t out183_1[] = {0xc02u};
+static const uint32_t in183_6[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out183_6[] = {0x3cc2u};
+static const uint32_t in183_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out183_7[] = {0x3cc2u};
+static const uint32_t in183_13[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t out183_13[] = {0x13cc2u};
+static const uint32_t in183_14[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t out183_14[] = {0x13cfeu};
 static const opset_schema s183[] = {
-    {1, 2, 0x3u, 0xc02u, a183_1, d183_1, 3},
-    {6, 2, 0x3u, 0x3cc2u, a183_6, d183_6, 2},
-    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0},
-    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0},
+    {1, 2, 0x3u, 0xc02u, a183_1, d183_1, 3, in183_1, 2, out183_1, 1},
+    {6, 2, 0x3u, 0x3cc2u, a183_6, d183_6, 2, in183_6, 2, out183_6, 1},
+    {7, 2, 0x3u, 0x3cc2u, NULL, NULL, 0, in183_7, 2, out183_7, 1},
+    {13, 2, 0x3u, 0x13cc2u, NULL, NULL, 0, in183_13, 2, out183_13, 1},
+    {14, 2, 0x3u, 0x13cfeu, NULL, NULL, 0, in183_14, 2, out183_14, 1},
 };
 /* Sum */
 static const int32_t v184[] = {1, 6, 8, 13};
 static const char *const a184_1[] = {"consumed_inputs"};
 static const char *const d184_1[] = {NULL};
+static const uint32_t in184_1[] = {0xc02u};
+static const uint32_t out184_1[] = {0xc02u};
+static const uint32_t in184_6[] = {0xc02u};
+static const uint32_t out184_6[] = {0xc02u};
+static const uint32_t in184_8[] = {0xc02u};
+static const uint32_t out184_8[] = {0xc02u};
+static const uint32_t in184_13[] = {0x10c02u};
+static const uint32_t out184_13[] = {0x10c02u};
 static const opset_schema s184[] = {
-    {1, 255, 0x0u, 0xc02u, a184_1, d184_1, 1},
-    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0},
-    {13, 255, 0x0u, 0x10c02u, NULL, NULL, 0},
+    {1, 255, 0x0u, 0xc02u, a184_1, d184_1, 1, in184_1, 1, out184_1, 1},
+    {6, 255, 0x0u, 0xc02u, NULL, NULL, 0, in184_6, 1, out184_6, 1},
+    {8, 255, 0x0u, 0xc02u, NULL, NULL, 0, in184_8, 1, out184_8, 1},
+    {13, 255, 0x0u, 0x10c02u, NULL, NULL, 0, in184_13, 1, out184_13, 1},
 };
 /* Swish */
 static const int32_t v185[] = {24};
 static const char *const a185_24[] = {"alpha"};
 static const char *const d185_24[] = {NULL};
+static const uint32_t in185_24[] = {0x10c02u};
+static const uint32_t out185_24[] = {0x10c02u};
 static const opset_schema s185[] = {
-    {24, 1, 0x1u, 0x10c02u, a185_24, d185_24, 1},
+    {24, 1, 0x1u, 0x10c02u, a185_24, d185_24, 1, in185_24, 1, out185_24, 1},
 };
 /* Tan */
 static const int32_t v186[] = {7, 22};
+static const uint32_t in186_7[] = {0xc02u};
+static const uint32_t out186_7[] = {0xc02u};
+static const uint32_t in186_22[] = {0x10c02u};
+static const uint32_t out186_22[] = {0x10c02u};
 static const opset_schema s186[] = {
-    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {7, 1, 0x1u, 0xc02u, NULL, NULL, 0, in186_7, 1, out186_7, 1},
+    {22, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in186_22, 1, out186_22, 1},
 };
 /* Tanh */
 static const int32_t v187[] = {1, 6, 13};
 static const char *const a187_1[] = {"consumed_inputs"};
 static const char *const d187_1[] = {NULL};
+static const uint32_t in187_1[] = {0xc02u};
+static const uint32_t out187_1[] = {0xc02u};
+static const uint32_t in187_6[] = {0xc02u};
+static const uint32_t out187_6[] = {0xc02u};
+static const uint32_t in187_13[] = {0x10c02u};
+static const uint32_t out187_13[] = {0x10c02u};
 static const opset_schema s187[] = {
-    {1, 1, 0x1u, 0xc02u, a187_1, d187_1, 1},
-    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0},
-    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xc02u, a187_1, d187_1, 1, in187_1, 1, out187_1, 1},
+    {6, 1, 0x1u, 0xc02u, NULL, NULL, 0, in187_6, 1, out187_6, 1},
+    {13, 1, 0x1u, 0x10c02u, NULL, NULL, 0, in187_13, 1, out187_13, 1},
 };
 /* TensorScatter */
 static const int32_t v188[] = {24};
 static const char *const a188_24[] = {"axis", "mode"};
 static const char *const d188_24[] = {"-2", "linear"};
+static const uint32_t in188_24[] = {0x1fffffeu, 0x1fffffeu, 0x80u};
+static const uint32_t out188_24[] = {0x1fffffeu};
 static const opset_schema s188[] = {
-    {24, 3, 0x3u, 0x1fffffeu, a188_24, d188_24, 2},
+    {24, 3, 0x3u, 0x1fffffeu, a188_24, d188_24, 2, in188_24, 3, out188_24, 1},
 };
 /* TfIdfVectorizer */
 static const int32_t v189[] = {9};
 static const char *const a189_9[] = {"max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts", "ngram_indexes", "pool_int64s", "pool_strings", "weights"};
 static const char *const d189_9[] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const uint32_t in189_9[] = {0x1c0u};
+static const uint32_t out189_9[] = {0x2u};
 static const opset_schema s189[] = {
-    {9, 1, 0x1u, 0x1c2u, a189_9, d189_9, 9},
+    {9, 1, 0x1u, 0x1c2u, a189_9, d189_9, 9, in189_9, 1, out189_9, 1},
 };
 /* ThresholdedRelu */
 static const int32_t v190[] = {10, 22};
@@ -2129,16 +3259,26 @@ static const char *const a190_10[] = {"alpha"};
 static const char *const d190_10[] = {NULL};
 static const char *const a190_22[] = {"alpha"};
 static const char *const d190_22[] = {NULL};
+static const uint32_t in190_10[] = {0xc02u};
+static const uint32_t out190_10[] = {0xc02u};
+static const uint32_t in190_22[] = {0x10c02u};
+static const uint32_t out190_22[] = {0x10c02u};
 static const opset_schema s190[] = {
-    {10, 1, 0x1u, 0xc02u, a190_10, d190_10, 1},
-    {22, 1, 0x1u, 0x10c02u, a190_22, d190_22, 1},
+    {10, 1, 0x1u, 0xc02u, a190_10, d190_10, 1, in190_10, 1, out190_10, 1},
+    {22, 1, 0x1u, 0x10c02u, a190_22, d190_22, 1, in190_22, 1, out190_22, 1},
 };
 /* Tile */
 static const int32_t v191[] = {1, 6, 13};
+static const uint32_t in191_1[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out191_1[] = {0xc02u};
+static const uint32_t in191_6[] = {0xfffeu, 0x80u};
+static const uint32_t out191_6[] = {0xfffeu};
+static const uint32_t in191_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out191_13[] = {0x1fffeu};
 static const opset_schema s191[] = {
-    {1, 3, 0x7u, 0xc82u, NULL, NULL, 0},
-    {6, 2, 0x3u, 0xfffeu, NULL, NULL, 0},
-    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
+    {1, 3, 0x7u, 0xc82u, NULL, NULL, 0, in191_1, 3, out191_1, 1},
+    {6, 2, 0x3u, 0xfffeu, NULL, NULL, 0, in191_6, 2, out191_6, 1},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0, in191_13, 2, out191_13, 1},
 };
 /* TopK */
 static const int32_t v192[] = {1, 10, 11, 24};
@@ -2150,11 +3290,19 @@ static const char *const a192_11[] = {"axis", "largest", "sorted"};
 static const char *const d192_11[] = {"-1", "1", "1"};
 static const char *const a192_24[] = {"axis", "largest", "sorted"};
 static const char *const d192_24[] = {"-1", "1", "1"};
+static const uint32_t in192_1[] = {0xc02u};
+static const uint32_t out192_1[] = {0xc02u, 0x80u};
+static const uint32_t in192_10[] = {0xc02u, 0x80u};
+static const uint32_t out192_10[] = {0xc02u, 0x80u};
+static const uint32_t in192_11[] = {0x3cfeu, 0x80u};
+static const uint32_t out192_11[] = {0x3cfeu, 0x80u};
+static const uint32_t in192_24[] = {0x13cfeu, 0x80u};
+static const uint32_t out192_24[] = {0x13cfeu, 0x80u};
 static const opset_schema s192[] = {
-    {1, 1, 0x1u, 0xc82u, a192_1, d192_1, 2},
-    {10, 2, 0x3u, 0xc82u, a192_10, d192_10, 1},
-    {11, 2, 0x3u, 0x3cfeu, a192_11, d192_11, 3},
-    {24, 2, 0x3u, 0x13cfeu, a192_24, d192_24, 3},
+    {1, 1, 0x1u, 0xc82u, a192_1, d192_1, 2, in192_1, 1, out192_1, 2},
+    {10, 2, 0x3u, 0xc82u, a192_10, d192_10, 1, in192_10, 2, out192_10, 2},
+    {11, 2, 0x3u, 0x3cfeu, a192_11, d192_11, 3, in192_11, 2, out192_11, 2},
+    {24, 2, 0x3u, 0x13cfeu, a192_24, d192_24, 3, in192_24, 2, out192_24, 2},
 };
 /* Transpose */
 static const int32_t v193[] = {1, 13, 21, 23, 24, 25};
@@ -2170,27 +3318,43 @@ static const char *const a193_24[] = {"perm"};
 static const char *const d193_24[] = {NULL};
 static const char *const a193_25[] = {"perm"};
 static const char *const d193_25[] = {NULL};
+static const uint32_t in193_1[] = {0xfffeu};
+static const uint32_t out193_1[] = {0xfffeu};
+static const uint32_t in193_13[] = {0x1fffeu};
+static const uint32_t out193_13[] = {0x1fffeu};
+static const uint32_t in193_21[] = {0x7ffffeu};
+static const uint32_t out193_21[] = {0x7ffffeu};
+static const uint32_t in193_23[] = {0xfffffeu};
+static const uint32_t out193_23[] = {0xfffffeu};
+static const uint32_t in193_24[] = {0x1fffffeu};
+static const uint32_t out193_24[] = {0x1fffffeu};
+static const uint32_t in193_25[] = {0x7fffffeu};
+static const uint32_t out193_25[] = {0x7fffffeu};
 static const opset_schema s193[] = {
-    {1, 1, 0x1u, 0xfffeu, a193_1, d193_1, 1},
-    {13, 1, 0x1u, 0x1fffeu, a193_13, d193_13, 1},
-    {21, 1, 0x1u, 0x7ffffeu, a193_21, d193_21, 1},
-    {23, 1, 0x1u, 0xfffffeu, a193_23, d193_23, 1},
-    {24, 1, 0x1u, 0x1fffffeu, a193_24, d193_24, 1},
-    {25, 1, 0x1u, 0x7fffffeu, a193_25, d193_25, 1},
+    {1, 1, 0x1u, 0xfffeu, a193_1, d193_1, 1, in193_1, 1, out193_1, 1},
+    {13, 1, 0x1u, 0x1fffeu, a193_13, d193_13, 1, in193_13, 1, out193_13, 1},
+    {21, 1, 0x1u, 0x7ffffeu, a193_21, d193_21, 1, in193_21, 1, out193_21, 1},
+    {23, 1, 0x1u, 0xfffffeu, a193_23, d193_23, 1, in193_23, 1, out193_23, 1},
+    {24, 1, 0x1u, 0x1fffffeu, a193_24, d193_24, 1, in193_24, 1, out193_24, 1},
+    {25, 1, 0x1u, 0x7fffffeu, a193_25, d193_25, 1, in193_25, 1, out193_25, 1},
 };
 /* Trilu */
 static const int32_t v194[] = {14};
 static const char *const a194_14[] = {"upper"};
 static const char *const d194_14[] = {"1"};
+static const uint32_t in194_14[] = {0x1fffeu, 0x80u};
+static const uint32_t out194_14[] = {0x1fffeu};
 static const opset_schema s194[] = {
-    {14, 2, 0x1u, 0x1fffeu, a194_14, d194_14, 1},
+    {14, 2, 0x1u, 0x1fffeu, a194_14, d194_14, 1, in194_14, 2, out194_14, 1},
 };
 /* Unique */
 static const int32_t v195[] = {11};
 static const char *const a195_11[] = {"axis", "sorted"};
 static const char *const d195_11[] = {NULL, "1"};
+static const uint32_t in195_11[] = {0xfffeu};
+static const uint32_t out195_11[] = {0xfffeu, 0x80u, 0x80u, 0x80u};
 static const opset_schema s195[] = {
-    {11, 1, 0x1u, 0xfffeu, a195_11, d195_11, 2},
+    {11, 1, 0x1u, 0xfffeu, a195_11, d195_11, 2, in195_11, 1, out195_11, 4},
 };
 /* Unsqueeze */
 static const int32_t v196[] = {1, 11, 13, 21, 23, 24, 25};
@@ -2198,14 +3362,28 @@ static const char *const a196_1[] = {"axes"};
 static const char *const d196_1[] = {NULL};
 static const char *const a196_11[] = {"axes"};
 static const char *const d196_11[] = {NULL};
+static const uint32_t in196_1[] = {0xfffeu};
+static const uint32_t out196_1[] = {0xfffeu};
+static const uint32_t in196_11[] = {0xfffeu};
+static const uint32_t out196_11[] = {0xfffeu};
+static const uint32_t in196_13[] = {0x1fffeu, 0x80u};
+static const uint32_t out196_13[] = {0x1fffeu};
+static const uint32_t in196_21[] = {0x7ffffeu, 0x80u};
+static const uint32_t out196_21[] = {0x7ffffeu};
+static const uint32_t in196_23[] = {0xfffffeu, 0x80u};
+static const uint32_t out196_23[] = {0xfffffeu};
+static const uint32_t in196_24[] = {0x1fffffeu, 0x80u};
+static const uint32_t out196_24[] = {0x1fffffeu};
+static const uint32_t in196_25[] = {0x7fffffeu, 0x80u};
+static const uint32_t out196_25[] = {0x7fffffeu};
 static const opset_schema s196[] = {
-    {1, 1, 0x1u, 0xfffeu, a196_1, d196_1, 1},
-    {11, 1, 0x1u, 0xfffeu, a196_11, d196_11, 1},
-    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0},
-    {21, 2, 0x3u, 0x7ffffeu, NULL, NULL, 0},
-    {23, 2, 0x3u, 0xfffffeu, NULL, NULL, 0},
-    {24, 2, 0x3u, 0x1fffffeu, NULL, NULL, 0},
-    {25, 2, 0x3u, 0x7fffffeu, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xfffeu, a196_1, d196_1, 1, in196_1, 1, out196_1, 1},
+    {11, 1, 0x1u, 0xfffeu, a196_11, d196_11, 1, in196_11, 1, out196_11, 1},
+    {13, 2, 0x3u, 0x1fffeu, NULL, NULL, 0, in196_13, 2, out196_13, 1},
+    {21, 2, 0x3u, 0x7ffffeu, NULL, NULL, 0, in196_21, 2, out196_21, 1},
+    {23, 2, 0x3u, 0xfffffeu, NULL, NULL, 0, in196_23, 2, out196_23, 1},
+    {24, 2, 0x3u, 0x1fffffeu, NULL, NULL, 0, in196_24, 2, out196_24, 1},
+    {25, 2, 0x3u, 0x7fffffeu, NULL, NULL, 0, in196_25, 2, out196_25, 1},
 };
 /* Upsample */
 static const int32_t v197[] = {1, 7, 9, 10};
@@ -2215,25 +3393,39 @@ static const char *const a197_7[] = {"mode", "scales"};
 static const char *const d197_7[] = {"nearest", NULL};
 static const char *const a197_9[] = {"mode"};
 static const char *const d197_9[] = {"nearest"};
+static const uint32_t in197_1[] = {0xec2u};
+static const uint32_t out197_1[] = {0xec2u};
+static const uint32_t in197_7[] = {0xfffeu};
+static const uint32_t out197_7[] = {0xfffeu};
+static const uint32_t in197_9[] = {0xfffeu, 0x2u};
+static const uint32_t out197_9[] = {0xfffeu};
 static const opset_schema s197[] = {
-    {1, 1, 0x1u, 0xec2u, a197_1, d197_1, 3},
-    {7, 1, 0x1u, 0xfffeu, a197_7, d197_7, 2},
-    {9, 2, 0x3u, 0xfffeu, a197_9, d197_9, 1},
-    {10, 0, 0x0u, 0x0u, NULL, NULL, 0},
+    {1, 1, 0x1u, 0xec2u, a197_1, d197_1, 3, in197_1, 1, out197_1, 1},
+    {7, 1, 0x1u, 0xfffeu, a197_7, d197_7, 2, in197_7, 1, out197_7, 1},
+    {9, 2, 0x3u, 0xfffeu, a197_9, d197_9, 1, in197_9, 2, out197_9, 1},
+    {10, 0, 0x0u, 0x0u, NULL, NULL, 0, NULL, 0, NULL, 0},
 };
 /* Where */
 static const int32_t v198[] = {9, 16};
+static const uint32_t in198_9[] = {0x200u, 0xfffeu, 0xfffeu};
+static const uint32_t out198_9[] = {0xfffeu};
+static const uint32_t in198_16[] = {0x200u, 0x1fffeu, 0x1fffeu};
+static const uint32_t out198_16[] = {0x1fffeu};
 static const opset_schema s198[] = {
-    {9, 3, 0x7u, 0xfffeu, NULL, NULL, 0},
-    {16, 3, 0x7u, 0x1fffeu, NULL, NULL, 0},
+    {9, 3, 0x7u, 0xfffeu, NULL, NULL, 0, in198_9, 3, out198_9, 1},
+    {16, 3, 0x7u, 0x1fffeu, NULL, NULL, 0, in198_16, 3, out198_16, 1},
 };
 /* Xor */
 static const int32_t v199[] = {1, 7};
 static const char *const a199_1[] = {"axis", "broadcast"};
 static const char *const d199_1[] = {NULL, "0"};
+static const uint32_t in199_1[] = {0x200u, 0x200u};
+static const uint32_t out199_1[] = {0x200u};
+static const uint32_t in199_7[] = {0x200u, 0x200u};
+static const uint32_t out199_7[] = {0x200u};
 static const opset_schema s199[] = {
-    {1, 2, 0x3u, 0x200u, a199_1, d199_1, 2},
-    {7, 2, 0x3u, 0x200u, NULL, NULL, 0},
+    {1, 2, 0x3u, 0x200u, a199_1, d199_1, 2, in199_1, 2, out199_1, 1},
+    {7, 2, 0x3u, 0x200u, NULL, NULL, 0, in199_7, 2, out199_7, 1},
 };
 
 const opset_entry opset_table[] = {

@@ -15,6 +15,12 @@ typedef struct opset_schema {
     const char *const *defaults; /* per attribute: an int's or string's default as
                                  ** text, NULL when it has none (or is of another type) */
     uint8_t n_attrs;
+    /* per input and output slot, the element types it takes (0: not a tensor
+    ** type listed here); a variadic last slot stands for the rest */
+    const uint32_t *in_types;
+    uint8_t n_in_types;
+    const uint32_t *out_types;
+    uint8_t n_out_types;
 } opset_schema;
 
 typedef struct opset_entry {

@@ -169,8 +169,7 @@ def downgrade_should_take_clip_bounds_and_resize_inputs_back():
 def downgrade_should_take_tile_to_tile_1_and_back():
     """Tile-13 -> 6 (every type Tile-6 takes) -> Tile-1 when one axis repeats;
     the evaluator runs Tile-1, and going back up gives ONNX Runtime's result."""
-    for dtype, elem in ((np.float32, F), (np.int64, TensorProto.INT64),
-                        (np.float64, TensorProto.DOUBLE)):
+    for dtype, elem in ((np.float32, F), (np.float64, TensorProto.DOUBLE)):
         x = np.arange(6).reshape(2, 3).astype(dtype)
         nodes = [helper.make_node("Tile", ["x", "rep"], ["y"])]
         m = model(nodes, [vi("x", [2, 3], elem)], [vi("y", [2, 9], elem)], 13,
@@ -192,6 +191,24 @@ def downgrade_should_take_tile_to_tile_1_and_back():
     m = model([helper.make_node("Tile", ["x", "rep"], ["y"], name="two")],
               [vi("x", [2, 3])], [vi("y", [4, 9])], 13, [h.i64("rep", [2, 3])])
     refused(m, 5, "two (Tile 13->1: Tile-1 repeats one axis")
+
+
+def tile_should_go_down_its_whole_history_in_every_type():
+    """Tile 13 -> 6 -> 1 for every element type: each version takes its own
+    (Tile-6 all but bfloat16, Tile-1 the float types), verified in tileopt's
+    evaluator, and the others are refused naming the type."""
+    tile6 = [t for t in range(1, 16)]
+    tile1 = [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE]
+    for elem in range(1, 17):
+        m = model([helper.make_node("Tile", ["x", "rep"], ["y"], name="t")],
+                  [vi("x", [2, 3], elem)], [vi("y", [2, 6], elem)], 13, [h.i64("rep", [1, 2])])
+        name = TensorProto.DataType.Name(elem)
+        for target, allowed in ((6, tile6), (5, tile1)):
+            if elem in allowed:
+                down(m, target, {}, f"Tile {name} -> {target}", checker=False)
+            else:  # the first step down that lacks the type names it
+                version = 6 if elem not in tile6 else 1
+                refused(m, target, f"element type {name} is not in version {version}")
 
 
 def downgrade_should_list_every_node_it_cannot_take_down():
