@@ -1,11 +1,13 @@
 /*
-** Graph helpers the adapters and the retired-op rewrites share: reading ranks,
-** types and constants around a node, and adding the nodes and constants that
-** take its place in the target opset's form.
+** Graph helpers the adapters (both ways) and the retired-op rewrites share:
+** reading ranks, types and constants around a node, adding the nodes and
+** constants that take its place in the target opset's form, and the report's
+** record of each step.
 */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph/const.h"
 #include "passes/upgrade/upgrade_impl.h"
@@ -226,4 +228,25 @@ size_t up_node_inputs(const Onnx__NodeProto *n, const char **ins, size_t cap) {
     size_t k = n->n_input < cap ? n->n_input : cap;
     for (size_t i = 0; i < k; i++) ins[i] = n->input[i];
     return k;
+}
+
+/* ------------------------------------------------------------- the report */
+
+/* The original node (still in the protobuf until commit) names the action: a
+** replacement's index means nothing after the commit. */
+void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+                    int64_t from, int64_t to) {
+    cJSON *rec = pass_action(u->pc, g, i, from > to ? "downgraded" : "upgraded");
+    if (rec) {
+        if (step_op && strcmp(step_op, graph_node(g, i)->op_type) != 0)
+            cJSON_AddStringToObject(rec, "step_op", step_op);
+        cJSON_AddNumberToObject(rec, "from", (double)from);
+        cJSON_AddNumberToObject(rec, "to", (double)to);
+        for (cJSON *c = details->child; c;) {
+            cJSON *next = c->next;
+            cJSON_AddItemToObject(rec, c->string, cJSON_DetachItemViaPointer(details, c));
+            c = next;
+        }
+    }
+    cJSON_Delete(details);
 }

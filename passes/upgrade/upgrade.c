@@ -86,26 +86,6 @@ static int constant_quirk(up *u, graph *g, int32_t node) {
     return 0;
 }
 
-/* The "upgraded" action for node i of g, with the adapter's details moved in. The
-** original node (still in the protobuf until commit) names it: a replacement's
-** index means nothing after the commit. */
-void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
-                    int64_t from, int64_t to) {
-    cJSON *rec = pass_action(u->pc, g, i, from > to ? "downgraded" : "upgraded");
-    if (rec) {
-        if (step_op && strcmp(step_op, graph_node(g, i)->op_type) != 0)
-            cJSON_AddStringToObject(rec, "step_op", step_op);
-        cJSON_AddNumberToObject(rec, "from", (double)from);
-        cJSON_AddNumberToObject(rec, "to", (double)to);
-        for (cJSON *c = details->child; c;) {
-            cJSON *next = c->next;
-            cJSON_AddItemToObject(rec, c->string, cJSON_DetachItemViaPointer(details, c));
-            c = next;
-        }
-    }
-    cJSON_Delete(details);
-}
-
 /* Going down (downgrade.c): planning records a node that cannot go down, with
 ** its schema versions and why; applying cannot meet one. */
 static int downgrade_node(up *u, graph *g, int32_t i) {

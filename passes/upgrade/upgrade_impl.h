@@ -40,10 +40,6 @@ typedef struct retired {
     adapt_fn fn;
 } retired;
 
-/* upgrade.c: the report's action for node i's step from one version to another
-** ("upgraded" or "downgraded"), with the adapter's details. */
-void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
-                    int64_t from, int64_t to);
 /* downgrade.c: take node i of g from the source opset down to the target. In
 ** planning mode only check; why is set (else "") when the node cannot go down. */
 int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap);
@@ -62,6 +58,10 @@ int32_t up_data_elem(up *u, graph *g, int32_t node, const char *name);
 int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *what,
                   int64_t *out, size_t cap, size_t *count, int32_t *elem, bool *found);
 size_t up_node_inputs(const Onnx__NodeProto *n, const char **ins, size_t cap);
+/* helpers.c: the report's action for node i's step from one version to another
+** ("upgraded" or "downgraded"), with the adapter's details (taken over). */
+void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+                    int64_t from, int64_t to);
 
 /* helpers.c: building the nodes and constants that take a node's place. */
 const char *up_fresh(up *u, graph *g, int32_t node, const char *what);
