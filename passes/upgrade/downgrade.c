@@ -523,6 +523,8 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
     int32_t from = opset_schema_at(e, u->src), to = opset_schema_at(e, u->tgt);
     if (from == 0) return snprintf(why, cap, "op does not exist at the source opset"), 0;
     if (to == 0) return snprintf(why, cap, "op does not exist at the target opset"), 0;
+    if (n->n_attribute > USE_MAX_ATTRS)
+        return snprintf(why, cap, "more than %d attributes", USE_MAX_ATTRS), 0;
     int32_t node = i;
     node_use use;
     use_of(n, &use);
