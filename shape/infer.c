@@ -1715,6 +1715,38 @@ static void inf_pool(node_ctx *c) {
     }
 }
 
+/* DFT: the input's shape with the signal axis dft_length long (half of it plus
+** one when onesided) and a last axis of 2 (real, imaginary). The axis is an
+** attribute (default 1) before opset 20 and an input (default -2) from it. */
+static void inf_dft(node_ctx *c) {
+    const graph_type *x = IN(c, 0);
+    build_type *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    if (!has_rank(x) || x->rank < 2) return;
+    int32_t r = x->rank, ax;
+    int64_t axis = c->opset >= 20 ? -2 : graph_attr_int(c->n, "axis", 1);
+    bool axis_known = c->opset < 20 || !graph_node_input(c->n, 2) || in_scalar_int(c, 2, &axis);
+    if (!axis_known || !norm_axis(axis, r, &ax) || ax == r - 1) {
+        type_set_rank(o, r);
+        return;
+    }
+    type_from(o, x);
+    int64_t len = x->dims[ax];
+    const char *sym = x->syms ? x->syms[ax] : NULL;
+    if (graph_node_input(c->n, 1)) {
+        sym = NULL;
+        if (!in_scalar_int(c, 1, &len) || len < 1) len = -1;
+    }
+    if (graph_attr_int(c->n, "onesided", 0)) {
+        sym = NULL;
+        if (len >= 0) len = len / 2 + 1;
+    }
+    o->d[ax] = len;
+    o->s[ax] = sym;
+    o->d[r - 1] = 2;
+    o->s[r - 1] = NULL;
+}
+
 /* X [N, C, H, W] sampled at grid [N, Ho, Wo, 2]: [N, C, Ho, Wo] (and N-D alike
 ** from opset 20: the grid's middle axes are the output's spatial ones). */
 static void inf_grid_sample(node_ctx *c) {
@@ -2014,7 +2046,7 @@ static const infer_fn infer_hooks[OP_COUNT] = {
     [OP_Conv] = inf_conv, [OP_ConvTranspose] = inf_conv_transpose, [OP_CumSum] = inf_same,
     [OP_DepthToSpace] = inf_depth_space, [OP_Div] = inf_arith, [OP_Dropout] = inf_dropout,
     [OP_Expand] = inf_expand, [OP_EyeLike] = inf_eyelike, [OP_Flatten] = inf_flatten,
-    [OP_Gather] = inf_gather, [OP_GatherElements] = inf_gather_elements,
+    [OP_DFT] = inf_dft, [OP_Gather] = inf_gather, [OP_GatherElements] = inf_gather_elements,
     [OP_GridSample] = inf_grid_sample, [OP_ScatterElements] = inf_same,
     [OP_ScatterND] = inf_same,
     [OP_Gemm] = inf_gemm, [OP_GlobalAveragePool] = inf_global_pool,
