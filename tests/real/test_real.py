@@ -94,6 +94,17 @@ class StageFailure(Exception):
     pass
 
 
+def assert_close_at_scale(got, want):
+    """got against want output by output with the torch stage's tolerance: rtol
+    1e-3 and an atol of 1e-4 times each output's largest magnitude (runtimes
+    that add in different orders); AssertionError naming the output."""
+    for i, (g, w) in enumerate(zip(got, want)):
+        scale = float(np.abs(w).max()) if w.dtype.kind == "f" and w.size else 0.0
+        h.assert_close(g, w, TORCH_RTOL, TORCH_ATOL_SCALE * scale, f"output {i}")
+    if len(got) != len(want):
+        raise AssertionError(f"{len(got)} outputs, expected {len(want)}")
+
+
 def one_line(s, limit=600):
     s = " ".join(str(s).split())
     return s if len(s) <= limit else s[:limit] + "..."
@@ -304,14 +315,10 @@ class ModelRun:
     def match_evaluator(got, want, what):
         """The evaluator's outputs against ONNX Runtime's, with the torch stage's
         tolerance: the two add in different orders."""
-        for i, (g, e) in enumerate(zip(got, want)):
-            scale = float(np.abs(e).max()) if e.dtype.kind == "f" and e.size else 0.0
-            try:
-                h.assert_close(g, e, TORCH_RTOL, TORCH_ATOL_SCALE * scale, f"output {i}")
-            except AssertionError as err:
-                raise StageFailure(f"{what} vs ONNX Runtime: {one_line(err)}")
-        if len(got) != len(want):
-            raise StageFailure(f"{what} gave {len(got)} outputs, ONNX Runtime {len(want)}")
+        try:
+            assert_close_at_scale(got, want)
+        except AssertionError as err:
+            raise StageFailure(f"{what} vs ONNX Runtime: {one_line(err)}")
 
     def evaluate(self):
         """tileopt's evaluator on the original gives ONNX Runtime's outputs (the
@@ -389,15 +396,10 @@ class ModelRun:
         got, err = self.ort_outputs(path)
         if err:
             raise StageFailure(f"{what} does not run in ONNX Runtime: {err}")
-        if len(got) != len(expected):
-            raise StageFailure(f"{what}: {len(got)} outputs, PyTorch gave "
-                               f"{len(expected)}")
-        for i, (g, e) in enumerate(zip(got, expected)):
-            scale = float(np.abs(e).max()) if e.dtype.kind == "f" and e.size else 0.0
-            try:
-                h.assert_close(g, e, TORCH_RTOL, TORCH_ATOL_SCALE * scale, f"output {i}")
-            except AssertionError as err:
-                raise StageFailure(f"{what} in ONNX Runtime vs PyTorch: {one_line(err)}")
+        try:
+            assert_close_at_scale(got, expected)
+        except AssertionError as err:
+            raise StageFailure(f"{what} in ONNX Runtime vs PyTorch: {one_line(err)}")
 
     def migrates(self):
         return self.meta.get("ir_version", 4) < 4
@@ -465,13 +467,7 @@ class ModelRun:
                     # prepacked weights, no NCHWc layout): its results differ by
                     # rounding, as ORT's and PyTorch's do, hence the torch stage's
                     # tolerance.
-                    for i, (g, w) in enumerate(zip(got, want)):
-                        scale = float(np.abs(w).max()) if w.dtype.kind == "f" and w.size \
-                            else 0.0
-                        h.assert_close(g, w, TORCH_RTOL, TORCH_ATOL_SCALE * scale,
-                                       f"output {i}")
-                    if len(got) != len(want):
-                        raise AssertionError(f"{len(got)} outputs, expected {len(want)}")
+                    assert_close_at_scale(got, want)
                 else:
                     h.assert_close(got, want, ORT_RTOL, ORT_ATOL)
             except AssertionError as e:
