@@ -65,7 +65,7 @@ typedef struct down_adapter {
 ** (an absent input: the attribute's absence means the same). The slot is the
 ** node's last input in every form this serves. */
 static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const char *attr,
-                              cJSON *act, node_use *use, const char **why) {
+                              cJSON *act, node_use *use, const char **why, size_t *count) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *name = graph_node_input(n, slot);
     if (!name) return 0;
@@ -81,6 +81,7 @@ static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const
         *why = "an input that became an attribute is computed at run time";
         return 0;
     }
+    if (count) *count = cnt;
     if (u->plan) return 0;
     if (graph_node_set_attr_ints(g, n, attr, v, cnt)) return up_nomem(u);
     if (act) cJSON_AddItemToObject(act, attr, pass_json_ints(v, cnt));
@@ -94,7 +95,7 @@ static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const
 /* Squeeze and Unsqueeze 13 -> 11: axes back to an attribute. */
 static int down_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
                      const char **why) {
-    return input_to_ints_attr(u, g, node, 1, "axes", act, use, why);
+    return input_to_ints_attr(u, g, node, 1, "axes", act, use, why, NULL);
 }
 
 /* The reductions' axes input (ReduceSum's from 13, the others' from 18) back to
@@ -102,31 +103,30 @@ static int down_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
 ** makes the node pass its input through. */
 static int down_reduce_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
                             const char **why) {
+    static const char no_older_form[] =
+        "noop_with_empty_axes with axes that may be empty has no older form";
     Onnx__NodeProto *n = graph_node(g, *node);
-    if (graph_attr_int(n, "noop_with_empty_axes", 0)) {
-        int64_t v[64];
-        size_t cnt = 0;
-        int32_t elem;
-        bool found = false;
-        const char *name = graph_node_input(n, 1);
-        int rc = name ? up_const_ints(u, g, *node, name, "axes", v, 64, &cnt, &elem, &found)
-                      : 0;
-        if (rc) return rc;
-        if (!found || cnt == 0) {
-            *why = "noop_with_empty_axes with axes that may be empty has no older form";
-            return 0;
-        }
+    bool noop = graph_attr_int(n, "noop_with_empty_axes", 0) != 0;
+    if (noop && !graph_node_input(n, 1)) {
+        *why = no_older_form;
+        return 0;
     }
     use_del(use, "noop_with_empty_axes");
-    int rc = input_to_ints_attr(u, g, node, 1, "axes", act, use, why);
-    if (rc || *why || u->plan) return rc;
-    graph_node_del_attr(graph_node(g, *node), "noop_with_empty_axes");
+    size_t count = 1;
+    /* planning sees an empty axes list first and refuses: applying never does */
+    int rc = input_to_ints_attr(u, g, node, 1, "axes", act, use, why, &count);
+    if (rc || *why) return rc;
+    if (noop && count == 0) {
+        *why = no_older_form;
+        return 0;
+    }
+    if (!u->plan) graph_node_del_attr(graph_node(g, *node), "noop_with_empty_axes");
     return 0;
 }
 
 static int down_split_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
                          const char **why) {
-    return input_to_ints_attr(u, g, node, 1, "split", act, use, why);
+    return input_to_ints_attr(u, g, node, 1, "split", act, use, why, NULL);
 }
 
 /* Split-18's num_outputs: Split-13 without a split input cuts equal parts, so

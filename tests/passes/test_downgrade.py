@@ -227,6 +227,22 @@ def downgrade_should_list_every_node_it_cannot_take_down():
     assert "4 nodes" in err, err
 
 
+def downgrade_should_refuse_what_no_older_form_says():
+    """A reduction told to pass its input through when axes are empty, Clip
+    bounds computed at run time, Split-18's num_outputs over an axis of unknown
+    size: each refused with its reason, in one error."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], noop_with_empty_axes=1, name="noop"),
+             helper.make_node("Clip", ["x", "lo"], ["c"], name="clip"),
+             helper.make_node("Split", ["d"], ["a", "b"], axis=0, num_outputs=2, name="split")]
+    m = model(nodes, [vi("x", [2, 3]), vi("lo", []), vi("d", ["N"])],
+              [vi("m", None), vi("c", [2, 3]), vi("a", None), vi("b", None)], 18)
+    err = refused(m, 10, "noop (ReduceMean 18->1: noop_with_empty_axes with axes that may be "
+                  "empty has no older form)", "clip (Clip 13->6: Clip's min or max is not a "
+                  "float constant)", "split (Split 18->2: num_outputs of an axis whose size "
+                  "is unknown")
+    assert "3 nodes" in err, err
+
+
 if __name__ == "__main__":
     ok, why = h.ort_available()
     if not ok:
