@@ -14,6 +14,7 @@ taken to 11 and to 9. Counted: converted and matching the original in ONNX
 Runtime; refused (with the reasons, most common first); converted but wrong.
 
     TILEOPT=build/release/tools/tileopt /usr/bin/python3 bench/upgrade_vs_onnx.py [-v]
+        [--only up|down]
 
 The real models come from .cache/real (tests/real/fetch_models.py fills it).
 """
@@ -110,6 +111,7 @@ def real_counts(models, target, down, tmp, verbose):
 
 def main(argv):
     verbose = "-v" in argv
+    only = argv[argv.index("--only") + 1] if "--only" in argv[:-1] else ""
     ok, why = h.ort_available()
     if not ok:
         print(f"ONNX Runtime unavailable: {why}")
@@ -117,17 +119,17 @@ def main(argv):
     models = real_models()
     with tempfile.TemporaryDirectory(prefix="upgrade_vs_onnx_") as tmp:
         print("== up: ONNX's legacy backend test models")
-        for target in (13, 17):
+        for target in (13, 17) if only in ("", "up") else ():
             legacy.main(["--compare", "--target", str(target)] + (["-v"] if verbose else []))
         print("== up: real models below each target (checker up to 17, ORT vs the original)")
-        for target in (13, 17, 26):
+        for target in (13, 17, 26) if only in ("", "up") else ():
             below = [m for m in models if m[2] < target]
             counts, _ = real_counts(below, target, False, tmp, verbose)
             print(f"to {target}: {len(below)} models; tileopt {dict(counts['tileopt'])}; "
                   f"onnx.version_converter {dict(counts['onnx'])}")
         print("== down: the opset-13 and opset-17 PyTorch exports")
         exports = [m for m in models if m[2] in (13, 17) and m[4] == "torch"]
-        for target in (11, 9):
+        for target in (11, 9) if only in ("", "down") else ():
             counts, reasons = real_counts(exports, target, True, tmp, verbose)
             print(f"to {target}: {len(exports)} models; tileopt {dict(counts['tileopt'])}; "
                   f"onnx.version_converter {dict(counts['onnx'])}")

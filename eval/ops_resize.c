@@ -191,7 +191,8 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
         t_scales = n_in > 2 ? in[2] : NULL;
         t_sizes = n_in > 3 ? in[3] : NULL;
     }
-    if ((rc = float_values(t_scales, lim, scales, TENSOR_MAX_RANK, &ns, err)) ||
+    /* Upsample-7's scales came from its attribute above */
+    if ((t_scales && (rc = float_values(t_scales, lim, scales, TENSOR_MAX_RANK, &ns, err))) ||
         (o.coord == CT_TF_CROP &&
          (rc = float_values(t_roi, lim, roi, 2 * TENSOR_MAX_RANK, &nroi, err))))
         return rc;

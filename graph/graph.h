@@ -253,6 +253,8 @@ int graph_node_set_attr_int(graph *g, Onnx__NodeProto *n, const char *name, int6
 int graph_node_set_attr_ints(graph *g, Onnx__NodeProto *n, const char *name,
                              const int64_t *v, size_t count);
 int graph_node_set_attr_float(graph *g, Onnx__NodeProto *n, const char *name, float v);
+int graph_node_set_attr_floats(graph *g, Onnx__NodeProto *n, const char *name,
+                               const float *v, size_t count);
 int graph_node_set_attr_string(graph *g, Onnx__NodeProto *n, const char *name,
                                const char *v);
 int graph_node_set_attr_tensor(graph *g, Onnx__NodeProto *n, const char *name,

@@ -228,6 +228,18 @@ int graph_node_set_attr_ints(graph *g, Onnx__NodeProto *n, const char *name,
     return TILEOPT_OK;
 }
 
+int graph_node_set_attr_floats(graph *g, Onnx__NodeProto *n, const char *name,
+                               const float *v, size_t count) {
+    Onnx__AttributeProto *at;
+    int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, &at);
+    if (rc) return rc;
+    at->floats = arena_alloc(g->model->arena, (count ? count : 1) * sizeof *at->floats);
+    if (!at->floats) return TILEOPT_NOMEM;
+    if (count) memcpy(at->floats, v, count * sizeof *v);
+    at->n_floats = count;
+    return TILEOPT_OK;
+}
+
 int graph_node_set_attr_float(graph *g, Onnx__NodeProto *n, const char *name, float v) {
     Onnx__AttributeProto *at;
     int rc = attr_slot(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, &at);

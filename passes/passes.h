@@ -18,6 +18,9 @@ void upgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to, b
 /* The downgrade adapter table, for the same checks: from is the newer version. */
 size_t downgrade_adapter_count(void);
 void downgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to);
+/* The ops rewritten as older ones below their first version, for the same checks. */
+size_t downgrade_expansion_count(void);
+const char *downgrade_expansion_op(size_t i);
 
 /* fold: constant-fold Tile and the shape subgraphs feeding it (passes/fold.c). */
 int pass_fold(pass_ctx *pc);

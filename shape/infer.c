@@ -1971,8 +1971,74 @@ static void inf_eyelike(node_ctx *c) {
     if (dt) c->out[0].elem = dtype_valid((int32_t)dt) ? (int32_t)dt : 0;
 }
 
+/* Y is like X; Mean and InvStdDev are in stash_type, the axes from axis on
+** kept as 1. */
 static void inf_layernorm(node_ctx *c) {
-    type_from(&c->out[0], IN(c, 0));
+    const graph_type *x = IN(c, 0);
+    type_from(&c->out[0], x);
+    int32_t stash = (int32_t)graph_attr_int(c->n, "stash_type", DT_FLOAT);
+    int64_t axis = graph_attr_int(c->n, "axis", -1);
+    for (size_t k = 1; k < c->n_out && k < 3; k++) {
+        build_type *o = &c->out[k];
+        o->elem = stash;
+        if (!has_rank(x)) continue;
+        if (axis < 0) axis += x->rank;
+        if (axis < 0 || axis >= x->rank) continue;
+        type_from(o, x);
+        o->elem = stash;
+        for (int32_t i = (int32_t)axis; i < x->rank; i++) {
+            o->d[i] = 1;
+            o->s[i] = NULL;
+        }
+    }
+}
+
+/*
+** RNN, GRU and LSTM: Y is [seq, directions, batch, hidden] and Y_h (LSTM's Y_c
+** too) [directions, batch, hidden]; layout 1 puts batch first in both. All of X's
+** element type.
+*/
+static void inf_rnn(node_ctx *c) {
+    const graph_type *x = IN(c, 0);
+    int64_t hidden = graph_attr_int(c->n, "hidden_size", -1);
+    bool batch_first = graph_attr_int(c->n, "layout", 0) == 1;
+    int64_t dirs = strcmp(graph_attr_string(c->n, "direction", "forward"), "bidirectional")
+                       ? 1 : 2;
+    for (size_t k = 0; k < c->n_out && k < 3; k++) {
+        build_type *o = &c->out[k];
+        o->elem = in_elem(c, 0);
+        if (!has_rank(x) || x->rank != 3) continue;
+        int32_t r = k == 0 ? 4 : 3, seq = batch_first ? 1 : 0, batch = batch_first ? 0 : 1;
+        type_set_rank(o, r);
+        int32_t at = 0;
+        if (k == 0 && !batch_first) put_dim(o, at++, x, seq);
+        if (batch_first) put_dim(o, at++, x, batch);
+        if (k == 0 && batch_first) put_dim(o, at++, x, seq);
+        o->d[at++] = dirs;
+        if (!batch_first) put_dim(o, at++, x, batch);
+        o->d[at] = hidden > 0 ? hidden : -1;
+    }
+}
+
+/* NonMaxSuppression: int64 [selected, 3] (batch, class, box), the count data. */
+static void inf_nms(node_ctx *c) {
+    build_type *o = &c->out[0];
+    o->elem = DT_INT64;
+    type_set_rank(o, 2);
+    o->d[1] = 3;
+}
+
+/* RoiAlign: [rois, channels, output_height, output_width] of X's type. */
+static void inf_roi_align(node_ctx *c) {
+    const graph_type *x = IN(c, 0), *rois = IN(c, 1);
+    build_type *o = &c->out[0];
+    o->elem = in_elem(c, 0);
+    type_set_rank(o, 4);
+    if (has_rank(rois) && rois->rank == 2) put_dim(o, 0, rois, 0);
+    if (has_rank(x) && x->rank == 4) put_dim(o, 1, x, 1);
+    int64_t h = graph_attr_int(c->n, "output_height", 1), w = graph_attr_int(c->n, "output_width", 1);
+    o->d[2] = h > 0 ? h : -1;
+    o->d[3] = w > 0 ? w : -1;
 }
 
 /* DepthToSpace / SpaceToDepth: NCHW, channels traded for blocksize^2 space. */
@@ -2069,7 +2135,8 @@ static const infer_fn infer_hooks[OP_COUNT] = {
     [OP_Tile] = inf_tile, [OP_TopK] = inf_topk, [OP_Transpose] = inf_transpose,
     [OP_Trilu] = inf_same, [OP_Unsqueeze] = inf_unsqueeze, [OP_Upsample] = inf_resize,
     [OP_Where] = inf_where, [OP_Equal] = inf_equal, [OP_Max] = inf_minmax,
-    [OP_Min] = inf_minmax,
+    [OP_Min] = inf_minmax, [OP_RNN] = inf_rnn, [OP_GRU] = inf_rnn, [OP_LSTM] = inf_rnn,
+    [OP_RoiAlign] = inf_roi_align, [OP_NonMaxSuppression] = inf_nms,
 };
 
 static infer_fn infer_lookup(const Onnx__NodeProto *n) {

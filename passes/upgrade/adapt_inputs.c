@@ -5,7 +5,10 @@
 ** min/max, Dropout's ratio, DFT's axis; Split-1's split input, which became an
 ** attribute, and Split-18's num_outputs.
 */
+#include <stdlib.h>
 #include <string.h>
+
+#include "graph/const.h"
 
 #include "passes/upgrade/upgrade_impl.h"
 
@@ -174,4 +177,114 @@ int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, cJSON *act) {
     if (rc) return rc;
     graph_node_del_attr(n, "ratio");
     return graph_node_set_input(g, *node, 1, c) ? up_nomem(u) : 0;
+}
+
+/*
+** GroupNormalization-18 scaled and shifted per group, 21 per channel: each of
+** scale and bias is repeated C / num_groups times, element by element (numpy's
+** repeat). Constants with a known C become constants of C values; otherwise
+** Reshape to [G, 1], Expand to [G, C / G] and Reshape to [C] do it at run time,
+** with C / G from the input's shape when the model does not give C.
+*/
+typedef struct group_ctx {
+    int32_t node;
+    const char *x;
+    int64_t groups, channels;
+    const char *per_group;   /* [1, C / G], made when first needed */
+} group_ctx;
+
+static int group_shape(up *u, graph *g, group_ctx *gc) {
+    if (gc->per_group) return 0;
+    if (gc->channels > 0) {
+        int64_t shape[2] = {1, gc->channels / gc->groups};
+        return up_emit_i64(u, g, gc->node, "shape", shape, 2, false, &gc->per_group);
+    }
+    Onnx__NodeProto *p;
+    const char *cs, *gv, *one, *div;
+    int64_t one_v = 1;
+    int rc;
+    if ((rc = up_emit(u, g, gc->node, "Shape", &gc->x, 1, &cs, &p))) return rc;
+    if (graph_node_set_attr_int(g, p, "start", 1) || graph_node_set_attr_int(g, p, "end", 2))
+        return up_nomem(u);
+    if ((rc = up_emit_i64(u, g, gc->node, "groups", &gc->groups, 1, false, &gv)) ||
+        (rc = up_emit_i64(u, g, gc->node, "one", &one_v, 1, false, &one)))
+        return rc;
+    const char *i_div[2] = {cs, gv};
+    if ((rc = up_emit(u, g, gc->node, "Div", i_div, 2, &div, NULL))) return rc;
+    const char *i_cat[2] = {one, div};
+    if ((rc = up_emit(u, g, gc->node, "Concat", i_cat, 2, &gc->per_group, &p))) return rc;
+    return graph_node_set_attr_int(g, p, "axis", 0) ? up_nomem(u) : 0;
+}
+
+/* The constant v of G values repeated as C values, when C is known; *done tells. */
+static int group_repeat_const(up *u, graph *g, group_ctx *gc, const char *v, const char **out,
+                              bool *done) {
+    *done = false;
+    graph_const c;
+    const Onnx__TensorProto *t = gc->channels > 0 && graph_const_find(g, v, &c) ? c.tensor : NULL;
+    if (!t) return 0;
+    graph_tensor_data td;
+    int rc = graph_tensor_read(u->m, t, &td, u->err);
+    if (rc) return rc;
+    size_t each = td.numel ? td.nbytes / td.numel : 0;
+    if (td.numel == (uint64_t)gc->groups && each > 0) {
+        char *rep = malloc((size_t)gc->channels * each);
+        int64_t k = gc->channels / gc->groups;
+        if (!rep) {
+            rc = up_nomem(u);
+        } else {
+            for (int64_t i = 0; i < gc->channels; i++)
+                memcpy(rep + (size_t)i * each, (const char *)td.data + (size_t)(i / k) * each,
+                       each);
+            rc = up_emit_const(u, g, gc->node, "per_channel", td.elem, &gc->channels, 1, rep,
+                               (size_t)gc->channels * each, out);
+            *done = rc == 0;
+            free(rep);
+        }
+    }
+    if (td.owned) free(td.data);
+    return rc;
+}
+
+static int group_repeat(up *u, graph *g, group_ctx *gc, const char *v, const char **out) {
+    bool done;
+    int rc = group_repeat_const(u, g, gc, v, out, &done);
+    if (rc || done) return rc;
+    static const int64_t col[2] = {-1, 1}, flat[1] = {-1};
+    const char *s_col, *s_flat, *a, *b;
+    if ((rc = group_shape(u, g, gc)) ||
+        (rc = up_emit_i64(u, g, gc->node, "shape", col, 2, false, &s_col)) ||
+        (rc = up_emit_i64(u, g, gc->node, "shape", flat, 1, false, &s_flat)))
+        return rc;
+    const char *i_a[2] = {v, s_col};
+    if ((rc = up_emit(u, g, gc->node, "Reshape", i_a, 2, &a, NULL))) return rc;
+    const char *i_b[2] = {a, gc->per_group};
+    if ((rc = up_emit(u, g, gc->node, "Expand", i_b, 2, &b, NULL))) return rc;
+    const char *i_c[2] = {b, s_flat};
+    return up_emit(u, g, gc->node, "Reshape", i_c, 2, out, NULL);
+}
+
+int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, cJSON *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    group_ctx gc = {*node, graph_node_input(n, 0), graph_attr_int(n, "num_groups", 0), -1, NULL};
+    if (gc.groups <= 0 || !gc.x || !graph_node_input(n, 1) || !graph_node_input(n, 2))
+        return err_set(u->err, TILEOPT_INVALID, "node %s: GroupNormalization needs num_groups "
+                       "and its three inputs", graph_node_id(g, *node));
+    graph_value *x = up_value_of(g, gc.x);
+    if (x && x->type.rank >= 2 && x->type.dims[1] > 0) {
+        gc.channels = x->type.dims[1];
+        if (gc.channels % gc.groups)
+            return err_set(u->err, TILEOPT_INVALID, "node %s: %lld channels in %lld groups",
+                           graph_node_id(g, *node), (long long)gc.channels,
+                           (long long)gc.groups);
+    }
+    const char *ins[3] = {gc.x, NULL, NULL};
+    for (size_t i = 1; i < 3; i++) {
+        int rc = group_repeat(u, g, &gc, graph_node_input(n, i), &ins[i]);
+        if (rc) return rc;
+    }
+    if (act && gc.channels > 0)
+        cJSON_AddNumberToObject(act, "channels_per_group",
+                                (double)(gc.channels / gc.groups));
+    return up_replace_node(u, g, node, "GroupNormalization", ins, 3, 0);
 }

@@ -40,6 +40,7 @@ static const adapter adapters[] = {
     {"GlobalLpPool", 1, 2, up_adapt_lppool_1_2, NULL},
     {"Greater", 1, 7, up_adapt_broadcast, NULL},
     {"GridSample", 16, 20, up_adapt_gridsample_16_20, NULL},
+    {"GroupNormalization", 18, 21, up_adapt_groupnorm_18_21, NULL},
     {"HardSigmoid", 1, 6, up_adapt_consumed_inputs, NULL},
     {"Hardmax", 11, 13, up_adapt_softmax_11_13, NULL},
     {"InstanceNormalization", 1, 6, up_adapt_consumed_inputs, NULL},

@@ -364,6 +364,77 @@ static int down_resize_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *
     return up_replace_node(u, g, node, "Resize", ins, k, 0);
 }
 
+/* Resize-11 -> 10: Resize-10 maps output coordinates as out / scale and takes
+** the floor for nearest, and knows no cubic: the node must say asymmetric (and
+** floor) to mean that. roi only serves tf_crop_and_resize and cubic_coeff_a only
+** cubic, so both go; a sizes input becomes the scales Resize-11 derives from it
+** (sizes / input size, as float), which needs a constant sizes and an input of
+** known shape. */
+static int down_resize_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                          const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *mode = graph_attr_string(n, "mode", "nearest");
+    if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0) {
+        *why = "Resize-10 has no cubic mode";
+        return 0;
+    }
+    if (strcmp(graph_attr_string(n, "coordinate_transformation_mode", "half_pixel"),
+               "asymmetric") != 0) {
+        *why = "Resize-10 maps coordinates as asymmetric only";
+        return 0;
+    }
+    if (strcmp(mode, "nearest") == 0 &&
+        strcmp(graph_attr_string(n, "nearest_mode", "round_prefer_floor"), "floor") != 0) {
+        *why = "Resize-10 rounds nearest with floor only";
+        return 0;
+    }
+    static const char *const gone[] = {"coordinate_transformation_mode", "nearest_mode",
+                                       "cubic_coeff_a", "extrapolation_value"};
+    for (size_t i = 0; i < countof(gone); i++) use_del(use, gone[i]);
+    use->inputs = 2;
+    const char *x = graph_node_input(n, 0), *scales = graph_node_input(n, 2);
+    const char *sizes = graph_node_input(n, 3);
+    graph_const sc_const;
+    if (scales && sizes && graph_const_find(g, scales, &sc_const) && sc_const.tensor &&
+        sc_const.tensor->n_dims == 1 && sc_const.tensor->dims[0] == 0)
+        scales = NULL; /* the empty scales Resize-11 requires beside sizes */
+    float sc[64];
+    size_t cnt = 0;
+    if (!scales) {
+        int64_t sz[64];
+        int32_t elem;
+        bool found = false;
+        int rc = sizes ? up_const_ints(u, g, *node, sizes, "sizes", sz, 64, &cnt, &elem, &found)
+                       : 0;
+        if (rc) return rc;
+        graph_value *xv = up_value_of(g, x);
+        if (!found || !xv || xv->type.rank != (int32_t)cnt) {
+            *why = "Resize-10 needs scales: sizes must be constant and the input's shape known";
+            return 0;
+        }
+        for (size_t k = 0; k < cnt; k++) {
+            int64_t d = xv->type.dims[k];
+            sc[k] = d > 0 ? (float)sz[k] / (float)d : 0.0f;
+            if (d <= 0 || (int64_t)((float)d * sc[k]) != sz[k]) {
+                *why = "Resize-10 needs scales: sizes must be constant and the input's shape "
+                       "known";
+                return 0;
+            }
+        }
+    }
+    if (u->plan) return 0;
+    for (size_t i = 0; i < countof(gone); i++) graph_node_del_attr(n, gone[i]);
+    if (!scales) {
+        int64_t dim = (int64_t)cnt;
+        int rc = up_emit_const(u, g, *node, "scales", DT_FLOAT, &dim, 1, sc, cnt * sizeof *sc,
+                               &scales);
+        if (rc) return rc;
+        if (act) cJSON_AddItemToObject(act, "scales", cJSON_CreateFloatArray(sc, (int)cnt));
+    }
+    const char *ins[2] = {x, scales};
+    return up_replace_node(u, g, node, "Resize", ins, 2, 0);
+}
+
 /* Softmax, LogSoftmax and Hardmax before 13 flatten the input to 2-D at axis
 ** (default 1) and normalize each row: the same as 13's one axis when that axis
 ** is the last. */
@@ -399,6 +470,7 @@ static const down_adapter down_adapters[] = {
     {"ReduceProd", 18, 13, down_reduce_axes},
     {"ReduceSum", 13, 11, down_reduce_axes},
     {"ReduceSumSquare", 18, 13, down_reduce_axes},
+    {"Resize", 11, 10, down_resize_11},
     {"Resize", 13, 11, down_resize_13},
     {"Slice", 10, 1, down_slice_10},
     {"Softmax", 13, 11, down_softmax_13},
@@ -424,6 +496,32 @@ void downgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to)
     *op = down_adapters[i].op;
     *from = down_adapters[i].from;
     *to = down_adapters[i].to;
+}
+
+/* Values a version added to an attribute older versions already had: the
+** attribute is there below, so only its value tells the step cannot be taken. */
+static const struct added_value {
+    const char *op;
+    int32_t since;
+    const char *attr, *value;
+} added_values[] = {
+    {"Pad", 19, "mode", "wrap"},
+    {"Resize", 19, "coordinate_transformation_mode", "half_pixel_symmetric"},
+    {"ScatterElements", 18, "reduction", "max"},
+    {"ScatterElements", 18, "reduction", "min"},
+    {"ScatterND", 18, "reduction", "max"},
+    {"ScatterND", 18, "reduction", "min"},
+};
+
+static const struct added_value *value_added(const Onnx__NodeProto *n, const char *op,
+                                             int32_t since) {
+    for (size_t i = 0; i < countof(added_values); i++) {
+        const struct added_value *a = &added_values[i];
+        if (a->since == since && strcmp(a->op, op) == 0 &&
+            strcmp(graph_attr_string(n, a->attr, ""), a->value) == 0)
+            return a;
+    }
+    return NULL;
 }
 
 /* The element types input (or output) slot k of schema s takes; a variadic last
@@ -522,7 +620,16 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
     if (!e) return snprintf(why, cap, "no ai.onnx schema for this op"), 0;
     int32_t from = opset_schema_at(e, u->src), to = opset_schema_at(e, u->tgt);
     if (from == 0) return snprintf(why, cap, "op does not exist at the source opset"), 0;
-    if (to == 0) return snprintf(why, cap, "op does not exist at the target opset"), 0;
+    const down_expansion *x = NULL;
+    if (to == 0) {
+        /* younger than the target: down to its first version, then older ops */
+        x = up_expansion_find(op);
+        if (!x) return snprintf(why, cap, "op does not exist at the target opset"), 0;
+        if (u->tgt < 7)
+            return snprintf(why, cap, "op does not exist at the target opset, and its "
+                            "rewrite as older ops needs numpy broadcasting (opset 7)"), 0;
+        to = e->versions[0];
+    }
     if (n->n_attribute > USE_MAX_ATTRS)
         return snprintf(why, cap, "more than %d attributes", USE_MAX_ATTRS), 0;
     int32_t node = i;
@@ -532,6 +639,11 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
     while (e->versions[k] != from) k++;
     for (; e->versions[k] > to; k--) {
         int32_t newer = e->versions[k], older = e->versions[k - 1];
+        const struct added_value *av = value_added(graph_node(g, node), op, newer);
+        if (av) {
+            snprintf(why, cap, "%s '%s' is new in version %d", av->attr, av->value, (int)newer);
+            return 0;
+        }
         const down_adapter *d = down_find(op, newer);
         if (d) {
             const char *reason = NULL;
@@ -563,6 +675,21 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
         }
         if (fit_down(u, g, node, &use, &e->schemas[k], &e->schemas[k - 1], false, why, cap))
             return 0;
+    }
+    if (!x) return 0;
+    const char *reason = NULL;
+    cJSON *act = u->plan ? NULL : cJSON_CreateObject();
+    if (!u->plan && !act) return up_nomem(u);
+    int rc = x->fn(u, g, &node, act, &reason);
+    if (rc || reason) {
+        cJSON_Delete(act);
+        if (reason) snprintf(why, cap, "op does not exist at the target opset: %s", reason);
+        return rc;
+    }
+    u->n_work++;
+    if (act) {
+        cJSON_AddStringToObject(act, "into", x->into);
+        up_record_step(u, g, i, act, op, to, u->tgt);
     }
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "graph/const.h"
+#include "passes/upgrade/opset_table.h"
 #include "passes/upgrade/upgrade_impl.h"
 
 int up_nomem(up *u) { return err_set(u->err, TILEOPT_NOMEM, "upgrade: out of memory"); }
@@ -162,13 +163,36 @@ int up_emit_scalar(up *u, graph *g, int32_t node, const char *what, int32_t elem
     return graph_node_set_attr_int(g, c, "to", elem) ? up_nomem(u) : 0;
 }
 
-/* Squeeze or Unsqueeze of x over axes, in the target opset's form (axes became an
-** input at 13). */
+/* The schema of op in force at opset (NULL when op is unknown or younger). */
+const opset_schema *up_schema_at(const char *op, int64_t opset) {
+    const opset_entry *e = opset_table_find(op);
+    int32_t v = e ? opset_schema_at(e, opset) : 0;
+    for (size_t k = 0; v && k < e->count; k++)
+        if (e->versions[k] == v) return &e->schemas[k];
+    return NULL;
+}
+
+bool up_schema_has_attr(const opset_schema *s, const char *attr) {
+    for (size_t k = 0; s && k < s->n_attrs; k++)
+        if (strcmp(s->attrs[k], attr) == 0) return true;
+    return false;
+}
+
+/* Whether op at opset takes element type elem in input slot 0 (every op the
+** rewrites build holds its data there). */
+bool up_op_takes(const char *op, int64_t opset, int32_t elem) {
+    const opset_schema *s = up_schema_at(op, opset);
+    if (!s || elem <= 0 || elem >= 32) return false;
+    return s->n_in_types == 0 || (s->in_types[0] & (1u << elem)) != 0;
+}
+
+/* Squeeze, Unsqueeze or a reduction of x over axes, in the target opset's form
+** (axes an attribute or an input: the schema at the target says which). */
 int up_emit_axes_op(up *u, graph *g, int32_t node, const char *op, const char *x,
                     const int64_t *axes, size_t n, const char **out) {
     Onnx__NodeProto *p = NULL;
     int rc;
-    if (u->tgt >= 13) {
+    if (!up_schema_has_attr(up_schema_at(op, u->tgt), "axes")) {
         const char *ax;
         if ((rc = up_emit_i64(u, g, node, "axes", axes, n, false, &ax))) return rc;
         const char *ins[2] = {x, ax};

@@ -40,6 +40,16 @@ typedef struct retired {
     adapt_fn fn;
 } retired;
 
+/* expand.c: an op younger than the target opset, rebuilt from older ops (in
+** planning mode only checked); *why is set when it cannot be. */
+typedef int (*expand_fn)(up *u, graph *g, int32_t *node, cJSON *act, const char **why);
+typedef struct down_expansion {
+    const char *op;
+    const char *into;        /* the ops it becomes, for the report */
+    expand_fn fn;
+} down_expansion;
+const down_expansion *up_expansion_find(const char *op);
+
 /* downgrade.c: take node i of g from the source opset down to the target. In
 ** planning mode only check; why is set (else "") when the node cannot go down. */
 int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap);
@@ -74,6 +84,11 @@ int up_emit_i64(up *u, graph *g, int32_t node, const char *what, const int64_t *
                 size_t n, bool scalar, const char **out);
 int up_emit_scalar(up *u, graph *g, int32_t node, const char *what, int32_t elem,
                    float v, const char **out);
+/* helpers.c: what the schemas at an opset allow, for the nodes a rewrite builds. */
+struct opset_schema;
+const struct opset_schema *up_schema_at(const char *op, int64_t opset);
+bool up_schema_has_attr(const struct opset_schema *s, const char *attr);
+bool up_op_takes(const char *op, int64_t opset, int32_t elem);
 int up_emit_axes_op(up *u, graph *g, int32_t node, const char *op, const char *x,
                     const int64_t *axes, size_t n, const char **out);
 int up_replace_node_as(up *u, graph *g, int32_t *node, const char *op,
@@ -112,6 +127,7 @@ int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, cJSON *act);
 int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, cJSON *act);
 int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, cJSON *act);
 int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, cJSON *act);
 
 /* adapt_tile.c: Tile-1's (input, tiles, axis) to Tile-6's (input, repeats). */
 int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act);

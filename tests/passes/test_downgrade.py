@@ -211,17 +211,100 @@ def tile_should_go_down_its_whole_history_in_every_type():
                 refused(m, target, f"element type {name} is not in version {version}")
 
 
+def downgrade_should_rewrite_ops_younger_than_the_target_as_older_ones():
+    """HardSwish, GreaterOrEqual, LessOrEqual and LayerNormalization (its Mean and
+    InvStdDev outputs, a float16 input normalized in float) become the older ops
+    their definitions use, at 11 and at 9; NaN compares false as before."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32) * 4
+    x[0, 0, :2] = np.nan
+    y = np.round(rng.standard_normal((2, 3, 4)).astype(np.float32) * 4)
+    i = rng.integers(-3, 3, (2, 3, 4)).astype(np.int64)
+    nodes = [helper.make_node("HardSwish", ["x"], ["hs"]),
+             helper.make_node("GreaterOrEqual", ["x", "y"], ["ge"]),
+             helper.make_node("LessOrEqual", ["i", "j"], ["le"]),
+             helper.make_node("LayerNormalization", ["y", "sc", "b"], ["ln", "mean", "inv"],
+                              axis=1, epsilon=1e-3),
+             helper.make_node("LayerNormalization", ["h", "sc16"], ["ln16"])]
+    h16 = rng.standard_normal((2, 3, 4)).astype(np.float16)
+    sc = rng.standard_normal((3, 4)).astype(np.float32)
+    m = model(nodes, [vi("x", [2, 3, 4]), vi("y", [2, 3, 4]), vi("i", [2, 3, 4], TensorProto.INT64),
+                      vi("h", [2, 3, 4], TensorProto.FLOAT16)],
+              [vi("hs", [2, 3, 4]), vi("ge", [2, 3, 4], TensorProto.BOOL),
+               vi("le", [2, 3, 4], TensorProto.BOOL), vi("ln", [2, 3, 4]),
+               vi("mean", [2, 1, 1]), vi("inv", [2, 1, 1]), vi("ln16", [2, 3, 4], TensorProto.FLOAT16)],
+              17, [numpy_helper.from_array(sc, "sc"), numpy_helper.from_array(sc[0] * 0 + 0.5, "b"),
+                   numpy_helper.from_array(i[0], "j"),
+                   numpy_helper.from_array(sc[0].astype(np.float16), "sc16")])
+    feeds = {"x": x, "y": y, "i": i, "h": h16}
+    for target in (11, 9):
+        if target == 9:  # Equal takes floats from 11 only: the float comparison stays
+            refused(m, 9, "GreaterOrEqual 16->9: op does not exist at the target opset: an "
+                    "op the rewrite needs does not take this element type")
+            m.graph.node.remove(m.graph.node[1])
+            m.graph.output.remove(m.graph.output[1])
+            feeds.pop("x")
+            m.graph.input.remove(m.graph.input[0])
+            m.graph.node.remove(m.graph.node[0])
+            m.graph.output.remove(m.graph.output[0])
+        out, r = down(m, target, feeds, f"younger ops -> {target}")
+        ops = {n.op_type for n in out.graph.node}
+        assert not ops & {"HardSwish", "GreaterOrEqual", "LessOrEqual", "LayerNormalization"}, ops
+        acts = [a for p in r["passes"] for a in p["actions"] if a.get("into")]
+        assert len(acts) == len(nodes) - (0 if target == 11 else 2), acts
+    m = model([helper.make_node("LayerNormalization", ["x", "sc"], ["y"], name="ln")],
+              [vi("x", None)], [vi("y", None)], 17, [numpy_helper.from_array(sc, "sc")])
+    refused(m, 11, "ln (LayerNormalization 17->11: op does not exist at the target opset: the "
+            "rank of the input is unknown")
+    m = model([helper.make_node("HardSwish", ["x"], ["y"], name="hs")],
+              [vi("x", [2])], [vi("y", [2])], 17)
+    refused(m, 6, "hs (HardSwish 14->6: op does not exist at the target opset, and its rewrite "
+            "as older ops needs numpy broadcasting (opset 7))")
+
+
+def downgrade_should_take_resize_to_upsample_where_coordinates_allow():
+    """Resize asymmetric (nearest with floor, or linear) is Resize-10 and then
+    Upsample below 10 (scales an attribute below 9, from sizes when the shape is
+    known); half_pixel, the default, has no older form; neither has Resize-19's
+    half_pixel_symmetric below 19."""
+    x = np.random.default_rng(5).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["a"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+             helper.make_node("Resize", ["x", "", "", "sz"], ["b"], mode="linear",
+                              coordinate_transformation_mode="asymmetric")]
+    m = model(nodes, [vi("x", [1, 2, 3, 4])], [vi("a", [1, 2, 6, 8]), vi("b", [1, 2, 6, 12])], 13,
+              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc"),
+               h.i64("sz", [1, 2, 6, 12])])
+    for target in (10, 9, 8):
+        out, r = down(m, target, {"x": x}, f"Resize -> {target}")
+        ops = [n.op_type for n in out.graph.node if n.op_type in ("Resize", "Upsample")]
+        assert ops == ["Resize" if target == 10 else "Upsample"] * 2, (target, ops)
+        if target == 8:
+            assert all(len(n.input) == 1 and n.attribute for n in out.graph.node
+                       if n.op_type == "Upsample"), out.graph.node
+    m = model([helper.make_node("Resize", ["x", "", "sc"], ["a"], mode="linear", name="hp")],
+              [vi("x", [1, 2, 3, 4])], [vi("a", [1, 2, 6, 8])], 13,
+              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")])
+    refused(m, 9, "hp (Resize 13->9: Resize-10 maps coordinates as asymmetric only)")
+    m = model([helper.make_node("Resize", ["x", "", "sc"], ["a"], mode="linear", name="hps",
+                                coordinate_transformation_mode="half_pixel_symmetric")],
+              [vi("x", [1, 2, 3, 4])], [vi("a", [1, 2, 6, 8])], 19,
+              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")])
+    refused(m, 18, "hps (Resize 19->18: coordinate_transformation_mode 'half_pixel_symmetric' "
+            "is new in version 19)")
+
+
 def downgrade_should_list_every_node_it_cannot_take_down():
     nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1, name="soft"),
-             helper.make_node("GreaterOrEqual", ["x", "x"], ["g"], name="ge"),
+             helper.make_node("Celu", ["x"], ["g"], name="celu"),
              helper.make_node("ReduceMean", ["x", "ax"], ["m"], name="dyn"),
              helper.make_node("Relu", ["i"], ["j"], name="intrelu")]
     m = model(nodes, [vi("x", [2, 3, 4]), vi("ax", [1], TensorProto.INT64),
                       vi("i", [2], TensorProto.INT32)],
-              [vi("s", [2, 3, 4]), vi("g", [2, 3, 4], TensorProto.BOOL), vi("m", None),
+              [vi("s", [2, 3, 4]), vi("g", [2, 3, 4]), vi("m", None),
                vi("j", [2], TensorProto.INT32)], 18)
-    err = refused(m, 11, "soft (Softmax 13->11: before 13", "ge (GreaterOrEqual 16->11: op "
-                  "does not exist at the target opset)", "dyn (ReduceMean 18->11: an input "
+    err = refused(m, 11, "soft (Softmax 13->11: before 13", "celu (Celu 12->11: op does not "
+                  "exist at the target opset)", "dyn (ReduceMean 18->11: an input "
                   "that became an attribute is computed at run time)",
                   "intrelu (Relu 14->6: element type INT32 is not in version 13)")
     assert "4 nodes" in err, err

@@ -88,6 +88,23 @@ static void downgrade_should_key_adapters_on_real_schema_steps(void **state) {
     }
 }
 
+/* The ops rewritten below their first version: sorted for the lookup, each an
+** ai.onnx op younger than opset 7 (the rewrites need numpy broadcasting, so an
+** older op could never use its row). */
+static void downgrade_should_list_expansions_of_ops_younger_than_7(void **state) {
+    (void)state;
+    size_t n = downgrade_expansion_count();
+    assert_true(n >= 5);
+    for (size_t i = 0; i < n; i++) {
+        const char *op = downgrade_expansion_op(i);
+        if (i && strcmp(downgrade_expansion_op(i - 1), op) >= 0)
+            fail_msg("row %zu (%s) out of order", i, op);
+        const opset_entry *e = opset_table_find(op);
+        if (!e) fail_msg("row %zu: %s has no schema", i, op);
+        if (e->versions[0] <= 7) fail_msg("row %zu: %s exists at opset 7", i, op);
+    }
+}
+
 static void upgrade_should_key_adapters_on_real_schema_steps(void **state) {
     (void)state;
     size_t n = upgrade_adapter_count();
@@ -134,6 +151,7 @@ int main(void) {
         cmocka_unit_test(opset_table_should_give_the_schema_in_force),
         cmocka_unit_test(upgrade_should_key_adapters_on_real_schema_steps),
         cmocka_unit_test(downgrade_should_key_adapters_on_real_schema_steps),
+        cmocka_unit_test(downgrade_should_list_expansions_of_ops_younger_than_7),
         cmocka_unit_test(upgrade_should_map_opsets_to_their_ir_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
 """upgrade past opset 17, up to 26 (the newest opset ONNX Runtime 1.30 runs):
 every schema step whose form changed (the reductions' axes becoming an input at
 18, Split's num_outputs at 18, DFT's axis input at 20, GridSample's mode names
-at 20) and ops whose later versions only widen their types. onnx 1.12's
+at 20, GroupNormalization's per-channel scale and bias at 21) and ops whose
+later versions only widen their types. onnx 1.12's
 checker stops at 17, so each output must run in ONNX Runtime and give the
 original's outputs there, tileopt's shape inference must give the shapes ONNX
 Runtime's outputs have, and --verify must match in tileopt's evaluator.
@@ -159,19 +160,41 @@ def upgrade_should_carry_ops_whose_later_versions_only_widen_types():
     check_upgrades(m, {"x": x}, "type-only steps")
 
 
-def upgrade_should_refuse_group_normalization_past_its_deprecation():
-    """GroupNormalization-18 is deprecated: 21 reads scale and bias per channel,
-    not per group, and no adapter guesses the channels."""
-    nodes = [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)]
-    m = model(nodes, [helper.make_tensor_value_info("x", F, [1, 4, 3])], [out("y")], 18,
-              [numpy_helper.from_array(np.ones(2, np.float32), "s"),
-               numpy_helper.from_array(np.zeros(2, np.float32), "b")])
-    with h.tempdir() as d:
-        src, dst = os.path.join(d, "g.onnx"), os.path.join(d, "o.onnx")
-        onnx.save(m, src)
-        cp = h.tileopt("optimize", src, "-o", dst, "--target-opset", 21)
-        assert cp.returncode == 1 and "GroupNormalization" in cp.stderr, cp.stderr
-        assert not os.path.exists(dst)
+def upgrade_should_repeat_group_normalization_scales_per_channel_at_21():
+    """GroupNormalization-18 scales and shifts per group, 21 per channel: each
+    value is repeated C / num_groups times. Constants with a known channel count
+    become constants; a scale given at run time, or an input whose channel count
+    only the run knows, are repeated by Reshape and Expand in the graph. (The
+    evaluator has no GroupNormalization: ONNX Runtime is the judge.)"""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 6, 5)).astype(np.float32)
+    s, b = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3,
+                            epsilon=1e-3)
+    consts = [numpy_helper.from_array(s, "s"), numpy_helper.from_array(b, "b")]
+    cases = [("constants, C known", [6], consts, {}, 0),
+             ("scale at run time", [6], consts[1:], {"s": s}, 1),
+             ("C unknown", ["C"], consts, {}, 2)]
+    for what, cdim, inits, extra, n_dynamic in cases:
+        inputs = [helper.make_tensor_value_info("x", F, [2] + cdim + [5])]
+        inputs += [helper.make_tensor_value_info(k, F, [3]) for k in extra]
+        m = model([node], inputs, [out("y")], 18, inits)
+        feeds = dict({"x": x}, **extra)
+        with h.tempdir() as d:
+            src = os.path.join(d, "g.onnx")
+            onnx.save(m, src)
+            want = h.run_ort(src, feeds)
+            for t in (21, 26):
+                dst = os.path.join(d, f"o{t}.onnx")
+                cp = h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade",
+                               "--target-opset", t, "--report", dst + ".json")
+                assert cp.returncode == 0, (what, cp.stderr)
+                with open(dst + ".json") as f:
+                    assert report_errors(json.load(f)) == []
+                h.assert_close(h.run_ort(dst, feeds), want, what=f"{what} at {t}")
+                up = onnx.load(dst)
+                expands = [n for n in up.graph.node if n.op_type == "Expand"]
+                assert len(expands) == n_dynamic, (what, [n.op_type for n in up.graph.node])
 
 
 if __name__ == "__main__":
