@@ -219,6 +219,30 @@ static int down_clip_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *us
     return up_replace_node(u, g, node, "Clip", ins, 1, 0);
 }
 
+/* Pad-11's pads and constant_value inputs back to Pad-2's attributes, when
+** they are constants (the value a float or double scalar). */
+static int down_pad_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                       const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *value = graph_node_input(n, 2);
+    double v = 0;
+    if (value) {
+        bool found;
+        int rc = const_float(u, g, value, &v, &found);
+        if (rc) return rc;
+        if (!found) {
+            *why = "Pad's constant_value is not a float constant";
+            return 0;
+        }
+        use_add(use, "value");
+    }
+    int rc = input_to_ints_attr(u, g, node, 1, "pads", act, use, why, NULL);
+    if (rc || *why || u->plan || !value) return rc;
+    if (act) cJSON_AddNumberToObject(act, "value", v);
+    return graph_node_set_attr_float(g, graph_node(g, *node), "value", (float)v) ? up_nomem(u)
+                                                                                 : 0;
+}
+
 /* A scalar constant of a float type holding a small whole number v (|v| <=
 ** 2048, exact in float16 too); other types get a float. */
 static int emit_float_scalar(up *u, graph *g, int32_t node, const char *what, int32_t elem,
@@ -364,6 +388,66 @@ static int down_resize_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *
     return up_replace_node(u, g, node, "Resize", ins, k, 0);
 }
 
+/*
+** MaxPool-10 -> 8: ceil_mode and dilations are new in 10. Dilations of 1 are
+** MaxPool-8's; ceil_mode=1 is MaxPool-8 with more padding at the end of each
+** spatial axis, enough that the floor of the output size formula gives the
+** ceiling's count. Padding counts as -inf for a max, so the values agree. The
+** input's spatial dims must be known, the padding explicit, the Indices output
+** unused (it would count the extra padding), and the last window must start
+** inside the input or its leading pad: where runtimes disagree about a window
+** beyond that, there is no one count to match.
+*/
+static int down_maxpool_10(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                           const char **why) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const Onnx__AttributeProto *dil = graph_attr(n, "dilations");
+    for (size_t i = 0; dil && i < dil->n_ints; i++)
+        if (dil->ints[i] != 1) {
+            *why = "MaxPool-8 has no dilations";
+            return 0;
+        }
+    use_del(use, "dilations");
+    bool ceil = graph_attr_int(n, "ceil_mode", 0) != 0;
+    use_del(use, "ceil_mode");
+    int64_t pads[2 * 8];
+    size_t spatial = 0;
+    if (ceil) {
+        const Onnx__AttributeProto *k = graph_attr(n, "kernel_shape");
+        const Onnx__AttributeProto *st = graph_attr(n, "strides");
+        const Onnx__AttributeProto *pa = graph_attr(n, "pads");
+        graph_value *x = up_value_of(g, graph_node_input(n, 0));
+        spatial = k ? k->n_ints : 0;
+        bool ok = x && x->type.rank == (int32_t)spatial + 2 && spatial > 0 && spatial <= 8 &&
+                  strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") == 0 &&
+                  (!st || st->n_ints == spatial) && (!pa || pa->n_ints == 2 * spatial) &&
+                  (n->n_output < 2 || !*n->output[1]);
+        for (size_t i = 0; ok && i < spatial; i++) {
+            int64_t in = x->type.dims[i + 2], kk = k->ints[i], s = st ? st->ints[i] : 1;
+            int64_t pb = pa ? pa->ints[i] : 0, pe = pa ? pa->ints[i + spatial] : 0;
+            int64_t span = in + pb + pe - kk;
+            ok = in > 0 && kk > 0 && s > 0 && span >= 0 && in < ((int64_t)1 << 40);
+            if (!ok) break;
+            int64_t out = (span + s - 1) / s + 1;
+            ok = (out - 1) * s < in + pb;
+            pads[i] = pb;
+            pads[i + spatial] = pe + (out - 1) * s + kk - (in + pb + pe);
+        }
+        if (!ok) {
+            *why = "ceil_mode=1 needs known spatial dims, explicit pads, no Indices output "
+                   "and a last window that starts inside the input";
+            return 0;
+        }
+        use_add(use, "pads");
+    }
+    if (u->plan) return 0;
+    graph_node_del_attr(n, "dilations");
+    graph_node_del_attr(n, "ceil_mode");
+    if (!ceil) return 0;
+    if (act) cJSON_AddItemToObject(act, "pads", pass_json_ints(pads, 2 * spatial));
+    return graph_node_set_attr_ints(g, n, "pads", pads, 2 * spatial) ? up_nomem(u) : 0;
+}
+
 /* Resize-11 -> 10: Resize-10 maps output coordinates as out / scale and takes
 ** the floor for nearest, and knows no cubic: the node must say asymmetric (and
 ** floor) to mean that. roi only serves tf_crop_and_resize and cubic_coeff_a only
@@ -460,6 +544,8 @@ static const down_adapter down_adapters[] = {
     {"Clip", 11, 6, down_clip_11},
     {"Hardmax", 13, 11, down_softmax_13},
     {"LogSoftmax", 13, 11, down_softmax_13},
+    {"MaxPool", 10, 8, down_maxpool_10},
+    {"Pad", 11, 2, down_pad_11},
     {"ReduceL1", 18, 13, down_reduce_axes},
     {"ReduceL2", 18, 13, down_reduce_axes},
     {"ReduceLogSum", 18, 13, down_reduce_axes},

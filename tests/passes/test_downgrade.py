@@ -294,6 +294,41 @@ def downgrade_should_take_resize_to_upsample_where_coordinates_allow():
             "is new in version 19)")
 
 
+def downgrade_should_pad_maxpool_for_ceil_mode_and_take_pad_inputs_back():
+    """MaxPool-10's ceil_mode=1 is MaxPool-8 with more end padding (checked on
+    sizes where the ceiling adds a window and where it does not); Pad-11's pads
+    and constant_value become Pad-2's attributes; Slice ends that shape inference
+    computes from static dims are constants for Slice-1."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 2, 7, 8)).astype(np.float32)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 3], strides=[2, 2],
+                              ceil_mode=1, dilations=[1, 1]),
+             helper.make_node("MaxPool", ["x"], ["q"], kernel_shape=[2, 3], strides=[3, 2],
+                              pads=[1, 0, 0, 1], ceil_mode=1),
+             helper.make_node("Pad", ["x", "pads", "cv"], ["c"]),
+             helper.make_node("Pad", ["x", "pads"], ["r"], mode="reflect"),
+             helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Gather", ["shp", "three"], ["w"], axis=0),
+             helper.make_node("Div", ["w", "two"], ["half"]),
+             helper.make_node("Slice", ["x", "zero", "half", "three"], ["s"])]
+    shapes = {"p": [1, 2, 4, 4], "q": [1, 2, 3, 4], "c": [1, 2, 10, 11], "r": [1, 2, 10, 11],
+              "s": [1, 2, 7, 4]}
+    m = model(nodes, [vi("x", [1, 2, 7, 8])], [vi(n, d) for n, d in shapes.items()], 13,
+              [h.i64("pads", [0, 0, 1, 2, 0, 0, 2, 1]), h.i64("three", [3]), h.i64("two", [2]),
+               h.i64("zero", [0]), numpy_helper.from_array(np.array(1.5, np.float32), "cv")])
+    out, r = down(m, 9, {"x": x}, "MaxPool, Pad and Slice -> 9")
+    pools = [{a.name: list(a.ints) for a in n.attribute if a.ints}
+             for n in out.graph.node if n.op_type == "MaxPool"]
+    # the ceiling adds a window on both axes of p (one more row and column of
+    # padding), none on q's
+    assert pools[0]["pads"] == [0, 0, 1, 1] and pools[1]["pads"] == [1, 0, 0, 1], pools
+    assert all(len(n.input) == 1 for n in out.graph.node if n.op_type in ("Pad", "Slice"))
+    nodes[0] = helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 2], ceil_mode=1,
+                                strides=[2, 2], auto_pad="SAME_UPPER", name="same")
+    m = model(nodes[:1], [vi("x", [1, 2, 7, 8])], [vi("p", None)], 13)
+    refused(m, 7, "same (MaxPool 12->1: ceil_mode=1 needs known spatial dims, explicit pads")
+
+
 def downgrade_should_list_every_node_it_cannot_take_down():
     nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1, name="soft"),
              helper.make_node("Celu", ["x"], ["g"], name="celu"),
