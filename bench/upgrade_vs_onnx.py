@@ -2,7 +2,7 @@
 """Opset conversion both ways: tileopt's upgrade pass beside
 onnx.version_converter (python3-onnx 1.12), on the same models.
 
-Upward: ONNX's legacy backend test models (opset < 13: pytorch-converted,
+Upward: ONNX's legacy backend test models (below each target: pytorch-converted,
 pytorch-operator, simple, node tests) and the real-model suite's models below
 each target, taken to 13, 17 and 26. A model counts when the output passes
 onnx.checker's full check (targets up to 17, the newest this onnx knows) and
@@ -119,7 +119,7 @@ def main(argv):
     models = real_models()
     with tempfile.TemporaryDirectory(prefix="upgrade_vs_onnx_") as tmp:
         print("== up: ONNX's legacy backend test models")
-        for target in (13, 17) if only in ("", "up") else ():
+        for target in (13, 17, 26) if only in ("", "up") else ():
             legacy.main(["--compare", "--target", str(target)] + (["-v"] if verbose else []))
         print("== up: real models below each target (checker up to 17, ORT vs the original)")
         for target in (13, 17, 26) if only in ("", "up") else ():

@@ -39,6 +39,10 @@ TARGET = 13
 PASSES = "upgrade"
 
 
+# the newest opset python3-onnx 1.12's checker knows; past it ORT alone judges
+CHECKER_MAX = 17
+
+
 def legacy_models():
     """(name, folder) of every model whose ai.onnx opset is below TARGET."""
     out = []
@@ -55,10 +59,11 @@ def legacy_models():
 
 
 def verify(model_path, folder):
-    """None when model_path passes the checker and reproduces every data set, else
-    the reason."""
+    """None when model_path passes the checker (targets it knows) and reproduces
+    every data set, else the reason."""
     try:
-        h.check(model_path)
+        if TARGET <= CHECKER_MAX:
+            h.check(model_path)
     except AssertionError as e:
         return "checker: " + str(e).split(": onnx.checker: ", 1)[-1][:300]
     sets = sorted(glob.glob(os.path.join(folder, "test_data_set_*")))
