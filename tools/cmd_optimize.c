@@ -136,13 +136,20 @@ static double default_opset(const cJSON *summary) {
     return 0;
 }
 
+static int cmp_str(const void *x, const void *y) {
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
 /* Nodes a pass acted on (each counted once, whatever number of actions it
-** got) and nodes it skipped. */
+** got) and nodes it skipped: the keys sorted, the distinct ones counted (a
+** pass may act on hundreds of thousands of nodes). */
 static void pass_node_counts(const cJSON *pass, int *done, int *skipped) {
-    cJSON *seen = cJSON_CreateObject();
+    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(pass, "actions");
+    int n = cJSON_GetArraySize(actions), k = 0;
+    char **keys = n > 0 ? calloc((size_t)n, sizeof *keys) : NULL;
     const cJSON *a;
     *done = *skipped = 0;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(pass, "actions")) {
+    cJSON_ArrayForEach(a, actions) {
         const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
         const char *node = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "node"));
         const char *graph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "graph"));
@@ -150,12 +157,23 @@ static void pass_node_counts(const cJSON *pass, int *done, int *skipped) {
         char key[1024];
         snprintf(key, sizeof key, "%c%s/%s", skip ? 's' : 'd', graph ? graph : "",
                  node ? node : "");
-        if (seen && cJSON_GetObjectItemCaseSensitive(seen, key)) continue;
-        if (seen) cJSON_AddTrueToObject(seen, key);
-        if (skip) ++*skipped;
-        else ++*done;
+        char *copy = keys ? strdup(key) : NULL;
+        if (copy) {
+            keys[k++] = copy;
+        } else { /* out of memory: every action counts */
+            if (skip) ++*skipped;
+            else ++*done;
+        }
     }
-    cJSON_Delete(seen);
+    if (k) qsort(keys, (size_t)k, sizeof *keys, cmp_str);
+    for (int i = 0; i < k; i++) {
+        if (i == 0 || strcmp(keys[i], keys[i - 1]) != 0) {
+            if (keys[i][0] == 's') ++*skipped;
+            else ++*done;
+        }
+    }
+    for (int i = 0; i < k; i++) free(keys[i]);
+    free(keys);
 }
 
 /* One row per op type, nodes before and after: changed rows first, then the

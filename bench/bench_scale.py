@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Scale: tileopt on models of 100k to 800k nodes, beside ONNX Runtime's offline
+optimizer.
+
+The model repeats the shape chain exporters emit around a Tile whose repeats
+come from a dynamic batch: block i reads a[i-1] ([N, 8], N symbolic),
+Shape -> Gather(0) -> Unsqueeze -> Concat(., [1]) gives repeats [N, 1],
+Tile(bias[1, 8]) -> [N, 8], then Add(a[i-1], .) -> Relu -> Mul(., scale) gives
+a[i] (8 nodes per block, each block with its own bias and scale). A variant adds
+100 MB of initializers (25 of 4 MB, summed into a second output) to show what the
+passes do with payloads they do not change.
+
+For each size it times `tileopt optimize` with the default passes and with
+`--passes none` (load and save only), best wall time of --runs, with the peak
+RSS of that run (the child's own, from wait4), and prints the ratio of each
+doubling. ONNX Runtime's basic offline optimizer (bench/ort_offline.js) runs on
+the same models from the smallest size up, until one run takes more than a
+minute (the next size would take longer still).
+
+    /usr/bin/python3 bench/bench_scale.py [--sizes 100000,200000,400000,800000]
+        [--runs 3] [--tileopt PATH] [--no-ort] [--no-big]
+
+Goal on the 2-core machine this project measures on: 400k nodes in 2 s or less
+and 300 MB peak RSS or less with the default passes, at most 2.2x time per
+doubling from 100k to 800k.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORT_LIMIT_S = 60.0
+
+
+def build(n_nodes, big_mb=0):
+    """The block model with about n_nodes nodes (and big_mb MB of initializers)."""
+    blocks = max(1, n_nodes // 8)
+    nodes, inits = [], []
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes0")
+    inits += [one, zero, axes]
+    acc = "x"
+    for i in range(blocks):
+        p = f"b{i}_"
+        nodes += [
+            helper.make_node("Shape", [acc], [p + "shape"], name=p + "Shape"),
+            helper.make_node("Gather", [p + "shape", "zero"], [p + "batch"], name=p + "Gather",
+                             axis=0),
+            helper.make_node("Unsqueeze", [p + "batch", "axes0"], [p + "batch1"],
+                             name=p + "Unsqueeze"),
+            helper.make_node("Concat", [p + "batch1", "one"], [p + "reps"], name=p + "Concat",
+                             axis=0),
+            helper.make_node("Tile", [p + "bias", p + "reps"], [p + "tiled"], name=p + "Tile"),
+            helper.make_node("Add", [acc, p + "tiled"], [p + "sum"], name=p + "Add"),
+            helper.make_node("Relu", [p + "sum"], [p + "relu"], name=p + "Relu"),
+            helper.make_node("Mul", [p + "relu", p + "scale"],
+                             ["y" if i == blocks - 1 else p + "out"], name=p + "Mul"),
+        ]
+        rng = np.random.default_rng(i)
+        inits.append(numpy_helper.from_array(rng.standard_normal((1, 8)).astype(np.float32),
+                                             p + "bias"))
+        inits.append(numpy_helper.from_array(np.full(8, 0.5, np.float32), p + "scale"))
+        acc = p + "out"
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])]
+    if big_mb:
+        count, each = 25, big_mb * 1024 * 1024 // 25 // 4
+        prev = None
+        for k in range(count):
+            inits.append(numpy_helper.from_array(np.full(each, k, np.float32), f"big{k}"))
+            if prev is not None:
+                out = "big_sum" if k == count - 1 else f"big_acc{k}"
+                nodes.append(helper.make_node("Add", [prev, f"big{k}"], [out], name=f"big_add{k}"))
+                prev = out
+            else:
+                prev = f"big{k}"
+        outputs.append(helper.make_tensor_value_info("big_sum", TensorProto.FLOAT, [each]))
+    graph = helper.make_graph(nodes, "scale",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                              outputs, initializer=inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def timed(cmd):
+    """(wall seconds, peak RSS in MB, CompletedProcess-like rc and stderr) of cmd."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    rc = os.waitstatus_to_exitcode(status)
+    return wall, ru.ru_maxrss / 1024.0, rc, err
+
+
+def best(cmd, runs):
+    results = []
+    for _ in range(runs):
+        wall, rss, rc, err = timed(cmd)
+        if rc != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({rc}): {err.strip()[-500:]}")
+        results.append((wall, rss))
+    return min(results)
+
+
+def ratios(times):
+    return ["-"] + [f"{b / a:.2f}x" for a, b in zip(times, times[1:])]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100000,200000,400000,800000")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tileopt", default=os.environ.get("TILEOPT") or os.path.join(
+        os.path.dirname(HERE), "build", "release", "tools", "tileopt"))
+    ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--no-big", action="store_true")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    variants = [("plain", 0)] + ([] if a.no_big else [("+100 MB", 100)])
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        for label, mb in variants:
+            default_t, none_t, ort_t = [], [], []
+            ort_stopped = a.no_ort or bool(mb)
+            for n in sizes:
+                src = os.path.join(tmp, f"m{n}_{mb}.onnx")
+                m = build(n, mb)
+                onnx.save(m, src)
+                nodes = len(m.graph.node)
+                size_mb = os.path.getsize(src) / 1e6
+                del m
+                out = os.path.join(tmp, "out.onnx")
+                d = best([a.tileopt, "optimize", src, "-o", out, "--quiet"], a.runs)
+                z = best([a.tileopt, "optimize", src, "-o", out, "--passes", "none", "--quiet"],
+                         a.runs)
+                o = None
+                if not ort_stopped:
+                    wall, rss, rc, err = timed(["node", os.path.join(HERE, "ort_offline.js"), src,
+                                                os.path.join(tmp, "ort.onnx"), "basic"])
+                    o = (wall, rss) if rc == 0 else None
+                    if rc != 0:
+                        print(f"  ORT failed at {n}: {err.strip()[-300:]}")
+                    ort_stopped = rc != 0 or wall > ORT_LIMIT_S
+                default_t.append(d[0])
+                none_t.append(z[0])
+                ort_t.append(o)
+                rows.append((label, nodes, size_mb, d, z, o))
+                ort_s = f"{o[0]:7.2f} s {o[1]:6.0f} MB" if o else "      -"
+                print(f"{label:8} {nodes:7d} nodes {size_mb:6.1f} MB file: default "
+                      f"{d[0]:6.2f} s {d[1]:6.0f} MB | none {z[0]:6.2f} s {z[1]:6.0f} MB | "
+                      f"ORT basic {ort_s}", flush=True)
+            print(f"{label}: per doubling, default {' '.join(ratios(default_t))}; "
+                  f"none {' '.join(ratios(none_t))}")
+            for (n, t, o) in zip(sizes, default_t, ort_t):
+                if o:
+                    print(f"{label}: at {n} nodes ORT basic takes {o[0] / t:.1f}x tileopt's time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
