@@ -290,6 +290,7 @@ static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pas
             err_set(&ctx->err, rc, "out of memory");
         pass_snapshot_free(snap);
     }
+    if (pc.changed || changes) model->g->shapes_current = false;
     cJSON_AddStringToObject(entry, "name", name);
     if (round > 1) cJSON_AddNumberToObject(entry, "round", round);
     cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);

@@ -1,5 +1,6 @@
 #include "graph/arena.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,9 @@
 #endif
 
 typedef struct block {
-    struct block *next;
+    struct block *next, *prev;
     size_t size;             /* bytes mapped, header included */
+    int single;              /* one allocation of BIG or more: arena_release unmaps it */
 } block;
 
 /* Where a block's payload starts: after the header, 16-byte aligned. */
@@ -66,7 +68,10 @@ static block *map_block(arena *a, size_t payload) {
 #endif
     block *b = p;
     b->size = size;
+    b->single = 0;
+    b->prev = NULL;
     b->next = a->blocks;
+    if (a->blocks) a->blocks->prev = b;
     a->blocks = b;
     a->total += size;
     POISON((uint8_t *)b + PAYLOAD_OFFSET, size - PAYLOAD_OFFSET);
@@ -80,9 +85,19 @@ static void *pb_alloc(void *data, size_t size) {
     if (p) p[size] = 0;
     return p;
 }
+static void release_block(arena *a, block *b);
+
+/* protobuf-c frees only its scratch (the member slabs of a big message): a
+** mapping of its own goes back at once, the rest with the arena. The size is
+** not given, so the block is looked for; these frees are few. */
 static void pb_free(void *data, void *p) {
-    (void)data;
-    (void)p;
+    arena *a = data;
+    block *b = p ? (block *)((uint8_t *)p - PAYLOAD_OFFSET) : NULL;
+    for (block *x = a->blocks; b && x; x = x->next)
+        if (x == b) {
+            if (b->single) release_block(a, b);
+            return;
+        }
 }
 
 arena *arena_new(void) {
@@ -119,6 +134,7 @@ void *arena_alloc(arena *a, size_t size) {
     if (need >= BIG) {
         block *b = map_block(a, need);
         if (!b) return NULL;
+        b->single = 1;
         p = (uint8_t *)b + PAYLOAD_OFFSET;
     } else {
         /* Align by offset, never by moving cur first: the rounded pointer can lie
@@ -159,9 +175,36 @@ char *arena_strdup(arena *a, const char *s) {
 void *arena_grow(arena *a, void *old, size_t old_size, size_t new_size) {
     void *p = arena_alloc(a, new_size);
     if (p && old && old_size) memcpy(p, old, old_size < new_size ? old_size : new_size);
-    /* The old array is dead: a pointer still aimed at it is a bug worth a report. */
-    if (p && old) POISON(old, old_size);
+    if (p && old) arena_release(a, old, old_size);
     return p;
+}
+
+/* The old allocation is dead: a pointer still aimed at it is a bug, which
+** sanitizer builds report (the memory stays mapped, poisoned); other builds
+** unmap it and would meet such a bug as a fault. */
+static void release_block(arena *a, block *b) {
+#ifdef ARENA_ASAN
+    (void)a;
+    POISON((uint8_t *)b + PAYLOAD_OFFSET, b->size - PAYLOAD_OFFSET);
+#else
+    if (b->prev) b->prev->next = b->next;
+    else a->blocks = b->next;
+    if (b->next) b->next->prev = b->prev;
+    a->total -= b->size;
+    munmap(b, b->size);
+#endif
+}
+
+void arena_release(arena *a, void *p, size_t size) {
+    if (!p) return;
+    size_t need = (size + 7) / 8 * 8 + REDZONE;
+    if (size > SIZE_MAX / 2 || need < BIG) {
+        POISON(p, size); /* stays mapped until arena_free */
+        return;
+    }
+    /* an allocation this big got a mapping of its own, p at its payload */
+    block *b = (block *)((uint8_t *)p - PAYLOAD_OFFSET);
+    if (b->single) release_block(a, b);
 }
 
 ProtobufCAllocator *arena_pb_allocator(arena *a) { return &a->pb; }

@@ -17,6 +17,10 @@ void *arena_calloc(arena *a, size_t count, size_t size);
 char *arena_strdup(arena *a, const char *s);
 /* Grow an array allocated from the arena (old contents copied). */
 void *arena_grow(arena *a, void *old, size_t old_size, size_t new_size);
+/* Done with an allocation of size bytes (as asked for): one of 1 MiB or more
+** goes back at once, smaller ones stay until arena_free. p must not be used
+** again. */
+void arena_release(arena *a, void *p, size_t size);
 /* A protobuf-c allocator drawing from the arena (free is a no-op). */
 ProtobufCAllocator *arena_pb_allocator(arena *a);
 size_t arena_bytes(const arena *a);

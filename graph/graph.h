@@ -135,12 +135,14 @@ struct graph {
 
     bool *removed;           /* per node, deferred removal */
     uint32_t cap_nodes;      /* capacity of removed/subgraphs (and pb->node once grown) */
+    uint32_t cap_tables;     /* entries removed and subgraphs were allocated with */
     bool node_array_owned;   /* pb->node was regrown by us (capacity cap_nodes) */
     size_t cap_initializers; /* same for pb->initializer, 0 = as unpacked */
     size_t cap_inputs;
     graph **subgraphs;       /* per node: first subgraph, chained by next_sibling */
     graph *next_sibling;     /* next subgraph of the same node */
     uint32_t n_removed;
+    uint32_t n_indexed;      /* nodes when the index was built: more means added */
 };
 
 /* A buffer of another layer that a model's initializers point into. */
@@ -172,6 +174,10 @@ struct graph_model {
     uint64_t name_counter;
     /* buffers of other layers that initializers point into, released at free */
     graph_owned *owned;
+    /* the index's types are shape inference's for the model as it stands: set
+    ** by inference, cleared by every reindex and by a pass that changed the
+    ** model, so a pass after one that changed nothing infers nothing again */
+    bool shapes_current;
 };
 
 /* --------------------------------------------------------- load and save */

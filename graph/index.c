@@ -44,6 +44,7 @@ static int rehash(graph *g, uint32_t n_slots) {
     if (!slots) return TILEOPT_NOMEM;
     for (uint32_t i = 0; i < g->n_slots; i++)
         if (g->slots[i].index) slot_put(slots, n_slots, g->slots[i].hash, g->slots[i].index);
+    arena_release(g->model->arena, g->slots, (size_t)g->n_slots * sizeof *g->slots);
     g->slots = slots;
     g->n_slots = n_slots;
     return TILEOPT_OK;
@@ -448,8 +449,28 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
     return TILEOPT_OK;
 }
 
+/* A reindex builds every table anew: the old ones (and those of the subgraph
+** entries it replaces) are given back, so repeated commits on a big graph do
+** not pile up copies. Nothing may hold a graph_value across a reindex. */
+static void release_tables(graph *g) {
+    arena *a = g->model->arena;
+    for (uint32_t i = 0; g->subgraphs && i < g->cap_tables; i++)
+        for (graph *s = g->subgraphs[i]; s; s = s->next_sibling) release_tables(s);
+    arena_release(a, g->values, (size_t)g->cap_values * sizeof *g->values);
+    arena_release(a, g->slots, (size_t)g->n_slots * sizeof *g->slots);
+    arena_release(a, g->removed, (size_t)g->cap_tables * sizeof *g->removed);
+    arena_release(a, g->subgraphs, (size_t)g->cap_tables * sizeof *g->subgraphs);
+    g->values = NULL;
+    g->slots = NULL;
+    g->removed = NULL;
+    g->subgraphs = NULL;
+    g->cap_tables = 0;
+}
+
 static int index_graph(graph_model *m, graph *g, errbuf *err) {
     g->model = m;
+    m->shapes_current = false; /* the types come from the protobuf again */
+    release_tables(g);
     g->values = NULL;
     g->n_values = g->cap_values = 0;
     g->slots = NULL;
@@ -459,6 +480,8 @@ static int index_graph(graph_model *m, graph *g, errbuf *err) {
     g->removed = arena_calloc(m->arena, g->cap_nodes, sizeof *g->removed);
     g->subgraphs = arena_calloc(m->arena, g->cap_nodes, sizeof *g->subgraphs);
     if (!g->removed || !g->subgraphs) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    g->cap_tables = g->cap_nodes;
+    g->n_indexed = (uint32_t)g->pb->n_node;
     /* Size the tables once: regrowing big ones leaves dead copies in the arena,
     ** and first writes to fresh pages dominate indexing time on big graphs. */
     const Onnx__GraphProto *pb = g->pb;

@@ -101,6 +101,9 @@ static int grow_node_arrays(graph *g) {
     if (!nodes || !removed || !subs) return TILEOPT_NOMEM;
     memcpy(removed, g->removed, n * sizeof *removed);
     memcpy(subs, g->subgraphs, n * sizeof *subs);
+    arena_release(a, g->removed, g->cap_tables * sizeof *removed);
+    arena_release(a, g->subgraphs, g->cap_tables * sizeof *subs);
+    g->cap_tables = cap;
     g->pb->node = nodes;
     g->removed = removed;
     g->subgraphs = subs;
@@ -485,12 +488,15 @@ static bool value_exists(graph *g, const char *name) {
 ** each reindex covers the whole subtree below it, so reindexing at every level
 ** would cost the square of the nesting depth. The caller reindexes once. Between
 ** the two, a parent still counts the outer-scope reads of removed subgraph nodes
-** as uses, so a sweep may keep a value one commit longer, never drop a live one. */
-static int commit_tree(graph *g, errbuf *err) {
+** as uses, so a sweep may keep a value one commit longer, never drop a live one.
+** *dirty is set when anything moved or went: otherwise the index still holds
+** and the caller need not rebuild it (a pass that changed nothing pays only for
+** the sweep's scan and the sort). */
+static int commit_tree(graph *g, bool *dirty, errbuf *err) {
     for (uint32_t i = 0; i < graph_n_nodes(g); i++)
         for (graph *s = g->subgraphs[i]; s; s = s->next_sibling)
             if (!g->removed[i]) {
-                int rc = commit_tree(s, err);
+                int rc = commit_tree(s, dirty, err);
                 if (rc) return rc;
             }
     if (dead_code(g)) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -502,17 +508,24 @@ static int commit_tree(graph *g, errbuf *err) {
         free(order);
         return rc;
     }
-    Onnx__NodeProto **sorted = arena_alloc(g->model->arena, (live ? live : 1) * sizeof *sorted);
-    if (!sorted) {
-        free(order);
-        return err_set(err, TILEOPT_NOMEM, "out of memory");
+    /* nothing removed, nothing added since the index was built, in order */
+    bool same = live == n && !g->n_removed && n == g->n_indexed;
+    for (uint32_t k = 0; same && k < live; k++) same = order[k] == (int32_t)k;
+    if (!same) {
+        Onnx__NodeProto **sorted =
+            arena_alloc(g->model->arena, (live ? live : 1) * sizeof *sorted);
+        if (!sorted) {
+            free(order);
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        }
+        for (uint32_t k = 0; k < live; k++) sorted[k] = g->pb->node[order[k]];
+        g->pb->node = sorted;
+        g->pb->n_node = live;
+        g->node_array_owned = false;
+        g->cap_nodes = 0;
     }
-    for (uint32_t k = 0; k < live; k++) sorted[k] = g->pb->node[order[k]];
     free(order);
-    g->pb->node = sorted;
-    g->pb->n_node = live;
-    g->node_array_owned = false;
-    g->cap_nodes = 0;
+    size_t n_init = g->pb->n_initializer, n_vi = g->pb->n_value_info;
 
     /* Initializers nobody reads go, unless the graph exposes them as inputs. */
     size_t k = 0;
@@ -532,12 +545,14 @@ static int commit_tree(graph *g, errbuf *err) {
         if (vi->name && value_exists(g, vi->name)) g->pb->value_info[k++] = vi;
     }
     g->pb->n_value_info = k;
+    if (!same || g->pb->n_initializer != n_init || k != n_vi) *dirty = true;
     return TILEOPT_OK;
 }
 
 int graph_commit(graph *g, errbuf *err) {
-    int rc = commit_tree(g, err);
-    return rc ? rc : graph_reindex(g, err);
+    bool dirty = false;
+    int rc = commit_tree(g, &dirty, err);
+    return rc || !dirty ? rc : graph_reindex(g, err);
 }
 
 /* ------------------------------------------------------------------ opsets */

@@ -2351,6 +2351,7 @@ static int infer_model(graph_model *m, bool strict, errbuf *err) {
     r.tmp = arena_new();
     if (!r.tmp) return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
     int rc = infer_graph(&r, m->main, NULL);
+    m->shapes_current = rc == TILEOPT_OK;
     arena_free(r.tmp);
     free(r.ins);
     free(r.inv);
@@ -2360,6 +2361,7 @@ static int infer_model(graph_model *m, bool strict, errbuf *err) {
 }
 
 int infer_shapes(graph_model *m, errbuf *err) {
+    if (m && m->main && m->shapes_current) return TILEOPT_OK;
     return infer_model(m, false, err);
 }
 
