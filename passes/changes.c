@@ -426,11 +426,11 @@ static int swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) {
     if (named) return TILEOPT_OK;
     cJSON *a = cJSON_CreateObject();
     if (!a) return TILEOPT_NOMEM;
-    cJSON_AddStringToObject(a, "node", id);
-    cJSON_AddStringToObject(a, "op", n->op_type && n->op_type[0] ? n->op_type : "?");
-    if (path) cJSON_AddStringToObject(a, "graph", path);
-    cJSON_AddStringToObject(a, "action", "eliminated");
-    cJSON_AddStringToObject(a, "rule", "outputs unused");
+    pass_add_text(a, "node", id);
+    pass_add_text(a, "op", n->op_type && n->op_type[0] ? n->op_type : "?");
+    if (path) pass_add_text(a, "graph", path);
+    pass_add_static(a, "action", "eliminated");
+    pass_add_static(a, "rule", "outputs unused");
     cJSON_AddItemToArray(pc->actions, a);
     pc->changed = true;
     return TILEOPT_OK;

@@ -16,21 +16,42 @@ void pass_options_default(pass_options *o) {
     eval_limits_default(&o->eval_lim);
 }
 
+/* The action names the report schema knows, held here so records can point at
+** them instead of copying. */
+static const char *const action_names[] = {"upgraded", "downgraded", "folded", "fused",
+                                           "eliminated", "rewritten", "skipped"};
+
+void pass_add_text(cJSON *o, const char *key, const char *text) {
+    cJSON_AddItemToObjectCS(o, key, cJSON_CreateString(text));
+}
+
+void pass_add_static(cJSON *o, const char *key, const char *text) {
+    cJSON_AddItemToObjectCS(o, key, cJSON_CreateStringReference(text));
+}
+
+void pass_add_number(cJSON *o, const char *key, double v) {
+    cJSON_AddItemToObjectCS(o, key, cJSON_CreateNumber(v));
+}
+
 cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action) {
     cJSON *a = cJSON_CreateObject();
     if (!a) return NULL;
     if (g && node >= 0) {
         const Onnx__NodeProto *n = graph_node(g, node);
-        cJSON_AddStringToObject(a, "node", graph_node_id(g, node));
-        cJSON_AddStringToObject(a, "op", n->op_type ? n->op_type : "");
+        pass_add_text(a, "node", graph_node_id(g, node));
+        pass_add_text(a, "op", n->op_type ? n->op_type : "");
         char buf[512];
         const char *path = graph_path(g, buf, sizeof buf);
-        if (path) cJSON_AddStringToObject(a, "graph", path);
+        if (path) pass_add_text(a, "graph", path);
     } else {
-        cJSON_AddStringToObject(a, "node", "");
-        cJSON_AddStringToObject(a, "op", "");
+        pass_add_static(a, "node", "");
+        pass_add_static(a, "op", "");
     }
-    cJSON_AddStringToObject(a, "action", action);
+    const char *known = NULL;
+    for (size_t i = 0; i < countof(action_names) && !known; i++)
+        if (strcmp(action, action_names[i]) == 0) known = action_names[i];
+    if (known) pass_add_static(a, "action", known);
+    else pass_add_text(a, "action", action);
     cJSON_AddItemToArray(pc->actions, a);
     if (strcmp(action, "skipped") != 0) pc->changed = true;
     return a;
@@ -43,7 +64,7 @@ cJSON *pass_skip(pass_ctx *pc, graph *g, int32_t node, const char *fmt, ...) {
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
     cJSON *a = pass_action(pc, g, node, "skipped");
-    if (a) cJSON_AddStringToObject(a, "reason", reason);
+    if (a) pass_add_text(a, "reason", reason);
     return a;
 }
 

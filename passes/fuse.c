@@ -822,15 +822,15 @@ static cJSON *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const cha
                          uint64_t el_after, uint64_t bytes_after, uint64_t saved) {
     cJSON *a = pass_action(st->pc, st->g, ci, action);
     if (!a) return NULL;
-    cJSON_AddNumberToObject(a, "rule", rule);
-    cJSON_AddStringToObject(a, "rule_name", rule_name);
-    cJSON_AddStringToObject(a, "tile", graph_node_id(st->g, t->node));
+    pass_add_number(a, "rule", rule);
+    pass_add_static(a, "rule_name", rule_name); /* every caller's is a literal */
+    pass_add_text(a, "tile", graph_node_id(st->g, t->node));
     /* "repeats" holds numbers only; repeats with named or unknown entries go
     ** under their own key, and sizes are then unknown */
-    cJSON_AddItemToObject(a, fz_dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic",
-                          fz_json_dims(&st->sy, t->r, t->xs.rank));
-    cJSON_AddItemToObject(a, "input_shape", fz_json_dims(&st->sy, t->xs.d, t->xs.rank));
-    cJSON_AddItemToObject(a, "tiled_shape", fz_json_dims(&st->sy, t->t, t->xs.rank));
+    cJSON_AddItemToObjectCS(a, fz_dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic",
+                            fz_json_dims(&st->sy, t->r, t->xs.rank));
+    cJSON_AddItemToObjectCS(a, "input_shape", fz_json_dims(&st->sy, t->xs.d, t->xs.rank));
+    cJSON_AddItemToObjectCS(a, "tiled_shape", fz_json_dims(&st->sy, t->t, t->xs.rank));
     if (!t->fixed) return a;
     int64_t vs[2 * FZ_MAX_RANK], vst[2 * FZ_MAX_RANK];
     int64_t stride = (int64_t)t->esize;
@@ -847,11 +847,11 @@ static cJSON *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const cha
         cJSON_AddItemToObject(view, "strides", pass_json_ints(vst, 2 * (size_t)t->xs.rank));
     }
     uint64_t tb = t->t_numel * t->esize;
-    cJSON_AddNumberToObject(a, "bytes_before", (double)tb);
-    cJSON_AddNumberToObject(a, "bytes_after", (double)bytes_after);
-    cJSON_AddNumberToObject(a, "tile_bytes_not_materialized", (double)saved);
-    cJSON_AddNumberToObject(a, "elements_before", (double)el_before);
-    cJSON_AddNumberToObject(a, "elements_after", (double)el_after);
+    pass_add_number(a, "bytes_before", (double)tb);
+    pass_add_number(a, "bytes_after", (double)bytes_after);
+    pass_add_number(a, "tile_bytes_not_materialized", (double)saved);
+    pass_add_number(a, "elements_before", (double)el_before);
+    pass_add_number(a, "elements_after", (double)el_after);
     return a;
 }
 

@@ -66,6 +66,12 @@ const pass_def *pass_find(const char *name);
 ** action is one of upgraded, folded, fused, eliminated, rewritten, skipped.
 */
 cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action);
+/* A string member of a report record under a static key (a literal): text is
+** copied; pass_add_static points at text, which must be static too. A big
+** model's report holds hundreds of thousands of records, so these copies count. */
+void pass_add_text(cJSON *o, const char *key, const char *text);
+void pass_add_static(cJSON *o, const char *key, const char *text);
+void pass_add_number(cJSON *o, const char *key, double v);
 /* A skipped action with its reason (printf-style). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
