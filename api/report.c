@@ -195,7 +195,7 @@ static void make_printable(cJSON *item) {
             if (copy) {
                 free(item->valuestring);
                 item->valuestring = copy;
-                item->type = cJSON_Raw;
+                item->type = cJSON_Raw | (item->type & cJSON_StringIsConst);
             }
         } else if (cJSON_IsString(item) && item->valuestring) {
             char *fixed = utf8_fixed(item->valuestring);
