@@ -14,6 +14,29 @@
 /* Exit codes: success, a failure (bad model, I/O, mismatch), a usage error. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
+/* What `optimize` was asked for one model. */
+typedef struct opt_args {
+    const char *in, *out, *passes, *report;
+    bool verify, quiet, infer_shapes, target_asked;
+} opt_args;
+
+/* Optimize one model as `optimize` does (paths checked, report, summary). */
+typedef int (*optimize_fn)(tileopt_ctx *ctx, const opt_args *a, const char *const *passes,
+                           size_t n_passes);
+
+/* `optimize` over many models (cmd_batch.c). */
+typedef struct batch_opts {
+    const opt_args *common;  /* every option but the paths */
+    const char *outdir, *report_dir; /* report_dir: NULL for none */
+    const char *const *passes;
+    size_t n_passes;
+    int jobs;                /* models at once */
+    int shard_i, shard_n;    /* shard_n 0: all models */
+    bool quiet, progress;
+    optimize_fn one;
+} batch_opts;
+int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t n_inputs);
+
 /* The commands; argv[0] is the command's name. Each returns the exit code. */
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv);
 int cmd_run(tileopt_ctx *ctx, int argc, char **argv);

@@ -14,11 +14,6 @@
 
 #include "cmd.h"
 
-typedef struct opt_args {
-    const char *in, *out, *passes, *report;
-    bool verify, quiet, infer_shapes, target_asked;
-} opt_args;
-
 static void known_passes(char *buf, size_t cap) {
     buf[0] = '\0';
     for (size_t i = 0; tileopt_pass_name(i); i++) {
@@ -369,11 +364,40 @@ done:
     return rc;
 }
 
+/* One model of a batch: its paths checked as a single run's are. */
+static int optimize_checked(tileopt_ctx *ctx, const opt_args *a, const char *const *passes,
+                            size_t n_passes) {
+    int rc = check_paths(a);
+    return rc ? rc : optimize(ctx, a, passes, n_passes);
+}
+
+/* "I/N" with 0 <= I < N. */
+static bool parse_shard(const char *s, int *i, int *n) {
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || *end != '/') return false;
+    const char *t = end + 1;
+    long b = strtol(t, &end, 10);
+    if (end == t || *end || b < 1 || b > 1000000 || a < 0 || a >= b) return false;
+    *i = (int)a;
+    *n = (int)b;
+    return true;
+}
+
 static const char optimize_help[] =
     "usage: tileopt optimize IN.onnx -o OUT.onnx [options]\n"
+    "       tileopt optimize IN... -o OUTDIR [-j N] [--shard I/N] [options]\n"
     "Runs the passes on IN and writes OUT atomically; IN is never modified.\n"
+    "With several inputs, or a folder (searched for *.onnx), each model is written\n"
+    "under OUTDIR at its relative path, in a process of its own; a failed model is\n"
+    "a row of the final table and the exit code is 1.\n"
     "options:\n"
-    "  -o, --output OUT.onnx     the optimized model (required; never IN itself)\n"
+    "  -o, --output OUT.onnx     the optimized model (required; never IN itself), or\n"
+    "                            the output folder of a batch\n"
+    "  -j, --jobs N              batch: models optimized at once (default: the number\n"
+    "                            of cores)\n"
+    "  --shard I/N               batch: only the I-th (0 to N-1) of N contiguous slices\n"
+    "                            of the sorted model list (default: all)\n"
     "  --passes LIST             passes in order, comma-separated, from upgrade, fold,\n"
     "                            fuse, or none (load and save only)\n"
     "                            (default upgrade,fold,fuse)\n"
@@ -396,12 +420,34 @@ static const char optimize_help[] =
     "                            difference; strict also fails without a verdict\n"
     "                            (default off)\n"
     "  --seed N                  seed of --verify's inputs (default 1)\n"
-    "  --report FILE|-           write the JSON report to FILE or stdout (default none)\n"
+    "  --report FILE|-           write the JSON report to FILE or stdout; for a batch\n"
+    "                            a folder: one report per model and batch.json\n"
+    "                            (default none)\n"
     "  -q, --quiet               no progress and no summary (default: progress on a\n"
     "                            terminal, summary on stdout)\n";
 
+static int cmd_optimize_args(tileopt_ctx *ctx, int argc, char **argv, opt_args *ap,
+                             char **inputs, size_t *n_inputs, int *jobs, int *shard_i,
+                             int *shard_n);
+static int run_optimize(tileopt_ctx *ctx, const opt_args *ap, char **inputs, size_t n_inputs,
+                        int jobs, int shard_i, int shard_n);
+
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
     if (cli_wants_help(argc, argv, optimize_help)) return EXIT_OK;
+    opt_args a = {0};
+    char **inputs = calloc((size_t)argc, sizeof *inputs);
+    if (!inputs) return tool_error(EXIT_FAIL, "out of memory");
+    size_t n_inputs = 0;
+    int jobs = 0, shard_i = 0, shard_n = 0;
+    int rc = cmd_optimize_args(ctx, argc, argv, &a, inputs, &n_inputs, &jobs, &shard_i, &shard_n);
+    if (rc == EXIT_OK) rc = run_optimize(ctx, &a, inputs, n_inputs, jobs, shard_i, shard_n);
+    free(inputs);
+    return rc;
+}
+
+static int cmd_optimize_args(tileopt_ctx *ctx, int argc, char **argv, opt_args *ap,
+                             char **inputs, size_t *n_inputs, int *jobs, int *shard_i,
+                             int *shard_n) {
     opt_args a = {0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -424,26 +470,57 @@ int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
                 return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
             a.quiet = true;
+        } else if (strcmp(s, "-j") == 0 || strcmp(s, "--jobs") == 0) {
+            char *end;
+            long j = has_next ? strtol(argv[i + 1], &end, 10) : 0;
+            if (!has_next || *end || end == argv[i + 1] || j < 1 || j > 4096)
+                return tool_error(EXIT_USAGE, "%s needs a number of jobs from 1 to 4096", s);
+            *jobs = (int)j;
+            i++;
+        } else if (strcmp(s, "--shard") == 0) {
+            if (!has_next || !parse_shard(argv[i + 1], shard_i, shard_n))
+                return tool_error(EXIT_USAGE, "--shard needs I/N with 0 <= I < N");
+            i++;
         } else if (s[0] == '-' && s[1]) {
             if (strcmp(s, "--target-opset") == 0) a.target_asked = true;
             int rc = cmd_option_flag(ctx, argc, argv, &i, false);
             if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
             if (rc) return rc;
-        } else if (!a.in) {
-            a.in = s;
         } else {
-            return tool_error(EXIT_USAGE, "unexpected argument '%s'", s);
+            inputs[(*n_inputs)++] = argv[i];
         }
     }
-    if (!a.in) return tool_error(EXIT_USAGE, "optimize needs an input model");
+    if (!*n_inputs) return tool_error(EXIT_USAGE, "optimize needs an input model");
+    a.in = inputs[0];
     if (!a.out) return tool_error(EXIT_USAGE, "optimize needs -o OUT.onnx");
-    int prc = check_paths(&a);
-    if (prc) return prc;
-    if (!a.quiet && isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, cli_progress, NULL);
+    *ap = a;
+    return EXIT_OK;
+}
+
+static int run_optimize(tileopt_ctx *ctx, const opt_args *ap, char **inputs, size_t n_inputs,
+                        int jobs, int shard_i, int shard_n) {
+    opt_args a = *ap;
+    struct stat st;
+    bool batch = n_inputs > 1 || (stat(inputs[0], &st) == 0 && S_ISDIR(st.st_mode));
+    if (!batch && (jobs || shard_n))
+        return tool_error(EXIT_USAGE, "-j and --shard apply to several models or a folder");
     const char *names[64];
     size_t n_names;
     char storage[1024];
     int rc = parse_passes(a.passes, names, 64, &n_names, storage, sizeof storage);
     if (rc) return rc;
+    bool tty = !a.quiet && isatty(STDERR_FILENO);
+    if (batch) {
+        if (a.report && strcmp(a.report, "-") == 0)
+            return tool_error(EXIT_USAGE, "--report - writes one report: a batch needs a folder");
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        batch_opts b = {&a, a.out, a.report, names, n_names,
+                        jobs ? jobs : (cores > 0 ? (int)cores : 1), shard_i, shard_n,
+                        a.quiet, tty, optimize_checked};
+        return cmd_batch(ctx, &b, inputs, n_inputs);
+    }
+    int prc = check_paths(&a);
+    if (prc) return prc;
+    if (tty) tileopt_ctx_set_progress(ctx, cli_progress, NULL);
     return optimize(ctx, &a, names, n_names);
 }

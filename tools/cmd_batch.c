@@ -1,0 +1,462 @@
+/*
+** `tileopt optimize` over many models: several inputs, or folders searched for
+** *.onnx, each written under -o OUTDIR at its relative path. Every model runs in
+** a child process of its own (-j at once), so a model that fails, or crashes,
+** is one failed row and the batch goes on. `--shard I/N` keeps the I-th of N
+** contiguous slices of the sorted list, for job arrays that split a model zoo
+** across machines without talking to each other.
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmd.h"
+
+/* Folders nest at most this deep below an input folder (symlinked folders are
+** not followed, so this only bounds honest trees). */
+#define WALK_MAX_DEPTH 64
+
+typedef struct model {
+    char *in, *rel;          /* the input's path, and its path below OUTDIR */
+    /* filled when it has run */
+    int rc;                  /* exit code; -1: killed by a signal */
+    int signal;
+    double seconds, in_bytes, out_bytes;
+    int tiles_before, tiles_after;
+    char error[512];
+} model;
+
+typedef struct list {
+    model *m;
+    size_t n, cap;
+} list;
+
+/* What a child sends back through its pipe: one write, under PIPE_BUF. */
+typedef struct result {
+    int rc;
+    double in_bytes, out_bytes;
+    int tiles_before, tiles_after;
+} result;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int add_model(list *l, const char *in, const char *rel) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        model *m = realloc(l->m, cap * sizeof *m);
+        if (!m) return -1;
+        l->m = m;
+        l->cap = cap;
+    }
+    model *m = &l->m[l->n];
+    memset(m, 0, sizeof *m);
+    m->in = strdup(in);
+    m->rel = strdup(rel);
+    if (!m->in || !m->rel) {
+        free(m->in);
+        free(m->rel);
+        return -1;
+    }
+    l->n++;
+    return 0;
+}
+
+/* A file argument's place below OUTDIR: its path as written, without a leading
+** '/', "." parts or ".." parts (which would climb out of OUTDIR). */
+static void rel_of_file(const char *path, char *out, size_t cap) {
+    size_t k = 0;
+    out[0] = '\0';
+    for (const char *p = path; *p;) {
+        while (*p == '/') p++;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        bool skip = len == 0 || (len == 1 && p[0] == '.') || (len == 2 && !strncmp(p, "..", 2));
+        if (!skip && k + len + 2 < cap) {
+            if (k) out[k++] = '/';
+            memcpy(out + k, p, len);
+            k += len;
+            out[k] = '\0';
+        }
+        p += len;
+    }
+}
+
+static bool is_onnx(const char *name) {
+    size_t n = strlen(name);
+    return n > 5 && strcmp(name + n - 5, ".onnx") == 0;
+}
+
+/* Every *.onnx below dir (rel: its path below the input folder), skipping the
+** folders the batch writes to, so a second run does not take outputs as inputs. */
+static int walk(list *l, const char *dir, const char *rel, int depth, char *const *skip,
+                size_t n_skip) {
+    if (depth > WALK_MAX_DEPTH)
+        return tool_error(EXIT_FAIL, "'%s': folders nest deeper than %d", dir, WALK_MAX_DEPTH);
+    char real[PATH_MAX];
+    if (realpath(dir, real))
+        for (size_t i = 0; i < n_skip; i++)
+            if (skip[i] && strcmp(real, skip[i]) == 0) return EXIT_OK;
+    DIR *d = opendir(dir);
+    if (!d) return tool_error(EXIT_FAIL, "'%s': %s", dir, strerror(errno));
+    int rc = EXIT_OK;
+    for (struct dirent *e; rc == EXIT_OK && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue; /* ., .. and hidden entries */
+        char path[PATH_MAX], sub[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
+            snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >=
+                (int)sizeof sub)
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = walk(l, path, sub, depth + 1, skip, n_skip);
+        } else if (is_onnx(e->d_name) && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+            if (add_model(l, path, sub)) rc = tool_error(EXIT_FAIL, "out of memory");
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int by_input(const void *x, const void *y) {
+    return strcmp(((const model *)x)->in, ((const model *)y)->in);
+}
+
+static int by_rel(const void *x, const void *y) {
+    return strcmp(((const model *)x)->rel, ((const model *)y)->rel);
+}
+
+/* mkdir -p of path's folder. */
+static int make_parents(const char *path) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+/* o[key] as a number, 0 when it is missing (a model that failed early). */
+static double number(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(x) ? x->valuedouble : 0.0;
+}
+
+/* The child: one model, its messages to errfd, its result to the pipe. */
+static void child_run(tileopt_ctx *ctx, const batch_opts *b, const model *m, int out_fd,
+                      int err_fd) {
+    dup2(err_fd, STDERR_FILENO);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+    char out[PATH_MAX], rep[PATH_MAX];
+    result r = {EXIT_FAIL, 0, 0, 0, 0};
+    opt_args a = *b->common;
+    a.in = m->in;
+    a.out = out;
+    a.report = NULL;
+    a.quiet = true;
+    if (snprintf(out, sizeof out, "%s/%s", b->outdir, m->rel) >= (int)sizeof out ||
+        make_parents(out) != 0) {
+        tool_error(EXIT_FAIL, "cannot make the folder for '%s'", out);
+    } else if (b->report_dir &&
+               (snprintf(rep, sizeof rep, "%s/%s.json", b->report_dir, m->rel) >=
+                    (int)sizeof rep ||
+                make_parents(rep) != 0)) {
+        tool_error(EXIT_FAIL, "cannot make the folder for '%s'", rep);
+    } else {
+        if (b->report_dir) a.report = rep;
+        r.rc = b->one(ctx, &a, b->passes, b->n_passes);
+        const cJSON *report = tileopt_report_json(ctx);
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(report, "input");
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(report, "output");
+        r.in_bytes = number(in, "file_bytes");
+        r.out_bytes = number(o, "file_bytes");
+        r.tiles_before = (int)number(cJSON_GetObjectItemCaseSensitive(in, "ops"), "Tile");
+        r.tiles_after = (int)number(cJSON_GetObjectItemCaseSensitive(o, "ops"), "Tile");
+    }
+    fflush(NULL);
+    ssize_t w = write(out_fd, &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? r.rc : EXIT_FAIL);
+}
+
+/* s into out, cut to fit. */
+static void copy_cut(char *out, size_t cap, const char *s) {
+    size_t n = strlen(s);
+    if (n >= cap) n = cap - 1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+/* The last "tileopt: error: ..." line the child wrote, else its last line. */
+static void read_error(FILE *f, char *out, size_t cap) {
+    char line[1024], last[1024] = "";
+    out[0] = '\0';
+    rewind(f);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!line[0]) continue;
+        copy_cut(last, sizeof last, line);
+        if (!strncmp(line, "tileopt: error: ", 16)) copy_cut(out, cap, line + 16);
+    }
+    if (!out[0]) copy_cut(out, cap, last);
+}
+
+typedef struct slot {
+    pid_t pid;
+    size_t index;
+    int pipe_fd;
+    FILE *err;
+    double t0;
+} slot;
+
+static void progress(size_t done, size_t failed, size_t total, size_t running) {
+    char what[96];
+    snprintf(what, sizeof what, "batch (%zu failed, %zu running)", failed, running);
+    cli_progress(NULL, what, done, total);
+}
+
+static void print_row(const model *m) {
+    char a[32], b[32];
+    if (m->rc == EXIT_OK)
+        printf("ok    %s  %s -> %s  Tile %d -> %d  %.2f s\n", m->rel,
+               cli_human_bytes(m->in_bytes, a, sizeof a),
+               cli_human_bytes(m->out_bytes, b, sizeof b), m->tiles_before, m->tiles_after,
+               m->seconds);
+    else
+        printf("FAIL  %s  %s\n", m->rel, m->error);
+    fflush(stdout);
+}
+
+/* Collect one finished child into its model row. */
+static void reap(slot *s, model *m, int status) {
+    m->seconds = now_s() - s->t0;
+    result r;
+    ssize_t got = read(s->pipe_fd, &r, sizeof r);
+    close(s->pipe_fd);
+    read_error(s->err, m->error, sizeof m->error);
+    fclose(s->err);
+    if (WIFSIGNALED(status)) {
+        m->rc = -1;
+        m->signal = WTERMSIG(status);
+        snprintf(m->error, sizeof m->error, "crashed (signal %d: %s)", m->signal,
+                 strsignal(m->signal));
+        return;
+    }
+    m->rc = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_FAIL;
+    if (got == (ssize_t)sizeof r) {
+        m->in_bytes = r.in_bytes;
+        m->out_bytes = r.out_bytes;
+        m->tiles_before = r.tiles_before;
+        m->tiles_after = r.tiles_after;
+    } else if (m->rc == EXIT_OK) {
+        m->rc = EXIT_FAIL;
+        snprintf(m->error, sizeof m->error, "the worker sent no result");
+    }
+    if (m->rc != EXIT_OK && !m->error[0])
+        snprintf(m->error, sizeof m->error, "exit %d", m->rc);
+}
+
+static int start(tileopt_ctx *ctx, const batch_opts *b, model *m, size_t index, slot *s) {
+    int fds[2];
+    FILE *err = tmpfile();
+    if (!err || pipe(fds) != 0) {
+        if (err) fclose(err);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        fclose(err);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_run(ctx, b, m, fds[1], fileno(err));
+    }
+    close(fds[1]);
+    *s = (slot){pid, index, fds[0], err, now_s()};
+    return 0;
+}
+
+static int write_summary(const batch_opts *b, const list *l, double seconds, size_t failed) {
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "models");
+    if (!root || !arr) {
+        cJSON_Delete(root);
+        return tool_error(EXIT_FAIL, "batch report: out of memory");
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        const model *m = &l->m[i];
+        cJSON *o = cJSON_CreateObject();
+        char out[PATH_MAX], rep[PATH_MAX];
+        snprintf(out, sizeof out, "%s/%s", b->outdir, m->rel);
+        snprintf(rep, sizeof rep, "%s/%s.json", b->report_dir, m->rel);
+        cJSON_AddStringToObject(o, "input", m->in);
+        cJSON_AddStringToObject(o, "output", out);
+        cJSON_AddStringToObject(o, "report", rep);
+        cJSON_AddStringToObject(o, "status", m->rc == EXIT_OK ? "ok" : "failed");
+        if (m->rc != EXIT_OK) cJSON_AddStringToObject(o, "error", m->error);
+        cJSON_AddNumberToObject(o, "seconds", m->seconds);
+        cJSON_AddNumberToObject(o, "input_bytes", m->in_bytes);
+        cJSON_AddNumberToObject(o, "output_bytes", m->out_bytes);
+        cJSON_AddNumberToObject(o, "tiles_before", m->tiles_before);
+        cJSON_AddNumberToObject(o, "tiles_after", m->tiles_after);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON_AddNumberToObject(root, "done", (double)(l->n - failed));
+    cJSON_AddNumberToObject(root, "failed", (double)failed);
+    cJSON_AddNumberToObject(root, "seconds", seconds);
+    if (b->shard_n) {
+        cJSON_AddNumberToObject(root, "shard", b->shard_i);
+        cJSON_AddNumberToObject(root, "shards", b->shard_n);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    char path[PATH_MAX], tmp[PATH_MAX];
+    snprintf(path, sizeof path, "%s/batch.json", b->report_dir);
+    snprintf(tmp, sizeof tmp, "%s/.batch.json.%ld", b->report_dir, (long)getpid());
+    FILE *f = text ? fopen(tmp, "w") : NULL;
+    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = false;
+    free(text);
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return tool_error(EXIT_FAIL, "cannot write '%s'", path);
+    }
+    return EXIT_OK;
+}
+
+int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t n_inputs) {
+    list l = {0};
+    char *skip[2] = {NULL, NULL};
+    if (mkdir(b->outdir, 0777) != 0 && errno != EEXIST)
+        return tool_error(EXIT_FAIL, "cannot make '%s': %s", b->outdir, strerror(errno));
+    if (b->report_dir && mkdir(b->report_dir, 0777) != 0 && errno != EEXIST)
+        return tool_error(EXIT_FAIL, "cannot make '%s': %s", b->report_dir, strerror(errno));
+    skip[0] = realpath(b->outdir, NULL);
+    skip[1] = b->report_dir ? realpath(b->report_dir, NULL) : NULL;
+    int rc = EXIT_OK;
+    for (size_t i = 0; i < n_inputs && rc == EXIT_OK; i++) {
+        struct stat st;
+        if (stat(inputs[i], &st) != 0) {
+            rc = tool_error(EXIT_FAIL, "'%s': %s", inputs[i], strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = walk(&l, inputs[i], "", 0, skip, 2);
+        } else {
+            char rel[PATH_MAX];
+            rel_of_file(inputs[i], rel, sizeof rel);
+            if (add_model(&l, inputs[i], rel)) rc = tool_error(EXIT_FAIL, "out of memory");
+        }
+    }
+    free(skip[0]);
+    free(skip[1]);
+    /* two inputs landing on one output would overwrite each other */
+    if (rc == EXIT_OK && l.n) {
+        qsort(l.m, l.n, sizeof *l.m, by_rel);
+        for (size_t i = 1; i < l.n && rc == EXIT_OK; i++)
+            if (strcmp(l.m[i].rel, l.m[i - 1].rel) == 0)
+                rc = tool_error(EXIT_USAGE, "'%s' and '%s' would both be written to %s/%s",
+                                l.m[i - 1].in, l.m[i].in, b->outdir, l.m[i].rel);
+    }
+    size_t first = 0, count = l.n;
+    if (rc == EXIT_OK) {
+        qsort(l.m, l.n, sizeof *l.m, by_input);
+        if (b->shard_n) {
+            first = l.n * (size_t)b->shard_i / (size_t)b->shard_n;
+            count = l.n * (size_t)(b->shard_i + 1) / (size_t)b->shard_n - first;
+        }
+        if (!l.n) rc = tool_error(EXIT_FAIL, "no .onnx models in the inputs");
+    }
+    size_t failed = 0, done = 0;
+    double t0 = now_s();
+    slot *slots = rc == EXIT_OK ? calloc((size_t)b->jobs, sizeof *slots) : NULL;
+    if (rc == EXIT_OK && !slots) rc = tool_error(EXIT_FAIL, "out of memory");
+    bool shown = b->progress;
+    size_t next = first, running = 0;
+    while (rc == EXIT_OK && (next < first + count || running)) {
+        while (next < first + count && running < (size_t)b->jobs) {
+            if (start(ctx, b, &l.m[next], next, &slots[running]) != 0) {
+                rc = tool_error(EXIT_FAIL, "cannot start a worker: %s", strerror(errno));
+                break;
+            }
+            next++;
+            running++;
+        }
+        if (shown) progress(done, failed, count, running);
+        if (!running) break;
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            rc = tool_error(EXIT_FAIL, "waiting for a worker: %s", strerror(errno));
+            break;
+        }
+        for (size_t k = 0; k < running; k++) {
+            if (slots[k].pid != pid) continue;
+            model *m = &l.m[slots[k].index];
+            reap(&slots[k], m, status);
+            slots[k] = slots[--running];
+            done++;
+            failed += m->rc != EXIT_OK;
+            if (shown) cli_progress_clear();
+            if (!b->quiet) print_row(m);
+            break;
+        }
+    }
+    free(slots);
+    double seconds = now_s() - t0;
+    if (shown) cli_progress_clear();
+    if (rc == EXIT_OK) {
+        double in = 0, out = 0;
+        int tb = 0, ta = 0;
+        for (size_t i = first; i < first + count; i++) {
+            in += l.m[i].in_bytes;
+            out += l.m[i].out_bytes;
+            tb += l.m[i].tiles_before;
+            ta += l.m[i].rc == EXIT_OK ? l.m[i].tiles_after : l.m[i].tiles_before;
+        }
+        char a[32], c[32];
+        if (!b->quiet) {
+            printf("batch: %zu models, %zu done, %zu failed, %.2f s (%.2f models/s, -j %d)\n",
+                   count, count - failed, failed, seconds, seconds > 0 ? count / seconds : 0.0,
+                   b->jobs);
+            printf("  bytes %s -> %s, Tiles %d -> %d (%d removed)\n",
+                   cli_human_bytes(in, a, sizeof a), cli_human_bytes(out, c, sizeof c), tb, ta,
+                   tb - ta);
+            if (b->shard_n)
+                printf("  shard %d of %d: models %zu to %zu of %zu\n", b->shard_i, b->shard_n,
+                       first + 1, first + count, l.n);
+        }
+        if (b->report_dir) {
+            list shard = {l.m + first, count, count};
+            int wrc = write_summary(b, &shard, seconds, failed);
+            if (wrc) rc = wrc;
+        }
+        if (rc == EXIT_OK && failed) rc = EXIT_FAIL;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        free(l.m[i].in);
+        free(l.m[i].rel);
+    }
+    free(l.m);
+    return rc;
+}
