@@ -12,10 +12,10 @@ passes do with payloads they do not change.
 
 For each size it times `tileopt optimize` with the default passes and with
 `--passes none` (load and save only), best wall time of --runs, with the peak
-RSS of that run (the child's own, from wait4), and prints the ratio of each
+RSS of that run (GNU time's %M), and prints the ratio of each
 doubling. ONNX Runtime's basic offline optimizer (bench/ort_offline.js) runs on
-the same models from the smallest size up, until one run takes more than a
-minute (the next size would take longer still).
+the same kind of model from 5k nodes, doubling until one run takes more than a
+minute (the next size would take longer still), beside tileopt's time there.
 
     /usr/bin/python3 bench/bench_scale.py [--sizes 100000,200000,400000,800000]
         [--runs 3] [--tileopt PATH] [--no-ort] [--no-big]
@@ -37,6 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORT_LIMIT_S = 60.0
+ORT_KILL_S = 300
 
 
 def build(n_nodes, big_mb=0):
@@ -91,15 +92,19 @@ def build(n_nodes, big_mb=0):
 
 
 def timed(cmd):
-    """(wall seconds, peak RSS in MB, CompletedProcess-like rc and stderr) of cmd."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
-    rc = os.waitstatus_to_exitcode(status)
-    return wall, ru.ru_maxrss / 1024.0, rc, err
+    """(wall seconds, peak RSS in MB, exit code, stderr) of cmd. The peak comes
+    from GNU time, a small process between: a child forked from this Python
+    (which holds big models) would report the parent's peak as its own."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        t0 = time.perf_counter()
+        cp = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - t0
+        try:
+            kb = float(rss.read().strip().splitlines()[-1])
+        except (ValueError, IndexError):  # killed before time wrote it
+            kb = 0.0
+    return wall, kb / 1024.0, cp.returncode, cp.stderr
 
 
 def best(cmd, runs):
@@ -116,6 +121,31 @@ def ratios(times):
     return ["-"] + [f"{b / a:.2f}x" for a, b in zip(times, times[1:])]
 
 
+def ort_series(a, tmp):
+    """ONNX Runtime's basic offline optimizer from 5k nodes, doubling until a run
+    takes more than a minute (killed after ORT_KILL_S), beside tileopt's time on
+    the same model."""
+    n = 5000
+    while n <= max(int(s) for s in a.sizes.split(",")):
+        src = os.path.join(tmp, f"ort{n}.onnx")
+        onnx.save(build(n), src)
+        t = best([a.tileopt, "optimize", src, "-o", os.path.join(tmp, "o.onnx"), "--quiet"],
+                 a.runs)[0]
+        cmd = ["timeout", str(ORT_KILL_S), "node", os.path.join(HERE, "ort_offline.js"), src,
+               os.path.join(tmp, "ort.onnx"), "basic"]
+        wall, rss, rc, err = timed(cmd)
+        if rc != 0:
+            why = "killed" if rc == 124 else err.strip()[-200:]
+            print(f"ORT basic {n:7d} nodes: no result after {wall:.0f} s ({why}); "
+                  f"tileopt {t:.2f} s", flush=True)
+            return
+        print(f"ORT basic {n:7d} nodes: {wall:7.2f} s {rss:6.0f} MB; tileopt {t:6.2f} s: "
+              f"ORT takes {wall / t:.0f}x tileopt's time", flush=True)
+        if wall > ORT_LIMIT_S:
+            return
+        n *= 2
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100000,200000,400000,800000")
@@ -127,11 +157,9 @@ def main():
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     variants = [("plain", 0)] + ([] if a.no_big else [("+100 MB", 100)])
-    rows = []
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
         for label, mb in variants:
-            default_t, none_t, ort_t = [], [], []
-            ort_stopped = a.no_ort or bool(mb)
+            default_t, none_t = [], []
             for n in sizes:
                 src = os.path.join(tmp, f"m{n}_{mb}.onnx")
                 m = build(n, mb)
@@ -143,27 +171,16 @@ def main():
                 d = best([a.tileopt, "optimize", src, "-o", out, "--quiet"], a.runs)
                 z = best([a.tileopt, "optimize", src, "-o", out, "--passes", "none", "--quiet"],
                          a.runs)
-                o = None
-                if not ort_stopped:
-                    wall, rss, rc, err = timed(["node", os.path.join(HERE, "ort_offline.js"), src,
-                                                os.path.join(tmp, "ort.onnx"), "basic"])
-                    o = (wall, rss) if rc == 0 else None
-                    if rc != 0:
-                        print(f"  ORT failed at {n}: {err.strip()[-300:]}")
-                    ort_stopped = rc != 0 or wall > ORT_LIMIT_S
+                os.unlink(src)
                 default_t.append(d[0])
                 none_t.append(z[0])
-                ort_t.append(o)
-                rows.append((label, nodes, size_mb, d, z, o))
-                ort_s = f"{o[0]:7.2f} s {o[1]:6.0f} MB" if o else "      -"
                 print(f"{label:8} {nodes:7d} nodes {size_mb:6.1f} MB file: default "
-                      f"{d[0]:6.2f} s {d[1]:6.0f} MB | none {z[0]:6.2f} s {z[1]:6.0f} MB | "
-                      f"ORT basic {ort_s}", flush=True)
-            print(f"{label}: per doubling, default {' '.join(ratios(default_t))}; "
-                  f"none {' '.join(ratios(none_t))}")
-            for (n, t, o) in zip(sizes, default_t, ort_t):
-                if o:
-                    print(f"{label}: at {n} nodes ORT basic takes {o[0] / t:.1f}x tileopt's time")
+                      f"{d[0]:6.2f} s {d[1]:6.0f} MB | --passes none {z[0]:6.2f} s "
+                      f"{z[1]:6.0f} MB", flush=True)
+            print(f"{label}: time per doubling, default {' '.join(ratios(default_t))}; "
+                  f"none {' '.join(ratios(none_t))}", flush=True)
+        if not a.no_ort:
+            ort_series(a, tmp)
     return 0
 
 
