@@ -613,6 +613,7 @@ static void bind_dim_param(graph *g, const char *sym, int64_t v) {
 int graph_fix_input_shape(graph_model *m, const char *name, const int64_t *dims,
                           int32_t rank, errbuf *err) {
     graph *g = m->main;
+    m->shapes_current = false; /* inference from the new dims on */
     graph_value *v = graph_find(g, name);
     if (!v || v->input < 0)
         return err_set(err, TILEOPT_MISUSE, "input shape for '%s': the model has no graph "
