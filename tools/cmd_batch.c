@@ -347,20 +347,20 @@ static int write_summary(const batch_opts *b, const list *l, double seconds, siz
 
 int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t n_inputs) {
     list l = {0};
-    char *skip[2] = {NULL, NULL};
-    if (mkdir(b->outdir, 0777) != 0 && errno != EEXIST)
-        return tool_error(EXIT_FAIL, "cannot make '%s': %s", b->outdir, strerror(errno));
-    if (b->report_dir && mkdir(b->report_dir, 0777) != 0 && errno != EEXIST)
-        return tool_error(EXIT_FAIL, "cannot make '%s': %s", b->report_dir, strerror(errno));
-    skip[0] = realpath(b->outdir, NULL);
-    skip[1] = b->report_dir ? realpath(b->report_dir, NULL) : NULL;
+    /* the folders written to, when they exist already, are not searched */
+    char *skip[2] = {realpath(b->outdir, NULL),
+                     b->report_dir ? realpath(b->report_dir, NULL) : NULL};
     int rc = EXIT_OK;
     for (size_t i = 0; i < n_inputs && rc == EXIT_OK; i++) {
         struct stat st;
         if (stat(inputs[i], &st) != 0) {
             rc = tool_error(EXIT_FAIL, "'%s': %s", inputs[i], strerror(errno));
         } else if (S_ISDIR(st.st_mode)) {
+            size_t before = l.n;
             rc = walk(&l, inputs[i], "", 0, skip, 2);
+            if (rc == EXIT_OK && l.n == before)
+                rc = tool_error(EXIT_FAIL, "'%s' is a directory with no .onnx models in it",
+                                inputs[i]);
         } else {
             char rel[PATH_MAX];
             rel_of_file(inputs[i], rel, sizeof rel);
@@ -378,14 +378,18 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
                                 l.m[i - 1].in, l.m[i].in, b->outdir, l.m[i].rel);
     }
     size_t first = 0, count = l.n;
-    if (rc == EXIT_OK) {
+    if (rc == EXIT_OK && l.n) {
         qsort(l.m, l.n, sizeof *l.m, by_input);
         if (b->shard_n) {
             first = l.n * (size_t)b->shard_i / (size_t)b->shard_n;
             count = l.n * (size_t)(b->shard_i + 1) / (size_t)b->shard_n - first;
         }
-        if (!l.n) rc = tool_error(EXIT_FAIL, "no .onnx models in the inputs");
     }
+    /* nothing is created before the list stands */
+    if (rc == EXIT_OK && mkdir(b->outdir, 0777) != 0 && errno != EEXIST)
+        rc = tool_error(EXIT_FAIL, "cannot make '%s': %s", b->outdir, strerror(errno));
+    if (rc == EXIT_OK && b->report_dir && mkdir(b->report_dir, 0777) != 0 && errno != EEXIST)
+        rc = tool_error(EXIT_FAIL, "cannot make '%s': %s", b->report_dir, strerror(errno));
     size_t failed = 0, done = 0;
     double t0 = now_s();
     slot *slots = rc == EXIT_OK ? calloc((size_t)b->jobs, sizeof *slots) : NULL;

@@ -117,7 +117,7 @@ def batch_should_refuse_what_would_overwrite_or_make_no_sense():
         out = os.path.join(d, "out")
         cp = h.tileopt("optimize", a, b, "-o", out)
         assert cp.returncode == 2 and "would both be written" in cp.stderr, cp.stderr
-        assert not os.listdir(out)
+        assert not os.path.exists(out)
         one = os.path.join(a, "bias_tile.onnx")
         for extra in (["-j", "2"], ["--shard", "0/2"]):
             cp = h.tileopt("optimize", one, "-o", os.path.join(d, "o.onnx"), *extra)
