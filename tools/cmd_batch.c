@@ -233,15 +233,25 @@ static void progress(size_t done, size_t failed, size_t total, size_t running) {
     cli_progress(NULL, what, done, total);
 }
 
+/* A path from the disk as printable text: control bytes as \xNN, so a file
+** name cannot drive the terminal (tool_error does the same for its lines). */
+static void put_path(const char *s) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f) printf("\\x%02x", *c);
+        else putchar(*c);
+    }
+}
+
 static void print_row(const model *m) {
     char a[32], b[32];
+    fputs(m->rc == EXIT_OK ? "ok    " : "FAIL  ", stdout);
+    put_path(m->rel);
     if (m->rc == EXIT_OK)
-        printf("ok    %s  %s -> %s  Tile %d -> %d  %.2f s\n", m->rel,
-               cli_human_bytes(m->in_bytes, a, sizeof a),
+        printf("  %s -> %s  Tile %d -> %d  %.2f s\n", cli_human_bytes(m->in_bytes, a, sizeof a),
                cli_human_bytes(m->out_bytes, b, sizeof b), m->tiles_before, m->tiles_after,
                m->seconds);
     else
-        printf("FAIL  %s  %s\n", m->rel, m->error);
+        printf("  %s\n", m->error);
     fflush(stdout);
 }
 
