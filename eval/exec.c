@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #include "eval/eval_impl.h"
 
@@ -54,35 +55,75 @@ static uint64_t item_steps(const tensor *t) {
 
 /* ------------------------------------------------------------ dispatch */
 
+static const struct {
+    const kernel_def *defs;
+    const size_t *count;
+} kernel_tables[] = {
+    {kernel_table_elementwise, &kernel_table_elementwise_count},
+    {kernel_table_shape, &kernel_table_shape_count},
+    {kernel_table_linalg, &kernel_table_linalg_count},
+    {kernel_table_conv, &kernel_table_conv_count},
+    {kernel_table_pool, &kernel_table_pool_count},
+    {kernel_table_norm, &kernel_table_norm_count},
+    {kernel_table_pad, &kernel_table_pad_count},
+    {kernel_table_rnn, &kernel_table_rnn_count},
+    {kernel_table_resize, &kernel_table_resize_count},
+    {kernel_table_index, &kernel_table_index_count},
+    {kernel_table_detect, &kernel_table_detect_count},
+    {kernel_table_quant, &kernel_table_quant_count},
+    {kernel_table_loss, &kernel_table_loss_count},
+    {kernel_table_signal, &kernel_table_signal_count},
+    {kernel_table_string, &kernel_table_string_count},
+    {kernel_table_random, &kernel_table_random_count},
+    {kernel_table_sequence, &kernel_table_sequence_count},
+};
+
+/* Every kernel grouped by op, built once: dispatch runs for every node fold
+** looks at and every node a run executes, and a scan of all the tables each
+** time cost as much as the tables are long. kernel_first[op] .. [op + 1] are
+** op's entries in kernel_by_op; NULL when the build ran out of memory (the
+** scan then serves). */
+static const kernel_def **kernel_by_op;
+static uint32_t kernel_first[OP_COUNT + 1];
+static once_flag kernel_once = ONCE_FLAG_INIT;
+
+static void kernel_index_build(void) {
+    size_t total = 0;
+    for (size_t t = 0; t < countof(kernel_tables); t++) total += *kernel_tables[t].count;
+    const kernel_def **by = malloc((total ? total : 1) * sizeof *by);
+    if (!by) return;
+    uint32_t fill[OP_COUNT];
+    memset(kernel_first, 0, sizeof kernel_first);
+    for (size_t t = 0; t < countof(kernel_tables); t++)
+        for (size_t i = 0; i < *kernel_tables[t].count; i++) {
+            op_id op = kernel_tables[t].defs[i].op;
+            if (op > OP_NONE && op < OP_COUNT) kernel_first[op + 1]++;
+        }
+    for (int op = 0; op < OP_COUNT; op++) kernel_first[op + 1] += kernel_first[op];
+    memcpy(fill, kernel_first, sizeof fill);
+    for (size_t t = 0; t < countof(kernel_tables); t++)
+        for (size_t i = 0; i < *kernel_tables[t].count; i++) {
+            const kernel_def *k = &kernel_tables[t].defs[i];
+            if (k->op > OP_NONE && k->op < OP_COUNT) by[fill[k->op]++] = k;
+        }
+    kernel_by_op = by;
+}
+
 /* The kernel for op at opset: the entry with the highest since <= opset. */
 static const kernel_def *find_kernel(op_id op, int64_t opset) {
-    static const struct {
-        const kernel_def *defs;
-        const size_t *count;
-    } tables[] = {
-        {kernel_table_elementwise, &kernel_table_elementwise_count},
-        {kernel_table_shape, &kernel_table_shape_count},
-        {kernel_table_linalg, &kernel_table_linalg_count},
-        {kernel_table_conv, &kernel_table_conv_count},
-        {kernel_table_pool, &kernel_table_pool_count},
-        {kernel_table_norm, &kernel_table_norm_count},
-        {kernel_table_pad, &kernel_table_pad_count},
-        {kernel_table_rnn, &kernel_table_rnn_count},
-        {kernel_table_resize, &kernel_table_resize_count},
-        {kernel_table_index, &kernel_table_index_count},
-        {kernel_table_detect, &kernel_table_detect_count},
-        {kernel_table_quant, &kernel_table_quant_count},
-        {kernel_table_loss, &kernel_table_loss_count},
-        {kernel_table_signal, &kernel_table_signal_count},
-        {kernel_table_string, &kernel_table_string_count},
-        {kernel_table_random, &kernel_table_random_count},
-        {kernel_table_sequence, &kernel_table_sequence_count},
-    };
     const kernel_def *best = NULL;
-    if (op == OP_NONE) return NULL;
-    for (size_t t = 0; t < countof(tables); t++)
-        for (size_t i = 0; i < *tables[t].count; i++) {
-            const kernel_def *k = &tables[t].defs[i];
+    if (op <= OP_NONE || op >= OP_COUNT) return NULL;
+    call_once(&kernel_once, kernel_index_build);
+    if (kernel_by_op) {
+        for (uint32_t i = kernel_first[op]; i < kernel_first[op + 1]; i++) {
+            const kernel_def *k = kernel_by_op[i];
+            if (k->since <= opset && (!best || k->since > best->since)) best = k;
+        }
+        return best;
+    }
+    for (size_t t = 0; t < countof(kernel_tables); t++)
+        for (size_t i = 0; i < *kernel_tables[t].count; i++) {
+            const kernel_def *k = &kernel_tables[t].defs[i];
             if (k->since <= opset && k->op == op &&
                 (!best || k->since > best->since))
                 best = k;

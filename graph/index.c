@@ -23,8 +23,11 @@ static graph_value *find_hashed(graph *g, const char *name, uint32_t h) {
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
         const graph_slot *s = &g->slots[i];
         if (!s->index) return NULL;
-        if (s->hash == h && strcmp(g->values[s->index - 1].name, name) == 0)
-            return &g->values[s->index - 1];
+        if (s->hash != h) continue;
+        /* node inputs share their value's name string (interned at index time),
+        ** so most hits need no string compare */
+        const char *vn = g->values[s->index - 1].name;
+        if (vn == name || strcmp(vn, name) == 0) return &g->values[s->index - 1];
     }
 }
 
@@ -405,10 +408,12 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
         const Onnx__NodeProto *n = pb->node[i];
         for (size_t k = 0; k < n->n_input; k++) {
             if (!n->input[k][0]) continue;
-            if (!resolve_use(g, n->input[k], (int32_t)i, (int32_t)k))
+            graph_value *v = resolve_use(g, n->input[k], (int32_t)i, (int32_t)k);
+            if (!v)
                 return err_set(err, TILEOPT_INVALID, "node %s (%s) reads undefined value '%s'%s",
                                graph_node_id(g, (int32_t)i), safe(n->op_type), n->input[k],
                                graph_where(g));
+            n->input[k] = (char *)v->name; /* the same text, one string (arena-owned) */
         }
         graph **link = &g->subgraphs[i];
         for (size_t a = 0; a < n->n_attribute; a++) {
