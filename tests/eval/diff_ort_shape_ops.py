@@ -176,7 +176,7 @@ def one_round(seed, d):
 
 
 def main():
-    if not h.ort_available():
+    if not h.ort_available()[0]:
         print("ONNX Runtime not available: skipped")
         return 77
     total = 0

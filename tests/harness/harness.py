@@ -303,6 +303,16 @@ def tensors_equal(a, b):
     return bool(np.array_equal(x, y))
 
 
+def run_ort_tests(namespace, argv=None):
+    """run_tests for a file whose tests compare with ONNX Runtime: 1 with the
+    reason when it is not there."""
+    ok, why = ort_available()
+    if not ok:
+        print(f"ONNX Runtime is needed: {why}")
+        return 1
+    return run_tests(namespace, argv)
+
+
 def run_tests(namespace, argv=None):
     """Run every callable named *_should_* in namespace (in definition order).
 

@@ -362,8 +362,4 @@ def downgrade_should_refuse_what_no_older_form_says():
 
 
 if __name__ == "__main__":
-    ok, why = h.ort_available()
-    if not ok:
-        print(f"ONNX Runtime is needed: {why}")
-        sys.exit(1)
-    sys.exit(h.run_tests(globals()))
+    sys.exit(h.run_ort_tests(globals()))

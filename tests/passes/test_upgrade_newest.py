@@ -198,8 +198,4 @@ def upgrade_should_repeat_group_normalization_scales_per_channel_at_21():
 
 
 if __name__ == "__main__":
-    ok, why = h.ort_available()
-    if not ok:
-        print(f"ONNX Runtime is needed: {why}")
-        sys.exit(1)
-    sys.exit(h.run_tests(globals()))
+    sys.exit(h.run_ort_tests(globals()))

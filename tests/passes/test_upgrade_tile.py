@@ -252,8 +252,4 @@ def upgrade_should_reach_every_target_opset():
 
 
 if __name__ == "__main__":
-    ok, why = h.ort_available()
-    if not ok:
-        print(f"ONNX Runtime unavailable: {why}")
-        sys.exit(1)
-    sys.exit(h.run_tests(globals()))
+    sys.exit(h.run_ort_tests(globals()))
