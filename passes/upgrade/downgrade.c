@@ -19,18 +19,6 @@
 #include "passes/upgrade/opset_table.h"
 #include "passes/upgrade/upgrade_impl.h"
 
-/*
-** What a node uses that a schema version must have: its input slots and its
-** attribute names. Planning rewrites nothing, so an adapter's effect on them is
-** tracked here, for the checks of the steps below it.
-*/
-#define USE_MAX_ATTRS 64
-typedef struct node_use {
-    size_t inputs;
-    const char *attrs[USE_MAX_ATTRS];
-    size_t n_attrs;
-} node_use;
-
 static void use_of(const Onnx__NodeProto *n, node_use *use) {
     use->inputs = n->n_input;
     while (use->inputs > 0 && !graph_node_input(n, use->inputs - 1)) use->inputs--;
@@ -48,12 +36,6 @@ static void use_add(node_use *use, const char *attr) {
     use_del(use, attr);
     if (use->n_attrs < USE_MAX_ATTRS) use->attrs[use->n_attrs++] = attr;
 }
-
-/* A down adapter checks in planning mode (u->plan) and rewrites otherwise; a
-** node it cannot take down gets *why (static text) and is left alone. Either
-** way it notes in use what the node uses after it. */
-typedef int (*down_fn)(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
-                       const char **why);
 
 typedef struct down_adapter {
     const char *op;
@@ -172,19 +154,10 @@ static int down_split_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
 
 /* A constant float scalar (float or double), for Clip's bounds. */
 static int const_float(up *u, graph *g, const char *name, double *out, bool *found) {
-    *found = false;
-    graph_const c;
-    const Onnx__TensorProto *t = graph_const_find(g, name, &c) ? c.tensor : NULL;
-    if (!t) return 0;
-    graph_tensor_data td;
-    int rc = graph_tensor_read(u->m, t, &td, u->err);
-    if (rc) return rc;
-    if (td.numel == 1 && (td.elem == DT_FLOAT || td.elem == DT_DOUBLE)) {
-        *out = td.elem == DT_FLOAT ? ((const float *)td.data)[0] : ((const double *)td.data)[0];
-        *found = true;
-    }
-    if (td.owned) free(td.data);
-    return 0;
+    size_t n = 0;
+    int rc = up_const_floats(u, g, name, out, 1, &n, found);
+    if (!rc && n != 1) *found = false;
+    return rc;
 }
 
 /* Clip-11's min and max inputs back to Clip-6's attributes (absent: Clip-6's
@@ -698,6 +671,28 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
     return NULL;
 }
 
+/* One rewrite of node i, now *node: a down adapter's step, or the expansion
+** below the op's first version. Planning only checks; applying records the
+** step from -> to in the report (with the ops it became, when into is given).
+** *why is set when the node cannot take it. */
+static int run_step(up *u, graph *g, int32_t i, int32_t *node, down_fn fn, node_use *use,
+                    const char *op, int32_t from, int32_t to, const char *into,
+                    const char **why) {
+    cJSON *act = u->plan ? NULL : cJSON_CreateObject();
+    if (!u->plan && !act) return up_nomem(u);
+    int rc = fn(u, g, node, act, use, why);
+    if (rc || *why) {
+        cJSON_Delete(act);
+        return rc;
+    }
+    u->n_work++;
+    if (act) {
+        if (into) cJSON_AddStringToObject(act, "into", into);
+        up_record_step(u, g, i, act, op, from, to);
+    }
+    return 0;
+}
+
 int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
     why[0] = '\0';
     const Onnx__NodeProto *n = graph_node(g, i);
@@ -733,19 +728,12 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
         const down_adapter *d = down_find(op, newer);
         if (d) {
             const char *reason = NULL;
-            cJSON *act = u->plan ? NULL : cJSON_CreateObject();
-            if (!u->plan && !act) return up_nomem(u);
-            int rc = d->fn(u, g, &node, act, &use, &reason);
+            int rc = run_step(u, g, i, &node, d->fn, &use, op, newer, older, NULL, &reason);
             if (rc || reason) {
-                cJSON_Delete(act);
                 if (reason) snprintf(why, cap, "%s", reason);
                 return rc;
             }
-            u->n_work++;
-            if (act) {
-                up_record_step(u, g, i, act, op, newer, older);
-                use_of(graph_node(g, node), &use); /* the rewritten node itself */
-            }
+            if (!u->plan) use_of(graph_node(g, node), &use); /* the rewritten node itself */
             if (fit_down(u, g, node, &use, &e->schemas[k], &e->schemas[k - 1], true, why, cap))
                 return 0;
             continue;
@@ -764,18 +752,7 @@ int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {
     }
     if (!x) return 0;
     const char *reason = NULL;
-    cJSON *act = u->plan ? NULL : cJSON_CreateObject();
-    if (!u->plan && !act) return up_nomem(u);
-    int rc = x->fn(u, g, &node, act, &reason);
-    if (rc || reason) {
-        cJSON_Delete(act);
-        if (reason) snprintf(why, cap, "op does not exist at the target opset: %s", reason);
-        return rc;
-    }
-    u->n_work++;
-    if (act) {
-        cJSON_AddStringToObject(act, "into", x->into);
-        up_record_step(u, g, i, act, op, to, u->tgt);
-    }
-    return 0;
+    int rc = run_step(u, g, i, &node, x->fn, &use, op, to, (int32_t)u->tgt, x->into, &reason);
+    if (reason) snprintf(why, cap, "op does not exist at the target opset: %s", reason);
+    return rc;
 }

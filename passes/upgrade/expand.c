@@ -12,10 +12,8 @@
 ** rewrites nothing, so applying never fails for a reason planning missed.
 */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "graph/const.h"
 #include "passes/passes.h"
 #include "passes/upgrade/upgrade_impl.h"
 
@@ -33,21 +31,10 @@ static bool ops_take(up *u, const char *const *ops, size_t n, int32_t elem, cons
     return true;
 }
 
-/* A node of op whose single output is out when out is a name, else fresh. */
-static int emit_to(up *u, graph *g, int32_t node, const char *op, const char *const *ins,
-                   size_t n_in, const char *out, const char **res, Onnx__NodeProto **np) {
-    if (!out || !*out) return up_emit(u, g, node, op, ins, n_in, res, np);
-    const char *nm = up_fresh(u, g, node, op);
-    if (!nm) return TILEOPT_NOMEM;
-    Onnx__NodeProto *n = graph_add_node(g, op, nm, ins, n_in, &out, 1, NULL);
-    if (!n) return up_nomem(u);
-    *res = out;
-    if (np) *np = n;
-    return 0;
-}
-
 /* HardSwish(x) = x * HardSigmoid(x) with alpha 1/6 and beta 0.5. */
-static int expand_hardswish(up *u, graph *g, int32_t *node, cJSON *act, const char **why) {
+static int expand_hardswish(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                            const char **why) {
+    (void)use; /* these replace the node whole: no older schema checks it after */
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *x = graph_node_input(n, 0);
     static const char *const ops[] = {"HardSigmoid", "Mul"};
@@ -86,14 +73,16 @@ static int expand_compare(up *u, graph *g, int32_t *node, const char **why,
     return expand_or_equal(u, g, node, strict);
 }
 
-static int expand_greater_or_equal(up *u, graph *g, int32_t *node, cJSON *act,
+static int expand_greater_or_equal(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
                                    const char **why) {
+    (void)use; /* these replace the node whole: no older schema checks it after */
     (void)act;
     return expand_compare(u, g, node, why, "Greater");
 }
 
-static int expand_less_or_equal(up *u, graph *g, int32_t *node, cJSON *act,
-                                 const char **why) {
+static int expand_less_or_equal(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                                const char **why) {
+    (void)use; /* these replace the node whole: no older schema checks it after */
     (void)act;
     return expand_compare(u, g, node, why, "Less");
 }
@@ -105,7 +94,9 @@ static int expand_less_or_equal(up *u, graph *g, int32_t *node, cJSON *act,
 ** results, kept dims as the op defines them. The axes are listed, so the rank
 ** must be known.
 */
-static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, const char **why) {
+static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                            const char **why) {
+    (void)use; /* these replace the node whole: no older schema checks it after */
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *x = graph_node_input(n, 0);
     int32_t r = up_rank_of(g, x), elem = up_elem_of(g, x);
@@ -158,7 +149,7 @@ static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, const ch
     const char *i_ve[2] = {var, e};
     if ((rc = up_emit(u, g, *node, "Add", i_ve, 2, &ve, NULL)) ||
         (rc = up_emit(u, g, *node, "Sqrt", &ve, 1, &sd, NULL)) ||
-        (rc = emit_to(u, g, *node, "Reciprocal", &sd, 1, inv_out, &inv, NULL)))
+        (rc = up_emit_as(u, g, *node, "Reciprocal", &sd, 1, inv_out, &inv, NULL)))
         return rc;
     const char *i_norm[2] = {d, inv};
     if ((rc = up_emit(u, g, *node, "Mul", i_norm, 2, &norm, NULL))) return rc;
@@ -169,7 +160,7 @@ static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, const ch
     if (mean_out && *mean_out) {
         /* the mean under its own name: the op's output, in the stash type */
         const char *i_id[1] = {mean};
-        if ((rc = emit_to(u, g, *node, "Identity", i_id, 1, mean_out, &mean, NULL))) return rc;
+        if ((rc = up_emit_as(u, g, *node, "Identity", i_id, 1, mean_out, &mean, NULL))) return rc;
     }
     const char *scale = graph_node_input(n, 1), *bias = graph_node_input(n, 2);
     const char *i_y[2] = {norm, scale};
@@ -193,7 +184,9 @@ static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, const ch
 ** Upsample-7 holds the scales as an attribute, so they must be constant there
 ** (a Resize-11 node sized by its sizes input got constant scales in that step).
 */
-static int expand_resize(up *u, graph *g, int32_t *node, cJSON *act, const char **why) {
+static int expand_resize(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                         const char **why) {
+    (void)use; /* these replace the node whole: no older schema checks it after */
     Onnx__NodeProto *n = graph_node(g, *node);
     if (!ops_take(u, (const char *const[]){"Upsample"}, 1, up_elem_of(g, graph_node_input(n, 0)),
                   why))
@@ -205,26 +198,17 @@ static int expand_resize(up *u, graph *g, int32_t *node, cJSON *act, const char 
         const char *ins[2] = {graph_node_input(n, 0), scales};
         return up_replace_node(u, g, node, "Upsample", ins, 2, 0);
     }
+    double d[64];
     float v[64];
     size_t cnt = 0;
-    graph_const c;
-    const Onnx__TensorProto *t = scales && graph_const_find(g, scales, &c) ? c.tensor : NULL;
-    bool ok = false;
-    if (t) {
-        graph_tensor_data td;
-        int rc = graph_tensor_read(u->m, t, &td, u->err);
-        if (rc) return rc;
-        if (td.elem == DT_FLOAT && td.numel > 0 && td.numel <= 64) {
-            cnt = td.numel;
-            memcpy(v, td.data, cnt * sizeof *v);
-            ok = true;
-        }
-        if (td.owned) free(td.data);
-    }
-    if (!ok) {
+    bool found;
+    int rc = up_const_floats(u, g, scales, d, 64, &cnt, &found);
+    if (rc) return rc;
+    if (!found || cnt == 0) {
         *why = "Upsample-7 holds scales as an attribute: they must be constant";
         return 0;
     }
+    for (size_t i = 0; i < cnt; i++) v[i] = (float)d[i];
     if (u->plan) return 0;
     if (graph_node_set_attr_floats(g, n, "scales", v, cnt)) return up_nomem(u);
     if (act) cJSON_AddItemToObject(act, "scales", cJSON_CreateFloatArray(v, (int)cnt));

@@ -107,6 +107,27 @@ int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *w
     return 0;
 }
 
+int up_const_floats(up *u, graph *g, const char *name, double *out, size_t cap,
+                    size_t *count, bool *found) {
+    *found = false;
+    *count = 0;
+    graph_const c;
+    const Onnx__TensorProto *t = name && graph_const_find(g, name, &c) ? c.tensor : NULL;
+    if (!t) return 0;
+    graph_tensor_data td;
+    int rc = graph_tensor_read(u->m, t, &td, u->err);
+    if (rc) return rc;
+    if ((td.elem == DT_FLOAT || td.elem == DT_DOUBLE) && td.numel <= cap) {
+        for (size_t i = 0; i < td.numel; i++)
+            out[i] = td.elem == DT_FLOAT ? ((const float *)td.data)[i]
+                                         : ((const double *)td.data)[i];
+        *count = (size_t)td.numel;
+        *found = true;
+    }
+    if (td.owned) free(td.data);
+    return 0;
+}
+
 /* A name for a new node or value derived from the node being migrated. */
 static const char *node_hint(graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
@@ -124,7 +145,12 @@ const char *up_fresh(up *u, graph *g, int32_t node, const char *what) {
 /* Add a node producing one fresh value; its name lands in *out. */
 int up_emit(up *u, graph *g, int32_t node, const char *op, const char *const *ins,
             size_t n_in, const char **out, Onnx__NodeProto **np) {
-    const char *o = up_fresh(u, g, node, op);
+    return up_emit_as(u, g, node, op, ins, n_in, NULL, out, np);
+}
+
+int up_emit_as(up *u, graph *g, int32_t node, const char *op, const char *const *ins,
+               size_t n_in, const char *name, const char **out, Onnx__NodeProto **np) {
+    const char *o = name && *name ? name : up_fresh(u, g, node, op);
     const char *nm = o ? up_fresh(u, g, node, op) : NULL;
     if (!nm) return TILEOPT_NOMEM;
     Onnx__NodeProto *n = graph_add_node(g, op, nm, ins, n_in, &o, 1, NULL);

@@ -40,13 +40,30 @@ typedef struct retired {
     adapt_fn fn;
 } retired;
 
-/* expand.c: an op younger than the target opset, rebuilt from older ops (in
-** planning mode only checked); *why is set when it cannot be. */
-typedef int (*expand_fn)(up *u, graph *g, int32_t *node, cJSON *act, const char **why);
+/*
+** What a node uses that a schema version must have, going down: its input slots
+** and its attribute names. Planning rewrites nothing, so a rewrite's effect on
+** them is tracked here, for the checks of the steps below it.
+*/
+#define USE_MAX_ATTRS 64
+typedef struct node_use {
+    size_t inputs;
+    const char *attrs[USE_MAX_ATTRS];
+    size_t n_attrs;
+} node_use;
+
+/* A rewrite going down (downgrade.c's adapters, expand.c's expansions) checks
+** in planning mode (u->plan) and rewrites otherwise; a node it cannot take gets
+** *why (static text) and is left alone. Either way it notes in use what the
+** node uses after it. */
+typedef int (*down_fn)(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                       const char **why);
+
+/* expand.c: an op younger than the target opset, rebuilt from older ops. */
 typedef struct down_expansion {
     const char *op;
     const char *into;        /* the ops it becomes, for the report */
-    expand_fn fn;
+    down_fn fn;
 } down_expansion;
 const down_expansion *up_expansion_find(const char *op);
 
@@ -67,6 +84,10 @@ int32_t up_elem_of(graph *g, const char *name);
 int32_t up_data_elem(up *u, graph *g, int32_t node, const char *name);
 int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *what,
                   int64_t *out, size_t cap, size_t *count, int32_t *elem, bool *found);
+/* The values of a constant float or double tensor of at most cap entries;
+** *found false otherwise (computed at run time, other types, too long). */
+int up_const_floats(up *u, graph *g, const char *name, double *out, size_t cap,
+                    size_t *count, bool *found);
 size_t up_node_inputs(const Onnx__NodeProto *n, const char **ins, size_t cap);
 /* helpers.c: the report's action for node i's step from one version to another
 ** ("upgraded" or "downgraded"), with the adapter's details (taken over). */
@@ -77,6 +98,9 @@ void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step
 const char *up_fresh(up *u, graph *g, int32_t node, const char *what);
 int up_emit(up *u, graph *g, int32_t node, const char *op, const char *const *ins,
             size_t n_in, const char **out, Onnx__NodeProto **np);
+/* The same with the output named name (a fresh name when NULL or empty). */
+int up_emit_as(up *u, graph *g, int32_t node, const char *op, const char *const *ins,
+               size_t n_in, const char *name, const char **out, Onnx__NodeProto **np);
 int up_emit_const(up *u, graph *g, int32_t node, const char *what, int32_t elem,
                   const int64_t *dims, size_t rank, const void *data, size_t nbytes,
                   const char **out);
