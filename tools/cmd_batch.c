@@ -154,6 +154,18 @@ static int make_parents(const char *path) {
     return 0;
 }
 
+/* The folder path, made when missing; a file there is refused before any model
+** runs (each would fail alone otherwise). */
+static int make_folder(const char *path) {
+    struct stat st;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return tool_error(EXIT_FAIL, "cannot make '%s': %s", path, strerror(errno));
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return tool_error(EXIT_FAIL, "'%s' exists and is not a folder: a batch writes a "
+                          "folder of models", path);
+    return EXIT_OK;
+}
+
 /* o[key] as a number, 0 when it is missing (a model that failed early). */
 static double number(const cJSON *o, const char *key) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -396,10 +408,8 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
         }
     }
     /* nothing is created before the list stands */
-    if (rc == EXIT_OK && mkdir(b->outdir, 0777) != 0 && errno != EEXIST)
-        rc = tool_error(EXIT_FAIL, "cannot make '%s': %s", b->outdir, strerror(errno));
-    if (rc == EXIT_OK && b->report_dir && mkdir(b->report_dir, 0777) != 0 && errno != EEXIST)
-        rc = tool_error(EXIT_FAIL, "cannot make '%s': %s", b->report_dir, strerror(errno));
+    if (rc == EXIT_OK) rc = make_folder(b->outdir);
+    if (rc == EXIT_OK && b->report_dir) rc = make_folder(b->report_dir);
     size_t failed = 0, done = 0;
     double t0 = now_s();
     slot *slots = rc == EXIT_OK ? calloc((size_t)b->jobs, sizeof *slots) : NULL;

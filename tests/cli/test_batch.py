@@ -5,8 +5,9 @@ that share a file name never overwrite each other), byte for byte what a run of
 its own writes. A model that fails is a FAIL row and exit 1, and the others are
 still written; --report DIR holds one valid report per model and batch.json;
 --shard I/N splits the sorted list into N slices that cover it once; two inputs
-that would land on one output, and -j or --shard for a single model, are
-refused before any work."""
+that would land on one output, -j or --shard for a single model, a file
+where the output folder goes and folders nested too deep are refused before
+any work."""
 import json
 import os
 import shutil
@@ -129,6 +130,18 @@ def batch_should_refuse_what_would_overwrite_or_make_no_sense():
             assert cp.returncode == 2 and "--shard" in cp.stderr, (bad, cp.stderr)
         cp = h.tileopt("optimize", a, "-o", out, "--report", "-")
         assert cp.returncode == 2, cp.stderr
+        # a file where the output folder would go, and folders nested past the
+        # walk's limit, are refused before any model runs
+        taken = os.path.join(d, "taken")
+        open(taken, "w").close()
+        cp = h.tileopt("optimize", a, "-o", taken)
+        assert cp.returncode == 1 and "is not a folder" in cp.stderr, cp.stderr
+        deep = os.path.join(d, "deep")
+        os.makedirs(os.path.join(deep, *(["n"] * 66)))
+        shutil.copy(os.path.join(h.MODELS, "bias_tile.onnx"), os.path.join(deep, *(["n"] * 66)))
+        cp = h.tileopt("optimize", deep, "-o", os.path.join(d, "deep_out"))
+        assert cp.returncode == 1 and "nest deeper than 64" in cp.stderr, cp.stderr
+        assert not os.path.exists(os.path.join(d, "deep_out"))
         # files named one by one keep their paths as written, so both fit
         cp = h.tileopt("optimize", one, os.path.join(b, "bias_tile.onnx"), "-o", out, "-q")
         assert cp.returncode == 0, cp.stderr
