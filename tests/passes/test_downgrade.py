@@ -329,6 +329,32 @@ def downgrade_should_pad_maxpool_for_ceil_mode_and_take_pad_inputs_back():
     refused(m, 7, "same (MaxPool 12->1: ceil_mode=1 needs known spatial dims, explicit pads")
 
 
+def downgrade_should_refuse_the_older_forms_a_node_does_not_fit():
+    """Resize cubic or with another nearest rounding than floor has no Resize-10
+    form; Upsample-7 needs constant scales; Pad-2 a constant float value;
+    MaxPool-8 no dilations: each refused with its reason, in one error."""
+    sc = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    asym = {"coordinate_transformation_mode": "asymmetric"}
+    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["a"], mode="cubic", name="cubic", **asym),
+             helper.make_node("Resize", ["x", "", "sc"], ["b"], mode="nearest", name="round",
+                              **asym),
+             helper.make_node("Resize", ["x", "", "s"], ["c"], mode="nearest", name="dyn",
+                              nearest_mode="floor", **asym),
+             helper.make_node("Pad", ["x", "pads", "v"], ["d"], name="pad"),
+             helper.make_node("MaxPool", ["x"], ["e"], kernel_shape=[2, 2], dilations=[2, 2],
+                              name="dil")]
+    m = model(nodes, [vi("x", [1, 2, 3, 4]), vi("s", [4]), vi("v", [])],
+              [vi(n, None) for n in "abcde"], 13,
+              [sc, h.i64("pads", [0, 0, 1, 1, 0, 0, 1, 1])])
+    err = refused(m, 8, "cubic (Resize 13->8: Resize-10 has no cubic mode)",
+                  "round (Resize 13->8: Resize-10 rounds nearest with floor only)",
+                  "dyn (Resize 13->8: op does not exist at the target opset: Upsample-7 holds "
+                  "scales as an attribute: they must be constant)",
+                  "pad (Pad 13->2: Pad's constant_value is not a float constant)",
+                  "dil (MaxPool 12->8: MaxPool-8 has no dilations)")
+    assert "5 nodes" in err, err
+
+
 def downgrade_should_list_every_node_it_cannot_take_down():
     nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=1, name="soft"),
              helper.make_node("Celu", ["x"], ["g"], name="celu"),

@@ -197,5 +197,21 @@ def upgrade_should_repeat_group_normalization_scales_per_channel_at_21():
                 assert len(expands) == n_dynamic, (what, [n.op_type for n in up.graph.node])
 
 
+def upgrade_should_refuse_group_normalization_whose_channels_do_not_split():
+    """6 channels in 4 groups have no per-channel repeat: the error names the
+    node and nothing is written."""
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=4,
+                            name="gn")
+    m = model([node], [helper.make_tensor_value_info("x", F, [1, 6, 2])], [out("y")], 18,
+              [numpy_helper.from_array(np.ones(4, np.float32), "s"),
+               numpy_helper.from_array(np.zeros(4, np.float32), "b")])
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "g.onnx"), os.path.join(d, "o.onnx")
+        onnx.save(m, src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--target-opset", 21)
+        assert cp.returncode == 1 and "gn: 6 channels in 4 groups" in cp.stderr, cp.stderr
+        assert not os.path.exists(dst)
+
+
 if __name__ == "__main__":
     sys.exit(h.run_ort_tests(globals()))
