@@ -426,28 +426,29 @@ static const char optimize_help[] =
     "  -q, --quiet               no progress and no summary (default: progress on a\n"
     "                            terminal, summary on stdout)\n";
 
-static int cmd_optimize_args(tileopt_ctx *ctx, int argc, char **argv, opt_args *ap,
-                             char **inputs, size_t *n_inputs, int *jobs, int *shard_i,
-                             int *shard_n);
-static int run_optimize(tileopt_ctx *ctx, const opt_args *ap, char **inputs, size_t n_inputs,
-                        int jobs, int shard_i, int shard_n);
+/* The command line of `optimize`: one model's options, its inputs, and the
+** batch's. */
+typedef struct opt_cmd {
+    opt_args a;
+    char **inputs;
+    size_t n_inputs;
+    int jobs, shard_i, shard_n; /* 0: not given */
+} opt_cmd;
+
+static int parse_args(tileopt_ctx *ctx, int argc, char **argv, opt_cmd *c);
+static int run_optimize(tileopt_ctx *ctx, opt_cmd *c);
 
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
     if (cli_wants_help(argc, argv, optimize_help)) return EXIT_OK;
-    opt_args a = {0};
-    char **inputs = calloc((size_t)argc, sizeof *inputs);
-    if (!inputs) return tool_error(EXIT_FAIL, "out of memory");
-    size_t n_inputs = 0;
-    int jobs = 0, shard_i = 0, shard_n = 0;
-    int rc = cmd_optimize_args(ctx, argc, argv, &a, inputs, &n_inputs, &jobs, &shard_i, &shard_n);
-    if (rc == EXIT_OK) rc = run_optimize(ctx, &a, inputs, n_inputs, jobs, shard_i, shard_n);
-    free(inputs);
+    opt_cmd c = {.inputs = calloc((size_t)argc, sizeof *c.inputs)};
+    if (!c.inputs) return tool_error(EXIT_FAIL, "out of memory");
+    int rc = parse_args(ctx, argc, argv, &c);
+    if (rc == EXIT_OK) rc = run_optimize(ctx, &c);
+    free(c.inputs);
     return rc;
 }
 
-static int cmd_optimize_args(tileopt_ctx *ctx, int argc, char **argv, opt_args *ap,
-                             char **inputs, size_t *n_inputs, int *jobs, int *shard_i,
-                             int *shard_n) {
+static int parse_args(tileopt_ctx *ctx, int argc, char **argv, opt_cmd *c) {
     opt_args a = {0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -475,10 +476,10 @@ static int cmd_optimize_args(tileopt_ctx *ctx, int argc, char **argv, opt_args *
             long j = has_next ? strtol(argv[i + 1], &end, 10) : 0;
             if (!has_next || *end || end == argv[i + 1] || j < 1 || j > 4096)
                 return tool_error(EXIT_USAGE, "%s needs a number of jobs from 1 to 4096", s);
-            *jobs = (int)j;
+            c->jobs = (int)j;
             i++;
         } else if (strcmp(s, "--shard") == 0) {
-            if (!has_next || !parse_shard(argv[i + 1], shard_i, shard_n))
+            if (!has_next || !parse_shard(argv[i + 1], &c->shard_i, &c->shard_n))
                 return tool_error(EXIT_USAGE, "--shard needs I/N with 0 <= I < N");
             i++;
         } else if (s[0] == '-' && s[1]) {
@@ -487,22 +488,21 @@ static int cmd_optimize_args(tileopt_ctx *ctx, int argc, char **argv, opt_args *
             if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
             if (rc) return rc;
         } else {
-            inputs[(*n_inputs)++] = argv[i];
+            c->inputs[c->n_inputs++] = argv[i];
         }
     }
-    if (!*n_inputs) return tool_error(EXIT_USAGE, "optimize needs an input model");
-    a.in = inputs[0];
+    if (!c->n_inputs) return tool_error(EXIT_USAGE, "optimize needs an input model");
+    a.in = c->inputs[0];
     if (!a.out) return tool_error(EXIT_USAGE, "optimize needs -o OUT.onnx");
-    *ap = a;
+    c->a = a;
     return EXIT_OK;
 }
 
-static int run_optimize(tileopt_ctx *ctx, const opt_args *ap, char **inputs, size_t n_inputs,
-                        int jobs, int shard_i, int shard_n) {
-    opt_args a = *ap;
+static int run_optimize(tileopt_ctx *ctx, opt_cmd *c) {
+    opt_args a = c->a;
     struct stat st;
-    bool batch = n_inputs > 1 || (stat(inputs[0], &st) == 0 && S_ISDIR(st.st_mode));
-    if (!batch && (jobs || shard_n))
+    bool batch = c->n_inputs > 1 || (stat(a.in, &st) == 0 && S_ISDIR(st.st_mode));
+    if (!batch && (c->jobs || c->shard_n))
         return tool_error(EXIT_USAGE, "-j and --shard apply to several models or a folder");
     const char *names[64];
     size_t n_names;
@@ -515,9 +515,9 @@ static int run_optimize(tileopt_ctx *ctx, const opt_args *ap, char **inputs, siz
             return tool_error(EXIT_USAGE, "--report - writes one report: a batch needs a folder");
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         batch_opts b = {&a, a.out, a.report, names, n_names,
-                        jobs ? jobs : (cores > 0 ? (int)cores : 1), shard_i, shard_n,
-                        a.quiet, tty, optimize_checked};
-        return cmd_batch(ctx, &b, inputs, n_inputs);
+                        c->jobs ? c->jobs : (cores > 0 ? (int)cores : 1), c->shard_i,
+                        c->shard_n, a.quiet, tty, optimize_checked};
+        return cmd_batch(ctx, &b, c->inputs, c->n_inputs);
     }
     int prc = check_paths(&a);
     if (prc) return prc;
