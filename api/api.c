@@ -48,6 +48,7 @@ void tileopt_ctx_free(tileopt_ctx *ctx) {
     if (!ctx) return;
     tbuf_cache_drop();
     cJSON_Delete(ctx->report);
+    cJSON_Delete(ctx->report_full);
     for (size_t i = 0; i < ctx->n_input_shapes; i++) free(ctx->input_shapes[i].name);
     free(ctx->input_shapes);
     free(ctx);

@@ -20,7 +20,8 @@ struct tileopt_ctx {
     api_input_shape *input_shapes;
     size_t n_input_shapes;
     errbuf err;
-    cJSON *report;           /* NULL until tileopt_report_begin() */
+    cJSON *report;           /* NULL until tileopt_report_begin(); actions as text */
+    cJSON *report_full;      /* the last tileopt_report_json(), actions parsed */
     tileopt_progress_fn progress;
     void *progress_user;
     tileopt_temp_fn temp_hook;
@@ -75,8 +76,8 @@ void api_count(const graph_model *m, api_counts *c);
 void api_counts_free(api_counts *c);
 /* The model's opset_import as a JSON array of {domain, version}. */
 cJSON *api_opsets_json(const graph_model *m);
-/* JSON text for reports and inspect: exact int64s, \xNN for bytes that are not
-** UTF-8. Free with free(). */
+/* JSON text for reports and inspect (pass_json_write, pretty): exact int64s,
+** \xNN for bytes that are not UTF-8. Free with free(). */
 char *api_json_print(const cJSON *root);
 
 #endif

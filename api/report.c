@@ -143,81 +143,38 @@ tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
     return TILEOPT_OK;
 }
 
-/*
-** JSON text that any parser reads back exactly: integers as integers, never in
-** exponent form (an opset of 2^62 is not 4.611686018427388e+18), with the exact
-** digits pass_json_int kept; and valid UTF-8, names from the model included,
-** with each byte that is not UTF-8 written as the text \xNN, as error messages
-** do. The tree stays as callers of tileopt_report_json see it: a copy is printed.
-*/
-/* s with each byte that is not UTF-8 written as the text \xNN; NULL when s is
-** valid already (or out of memory, which leaves s as it is). */
-static char *utf8_fixed(const char *s) {
-    const unsigned char *t = (const unsigned char *)s;
-    size_t n = strlen(s), bad = 0;
-    for (size_t i = 0, len; i < n; i += len ? len : 1)
-        if (!(len = graph_utf8_len(t + i, n - i))) bad++;
-    char *fixed = bad ? malloc(n + 3 * bad + 1) : NULL;
-    if (!fixed) return NULL;
-    size_t k = 0;
-    for (size_t i = 0, len; i < n; i += len ? len : 1) {
-        len = graph_utf8_len(t + i, n - i);
-        if (len) {
-            memcpy(fixed + k, t + i, len);
-            k += len;
-        } else {
-            k += (size_t)sprintf(fixed + k, "\\x%02x", t[i]);
-        }
-    }
-    fixed[k] = '\0';
-    return fixed;
-}
-
-static void make_printable(cJSON *item) {
-    for (; item; item = item->next) {
-        /* Keys come from the model too (a dim_param naming a verify input). */
-        char *key = item->string ? utf8_fixed(item->string) : NULL;
-        if (key && !(item->type & cJSON_StringIsConst)) {
-            free(item->string);
-            item->string = key;
-        } else {
-            free(key);
-        }
-        if (cJSON_IsNumber(item)) {
-            char text[32];
-            const char *exact = item->valuestring;
-            double v = item->valuedouble;
-            if (!exact && v == floor(v) && fabs(v) < 9.2e18) {
-                snprintf(text, sizeof text, "%lld", (long long)v);
-                exact = text;
-            }
-            char *copy = exact ? strdup(exact) : NULL;
-            if (copy) {
-                free(item->valuestring);
-                item->valuestring = copy;
-                item->type = cJSON_Raw | (item->type & cJSON_StringIsConst);
-            }
-        } else if (cJSON_IsString(item) && item->valuestring) {
-            char *fixed = utf8_fixed(item->valuestring);
-            if (fixed) {
-                free(item->valuestring);
-                item->valuestring = fixed;
-            }
-        }
-        make_printable(item->child);
-    }
-}
-
 char *api_json_print(const cJSON *root) {
-    cJSON *copy = cJSON_Duplicate(root, 1);
-    if (!copy) return NULL;
-    make_printable(copy);
-    char *text = cJSON_Print(copy);
-    cJSON_Delete(copy);
-    return text;
+    pass_text t = {0};
+    pass_json_write(&t, root, 0, true);
+    pass_text_put(&t, "", 1);
+    if (t.failed) {
+        free(t.p);
+        return NULL;
+    }
+    return t.p;
 }
 
-const void *tileopt_report_json(const tileopt_ctx *ctx) { return ctx->report; }
+const void *tileopt_report_overview(const tileopt_ctx *ctx) { return ctx->report; }
+
+/* The overview with each pass's actions text parsed into an array. */
+const void *tileopt_report_json(tileopt_ctx *ctx) {
+    cJSON_Delete(ctx->report_full);
+    ctx->report_full = NULL;
+    if (!ctx->report) return NULL;
+    cJSON *full = cJSON_Duplicate(ctx->report, 1);
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(full, "passes")) {
+        cJSON *raw = cJSON_GetObjectItemCaseSensitive(e, "actions");
+        cJSON *arr = cJSON_IsRaw(raw) ? cJSON_Parse(raw->valuestring) : NULL;
+        if (!arr || !cJSON_ReplaceItemInObjectCaseSensitive(e, "actions", arr)) {
+            cJSON_Delete(arr);
+            cJSON_Delete(full);
+            return NULL;
+        }
+    }
+    ctx->report_full = full;
+    return full;
+}
 
 tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out) {
     *out = ctx->report ? api_json_print(ctx->report) : NULL;
@@ -258,19 +215,19 @@ static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pas
                                int round, bool *changed, bool *fold_again) {
     const char *name = p->name;
     cJSON *entry = cJSON_CreateObject();
-    cJSON *actions = cJSON_CreateArray();
+    pass_log *log = pass_log_new();
     cJSON *scratch_warnings = cJSON_CreateArray();
     cJSON *warnings = ctx_report_section(ctx, "warnings", 1);
-    if (!entry || !actions || !scratch_warnings) {
+    if (!entry || !log || !scratch_warnings) {
         cJSON_Delete(entry);
-        cJSON_Delete(actions);
+        pass_log_free(log);
         cJSON_Delete(scratch_warnings);
         return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     }
     pass_ctx pc = {
         .model = model->g,
         .opt = &ctx->opt,
-        .actions = actions,
+        .log = log,
         .warnings = warnings ? warnings : scratch_warnings,
         .err = &ctx->err,
         .progress = ctx->progress,
@@ -291,11 +248,25 @@ static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pas
         pass_snapshot_free(snap);
     }
     if (pc.changed || changes) model->g->shapes_current = false;
+    char *actions = NULL;
+    size_t n_changed = 0, n_skipped = 0;
+    int lrc = pass_log_finish(log, &actions, &n_changed, &n_skipped);
+    pass_log_free(log);
+    cJSON *raw = actions ? cJSON_CreateRaw("") : NULL;
+    if (raw) { /* the text is taken over, not copied: it can be big */
+        free(raw->valuestring);
+        raw->valuestring = actions;
+    } else {
+        free(actions);
+        if (!rc) rc = err_set(&ctx->err, lrc ? lrc : TILEOPT_NOMEM, "out of memory");
+    }
     cJSON_AddStringToObject(entry, "name", name);
     if (round > 1) cJSON_AddNumberToObject(entry, "round", round);
     cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);
     cJSON_AddBoolToObject(entry, "changed", pc.changed);
-    cJSON_AddItemToObject(entry, "actions", actions);
+    cJSON_AddNumberToObject(entry, "nodes_changed", (double)n_changed);
+    cJSON_AddNumberToObject(entry, "nodes_skipped", (double)n_skipped);
+    cJSON_AddItemToObject(entry, "actions", raw ? raw : cJSON_CreateArray());
     if (changes) cJSON_AddItemToObject(entry, "changes", changes);
     if (rc) cJSON_AddStringToObject(entry, "error", ctx->err.msg);
     cJSON *passes = ctx_report_section(ctx, "passes", 1);

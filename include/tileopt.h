@@ -209,8 +209,18 @@ TILEOPT_API tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model 
                                                 const char *input_path);
 TILEOPT_API tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
                                               const char *output_path);
-/* Borrowed cJSON object (a `const struct cJSON *`), owned by ctx. */
-TILEOPT_API const void *tileopt_report_json(const tileopt_ctx *ctx);
+/* The report as a borrowed cJSON object (a `const struct cJSON *`), owned by
+** ctx, except that each pass's "actions" is a cJSON_Raw item holding the JSON
+** text of the array. A big model's passes act on hundreds of thousands of
+** nodes, and a tree of their actions would cost several times their text; the
+** counts a summary needs are in each pass entry (nodes_changed, nodes_skipped).
+** Valid until the next call on ctx that runs a pass or changes the report. */
+TILEOPT_API const void *tileopt_report_overview(const tileopt_ctx *ctx);
+/* The whole report as a cJSON object, each pass's actions an array: built from
+** the overview on each call (parsing the actions), borrowed, owned by ctx,
+** valid until the next call on ctx. NULL before tileopt_report_begin() or when
+** out of memory. */
+TILEOPT_API const void *tileopt_report_json(tileopt_ctx *ctx);
 /* The report as a new string, freed with tileopt_free(). */
 TILEOPT_API tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out);
 /* Write the report to path atomically (a temporary file beside it, then rename):

@@ -73,8 +73,6 @@ struct pass_snapshot {
     size_t n_opsets;
     const char **opset_domain;
     int64_t *opset_version;
-    char **keys;             /* node keys the actions name (the table points at them) */
-    size_t n_keys;
 };
 
 /* ----------------------------------------------------------- hash tables */
@@ -278,8 +276,6 @@ void pass_snapshot_free(pass_snapshot *s) {
     free(s->node_set);
     free(s->opset_domain);
     free(s->opset_version);
-    for (size_t i = 0; i < s->n_keys; i++) free(s->keys[i]);
-    free(s->keys);
     free(s);
 }
 
@@ -308,42 +304,6 @@ static const char *node_id(const Onnx__NodeProto *n, uint32_t index, char *buf, 
     if (n->name && n->name[0]) return n->name;
     snprintf(buf, cap, "#%u", index);
     return buf;
-}
-
-/* A "graph path \x1f node id" key for the set of nodes the actions name. */
-static char *node_key(const char *path, const char *id) {
-    size_t len = (path ? strlen(path) : 0) + strlen(id) + 2;
-    char *k = malloc(len);
-    if (k) snprintf(k, len, "%s\x1f%s", path ? path : "", id);
-    return k;
-}
-
-/* The nodes the pass's actions name (by "node", and by "tile" for the Tile a
-** fused consumer no longer reads), as keys in s's table under kind K_COUNT. */
-static int named_nodes(pass_snapshot *s, const cJSON *actions) {
-    const cJSON *a;
-    size_t n = (size_t)cJSON_GetArraySize(actions) * 2;
-    s->keys = calloc(n ? n : 1, sizeof *s->keys);
-    if (!s->keys) return TILEOPT_NOMEM;
-    int rc = TILEOPT_OK;
-    cJSON_ArrayForEach(a, actions) {
-        const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
-        if (!kind || strcmp(kind, "skipped") == 0) continue;
-        const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "graph"));
-        static const char *const keys_naming[] = {"node", "tile"};
-        for (size_t j = 0; !rc && j < 2; j++) {
-            const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, keys_naming[j]));
-            if (!id) continue;
-            char *key = node_key(path, id);
-            if (!key) rc = TILEOPT_NOMEM;
-            else {
-                s->keys[s->n_keys++] = key;
-                rc = mark(s, NULL, key, K_COUNT, SEEN_BEFORE);
-            }
-        }
-        if (rc) break;
-    }
-    return rc;
 }
 
 static cJSON *name_ref(pass_snapshot *s, const item *it) {
@@ -410,30 +370,16 @@ static int opset_changes(pass_snapshot *s, graph_model *m, cJSON *changes) {
 
 /* A node gone without an action naming it: graph_commit swept it because
 ** nothing read its outputs. */
-static int swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) {
-    if (!s->keys) {
-        int rc = named_nodes(s, pc->actions);
-        if (rc) return rc;
-    }
+static void swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) {
     const Onnx__NodeProto *n = s->graphs[gi].nodes[i];
     char buf[32];
     const char *id = node_id(n, i, buf, sizeof buf);
     const char *path = graph_path_of(s, gi);
-    char *key = node_key(path, id);
-    if (!key) return TILEOPT_NOMEM;
-    bool named = seen_of(s, NULL, key, K_COUNT) != 0;
-    free(key);
-    if (named) return TILEOPT_OK;
-    cJSON *a = cJSON_CreateObject();
-    if (!a) return TILEOPT_NOMEM;
-    pass_add_text(a, "node", id);
-    pass_add_text(a, "op", n->op_type && n->op_type[0] ? n->op_type : "?");
-    if (path) pass_add_text(a, "graph", path);
-    pass_add_static(a, "action", "eliminated");
+    if (pass_log_names(pc->log, path, id)) return;
+    cJSON *a = pass_log_begin(pc->log, id, n->op_type && n->op_type[0] ? n->op_type : "?", path,
+                              "eliminated");
     pass_add_static(a, "rule", "outputs unused");
-    cJSON_AddItemToArray(pc->actions, a);
     pc->changed = true;
-    return TILEOPT_OK;
 }
 
 int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
@@ -459,7 +405,7 @@ int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
     for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {
         const snap_graph *sg = &s->graphs[gi];
         for (uint32_t i = 0; !rc && sg->alive && i < sg->n_nodes; i++)
-            if (sg->nodes[i] && !(*node_slot(s, sg->nodes[i]) & 1)) rc = swept_node(s, pc, gi, i);
+            if (sg->nodes[i] && !(*node_slot(s, sg->nodes[i]) & 1)) swept_node(s, pc, gi, i);
     }
     /* Added: initializers and graph inputs of graphs that were there before. */
     for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {

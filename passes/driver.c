@@ -16,45 +16,26 @@ void pass_options_default(pass_options *o) {
     eval_limits_default(&o->eval_lim);
 }
 
-/* The action names the report schema knows, held here so records can point at
-** them instead of copying. */
-static const char *const action_names[] = {"upgraded", "downgraded", "folded", "fused",
-                                           "eliminated", "rewritten", "skipped"};
-
+/* o is NULL when the log ran out of memory (its finish reports it). */
 void pass_add_text(cJSON *o, const char *key, const char *text) {
-    cJSON_AddItemToObjectCS(o, key, cJSON_CreateString(text));
+    if (o) cJSON_AddItemToObjectCS(o, key, cJSON_CreateString(text));
 }
 
 void pass_add_static(cJSON *o, const char *key, const char *text) {
-    cJSON_AddItemToObjectCS(o, key, cJSON_CreateStringReference(text));
+    if (o) cJSON_AddItemToObjectCS(o, key, cJSON_CreateStringReference(text));
 }
 
 void pass_add_number(cJSON *o, const char *key, double v) {
-    cJSON_AddItemToObjectCS(o, key, cJSON_CreateNumber(v));
+    if (o) cJSON_AddItemToObjectCS(o, key, cJSON_CreateNumber(v));
 }
 
 cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action) {
-    cJSON *a = cJSON_CreateObject();
-    if (!a) return NULL;
-    if (g && node >= 0) {
-        const Onnx__NodeProto *n = graph_node(g, node);
-        pass_add_text(a, "node", graph_node_id(g, node));
-        pass_add_text(a, "op", n->op_type ? n->op_type : "");
-        char buf[512];
-        const char *path = graph_path(g, buf, sizeof buf);
-        if (path) pass_add_text(a, "graph", path);
-    } else {
-        pass_add_static(a, "node", "");
-        pass_add_static(a, "op", "");
-    }
-    const char *known = NULL;
-    for (size_t i = 0; i < countof(action_names) && !known; i++)
-        if (strcmp(action, action_names[i]) == 0) known = action_names[i];
-    if (known) pass_add_static(a, "action", known);
-    else pass_add_text(a, "action", action);
-    cJSON_AddItemToArray(pc->actions, a);
     if (strcmp(action, "skipped") != 0) pc->changed = true;
-    return a;
+    if (!g || node < 0) return pass_log_begin(pc->log, "", "", NULL, action);
+    const Onnx__NodeProto *n = graph_node(g, node);
+    char buf[512];
+    return pass_log_begin(pc->log, graph_node_id(g, node), n->op_type ? n->op_type : "",
+                          graph_path(g, buf, sizeof buf), action);
 }
 
 cJSON *pass_skip(pass_ctx *pc, graph *g, int32_t node, const char *fmt, ...) {

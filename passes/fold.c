@@ -1066,40 +1066,22 @@ static bool tile_open(graph *g) {
 ** round is linear; the rounds stop when one folds nothing. */
 #define FOLD_MAX_ROUNDS 8
 
-/* Move from's actions to the end of to (the skips too only with skips set);
-** returns how many that are no skips moved. */
-static int move_actions(cJSON *from, cJSON *to, bool skips) {
-    int done = 0;
-    for (cJSON *a = from->child, *next; a; a = next) {
-        next = a->next;
-        const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
-        bool skip = kind && strcmp(kind, "skipped") == 0;
-        if (skip && !skips) continue;
-        cJSON_AddItemToArray(to, cJSON_DetachItemViaPointer(from, a));
-        done += !skip;
-    }
-    return done;
-}
-
 int pass_fold(pass_ctx *pc) {
     graph_model *m = pc->model;
-    cJSON *all = pc->actions;
     int rc = TILEOPT_OK;
     for (int round = 0; round < FOLD_MAX_ROUNDS && !rc; round++) {
-        cJSON *mine = cJSON_CreateArray();
-        if (!mine) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
-        pc->actions = mine;
+        size_t mark = pass_log_mark(pc->log);
+        bool changed = pc->changed;
+        pc->changed = false;
         rc = infer_shapes(m, pc->err);
         if (!rc) rc = fold_tree(pc, m->main, tile_open(m->main));
         if (!rc) rc = graph_commit(m->main, pc->err);
-        pc->actions = all;
         /* a round that folds nothing is the last; its skips say why what is
         ** left stays (earlier rounds' skips are stale) */
-        int done = move_actions(mine, all, false);
-        bool last = rc || done == 0 || round + 1 == FOLD_MAX_ROUNDS;
-        if (last) move_actions(mine, all, true);
-        cJSON_Delete(mine);
+        bool last = rc || !pc->changed || round + 1 == FOLD_MAX_ROUNDS;
+        pc->changed |= changed;
         if (last) break;
+        pass_log_drop_skips(pc->log, mark);
     }
     return rc;
 }

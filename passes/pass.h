@@ -4,7 +4,7 @@
 ** A pass is small: a cheap match, guards that record why they skip, a rewrite
 ** through the graph API, deferred deletion, then graph_commit().
 **
-** Files call only files before them in opset_table -> driver -> changes ->
+** Files call only files before them in opset_table -> log -> driver -> changes ->
 ** upgrade -> fold -> fuse -> registry: the passes use the driver's helpers and
 ** only the registry names the passes (tests/harness/file_cycles.py fails on any
 ** two files that call each other).
@@ -33,10 +33,49 @@ typedef struct pass_options {
 } pass_options;
 void pass_options_default(pass_options *o);
 
+/*
+** Text and the JSON writer (passes/log.c). pass_text grows as text is put; a
+** failed allocation sets failed and drops what follows. pass_json_write puts
+** item as JSON: integers exact (with the digits pass_json_int keeps), bytes
+** that are not UTF-8 as the text \xNN, raw items as they are; pretty puts each
+** object member on a line of its own, indented with tabs from depth.
+*/
+typedef struct pass_text {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} pass_text;
+void pass_text_put(pass_text *t, const char *s, size_t n);
+void pass_json_write(pass_text *t, const cJSON *item, int depth, bool pretty);
+
+/*
+** The actions of one pass run (passes/log.c), held as JSON text. pass_log_begin
+** writes a record's node, op, graph (NULL in the main graph) and action, and
+** returns an object for the record's other members, which the next begin (or
+** mark, or finish) writes out and empties: fill it at once, never keep it.
+** NULL when out of memory (the finish then fails).
+**
+** pass_log_mark and pass_log_drop_skips take out the skips recorded since a
+** mark (fold's rounds keep only the last round's). pass_log_names tells
+** whether a record that is no skip names the node (as "node", or as "tile" of
+** a fused consumer). pass_log_finish gives the records as the JSON text of an
+** array (malloc'd, NUL-terminated, laid out for a pass entry of the report)
+** and how many distinct nodes were changed and skipped.
+*/
+typedef struct pass_log pass_log;
+pass_log *pass_log_new(void);
+void pass_log_free(pass_log *l);
+cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
+                      const char *action);
+size_t pass_log_mark(pass_log *l);
+void pass_log_drop_skips(pass_log *l, size_t mark);
+bool pass_log_names(const pass_log *l, const char *graph, const char *node);
+int pass_log_finish(pass_log *l, char **json, size_t *changed, size_t *skipped);
+
 typedef struct pass_ctx {
     graph_model *model;
     const pass_options *opt;
-    cJSON *actions;          /* array: this pass's actions */
+    pass_log *log;           /* this pass's actions */
     cJSON *warnings;         /* array of strings: the report's warnings */
     bool changed;
     /* set by a rewrite that leaves an op whose inputs are all constant (fuse
@@ -61,9 +100,10 @@ extern const size_t pass_count;
 const pass_def *pass_find(const char *name);
 
 /*
-** A new action object appended to pc->actions: {"node", "op", "action"}, plus
-** "graph" when the node sits in a subgraph. Add details with cJSON_Add*ToObject.
-** action is one of upgraded, folded, fused, eliminated, rewritten, skipped.
+** A new action in pc->log: {"node", "op", "action"}, plus "graph" when the node
+** sits in a subgraph. Add details to the object returned with cJSON_Add*ToObject
+** (see pass_log_begin: at once). action is one of upgraded, downgraded, folded,
+** fused, eliminated, rewritten, skipped.
 */
 cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action);
 /* A string member of a report record under a static key (a literal): text is

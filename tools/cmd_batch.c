@@ -196,7 +196,7 @@ static void child_run(tileopt_ctx *ctx, const batch_opts *b, const model *m, int
     } else {
         if (b->report_dir) a.report = rep;
         r.rc = b->one(ctx, &a, b->passes, b->n_passes);
-        const cJSON *report = tileopt_report_json(ctx);
+        const cJSON *report = tileopt_report_overview(ctx);
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(report, "input");
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(report, "output");
         r.in_bytes = number(in, "file_bytes");

@@ -131,46 +131,6 @@ static double default_opset(const cJSON *summary) {
     return 0;
 }
 
-static int cmp_str(const void *x, const void *y) {
-    return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
-/* Nodes a pass acted on (each counted once, whatever number of actions it
-** got) and nodes it skipped: the keys sorted, the distinct ones counted (a
-** pass may act on hundreds of thousands of nodes). */
-static void pass_node_counts(const cJSON *pass, int *done, int *skipped) {
-    const cJSON *actions = cJSON_GetObjectItemCaseSensitive(pass, "actions");
-    int n = cJSON_GetArraySize(actions), k = 0;
-    char **keys = n > 0 ? calloc((size_t)n, sizeof *keys) : NULL;
-    const cJSON *a;
-    *done = *skipped = 0;
-    cJSON_ArrayForEach(a, actions) {
-        const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
-        const char *node = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "node"));
-        const char *graph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "graph"));
-        bool skip = kind && strcmp(kind, "skipped") == 0;
-        char key[1024];
-        snprintf(key, sizeof key, "%c%s/%s", skip ? 's' : 'd', graph ? graph : "",
-                 node ? node : "");
-        char *copy = keys ? strdup(key) : NULL;
-        if (copy) {
-            keys[k++] = copy;
-        } else { /* out of memory: every action counts */
-            if (skip) ++*skipped;
-            else ++*done;
-        }
-    }
-    if (k) qsort(keys, (size_t)k, sizeof *keys, cmp_str);
-    for (int i = 0; i < k; i++) {
-        if (i == 0 || strcmp(keys[i], keys[i - 1]) != 0) {
-            if (keys[i][0] == 's') ++*skipped;
-            else ++*done;
-        }
-    }
-    for (int i = 0; i < k; i++) free(keys[i]);
-    free(keys);
-}
-
 /* One row per op type, nodes before and after: changed rows first, then the
 ** rest, each group most frequent first. */
 static void print_op_table(FILE *f, const cJSON *before, const cJSON *after) {
@@ -238,7 +198,7 @@ static void print_sizes(FILE *f, const cJSON *in, const cJSON *out) {
 
 static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
     cli_progress_clear();
-    const cJSON *r = tileopt_report_json(ctx);
+    const cJSON *r = tileopt_report_overview(ctx);
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(r, "output");
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
@@ -246,8 +206,7 @@ static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out, "path")));
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "passes")) {
-        int done, skipped;
-        pass_node_counts(p, &done, &skipped);
+        int done = (int)NUM(p, "nodes_changed"), skipped = (int)NUM(p, "nodes_skipped");
         fprintf(f, "  %-8s %4d node%s changed, %4d skipped, %.1f ms",
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done,
                 done == 1 ? "" : "s", skipped, NUM(p, "duration_ms"));
@@ -292,7 +251,7 @@ static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
 
 /* Whether the last pass the report lists is `name` and failed. */
 static bool failed_pass_is(tileopt_ctx *ctx, const char *name) {
-    const cJSON *passes = cJSON_GetObjectItemCaseSensitive(tileopt_report_json(ctx), "passes");
+    const cJSON *passes = cJSON_GetObjectItemCaseSensitive(tileopt_report_overview(ctx), "passes");
     int n = cJSON_GetArraySize(passes);
     const cJSON *last = n ? cJSON_GetArrayItem(passes, n - 1) : NULL;
     const char *got = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "name"));
@@ -301,7 +260,7 @@ static bool failed_pass_is(tileopt_ctx *ctx, const char *name) {
 
 /* The output size the report states now. */
 static double output_file_bytes(tileopt_ctx *ctx) {
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(tileopt_report_json(ctx), "output");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(tileopt_report_overview(ctx), "output");
     return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(out, "file_bytes"));
 }
 

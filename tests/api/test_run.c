@@ -405,6 +405,45 @@ static void api_should_optimize_with_the_default_pipeline_or_a_list(void **state
     tileopt_ctx_free(ctx);
 }
 
+/* The overview keeps each pass's actions as text; the whole report parses them,
+** and the string prints the same actions. */
+static void api_should_give_the_report_as_overview_tree_and_string(void **state) {
+    (void)state;
+    tileopt_ctx *ctx = NULL;
+    assert_int_equal(tileopt_ctx_new(&ctx), TILEOPT_OK);
+    tileopt_model *m = tile_relu_model(ctx);
+    assert_int_equal(tileopt_report_begin(ctx, m, NULL), TILEOPT_OK);
+    assert_int_equal(tileopt_optimize(ctx, m, "fuse"), TILEOPT_OK);
+    const cJSON *over = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(tileopt_report_overview(ctx), "passes"), 0);
+    const cJSON *raw = cJSON_GetObjectItem(over, "actions");
+    assert_true(cJSON_IsRaw(raw));
+    assert_int_equal(cJSON_GetObjectItem(over, "nodes_changed")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItem(over, "nodes_skipped")->valueint, 1);
+    cJSON *parsed = cJSON_Parse(raw->valuestring);
+    const cJSON *full = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(tileopt_report_json(ctx), "passes"), 0);
+    const cJSON *actions = cJSON_GetObjectItem(full, "actions");
+    assert_true(cJSON_IsArray(actions));
+    assert_true(cJSON_Compare(parsed, actions, 1));
+    const cJSON *a = cJSON_GetArrayItem(actions, 0);
+    assert_string_equal(cJSON_GetObjectItem(a, "op")->valuestring, "Relu");
+    assert_string_equal(cJSON_GetObjectItem(a, "action")->valuestring, "fused");
+    assert_int_equal(cJSON_GetArraySize(actions), 2);
+    char *text = NULL;
+    assert_int_equal(tileopt_report_string(ctx, &text), TILEOPT_OK);
+    cJSON *back = cJSON_Parse(text);
+    const cJSON *printed = cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(back, "passes"), 0), "actions");
+    assert_true(cJSON_Compare(printed, actions, 1));
+    cJSON_Delete(back);
+    cJSON_Delete(parsed);
+    tileopt_free(text);
+    tileopt_model_free(m);
+    b_free_all();
+    tileopt_ctx_free(ctx);
+}
+
 static void api_should_build_tensors_from_memory_and_read_them_back(void **state) {
     (void)state;
     tileopt_ctx *ctx = NULL;
@@ -553,6 +592,7 @@ int main(void) {
         cmocka_unit_test(api_should_refuse_to_run_a_node_with_inputs_its_op_does_not_take),
         cmocka_unit_test(api_should_run_a_pass_list_and_refuse_unknown_names),
         cmocka_unit_test(api_should_optimize_with_the_default_pipeline_or_a_list),
+        cmocka_unit_test(api_should_give_the_report_as_overview_tree_and_string),
         cmocka_unit_test(api_should_build_tensors_from_memory_and_read_them_back),
         cmocka_unit_test(api_should_hand_out_run_strings_with_a_nul_and_views_in_full),
     };

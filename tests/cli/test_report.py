@@ -211,6 +211,7 @@ def report_validation_should_reject_a_broken_report():
             "input": expected_summary(os.path.join(h.MODELS, "tile_add.onnx")),
             "output": expected_summary(os.path.join(h.MODELS, "tile_add.onnx")),
             "passes": [{"name": "fuse", "duration_ms": 1.5, "changed": False,
+                        "nodes_changed": 0, "nodes_skipped": 1,
                         "actions": [{"node": "tile", "op": "Tile",
                                      "action": "skipped", "reason": "why"}]}],
             "warnings": []}
@@ -221,6 +222,7 @@ def report_validation_should_reject_a_broken_report():
         ("skipped without reason", lambda r: r["passes"][0]["actions"][0].pop("reason")),
         ("unknown action", lambda r: r["passes"][0]["actions"][0].update(action="zapped")),
         ("negative nodes", lambda r: r["input"].update(nodes=-1)),
+        ("a skip not counted", lambda r: r["passes"][0].update(nodes_skipped=0)),
         ("opset as dict", lambda r: r["output"].update(opset_import={"": 13})),
         ("changes in an unchanged pass",
          lambda r: r["passes"][0].update(changes={"initializers_removed": ["w"]})),

@@ -21,14 +21,35 @@ def load_schema():
     return schema
 
 
+def count_errors(report):
+    """Each pass's nodes_changed and nodes_skipped against its actions: the
+    distinct (graph, node) pairs that actions which are no skips name, and that
+    skips name."""
+    out = []
+    for i, p in enumerate(report.get("passes", []) if isinstance(report, dict) else []):
+        actions = p.get("actions") if isinstance(p, dict) else None
+        if not isinstance(actions, list):
+            continue
+        done, skipped = set(), set()
+        for a in actions:
+            if isinstance(a, dict) and a.get("node"):
+                key = (a.get("graph"), a["node"])
+                (skipped if a.get("action") == "skipped" else done).add(key)
+        for key, want in (("nodes_changed", len(done)), ("nodes_skipped", len(skipped))):
+            if key in p and p[key] != want:
+                out.append(f"passes/{i}/{key}: {p[key]}, but the actions name {want}")
+    return out
+
+
 def report_errors(report):
-    """Every schema violation in report, as 'path: message' strings (empty when valid)."""
+    """Every schema violation in report, and counts that disagree with the
+    actions, as 'path: message' strings (empty when valid)."""
     validator = jsonschema.Draft7Validator(load_schema())
     out = []
     for e in sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(p) for p in e.absolute_path) or "(root)"
         out.append(f"{where}: {e.message}")
-    return out
+    return out + count_errors(report)
 
 
 def main(argv):

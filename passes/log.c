@@ -1,0 +1,389 @@
+/*
+** The actions of one pass run, kept as JSON text, and the JSON writer every
+** report and inspect output goes through.
+**
+** A big model's pass acts on hundreds of thousands of nodes. As a cJSON tree a
+** record costs five to fifteen allocations of 64 bytes or more; as text it
+** costs its 80 to 300 bytes. So a record is a cJSON object only while its pass
+** fills it: the next record (or the end of the run) writes it out and empties
+** it. What the report and the change check need later (which nodes the actions
+** name, how many were changed or skipped) is kept beside the text.
+*/
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass.h"
+
+/* ------------------------------------------------------------------- text */
+
+void pass_text_put(pass_text *t, const char *s, size_t n) {
+    if (t->failed) return;
+    if (n > t->cap - t->len) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (n > cap - t->len) {
+            if (cap > SIZE_MAX / 2) {
+                t->failed = true;
+                return;
+            }
+            cap *= 2;
+        }
+        char *p = realloc(t->p, cap);
+        if (!p) {
+            t->failed = true;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+}
+
+static void put_str(pass_text *t, const char *s) { pass_text_put(t, s, strlen(s)); }
+
+static void put_indent(pass_text *t, int depth) {
+    static const char tabs[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+    for (; depth > 0; depth -= 16) pass_text_put(t, tabs, depth < 16 ? (size_t)depth : 16);
+}
+
+/* A JSON string: bytes that are not UTF-8 become the text \xNN (as error
+** messages write them), so any parser reads the report. */
+static void put_quoted(pass_text *t, const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s), run = 0;
+    pass_text_put(t, "\"", 1);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = u[i];
+        size_t len = c >= 0x80 ? graph_utf8_len(u + i, n - i) : 1;
+        const char *esc = NULL;
+        char buf[8];
+        if (c == '"') esc = "\\\"";
+        else if (c == '\\') esc = "\\\\";
+        else if (c == '\n') esc = "\\n";
+        else if (c == '\t') esc = "\\t";
+        else if (c == '\r') esc = "\\r";
+        else if (c < 0x20) snprintf(buf, sizeof buf, "\\u%04x", c), esc = buf;
+        else if (!len) snprintf(buf, sizeof buf, "\\\\x%02x", c), esc = buf;
+        if (!esc) {
+            run += len;
+            i += len;
+            continue;
+        }
+        pass_text_put(t, s + i - run, run);
+        run = 0;
+        put_str(t, esc);
+        i++;
+    }
+    pass_text_put(t, s + n - run, run);
+    pass_text_put(t, "\"", 1);
+}
+
+/* Integers as integers (never 1e+18), the exact digits pass_json_int kept, and
+** the shortest %g that reads back the same double otherwise. */
+static void put_number(pass_text *t, const cJSON *item) {
+    char buf[40];
+    double v = item->valuedouble;
+    if (item->valuestring) {
+        put_str(t, item->valuestring);
+        return;
+    }
+    if (!isfinite(v)) {
+        put_str(t, "null");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 9.2e18) {
+        snprintf(buf, sizeof buf, "%lld", (long long)v);
+    } else {
+        snprintf(buf, sizeof buf, "%.15g", v);
+        if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+    }
+    put_str(t, buf);
+}
+
+void pass_json_write(pass_text *t, const cJSON *item, int depth, bool pretty) {
+    if (cJSON_IsRaw(item)) {
+        put_str(t, item->valuestring ? item->valuestring : "null");
+    } else if (cJSON_IsString(item)) {
+        put_quoted(t, item->valuestring ? item->valuestring : "");
+    } else if (cJSON_IsNumber(item)) {
+        put_number(t, item);
+    } else if (cJSON_IsBool(item)) {
+        put_str(t, cJSON_IsTrue(item) ? "true" : "false");
+    } else if (cJSON_IsArray(item)) {
+        /* arrays stay on one line, as cJSON_Print writes them */
+        pass_text_put(t, "[", 1);
+        for (const cJSON *c = item->child; c; c = c->next) {
+            pass_json_write(t, c, depth, pretty);
+            if (c->next) pass_text_put(t, pretty ? ", " : ",", pretty ? 2 : 1);
+        }
+        pass_text_put(t, "]", 1);
+    } else if (cJSON_IsObject(item)) {
+        pass_text_put(t, "{", 1);
+        for (const cJSON *c = item->child; c; c = c->next) {
+            if (pretty) {
+                pass_text_put(t, "\n", 1);
+                put_indent(t, depth + 1);
+            }
+            put_quoted(t, c->string ? c->string : "");
+            pass_text_put(t, pretty ? ":\t" : ":", pretty ? 2 : 1);
+            pass_json_write(t, c, depth + 1, pretty);
+            if (c->next) pass_text_put(t, ",", 1);
+        }
+        if (pretty && item->child) {
+            pass_text_put(t, "\n", 1);
+            put_indent(t, depth);
+        }
+        pass_text_put(t, "}", 1);
+    } else {
+        put_str(t, "null");
+    }
+}
+
+/* -------------------------------------------------------------------- log */
+
+/* Where a pass entry's actions sit in the report (report, passes, entry,
+** actions): each record on a line of its own at that depth. */
+#define RECORD_DEPTH 3
+
+enum { NAMED_NODE = 1, NAMED_TILE = 2 };
+
+typedef struct log_key {
+    char *text;              /* graph path, \x1f, node id */
+    uint32_t hash;
+    uint8_t named;           /* NAMED_*: by a record that is no skip */
+    uint32_t skips;          /* skip records naming it as node */
+} log_key;
+
+typedef struct log_record {
+    size_t start;            /* offset of its ",\n" in text */
+    int32_t skip_key;        /* a skip: its node's key; -1 otherwise */
+} log_record;
+
+struct pass_log {
+    pass_text text;          /* ",\n<indent>{...}" per record */
+    cJSON *open;             /* the extra members of the record being filled */
+    bool is_open, open_skip;
+    int32_t open_key;
+    log_record *recs;
+    size_t n_recs, cap_recs;
+    log_key *keys;
+    uint32_t n_keys, cap_keys;
+    uint32_t *slots;         /* key index + 1; power-of-two count, at most half full */
+    uint32_t n_slots;
+    bool failed;
+};
+
+pass_log *pass_log_new(void) {
+    pass_log *l = calloc(1, sizeof *l);
+    if (l && !(l->open = cJSON_CreateObject())) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void pass_log_free(pass_log *l) {
+    if (!l) return;
+    free(l->text.p);
+    cJSON_Delete(l->open);
+    free(l->recs);
+    for (uint32_t i = 0; i < l->n_keys; i++) free(l->keys[i].text);
+    free(l->keys);
+    free(l->slots);
+    free(l);
+}
+
+/* Keys are a graph path (pn bytes of path, none for the main graph), \x1f and a
+** node id. */
+static uint32_t key_hash(const char *path, size_t pn, const char *id) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < pn; i++) h = (h ^ (uint8_t)path[i]) * 16777619u;
+    h = (h ^ 0x1f) * 16777619u;
+    for (const char *s = id; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static int32_t key_find(const pass_log *l, const char *path, size_t pn, const char *id,
+                        uint32_t h) {
+    if (!l->n_slots) return -1;
+    uint32_t mask = l->n_slots - 1;
+    for (uint32_t i = h & mask; l->slots[i]; i = (i + 1) & mask) {
+        const log_key *k = &l->keys[l->slots[i] - 1];
+        if (k->hash == h && memcmp(k->text, path, pn) == 0 && k->text[pn] == '\x1f' &&
+            strcmp(k->text + pn + 1, id) == 0)
+            return (int32_t)(l->slots[i] - 1);
+    }
+    return -1;
+}
+
+static bool slots_grow(pass_log *l) {
+    uint32_t n = l->n_slots ? l->n_slots * 2 : 1024;
+    uint32_t *slots = calloc(n, sizeof *slots);
+    if (!slots) return false;
+    for (uint32_t k = 0; k < l->n_keys; k++) {
+        uint32_t i = l->keys[k].hash & (n - 1);
+        while (slots[i]) i = (i + 1) & (n - 1);
+        slots[i] = k + 1;
+    }
+    free(l->slots);
+    l->slots = slots;
+    l->n_slots = n;
+    return true;
+}
+
+/* The key of node id in the graph at path, made on first use; -1 when out of
+** memory. */
+static int32_t key_get(pass_log *l, const char *path, size_t pn, const char *id) {
+    uint32_t h = key_hash(path, pn, id);
+    int32_t found = key_find(l, path, pn, id, h);
+    if (found >= 0) return found;
+    if ((uint64_t)(l->n_keys + 1) * 2 > l->n_slots && !slots_grow(l)) return -1;
+    if (l->n_keys == l->cap_keys) {
+        uint32_t cap = l->cap_keys ? l->cap_keys * 2 : 256;
+        log_key *keys = realloc(l->keys, cap * sizeof *keys);
+        if (!keys) return -1;
+        l->keys = keys;
+        l->cap_keys = cap;
+    }
+    size_t in = strlen(id);
+    char *text = malloc(pn + in + 2);
+    if (!text) return -1;
+    memcpy(text, path, pn);
+    text[pn] = '\x1f';
+    memcpy(text + pn + 1, id, in + 1);
+    l->keys[l->n_keys] = (log_key){text, h, 0, 0};
+    uint32_t mask = l->n_slots - 1, i = h & mask;
+    while (l->slots[i]) i = (i + 1) & mask;
+    l->slots[i] = ++l->n_keys;
+    return (int32_t)(l->n_keys - 1);
+}
+
+static void put_member(pass_text *t, const char *key, const char *value) {
+    pass_text_put(t, ",", 1);
+    put_quoted(t, key);
+    pass_text_put(t, ":", 1);
+    put_quoted(t, value);
+}
+
+/* Write the open record's extra members and its closing brace. */
+static void close_open(pass_log *l) {
+    if (!l->is_open) return;
+    l->is_open = false;
+    const char *tile = NULL;
+    for (const cJSON *c = l->open->child; c; c = c->next) {
+        pass_text_put(&l->text, ",", 1);
+        put_quoted(&l->text, c->string ? c->string : "");
+        pass_text_put(&l->text, ":", 1);
+        pass_json_write(&l->text, c, 0, false);
+        if (c->string && strcmp(c->string, "tile") == 0) tile = cJSON_GetStringValue(c);
+    }
+    pass_text_put(&l->text, "}", 1);
+    if (tile && !l->open_skip && l->open_key >= 0) {
+        /* the Tile a fused consumer no longer reads sits in the same graph */
+        const char *node = l->keys[l->open_key].text;
+        int32_t k = key_get(l, node, (size_t)(strchr(node, '\x1f') - node), tile);
+        if (k < 0) l->failed = true;
+        else l->keys[k].named |= NAMED_TILE;
+    }
+    cJSON *c = l->open->child;
+    l->open->child = NULL;
+    cJSON_Delete(c);
+    if (l->text.failed) l->failed = true;
+}
+
+cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
+                      const char *action) {
+    close_open(l);
+    if (l->failed) return NULL;
+    if (l->n_recs == l->cap_recs) {
+        size_t cap = l->cap_recs ? l->cap_recs * 2 : 256;
+        log_record *r = realloc(l->recs, cap * sizeof *r);
+        if (!r) {
+            l->failed = true;
+            return NULL;
+        }
+        l->recs = r;
+        l->cap_recs = cap;
+    }
+    bool skip = strcmp(action, "skipped") == 0;
+    int32_t key = node[0] ? key_get(l, graph ? graph : "", graph ? strlen(graph) : 0, node) : -1;
+    if (node[0] && key < 0) {
+        l->failed = true;
+        return NULL;
+    }
+    if (key >= 0) {
+        if (skip) l->keys[key].skips++;
+        else l->keys[key].named |= NAMED_NODE;
+    }
+    l->recs[l->n_recs++] = (log_record){l->text.len, skip ? key : -1};
+    pass_text_put(&l->text, ",\n", 2);
+    put_indent(&l->text, RECORD_DEPTH);
+    pass_text_put(&l->text, "{", 1);
+    put_quoted(&l->text, "node");
+    pass_text_put(&l->text, ":", 1);
+    put_quoted(&l->text, node);
+    put_member(&l->text, "op", op);
+    if (graph) put_member(&l->text, "graph", graph);
+    put_member(&l->text, "action", action);
+    l->is_open = true;
+    l->open_skip = skip;
+    l->open_key = key;
+    return l->open;
+}
+
+size_t pass_log_mark(pass_log *l) {
+    close_open(l);
+    return l->n_recs;
+}
+
+void pass_log_drop_skips(pass_log *l, size_t mark) {
+    close_open(l);
+    size_t kept = mark, to = mark < l->n_recs ? l->recs[mark].start : l->text.len;
+    for (size_t i = mark; i < l->n_recs; i++) {
+        size_t from = l->recs[i].start;
+        size_t end = i + 1 < l->n_recs ? l->recs[i + 1].start : l->text.len;
+        if (l->recs[i].skip_key >= 0) {
+            l->keys[l->recs[i].skip_key].skips--;
+            continue;
+        }
+        memmove(l->text.p + to, l->text.p + from, end - from);
+        l->recs[kept++] = (log_record){to, -1};
+        to += end - from;
+    }
+    l->n_recs = kept;
+    l->text.len = to;
+}
+
+bool pass_log_names(const pass_log *l, const char *graph, const char *node) {
+    size_t pn = graph ? strlen(graph) : 0;
+    if (!graph) graph = "";
+    int32_t k = key_find(l, graph, pn, node, key_hash(graph, pn, node));
+    return k >= 0 && l->keys[k].named;
+}
+
+int pass_log_finish(pass_log *l, char **json, size_t *changed, size_t *skipped) {
+    *json = NULL;
+    close_open(l);
+    *changed = *skipped = 0;
+    for (uint32_t i = 0; i < l->n_keys; i++) {
+        *changed += (l->keys[i].named & NAMED_NODE) != 0;
+        *skipped += l->keys[i].skips != 0;
+    }
+    if (l->n_recs) {
+        l->text.p[0] = '['; /* the first record's comma */
+        pass_text_put(&l->text, "\n", 1);
+        put_indent(&l->text, RECORD_DEPTH - 1);
+        pass_text_put(&l->text, "]", 1);
+    } else {
+        pass_text_put(&l->text, "[]", 2);
+    }
+    pass_text_put(&l->text, "", 1); /* the terminator */
+    if (l->failed || l->text.failed) return TILEOPT_NOMEM;
+    *json = l->text.p;
+    l->text = (pass_text){0};
+    l->n_recs = 0;
+    return TILEOPT_OK;
+}
