@@ -78,13 +78,7 @@ static block *map_block(arena *a, size_t payload) {
     return b;
 }
 
-/* One spare zero byte after every protobuf allocation makes bytes fields (attribute
-** strings) readable as C strings without a copy. */
-static void *pb_alloc(void *data, size_t size) {
-    uint8_t *p = size < SIZE_MAX ? arena_alloc(data, size + 1) : NULL;
-    if (p) p[size] = 0;
-    return p;
-}
+static void *pb_alloc(void *data, size_t size) { return arena_alloc(data, size); }
 static void release_block(arena *a, block *b);
 
 /* protobuf-c frees only its scratch (the member slabs of a big message): a

@@ -591,8 +591,8 @@ float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt) {
 const char *graph_attr_string(const Onnx__NodeProto *n, const char *name,
                               const char *dflt) {
     const Onnx__AttributeProto *a = graph_attr(n, name);
-    /* Strings are bytes in the schema; the arena copy is NUL-terminated by the
-    ** loader (see load.c), so they read as C strings. */
+    /* Strings are bytes in the schema; the loader terminates them (load.c),
+    ** and so does graph_node_set_attr_string. */
     if (!a || !a->has_s) return dflt;
     return a->s.data ? (const char *)a->s.data : "";
 }

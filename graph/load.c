@@ -57,8 +57,10 @@ static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf
 
 static int check_node_tensors(graph_model *m, const Onnx__NodeProto *n, errbuf *err) {
     for (size_t a = 0; a < n->n_attribute; a++) {
-        const Onnx__AttributeProto *at = n->attribute[a];
-        int rc = at->t ? check_external(m, at->t, err) : TILEOPT_OK;
+        Onnx__AttributeProto *at = n->attribute[a];
+        int rc = graph_attr_terminate(m, at) ? err_set(err, TILEOPT_NOMEM, "out of memory")
+                                             : TILEOPT_OK;
+        if (!rc && at->t) rc = check_external(m, at->t, err);
         for (size_t i = 0; !rc && i < at->n_tensors; i++)
             rc = check_external(m, at->tensors[i], err);
         if (!rc && at->g) rc = check_graph_tensors(m, at->g, err);

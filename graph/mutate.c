@@ -283,6 +283,28 @@ int graph_node_set_attr_graph(graph *g, Onnx__NodeProto *n, const char *name,
     return TILEOPT_OK;
 }
 
+int graph_attr_terminate(graph_model *m, Onnx__AttributeProto *at) {
+    if (!at->has_s) return TILEOPT_OK;
+    uint8_t *s = arena_alloc(m->arena, at->s.len + 1);
+    if (!s) return TILEOPT_NOMEM;
+    if (at->s.len) memcpy(s, at->s.data, at->s.len);
+    s[at->s.len] = 0;
+    at->s.data = s;
+    return TILEOPT_OK;
+}
+
+static int terminate_graph(graph_model *m, Onnx__GraphProto *g) {
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < g->n_node; i++)
+        for (size_t a = 0; !rc && a < g->node[i]->n_attribute; a++) {
+            Onnx__AttributeProto *at = g->node[i]->attribute[a];
+            rc = graph_attr_terminate(m, at);
+            if (!rc && at->g) rc = terminate_graph(m, at->g);
+            for (size_t k = 0; !rc && k < at->n_graphs; k++) rc = terminate_graph(m, at->graphs[k]);
+        }
+    return rc;
+}
+
 Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src) {
     /* Through the wire format: protobuf-c has no deep copy, and this keeps every
     ** field, unknown ones included, as a save would. */
@@ -292,7 +314,7 @@ Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src) {
     onnx__graph_proto__pack(src, buf);
     Onnx__GraphProto *c = onnx__graph_proto__unpack(arena_pb_allocator(m->arena), n, buf);
     free(buf);
-    return c;
+    return c && !terminate_graph(m, c) ? c : NULL;
 }
 
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name) {
