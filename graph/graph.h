@@ -103,13 +103,13 @@ typedef struct graph_value {
     int32_t input;           /* index in pb->input, or -1 */
     int32_t output;          /* index in pb->output (first), or -1 */
     int32_t value_info;      /* index in pb->value_info, or -1 */
+    /* Names a subgraph reads from an enclosing scope get an entry here that
+    ** stands for outer_graph->values[outer] (indices: tables grow and move). */
+    int32_t outer;           /* -1 when the value is defined in this scope */
     uint32_t n_uses, cap_uses;
     graph_use *uses;
     graph_type type;
     const graph_shape_value *shape_value; /* NULL: not known entry by entry */
-    /* Names a subgraph reads from an enclosing scope get an entry here that
-    ** stands for outer_graph->values[outer] (indices: tables grow and move). */
-    int32_t outer;           /* -1 when the value is defined in this scope */
     graph *outer_graph;
 } graph_value;
 
@@ -140,6 +140,13 @@ struct graph {
     size_t cap_initializers; /* same for pb->initializer, 0 = as unpacked */
     size_t cap_inputs;
     graph **subgraphs;       /* per node: first subgraph, chained by next_sibling */
+    /* Where each node's slots found their values when the index was built:
+    ** hints[hint_at[2 * node + output] + slot] is an index into values. A hint
+    ** is used only when that value's name is the slot's string (node inputs
+    ** share their value's name), so an edit since only costs a lookup. */
+    int32_t *hints;
+    uint32_t *hint_at;
+    uint32_t n_hints, n_hinted;
     graph *next_sibling;     /* next subgraph of the same node */
     uint32_t n_removed;
     uint32_t n_indexed;      /* nodes when the index was built: more means added */
@@ -174,6 +181,10 @@ struct graph_model {
     uint64_t name_counter;
     /* buffers of other layers that initializers point into, released at free */
     graph_owned *owned;
+    /* nodes graph_remove_node has taken out, in every graph, since load: the
+    ** only way a node leaves a graph, so a pass that leaves it as it was
+    ** removed none */
+    uint64_t nodes_removed;
     /* the index's types are shape inference's for the model as it stands: set
     ** by inference, cleared by every reindex and by a pass that changed the
     ** model, so a pass after one that changed nothing infers nothing again */
@@ -210,6 +221,11 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
 /* ------------------------------------------------------------------ lookup */
 
 graph_value *graph_find(graph *g, const char *name);        /* this scope only */
+/* The value node reads at input slot (or writes at output slot) in this scope,
+** as graph_find would give it, mostly without a lookup; NULL for an absent
+** slot ("" or past the end). */
+graph_value *graph_node_in(graph *g, int32_t node, size_t slot);
+graph_value *graph_node_out(graph *g, int32_t node, size_t slot);
 graph_value *graph_resolve(graph *g, const char *name);     /* this and outer scopes */
 /* Is the value defined in this scope (initializer, input or node output)? */
 static inline bool graph_value_defined(const graph_value *v) {

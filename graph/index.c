@@ -36,6 +36,37 @@ graph_value *graph_find(graph *g, const char *name) {
     return find_hashed(g, name, hash_str(name));
 }
 
+static graph_value *slot_value(graph *g, int32_t node, bool output, size_t slot) {
+    const Onnx__NodeProto *n = g->pb->node[node];
+    const char *name = output ? (slot < n->n_output ? n->output[slot] : NULL)
+                              : (slot < n->n_input ? n->input[slot] : NULL);
+    if (!name || !name[0]) return NULL;
+    if ((uint32_t)node < g->n_hinted) {
+        uint64_t at = (uint64_t)g->hint_at[2 * (uint32_t)node + output] + slot;
+        int32_t vi = at < g->n_hints ? g->hints[at] : -1;
+        if (vi >= 0 && (uint32_t)vi < g->n_values && g->values[vi].name == name)
+            return &g->values[vi];
+    }
+    return graph_find(g, name);
+}
+
+graph_value *graph_node_in(graph *g, int32_t node, size_t slot) {
+    return slot_value(g, node, false, slot);
+}
+
+graph_value *graph_node_out(graph *g, int32_t node, size_t slot) {
+    return slot_value(g, node, true, slot);
+}
+
+static void hint(graph *g, uint32_t node, bool output, size_t slot, const graph_value *v) {
+    g->hints[g->hint_at[2 * node + output] + slot] = (int32_t)(v - g->values);
+}
+
+/* The map holds at most 5/8 as many values as slots: a missing name (which
+** fresh-name checks look up) costs a few probes still, and a 550k-value graph
+** takes 1M slots instead of 2M. */
+static bool slots_full(uint64_t values, uint64_t slots) { return values * 8 > slots * 5; }
+
 static void slot_put(graph_slot *slots, uint32_t n_slots, uint32_t h, uint32_t index) {
     uint32_t mask = n_slots - 1, i = h & mask;
     while (slots[i].index) i = (i + 1) & mask;
@@ -58,7 +89,7 @@ static graph_value *value_get(graph *g, const char *name) {
     uint32_t h = hash_str(name);
     graph_value *v = g->n_slots ? find_hashed(g, name, h) : NULL;
     if (v) return v;
-    if ((uint64_t)(g->n_values + 1) * 2 > g->n_slots &&
+    if (slots_full((uint64_t)g->n_values + 1, g->n_slots) &&
         rehash(g, g->n_slots ? g->n_slots * 2 : 64))
         return NULL;
     if (g->n_values == g->cap_values) {
@@ -284,6 +315,7 @@ static int index_definitions(graph *g, errbuf *err) {
                                v->name, graph_node_id(g, (int32_t)i), graph_where(g));
             v->producer = (int32_t)i;
             v->producer_out = (int32_t)o;
+            hint(g, (uint32_t)i, true, o, v);
         }
     }
     for (size_t i = 0; i < pb->n_value_info; i++) {
@@ -414,6 +446,7 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
                                graph_node_id(g, (int32_t)i), safe(n->op_type), n->input[k],
                                graph_where(g));
             n->input[k] = (char *)v->name; /* the same text, one string (arena-owned) */
+            hint(g, (uint32_t)i, false, k, v);
         }
         graph **link = &g->subgraphs[i];
         for (size_t a = 0; a < n->n_attribute; a++) {
@@ -465,6 +498,11 @@ static void release_tables(graph *g) {
     arena_release(a, g->slots, (size_t)g->n_slots * sizeof *g->slots);
     arena_release(a, g->removed, (size_t)g->cap_tables * sizeof *g->removed);
     arena_release(a, g->subgraphs, (size_t)g->cap_tables * sizeof *g->subgraphs);
+    arena_release(a, g->hints, (size_t)g->n_hints * sizeof *g->hints);
+    arena_release(a, g->hint_at, (size_t)g->n_hinted * 2 * sizeof *g->hint_at);
+    g->hints = NULL;
+    g->hint_at = NULL;
+    g->n_hints = g->n_hinted = 0;
     g->values = NULL;
     g->slots = NULL;
     g->removed = NULL;
@@ -492,12 +530,29 @@ static int index_graph(graph_model *m, graph *g, errbuf *err) {
     const Onnx__GraphProto *pb = g->pb;
     uint64_t expect = (uint64_t)pb->n_initializer + pb->n_sparse_initializer + pb->n_input +
                       pb->n_output + pb->n_value_info + 16;
-    for (size_t i = 0; i < pb->n_node; i++) expect += pb->node[i]->n_output;
-    if (expect > UINT32_MAX / 4) return err_set(err, TILEOPT_LIMIT, "the graph has too many values");
+    uint64_t slots_total = 0;
+    for (size_t i = 0; i < pb->n_node; i++) {
+        expect += pb->node[i]->n_output;
+        slots_total += pb->node[i]->n_input + pb->node[i]->n_output;
+    }
+    if (expect > UINT32_MAX / 4 || slots_total > UINT32_MAX / 4)
+        return err_set(err, TILEOPT_LIMIT, "the graph has too many values");
+    g->hints = arena_alloc(m->arena, (slots_total ? slots_total : 1) * sizeof *g->hints);
+    g->hint_at = arena_alloc(m->arena, (pb->n_node ? pb->n_node : 1) * 2 * sizeof *g->hint_at);
+    if (!g->hints || !g->hint_at) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    g->n_hints = (uint32_t)slots_total;
+    g->n_hinted = (uint32_t)pb->n_node;
+    for (uint32_t i = 0, at = 0; i < g->n_hinted; i++) {
+        g->hint_at[2 * i] = at;
+        at += (uint32_t)pb->node[i]->n_input;
+        g->hint_at[2 * i + 1] = at;
+        at += (uint32_t)pb->node[i]->n_output;
+    }
+    memset(g->hints, 0xff, (slots_total ? slots_total : 1) * sizeof *g->hints);
     g->cap_values = (uint32_t)expect;
     g->values = arena_alloc(m->arena, expect * sizeof *g->values);
     uint32_t slots = 64;
-    while (slots < 2 * expect) slots *= 2;
+    while (slots_full(expect, slots)) slots *= 2;
     if (!g->values || rehash(g, slots)) return err_set(err, TILEOPT_NOMEM, "out of memory");
     int rc = index_definitions(g, err);
     if (rc) return rc;

@@ -445,13 +445,13 @@ void graph_remove_node(graph *g, int32_t node) {
     Onnx__NodeProto *n = g->pb->node[node];
     g->removed[node] = true;
     g->n_removed++;
+    g->model->nodes_removed++;
     for (size_t k = 0; k < n->n_input; k++) {
-        if (!n->input[k][0]) continue;
-        graph_value *v = graph_find(g, n->input[k]);
+        graph_value *v = graph_node_in(g, node, k);
         if (v) drop_use(v, node, (int32_t)k);
     }
     for (size_t k = 0; k < n->n_output; k++) {
-        graph_value *v = n->output[k][0] ? graph_find(g, n->output[k]) : NULL;
+        graph_value *v = graph_node_out(g, node, k);
         if (v && v->producer == node) v->producer = -1;
     }
     /* Implicit uses that this node's subgraphs made of enclosing values. */
@@ -468,7 +468,7 @@ static bool node_dead(graph *g, int32_t i) {
     if (g->removed[i] || n->n_output == 0) return false;
     for (size_t k = 0; k < n->n_output; k++) {
         if (!n->output[k][0]) continue;
-        graph_value *v = graph_find(g, n->output[k]);
+        graph_value *v = graph_node_out(g, i, k);
         if (!v || v->n_uses || v->output >= 0) return false;
     }
     return true;
@@ -489,7 +489,7 @@ static int dead_code(graph *g) {
         graph_remove_node(g, i);
         const Onnx__NodeProto *nd = g->pb->node[i];
         for (size_t k = 0; k < nd->n_input; k++) {
-            graph_value *v = nd->input[k][0] ? graph_find(g, nd->input[k]) : NULL;
+            graph_value *v = graph_node_in(g, i, k);
             /* Each node is pushed at most once per removed consumer slot, and a
             ** removed consumer never comes back: the stack stays within n. */
             if (v && v->producer >= 0 && top < n && node_dead(g, v->producer))

@@ -72,8 +72,7 @@ typedef struct fold_graph {
 
 /* Index of a value; the per-value tables grow with the graph's values (the
 ** rewrites add initializers that later nodes read). -1: none, or out of memory. */
-static int32_t vindex(fold_graph *f, const char *name) {
-    graph_value *v = graph_find(f->g, name);
+static int32_t vslot(fold_graph *f, const graph_value *v) {
     if (!v) return -1;
     uint32_t i = (uint32_t)(v - f->g->values);
     if (i >= f->nv) {
@@ -93,6 +92,17 @@ static int32_t vindex(fold_graph *f, const char *name) {
     return (int32_t)i;
 }
 
+static int32_t vindex(fold_graph *f, const char *name) { return vslot(f, graph_find(f->g, name)); }
+
+/* The value at a node's input (or output) slot, -1 when absent. */
+static int32_t vin(fold_graph *f, int32_t node, size_t slot) {
+    return vslot(f, graph_node_in(f->g, node, slot));
+}
+
+static int32_t vout(fold_graph *f, int32_t node, size_t slot) {
+    return vslot(f, graph_node_out(f->g, node, slot));
+}
+
 static bool never_folds(const char *op) {
     for (size_t i = 0; i < countof(never_fold); i++)
         if (strcmp(op, never_fold[i]) == 0) return true;
@@ -100,10 +110,9 @@ static bool never_folds(const char *op) {
 }
 
 /* The constant behind name, or NULL. *partial tells a partial shape. */
-static int get_const(fold_graph *f, const char *name, tensor **out, bool *partial) {
+static int get_const_at(fold_graph *f, int32_t i, tensor **out, bool *partial) {
     *out = NULL;
     *partial = false;
-    int32_t i = vindex(f, name);
     if (i < 0) return TILEOPT_OK;
     if (f->val[i]) {
         *out = f->val[i];
@@ -138,9 +147,13 @@ static int get_const(fold_graph *f, const char *name, tensor **out, bool *partia
     return TILEOPT_OK;
 }
 
-static uint8_t input_state(fold_graph *f, const char *name) {
-    if (!name) return VS_CONST; /* absent optional input */
-    int32_t i = vindex(f, name);
+static int get_const(fold_graph *f, const char *name, tensor **out, bool *partial) {
+    return get_const_at(f, vindex(f, name), out, partial);
+}
+
+static uint8_t input_state(fold_graph *f, int32_t node, size_t slot) {
+    if (!graph_node_input(graph_node(f->g, node), slot)) return VS_CONST; /* absent optional input */
+    int32_t i = vin(f, node, slot);
     if (i < 0) return VS_NONE;
     if (f->vstate[i]) return f->vstate[i];
     graph *hg;
@@ -244,7 +257,7 @@ static void phase_candidates(fold_graph *f) {
             bool any_partial = false;
             out = VS_CONST;
             for (size_t i = 0; i < n->n_input && out; i++) {
-                uint8_t s = input_state(f, graph_node_input(n, i));
+                uint8_t s = input_state(f, idx, i);
                 if (s == VS_PARTIAL && partial_ok(n, i)) any_partial = true;
                 else if (s != VS_CONST) out = VS_NONE;
             }
@@ -254,7 +267,7 @@ static void phase_candidates(fold_graph *f) {
         if (out == VS_NONE) continue;
         f->maybe[idx] = 1;
         for (size_t o = 0; o < n->n_output; o++) {
-            int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+            int32_t vi = vout(f, idx, o);
             if (vi >= 0) f->vstate[vi] = out;
         }
     }
@@ -272,8 +285,7 @@ static bool has_tile(graph *g) {
     return false;
 }
 
-static void scope_reach(fold_graph *f, const char *name, int32_t *stack, uint32_t *top) {
-    graph_value *v = name ? graph_find(f->g, name) : NULL;
+static void scope_reach(fold_graph *f, const graph_value *v, int32_t *stack, uint32_t *top) {
     if (!v || v->outer >= 0 || v->producer < 0) return;
     int32_t p = v->producer;
     if ((uint32_t)p >= f->nn || !f->maybe[p] || f->scope[p]) return;
@@ -315,18 +327,18 @@ static int phase_scope(fold_graph *f) {
         if (t && graph_type_static(t)) continue;
         for (size_t i = 0; i < n->n_input && i < 32; i++)
             if (op_table[op].shape_in & OP_IN(i))
-                scope_reach(f, graph_node_input(n, i), stack, &top);
+                scope_reach(f, graph_node_in(g, idx, i), stack, &top);
     }
     /* Each node is pushed once (when its scope flag is set): linear. */
     while (top) {
         int32_t idx = stack[--top];
         const Onnx__NodeProto *n = graph_node(g, idx);
         for (size_t i = 0; i < n->n_input; i++)
-            scope_reach(f, graph_node_input(n, i), stack, &top);
+            scope_reach(f, graph_node_in(g, idx, i), stack, &top);
         for (graph *s = graph_node_subgraphs(g, idx); s; s = s->next_sibling)
             for (uint32_t i = 0; i < s->n_values; i++)
                 if (s->values[i].outer >= 0 && s->values[i].outer_graph == g)
-                    scope_reach(f, g->values[s->values[i].outer].name, stack, &top);
+                    scope_reach(f, &g->values[s->values[i].outer], stack, &top);
     }
     free(stack);
     return TILEOPT_OK;
@@ -420,18 +432,18 @@ static bool over_budget(const pass_options *opt, uint64_t bytes, uint64_t freed)
 /* Bytes of the constant inputs that go away when n folds: values of this graph
 ** (initializers, Constant or folded outputs) that n alone reads, that no graph
 ** output or subgraph needs. */
-static uint64_t freed_bytes(fold_graph *f, const Onnx__NodeProto *n, tensor *const *in) {
+static uint64_t freed_bytes(fold_graph *f, int32_t node, tensor *const *in) {
+    const Onnx__NodeProto *n = graph_node(f->g, node);
     uint64_t b = 0;
     for (size_t i = 0; i < n->n_input; i++) {
-        const char *name = graph_node_input(n, i);
-        int32_t vi = name && in[i] ? vindex(f, name) : -1;
+        int32_t vi = in[i] ? vin(f, node, i) : -1;
         if (vi < 0 || (uint32_t)vi >= f->nv0 || f->partial[vi]) continue;
         const graph_value *v = &f->g->values[vi];
         int32_t slots = 0;
         bool again = false;
         for (size_t j = 0; j < n->n_input; j++) {
             const char *o = graph_node_input(n, j);
-            if (!o || strcmp(o, name) != 0) continue;
+            if (!o || strcmp(o, v->name) != 0) continue;
             slots++;
             again = again || j < i;
         }
@@ -530,7 +542,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         const char *name = graph_node_input(n, i);
         if (!name) continue;
         bool part;
-        rc = get_const(f, name, &in[i], &part);
+        rc = get_const_at(f, vin(f, idx, i), &in[i], &part);
         if (rc) goto out;
         if (!in[i]) {
             /* Shape and Size read only the inferred type of their input */
@@ -550,7 +562,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         }
         in_bytes += tensor_nbytes(in[i]);
     }
-    uint64_t freed = freed_bytes(f, n, in);
+    uint64_t freed = freed_bytes(f, idx, in);
     bool chain = false;
     bool out_partial = false;
     if (graph_node_is(n, "Tile") && n_in == 2 && in[0] &&
@@ -631,7 +643,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         }
         /* readers get the values; the node stays unless they all fold */
         for (size_t o = 0; o < n_out; o++) {
-            int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+            int32_t vi = vout(f, idx, o);
             if (vi < 0) continue;
             f->val[vi] = outs[o];
             f->partial[vi] = 0;
@@ -658,7 +670,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         for (size_t o = 0; o < n_out; o++)
             if (still_partial(outs[o])) out_partial = true;
     for (size_t o = 0; o < n_out; o++) {
-        int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+        int32_t vi = vout(f, idx, o);
         if (vi < 0) continue;
         f->val[vi] = outs[o];
         f->partial[vi] = out_partial;
@@ -673,7 +685,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         cJSON_AddStringToObject(a, "rule", rule);
         cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
         cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
-        int32_t v0 = n->output[0][0] ? vindex(f, n->output[0]) : -1;
+        int32_t v0 = vout(f, idx, 0);
         if (v0 >= 0 && f->val[v0]) add_shape(a, "output_shape", f->val[v0]);
         int64_t rep[TENSOR_MAX_RANK];
         size_t nr;
@@ -933,8 +945,7 @@ static int phase_fold(fold_graph *f) {
         }
         size_t n_in = n->n_input;
         for (size_t i = 0; i < n_in; i++) {
-            const char *name = graph_node_input(n, i);
-            int32_t vi = name ? vindex(f, name) : -1;
+            int32_t vi = vin(f, idx, i);
             ins[i] = vi >= 0 && (uint32_t)vi < f->nv0 ? vi : -1;
         }
         bool done = false;
@@ -951,7 +962,7 @@ static int phase_fold(fold_graph *f) {
         }
         /* folded outputs nobody reads through an input slot: settle them now */
         for (size_t o = 0; !rc && done && o < n->n_output; o++) {
-            int32_t vi = n->output[o][0] ? vindex(f, n->output[o]) : -1;
+            int32_t vi = vout(f, idx, o);
             if (vi >= 0 && (uint32_t)vi < f->nv0 && f->remaining[vi] == 0) rc = release(f, vi);
         }
         if (rc) {
