@@ -12,7 +12,9 @@
 ** value_info by name within their graph. Graphs that appear during the pass
 ** (clones) are new; graphs that disappear went with a node that is reported.
 ** Two hash tables sized once (names, node pointers) keep the comparison linear
-** in the model.
+** in the model. The node table is built only when the pass removed a node:
+** graph_remove_node is the only way a node leaves a graph, and the model
+** counts its calls.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,7 @@ struct pass_snapshot {
     item *items;
     size_t n_items, cap_items;
     size_t n_nodes;
+    uint64_t nodes_removed;  /* the model's count when the snapshot was taken */
     int64_t ir;
     size_t n_opsets;
     const char **opset_domain;
@@ -218,8 +221,10 @@ static int mark_graph(pass_snapshot *s, graph *g) {
         rc = mark(s, pb, safe(pb->value_info[i]->name), K_VI, SEEN_AFTER);
     for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
         if (graph_node_removed(g, (int32_t)i)) continue;
-        uintptr_t *ns = node_slot(s, graph_node(g, (int32_t)i));
-        if (*ns) *ns |= 1;
+        if (s->node_set) {
+            uintptr_t *ns = node_slot(s, graph_node(g, (int32_t)i));
+            if (*ns) *ns |= 1;
+        }
         for (graph *sub = graph_node_subgraphs(g, (int32_t)i); !rc && sub; sub = sub->next_sibling)
             rc = mark_graph(s, sub);
     }
@@ -239,20 +244,12 @@ int pass_snapshot_take(graph_model *m, pass_snapshot **out) {
         s->opset_domain[i] = safe(m->pb->opset_import[i]->domain);
         s->opset_version[i] = m->pb->opset_import[i]->version;
     }
+    s->nodes_removed = m->nodes_removed;
     if (!rc) rc = take_graph(s, m->main, -1, -1);
-    /* Both tables sized once, now that the counts are known. */
+    /* The name table sized once, now that the counts are known. */
     if (!rc) rc = grow(s, s->n_items + s->n_graphs);
-    if (!rc) {
-        s->node_cap = table_cap(s->n_nodes);
-        s->node_set = calloc(s->node_cap, sizeof *s->node_set);
-        if (!s->node_set) rc = TILEOPT_NOMEM;
-    }
-    for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {
-        const snap_graph *sg = &s->graphs[gi];
-        rc = mark(s, sg->pb, NULL, K_GRAPH, SEEN_BEFORE);
-        for (uint32_t i = 0; i < sg->n_nodes; i++)
-            if (sg->nodes[i]) *node_slot(s, sg->nodes[i]) = (uintptr_t)sg->nodes[i];
-    }
+    for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++)
+        rc = mark(s, s->graphs[gi].pb, NULL, K_GRAPH, SEEN_BEFORE);
     for (size_t i = 0; !rc && i < s->n_items; i++)
         rc = mark(s, s->graphs[s->items[i].graph].pb, s->items[i].name, s->items[i].kind,
                   SEEN_BEFORE);
@@ -382,12 +379,27 @@ static void swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) 
     pc->changed = true;
 }
 
+/* The nodes as they were, in a set that marking after the pass fills: built
+** only when some node was removed, since no node leaves a graph otherwise. */
+static int node_set_build(pass_snapshot *s) {
+    s->node_cap = table_cap(s->n_nodes);
+    s->node_set = calloc(s->node_cap, sizeof *s->node_set);
+    if (!s->node_set) return TILEOPT_NOMEM;
+    for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+        const snap_graph *sg = &s->graphs[gi];
+        for (uint32_t i = 0; i < sg->n_nodes; i++)
+            if (sg->nodes[i]) *node_slot(s, sg->nodes[i]) = (uintptr_t)sg->nodes[i];
+    }
+    return TILEOPT_OK;
+}
+
 int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
     *out = NULL;
     graph_model *m = pc->model;
     cJSON *changes = cJSON_CreateObject();
     if (!changes) return TILEOPT_NOMEM;
-    int rc = mark_graph(s, m->main);
+    int rc = m->nodes_removed != s->nodes_removed ? node_set_build(s) : TILEOPT_OK;
+    if (!rc) rc = mark_graph(s, m->main);
     for (uint32_t gi = 0; gi < s->n_graphs; gi++)
         s->graphs[gi].alive = seen_of(s, s->graphs[gi].pb, NULL, K_GRAPH) & SEEN_AFTER;
     if (!rc) rc = opset_changes(s, m, changes);
@@ -402,7 +414,7 @@ int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
         if (sg->alive && !(seen_of(s, sg->pb, it->name, it->kind) & SEEN_AFTER))
             rc = add_ref(changes, kind_keys[it->kind].removed, name_ref(s, it));
     }
-    for (uint32_t gi = 0; !rc && gi < s->n_graphs; gi++) {
+    for (uint32_t gi = 0; !rc && s->node_set && gi < s->n_graphs; gi++) {
         const snap_graph *sg = &s->graphs[gi];
         for (uint32_t i = 0; !rc && sg->alive && i < sg->n_nodes; i++)
             if (sg->nodes[i] && !(*node_slot(s, sg->nodes[i]) & 1)) swept_node(s, pc, gi, i);
