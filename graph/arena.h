@@ -1,6 +1,6 @@
-/* A bump allocator for everything one model holds. Big blocks come from mmap with
-** MADV_HUGEPAGE: first writes to fresh memory dominate load time on big models,
-** and huge pages cut the page-fault count 512-fold. */
+/* A bump allocator for everything one model holds, in blocks from mmap: one
+** free for a whole model, and big blocks that go back to the system at once
+** when released. */
 #ifndef TILEOPT_ARENA_H
 #define TILEOPT_ARENA_H
 
