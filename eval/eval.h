@@ -234,6 +234,7 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err);
 
 /* Does the evaluator implement this op (default domain) at this opset? */
 bool eval_supports(const char *op_type, int64_t opset);
+bool eval_supports_op(op_id op, int64_t opset);
 
 /*
 ** Evaluate one node of g given its input tensors (NULL for absent optional

@@ -143,9 +143,12 @@ static bool takes_values(const kernel_def *k) {
     return false;
 }
 
-bool eval_supports(const char *op_type, int64_t opset) {
-    op_id op = op_find(op_type);
+bool eval_supports_op(op_id op, int64_t opset) {
     return is_control(op) || find_kernel(op, opset) != NULL;
+}
+
+bool eval_supports(const char *op_type, int64_t opset) {
+    return eval_supports_op(op_find(op_type), opset);
 }
 
 /* ------------------------------------------------------------ accounting */

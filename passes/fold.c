@@ -39,11 +39,11 @@ enum { TR_NONE = 0, TR_KEPT = 1, TR_GONE = 2 };
 
 /* Ops whose value differs from run to run, and ops that make sequences and
 ** optionals (an initializer holds a tensor only): never folded. */
-static const char *const never_fold[] = {
-    "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-    "Multinomial", "Bernoulli",
-    "Optional", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
-    "SplitToSequence",
+static const op_id never_fold[] = {
+    OP_RandomNormal, OP_RandomNormalLike, OP_RandomUniform, OP_RandomUniformLike,
+    OP_Multinomial, OP_Bernoulli,
+    OP_Optional, OP_SequenceConstruct, OP_SequenceEmpty, OP_SequenceErase, OP_SequenceInsert,
+    OP_SplitToSequence,
 };
 
 typedef struct fold_graph {
@@ -51,6 +51,7 @@ typedef struct fold_graph {
     graph *g;
     int64_t opset;
     uint32_t nv, nn;         /* values and nodes when the sweep started */
+    op_id *ops;              /* per node: its op, looked up once (OP_NONE outside the table) */
     tensor **val;            /* per value: its constant (or partial shape) */
     uint8_t *partial;        /* per value: val holds a shape with -1 for unknown dims */
     uint8_t *vstate;         /* per value: phase A's verdict */
@@ -103,10 +104,15 @@ static int32_t vout(fold_graph *f, int32_t node, size_t slot) {
     return vslot(f, graph_node_out(f->g, node, slot));
 }
 
-static bool never_folds(const char *op) {
+static bool never_folds(op_id op) {
     for (size_t i = 0; i < countof(never_fold); i++)
-        if (strcmp(op, never_fold[i]) == 0) return true;
+        if (op == never_fold[i]) return true;
     return false;
+}
+
+/* The op of node idx: the sweep's table for the nodes it started with. */
+static op_id op_at(const fold_graph *f, int32_t idx) {
+    return (uint32_t)idx < f->nn ? f->ops[idx] : op_of(graph_node(f->g, idx));
 }
 
 /* The constant behind name, or NULL. *partial tells a partial shape. */
@@ -216,12 +222,11 @@ static int inferred_tensor(fold_graph *f, const Onnx__NodeProto *n, tensor **out
 
 /* May input i of n be a partial shape (entries -1 where a dim is unknown)? Only
 ** where the op moves entries without computing with them. */
-static bool partial_ok(const Onnx__NodeProto *n, size_t i) {
-    if (graph_node_is(n, "Concat")) return true;
+static bool partial_ok(op_id op, size_t i) {
+    if (op == OP_Concat) return true;
     if (i != 0) return false;
-    return graph_node_is(n, "Gather") || graph_node_is(n, "Slice") ||
-           graph_node_is(n, "Unsqueeze") || graph_node_is(n, "Squeeze") ||
-           graph_node_is(n, "Identity");
+    return op == OP_Gather || op == OP_Slice || op == OP_Unsqueeze || op == OP_Squeeze ||
+           op == OP_Identity;
 }
 
 static void phase_candidates(fold_graph *f) {
@@ -234,14 +239,16 @@ static void phase_candidates(fold_graph *f) {
         int32_t idx = f->order[k];
         const Onnx__NodeProto *n = graph_node(g, idx);
         if (!n->op_type || !graph_domain_is_default(n->domain) || n->n_output == 0) continue;
-        if (graph_node_subgraphs(g, idx) || never_folds(n->op_type)) continue;
+        op_id op = f->ops[idx];
+        if (graph_node_subgraphs(g, idx) || never_folds(op)) continue;
         uint8_t out = VS_NONE;
-        if (graph_node_is(n, "Constant")) {
+        if (op == OP_Constant) {
             out = VS_CONST;
-        } else if (graph_node_is(n, "Shape") || graph_node_is(n, "Size")) {
-            const graph_type *t = type_of(f, graph_node_input(n, 0));
+        } else if (op == OP_Shape || op == OP_Size) {
+            graph_value *iv = graph_node_in(g, idx, 0);
+            const graph_type *t = iv ? &graph_value_home(g, iv, NULL)->type : NULL;
             if (t && t->rank >= 0) {
-                bool shape = graph_node_is(n, "Shape");
+                bool shape = op == OP_Shape;
                 bool all = true;
                 int64_t s = 0, e = t->rank;
                 if (shape) shape_window(n, f->opset, t->rank, &s, &e);
@@ -250,15 +257,15 @@ static void phase_candidates(fold_graph *f) {
                 if (all) out = VS_CONST;
                 else if (shape) out = VS_PARTIAL;
             }
-        } else if (n->n_input > 0 && eval_supports(n->op_type, f->opset)) {
+        } else if (n->n_input > 0 && eval_supports_op(op, f->opset)) {
             /* A partial shape passes through ops that only move entries; Gather
             ** and Slice may pick static entries only (optimistic: phase C knows). */
-            bool pick = graph_node_is(n, "Gather") || graph_node_is(n, "Slice");
+            bool pick = op == OP_Gather || op == OP_Slice;
             bool any_partial = false;
             out = VS_CONST;
             for (size_t i = 0; i < n->n_input && out; i++) {
                 uint8_t s = input_state(f, idx, i);
-                if (s == VS_PARTIAL && partial_ok(n, i)) any_partial = true;
+                if (s == VS_PARTIAL && partial_ok(op, i)) any_partial = true;
                 else if (s != VS_CONST) out = VS_NONE;
             }
             if (out && any_partial && !pick) out = VS_PARTIAL;
@@ -304,7 +311,7 @@ static int phase_scope(fold_graph *f) {
     uint32_t top = 0;
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];
-        bool root = graph_node_is(graph_node(g, idx), "Tile");
+        bool root = f->ops[idx] == OP_Tile;
         /* a node whose subgraphs hold a Tile: what they read from here counts */
         for (graph *s = graph_node_subgraphs(g, idx); s && !root; s = s->next_sibling)
             root = has_tile(s);
@@ -320,7 +327,7 @@ static int phase_scope(fold_graph *f) {
     for (uint32_t k = 0; f->tiles_open && k < f->count; k++) {
         int32_t idx = f->order[k];
         const Onnx__NodeProto *n = graph_node(g, idx);
-        op_id op = op_of(n);
+        op_id op = f->ops[idx];
         if (op == OP_NONE || !op_table[op].shape_in || op == OP_Tile || n->n_output < 1)
             continue;
         const graph_type *t = type_of(f, n->output[0]);
@@ -526,6 +533,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     pass_ctx *pc = f->pc;
     graph *g = f->g;
     const Onnx__NodeProto *n = graph_node(g, idx);
+    op_id op = op_at(f, idx);
     const pass_options *opt = pc->opt;
     *done = false;
     size_t n_in = n->n_input, n_out = n->n_output;
@@ -535,7 +543,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     uint64_t in_bytes = 0;
     bool in_partial = false;
     int rc = TILEOPT_OK;
-    const char *rule = graph_node_is(n, "Constant") ? "Constant node -> initializer"
+    const char *rule = op == OP_Constant ? "Constant node -> initializer"
                                                     : "constant inputs";
     bool inferred = false;
     for (size_t i = 0; i < n_in; i++) {
@@ -546,14 +554,14 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (rc) goto out;
         if (!in[i]) {
             /* Shape and Size read only the inferred type of their input */
-            if (graph_node_is(n, "Shape") || graph_node_is(n, "Size")) continue;
+            if (op == OP_Shape || op == OP_Size) continue;
             if (known_by_inference(f, n)) {
                 inferred = true;
                 continue;
             }
             goto out; /* not constant (a failed upstream fold said why) */
         }
-        if (part && !partial_ok(n, i)) {
+        if (part && !partial_ok(op, i)) {
             /* arithmetic on unknown dims: folds only where they cancel */
             if (!known_by_inference(f, n)) goto out;
             inferred = true;
@@ -565,7 +573,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     uint64_t freed = freed_bytes(f, idx, in);
     bool chain = false;
     bool out_partial = false;
-    if (graph_node_is(n, "Tile") && n_in == 2 && in[0] &&
+    if (op == OP_Tile && n_in == 2 && in[0] &&
         tile_is_redundant_broadcast(f, n, in[0], in[1])) {
         cJSON *a = pass_skip(pc, g, idx, "a broadcast its readers do anyway: "
                                          "folding would only store repeated bytes");
@@ -575,10 +583,10 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     if (inferred) {
         rc = inferred_tensor(f, n, &outs[0]);
         rule = "known by shape inference";
-    } else if (graph_node_is(n, "Shape")) {
+    } else if (op == OP_Shape) {
         rc = shape_value(f, n, &outs[0], &out_partial);
         rule = "static shape";
-    } else if (graph_node_is(n, "Size")) {
+    } else if (op == OP_Size) {
         rc = size_value(f, n, &outs[0]);
         rule = "static shape";
     } else {
@@ -689,7 +697,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (v0 >= 0 && f->val[v0]) add_shape(a, "output_shape", f->val[v0]);
         int64_t rep[TENSOR_MAX_RANK];
         size_t nr;
-        if (graph_node_is(n, "Tile") && n->n_input == 2 && in[1] && in[1]->elem == DT_INT64 &&
+        if (op == OP_Tile && n->n_input == 2 && in[1] && in[1]->elem == DT_INT64 &&
             tensor_to_i64(in[1], rep, TENSOR_MAX_RANK, &nr))
             cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
     }
@@ -951,7 +959,7 @@ static int phase_fold(fold_graph *f) {
         bool done = false;
         int rc = TILEOPT_OK;
         if (f->scope[idx] && f->maybe[idx]) rc = try_fold(f, idx, &done);
-        if (!rc && !done && f->scope[idx] && !f->transient[idx] && graph_node_is(n, "Tile") &&
+        if (!rc && !done && f->scope[idx] && !f->transient[idx] && op_at(f, idx) == OP_Tile &&
             f->opset >= 6)
             rc = tile_rewrite(f, idx);
         for (size_t i = 0; !rc && i < n_in; i++) {
@@ -1004,15 +1012,17 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     f.folded = calloc(nn, 1);
     f.transient = calloc(nn, 1);
     f.order = malloc(nn * sizeof *f.order);
+    f.ops = malloc(nn * sizeof *f.ops);
     f.nv0 = f.nv;
     f.remaining = calloc(nv, sizeof *f.remaining);
     f.needed = calloc(nv, 1);
     f.fold_out = calloc(nv, 1);
     int rc = TILEOPT_OK;
     if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded ||
-        !f.transient || !f.order ||
+        !f.transient || !f.order || !f.ops ||
         !f.remaining || !f.needed || !f.fold_out)
         rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    for (uint32_t i = 0; !rc && i < f.nn; i++) f.ops[i] = op_of(graph_node(g, (int32_t)i));
     for (uint32_t i = 0; !rc && i < f.nv0; i++) {
         const graph_value *v = &g->values[i];
         for (uint32_t u = 0; u < v->n_uses; u++) {
@@ -1035,6 +1045,7 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     free(f.folded);
     free(f.transient);
     free(f.order);
+    free(f.ops);
     free(f.remaining);
     free(f.needed);
     free(f.fold_out);
