@@ -665,7 +665,28 @@ int64_t graph_opset(const graph_model *m, const char *domain) {
     return 0;
 }
 
+/* Most graphs come sorted (exporters write them so, and commit keeps them so):
+** when every use of a value, subgraph reads included, comes after its producer,
+** the order is the index order, found without the heap. */
+static bool sorted_already(const graph *g, int32_t *order, uint32_t *count) {
+    uint32_t n = graph_n_nodes(g), live = 0;
+    for (uint32_t v = 0; v < g->n_values; v++) {
+        int32_t p = g->values[v].producer;
+        if (p < 0 || (uint32_t)p >= n || g->removed[p]) continue;
+        const graph_value *val = &g->values[v];
+        for (uint32_t u = 0; u < val->n_uses; u++) {
+            int32_t c = val->uses[u].node;
+            if (c >= 0 && !g->removed[c] && c <= p) return false;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!g->removed[i]) order[live++] = (int32_t)i;
+    *count = live;
+    return true;
+}
+
 int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
+    if (sorted_already(g, order, count)) return TILEOPT_OK;
     uint32_t n = graph_n_nodes(g);
     uint32_t *indeg = calloc(n ? n : 1, sizeof *indeg);
     /* A min-heap of ready nodes by index keeps an already sorted graph as it is. */
