@@ -93,8 +93,6 @@ static int32_t vslot(fold_graph *f, const graph_value *v) {
     return (int32_t)i;
 }
 
-static int32_t vindex(fold_graph *f, const char *name) { return vslot(f, graph_find(f->g, name)); }
-
 /* The value at a node's input (or output) slot, -1 when absent. */
 static int32_t vin(fold_graph *f, int32_t node, size_t slot) {
     return vslot(f, graph_node_in(f->g, node, slot));
@@ -153,10 +151,6 @@ static int get_const_at(fold_graph *f, int32_t i, tensor **out, bool *partial) {
     return TILEOPT_OK;
 }
 
-static int get_const(fold_graph *f, const char *name, tensor **out, bool *partial) {
-    return get_const_at(f, vindex(f, name), out, partial);
-}
-
 static uint8_t input_state(fold_graph *f, int32_t node, size_t slot) {
     if (!graph_node_input(graph_node(f->g, node), slot)) return VS_CONST; /* absent optional input */
     int32_t i = vin(f, node, slot);
@@ -168,11 +162,17 @@ static uint8_t input_state(fold_graph *f, int32_t node, size_t slot) {
     return VS_NONE;
 }
 
-static const graph_type *type_of(fold_graph *f, const char *name) {
-    graph_value *v = name ? graph_find(f->g, name) : NULL;
-    if (!v) return NULL;
-    graph *hg;
-    return &graph_value_home(f->g, v, &hg)->type;
+static const graph_type *type_of_value(fold_graph *f, graph_value *v) {
+    return v ? &graph_value_home(f->g, v, NULL)->type : NULL;
+}
+
+/* The type of node's input (or output) slot; NULL when absent. */
+static const graph_type *type_in(fold_graph *f, int32_t node, size_t slot) {
+    return type_of_value(f, graph_node_in(f->g, node, slot));
+}
+
+static const graph_type *type_out(fold_graph *f, int32_t node, size_t slot) {
+    return type_of_value(f, graph_node_out(f->g, node, slot));
 }
 
 /* Shape's [start, end) window (attributes from opset 15 on), clamped. */
@@ -194,17 +194,18 @@ static void shape_window(const Onnx__NodeProto *n, int64_t opset, int32_t rank, 
 /* The single output of n when shape inference knows it as numbers although its
 ** inputs are not constant: named dims that cancel (Div(Mul(N, 4), N) is 4, the
 ** -1 of a Reshape of [N, 16, 64] to [N, -1] is 1024). */
-static const graph_shape_value *known_by_inference(fold_graph *f, const Onnx__NodeProto *n) {
-    if (n->n_output != 1 || !n->output[0][0]) return NULL;
-    graph_value *v = graph_find(f->g, n->output[0]);
+static const graph_shape_value *known_by_inference(fold_graph *f, int32_t idx) {
+    const Onnx__NodeProto *n = graph_node(f->g, idx);
+    if (n->n_output != 1) return NULL;
+    graph_value *v = graph_node_out(f->g, idx, 0);
     const graph_shape_value *sv = v ? v->shape_value : NULL;
     if (!sv || sv->syms || (v->type.elem != DT_INT64 && v->type.elem != DT_INT32)) return NULL;
     return sv;
 }
 
 /* That output as a tensor. */
-static int inferred_tensor(fold_graph *f, const Onnx__NodeProto *n, tensor **out) {
-    graph_value *v = graph_find(f->g, n->output[0]);
+static int inferred_tensor(fold_graph *f, int32_t idx, tensor **out) {
+    graph_value *v = graph_node_out(f->g, idx, 0);
     const graph_shape_value *sv = v->shape_value;
     int64_t len = sv->n;
     int rc = tensor_new(v->type.elem, &len, sv->rank, &f->pc->opt->eval_lim, out, f->pc->err);
@@ -270,7 +271,7 @@ static void phase_candidates(fold_graph *f) {
             }
             if (out && any_partial && !pick) out = VS_PARTIAL;
         }
-        if (out == VS_NONE && n->n_input > 0 && known_by_inference(f, n)) out = VS_CONST;
+        if (out == VS_NONE && n->n_input > 0 && known_by_inference(f, idx)) out = VS_CONST;
         if (out == VS_NONE) continue;
         f->maybe[idx] = 1;
         for (size_t o = 0; o < n->n_output; o++) {
@@ -330,7 +331,7 @@ static int phase_scope(fold_graph *f) {
         op_id op = f->ops[idx];
         if (op == OP_NONE || !op_table[op].shape_in || op == OP_Tile || n->n_output < 1)
             continue;
-        const graph_type *t = type_of(f, n->output[0]);
+        const graph_type *t = type_out(f, idx, 0);
         if (t && graph_type_static(t)) continue;
         for (size_t i = 0; i < n->n_input && i < 32; i++)
             if (op_table[op].shape_in & OP_IN(i))
@@ -358,8 +359,9 @@ static void add_shape(cJSON *a, const char *key, const tensor *t) {
 }
 
 /* Shape from the inferred type: unknown dims come out as -1 (partial). */
-static int shape_value(fold_graph *f, const Onnx__NodeProto *n, tensor **out, bool *partial) {
-    const graph_type *t = type_of(f, graph_node_input(n, 0));
+static int shape_value(fold_graph *f, int32_t idx, tensor **out, bool *partial) {
+    const Onnx__NodeProto *n = graph_node(f->g, idx);
+    const graph_type *t = type_in(f, idx, 0);
     *out = NULL;
     if (!t || t->rank < 0) return TILEOPT_OK;
     int64_t s, e;
@@ -379,8 +381,8 @@ static int shape_value(fold_graph *f, const Onnx__NodeProto *n, tensor **out, bo
     return TILEOPT_OK;
 }
 
-static int size_value(fold_graph *f, const Onnx__NodeProto *n, tensor **out) {
-    const graph_type *t = type_of(f, graph_node_input(n, 0));
+static int size_value(fold_graph *f, int32_t idx, tensor **out) {
+    const graph_type *t = type_in(f, idx, 0);
     uint64_t numel;
     *out = NULL;
     if (!t || !graph_type_numel(t, &numel) || numel > INT64_MAX) return TILEOPT_OK;
@@ -402,10 +404,11 @@ static bool still_partial(const tensor *t) {
 }
 
 /* Bytes of a value's inferred type, or 0 when not static. */
-/* The inferred byte size of value `name` (0 when unknown); false when a static
-** shape's byte size does not fit in 64 bits, which no machine could hold. */
-static bool predicted_bytes(fold_graph *f, const char *name, uint64_t *bytes) {
-    const graph_type *t = type_of(f, name);
+/* The inferred byte size of output slot o of node idx (0 when unknown); false
+** when a static shape's byte size does not fit in 64 bits, which no machine
+** could hold. */
+static bool predicted_bytes(fold_graph *f, int32_t idx, size_t o, uint64_t *bytes) {
+    const graph_type *t = type_out(f, idx, o);
     uint64_t numel;
     const dtype_info *di = t ? dtype_get(t->elem) : NULL;
     *bytes = 0;
@@ -464,10 +467,10 @@ static uint64_t freed_bytes(fold_graph *f, int32_t node, tensor *const *in) {
 
 /* Some reader of n's outputs is a node of this sweep that may fold: a chain
 ** through n may end in a small constant. */
-static bool chain_possible(fold_graph *f, const Onnx__NodeProto *n) {
+static bool chain_possible(fold_graph *f, int32_t idx) {
+    const Onnx__NodeProto *n = graph_node(f->g, idx);
     for (size_t o = 0; o < n->n_output; o++) {
-        if (!n->output[o][0]) continue;
-        const graph_value *v = graph_find(f->g, n->output[o]);
+        const graph_value *v = graph_node_out(f->g, idx, o);
         for (uint32_t u = 0; v && u < v->n_uses; u++) {
             int32_t r = v->uses[u].node;
             if (v->uses[u].input >= 0 && r >= 0 && (uint32_t)r < f->nn && f->scope[r] &&
@@ -491,8 +494,8 @@ static void free_outs(tensor **outs, size_t n) {
 ** consumers do anyway: folding it would store the repeated bytes for nothing
 ** (the fuse pass drops such a Tile instead).
 */
-static bool tile_is_redundant_broadcast(fold_graph *f, const Onnx__NodeProto *n,
-                                        const tensor *x, const tensor *reps) {
+static bool tile_is_redundant_broadcast(fold_graph *f, int32_t idx, const tensor *x,
+                                        const tensor *reps) {
     int64_t rep[TENSOR_MAX_RANK];
     size_t nr;
     if (!reps || reps->elem != DT_INT64 || !tensor_to_i64(reps, rep, TENSOR_MAX_RANK, &nr) ||
@@ -504,7 +507,7 @@ static bool tile_is_redundant_broadcast(fold_graph *f, const Onnx__NodeProto *n,
         if (x->dims[i] != 1) return false;
         any = true;
     }
-    graph_value *y = graph_find(f->g, n->output[0]);
+    graph_value *y = graph_node_out(f->g, idx, 0);
     if (!any || !y || y->output >= 0 || y->n_uses == 0) return false;
     for (uint32_t u = 0; u < y->n_uses; u++) {
         if (y->uses[u].input < 0) return false;
@@ -513,9 +516,9 @@ static bool tile_is_redundant_broadcast(fold_graph *f, const Onnx__NodeProto *n,
         /* some other operand must carry the tiled size on every repeated axis */
         bool covered = false;
         for (size_t k = 0; k < c->n_input && !covered; k++) {
-            const char *name = graph_node_input(c, k);
-            if (!name || strcmp(name, n->output[0]) == 0) continue;
-            const graph_type *t = type_of(f, name);
+            const graph_value *cv = graph_node_in(f->g, y->uses[u].node, k);
+            if (!cv || cv == y) continue;
+            const graph_type *t = type_of_value(f, (graph_value *)cv);
             if (!t || t->rank < (int32_t)nr || !t->dims) continue;
             covered = true;
             for (size_t i = 0; i < nr && covered; i++)
@@ -555,7 +558,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         if (!in[i]) {
             /* Shape and Size read only the inferred type of their input */
             if (op == OP_Shape || op == OP_Size) continue;
-            if (known_by_inference(f, n)) {
+            if (known_by_inference(f, idx)) {
                 inferred = true;
                 continue;
             }
@@ -563,7 +566,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         }
         if (part && !partial_ok(op, i)) {
             /* arithmetic on unknown dims: folds only where they cancel */
-            if (!known_by_inference(f, n)) goto out;
+            if (!known_by_inference(f, idx)) goto out;
             inferred = true;
         } else if (part) {
             in_partial = true;
@@ -574,20 +577,20 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     bool chain = false;
     bool out_partial = false;
     if (op == OP_Tile && n_in == 2 && in[0] &&
-        tile_is_redundant_broadcast(f, n, in[0], in[1])) {
+        tile_is_redundant_broadcast(f, idx, in[0], in[1])) {
         cJSON *a = pass_skip(pc, g, idx, "a broadcast its readers do anyway: "
                                          "folding would only store repeated bytes");
         if (a) cJSON_AddStringToObject(a, "rule", "broadcast");
         goto out;
     }
     if (inferred) {
-        rc = inferred_tensor(f, n, &outs[0]);
+        rc = inferred_tensor(f, idx, &outs[0]);
         rule = "known by shape inference";
     } else if (op == OP_Shape) {
-        rc = shape_value(f, n, &outs[0], &out_partial);
+        rc = shape_value(f, idx, &outs[0], &out_partial);
         rule = "static shape";
     } else if (op == OP_Size) {
-        rc = size_value(f, n, &outs[0]);
+        rc = size_value(f, idx, &outs[0]);
         rule = "static shape";
     } else {
         if (in_partial) rule = "static dims of a shape";
@@ -596,7 +599,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         for (size_t o = 0; o < n_out; o++) {
             uint64_t b = 0;
             if (n->output[o][0] &&
-                (!predicted_bytes(f, n->output[o], &b) || predicted + b < predicted)) {
+                (!predicted_bytes(f, idx, o, &b) || predicted + b < predicted)) {
                 rc = err_set(pc->err, TILEOPT_INVALID,
                              "node %s (%s): output '%s' has more bytes than fit in 64 bits",
                              graph_node_id(g, idx), n->op_type, n->output[o]);
@@ -604,7 +607,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
             }
             predicted += b;
         }
-        chain = chain_possible(f, n);
+        chain = chain_possible(f, idx);
         if (over_budget(opt, predicted, freed) && !chain) {
             skip_over_limit(pc, g, idx, "would take", in_bytes, predicted, freed);
             goto out;
@@ -708,11 +711,10 @@ out:
 }
 
 /* Repeats of a Tile-6/13 node as int64, when constant. */
-static bool tile_repeats(fold_graph *f, const Onnx__NodeProto *n, int64_t *rep, size_t *cnt) {
-    const char *name = graph_node_input(n, 1);
+static bool tile_repeats(fold_graph *f, int32_t idx, int64_t *rep, size_t *cnt) {
     tensor *t;
     bool part;
-    if (!name || get_const(f, name, &t, &part) || !t || part) return false;
+    if (get_const_at(f, vin(f, idx, 1), &t, &part) || !t || part) return false;
     return t->elem == DT_INT64 && tensor_to_i64(t, rep, TENSOR_MAX_RANK, cnt);
 }
 
@@ -735,13 +737,13 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     ** rather than leave a Tile that fails at run time. */
     tensor *rt;
     bool part;
-    const char *rn0 = graph_node_input(n, 1);
-    if (rn0 && !get_const(f, rn0, &rt, &part) && rt && !part) {
-        int rc = pass_check_repeats(pc, g, idx, rt, type_of(f, graph_node_input(n, 0)));
+    if (!get_const_at(f, vin(f, idx, 1), &rt, &part) && rt && !part) {
+        int rc = pass_check_repeats(pc, g, idx, rt, type_in(f, idx, 0));
         if (rc) return rc;
     }
-    if (!tile_repeats(f, n, rep, &nr)) {
-        graph_value *rv = rn0 ? graph_resolve(g, rn0) : NULL;
+    if (!tile_repeats(f, idx, rep, &nr)) {
+        graph_value *rin = graph_node_in(g, idx, 1);
+        graph_value *rv = rin ? graph_value_home(g, rin, NULL) : NULL;
         if (rv && rv->shape_value && rv->shape_value->syms) {
             /* say what they are: a named dim decides, fuse may still drop the Tile */
             char text[256];
@@ -763,7 +765,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     bool ones = true;
     for (size_t i = 0; i < nr; i++)
         if (rep[i] != 1) ones = false;
-    const graph_type *xt = type_of(f, x);
+    const graph_type *xt = type_in(f, idx, 0);
     if (ones && (!xt || xt->rank < 0 || (size_t)xt->rank == nr)) {
         /* Tile with all repeats 1 is the identity (a wrong repeats length would
         ** be an error at run time: keep those). */
@@ -785,7 +787,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
         return TILEOPT_OK;
     }
     /* Tile(Tile(x, a), b) -> Tile(x, a*b) when nobody else reads the inner Tile. */
-    graph_value *xv = graph_find(g, x);
+    graph_value *xv = graph_node_in(g, idx, 0);
     int32_t p = xv && xv->outer < 0 ? xv->producer : -1;
     if (p >= 0 && (uint32_t)p < f->nn && !f->folded[p] && !graph_node_removed(g, p) &&
         xv->n_uses == 1 && xv->output < 0) {
@@ -793,7 +795,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
         int64_t ra[TENSOR_MAX_RANK];
         size_t na;
         if (graph_node_is(inner, "Tile") && inner->n_input == 2 && graph_node_input(inner, 0) &&
-            tile_repeats(f, inner, ra, &na) && na == nr) {
+            tile_repeats(f, p, ra, &na) && na == nr) {
             int64_t prod[TENSOR_MAX_RANK];
             bool ok = true;
             for (size_t i = 0; i < nr; i++)
@@ -824,7 +826,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     ** by nodes folded here are materialized by phase D already. */
     const char *rn = graph_node_input(n, 1);
     if (graph_initializer(g, rn)) return TILEOPT_OK;
-    graph_value *rv = graph_find(g, rn);
+    graph_value *rv = graph_node_in(g, idx, 1);
     if (rv && rv->outer < 0 && rv->producer >= 0 && (uint32_t)rv->producer < f->nn &&
         f->folded[rv->producer])
         return TILEOPT_OK;
@@ -898,10 +900,11 @@ static int release(fold_graph *f, int32_t vi) {
 }
 
 /* Whether every reader of n's outputs folded or went as part of a chain. */
-static bool readers_gone(fold_graph *f, const Onnx__NodeProto *n) {
+static bool readers_gone(fold_graph *f, int32_t idx) {
+    const Onnx__NodeProto *n = graph_node(f->g, idx);
     for (size_t o = 0; o < n->n_output; o++) {
         if (!n->output[o][0]) continue;
-        const graph_value *v = graph_find(f->g, n->output[o]);
+        const graph_value *v = graph_node_out(f->g, idx, o);
         if (!v || v->output >= 0) return false;
         for (uint32_t u = 0; u < v->n_uses; u++) {
             int32_t r = v->uses[u].node;
@@ -919,8 +922,7 @@ static void settle_chains(fold_graph *f) {
     for (uint32_t k = f->count; k-- > 0;) {
         int32_t idx = f->order[k];
         if (f->transient[idx] != TR_KEPT || graph_node_removed(f->g, idx)) continue;
-        const Onnx__NodeProto *n = graph_node(f->g, idx);
-        if (!readers_gone(f, n)) {
+        if (!readers_gone(f, idx)) {
             cJSON *a = pass_skip(f->pc, f->g, idx, "outputs over --fold-limit %" PRIu64
                                  ", and not every reader folded", f->pc->opt->fold_limit);
             if (a) cJSON_AddStringToObject(a, "rule", "fold-limit");
