@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 const op_info op_table[OP_COUNT] = {
 #define X(name_, min_, max_, kind_, out_, bcast_, since_, shape_in_) \
@@ -12,14 +13,35 @@ const op_info op_table[OP_COUNT] = {
 #undef X
 };
 
-static int by_name(const void *key, const void *row) {
-    return strcmp((const char *)key, ((const op_info *)row)->name);
+/* Every pass asks each node its op: a hash of the names, built once, answers
+** with one string compare where a binary search took eight. At most half full. */
+#define NAME_SLOTS 1024
+_Static_assert(OP_COUNT * 2 <= NAME_SLOTS, "the op-name table must stay half empty");
+static int16_t name_slots[NAME_SLOTS]; /* op + 1; 0 = empty */
+static once_flag names_once = ONCE_FLAG_INIT;
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static void names_build(void) {
+    for (int op = 0; op < OP_COUNT; op++) {
+        uint32_t i = name_hash(op_table[op].name) & (NAME_SLOTS - 1);
+        while (name_slots[i]) i = (i + 1) & (NAME_SLOTS - 1);
+        name_slots[i] = (int16_t)(op + 1);
+    }
 }
 
 op_id op_find(const char *name) {
     if (!name) return OP_NONE;
-    const op_info *r = bsearch(name, op_table, OP_COUNT, sizeof op_table[0], by_name);
-    return r ? (op_id)(r - op_table) : OP_NONE;
+    call_once(&names_once, names_build);
+    for (uint32_t i = name_hash(name) & (NAME_SLOTS - 1); name_slots[i];
+         i = (i + 1) & (NAME_SLOTS - 1))
+        if (strcmp(op_table[name_slots[i] - 1].name, name) == 0)
+            return (op_id)(name_slots[i] - 1);
+    return OP_NONE;
 }
 
 op_id op_of(const Onnx__NodeProto *n) {
