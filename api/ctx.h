@@ -71,6 +71,7 @@ cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array);
 typedef struct api_counts {
     uint64_t nodes, tiles, inits, init_bytes, ext_bytes;
     cJSON *ops, *ext_files;
+    cJSON *op_count[OP_COUNT]; /* the ops entry of each default-domain op, once seen */
 } api_counts;
 void api_count(const graph_model *m, api_counts *c);
 void api_counts_free(api_counts *c);
