@@ -49,35 +49,42 @@ static void put_indent(pass_text *t, int depth) {
     for (; depth > 0; depth -= 16) pass_text_put(t, tabs, depth < 16 ? (size_t)depth : 16);
 }
 
+/* Bytes a JSON string takes as they are: printable ASCII but the quote and the
+** backslash. Names are almost always all of them, so runs go out in one copy. */
+static bool plain_byte(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
 /* A JSON string: bytes that are not UTF-8 become the text \xNN (as error
 ** messages write them), so any parser reads the report. */
 static void put_quoted(pass_text *t, const char *s) {
     const unsigned char *u = (const unsigned char *)s;
-    size_t n = strlen(s), run = 0;
+    size_t n = 0; /* measured at the first byte past ASCII */
     pass_text_put(t, "\"", 1);
-    for (size_t i = 0; i < n;) {
+    for (size_t i = 0;;) {
+        size_t run = i;
+        while (plain_byte(u[run])) run++;
+        pass_text_put(t, s + i, run - i);
+        i = run;
         unsigned char c = u[i];
-        size_t len = c >= 0x80 ? graph_utf8_len(u + i, n - i) : 1;
-        const char *esc = NULL;
+        if (!c) break;
+        if (c >= 0x80 && !n) n = i + strlen(s + i);
+        size_t len = c >= 0x80 ? graph_utf8_len(u + i, n - i) : 0;
+        if (len) { /* a whole UTF-8 sequence goes as it is */
+            pass_text_put(t, s + i, len);
+            i += len;
+            continue;
+        }
         char buf[8];
+        const char *esc = buf;
         if (c == '"') esc = "\\\"";
         else if (c == '\\') esc = "\\\\";
         else if (c == '\n') esc = "\\n";
         else if (c == '\t') esc = "\\t";
         else if (c == '\r') esc = "\\r";
-        else if (c < 0x20) snprintf(buf, sizeof buf, "\\u%04x", c), esc = buf;
-        else if (!len) snprintf(buf, sizeof buf, "\\\\x%02x", c), esc = buf;
-        if (!esc) {
-            run += len;
-            i += len;
-            continue;
-        }
-        pass_text_put(t, s + i - run, run);
-        run = 0;
+        else if (c < 0x20) snprintf(buf, sizeof buf, "\\u%04x", c);
+        else snprintf(buf, sizeof buf, "\\\\x%02x", c);
         put_str(t, esc);
         i++;
     }
-    pass_text_put(t, s + n - run, run);
     pass_text_put(t, "\"", 1);
 }
 
