@@ -220,6 +220,13 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
 
 /* ------------------------------------------------------------------ lookup */
 
+/* The one hash of names (FNV-1a) every name table of the graph layer uses. */
+static inline uint32_t graph_name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
 graph_value *graph_find(graph *g, const char *name);        /* this scope only */
 /* The value node reads at input slot (or writes at output slot) in this scope,
 ** as graph_find would give it, mostly without a lookup; NULL for an absent

@@ -12,12 +12,6 @@
 
 #include "graph/graph.h"
 
-static uint32_t hash_str(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 static graph_value *find_hashed(graph *g, const char *name, uint32_t h) {
     uint32_t mask = g->n_slots - 1;
     for (uint32_t i = h & mask;; i = (i + 1) & mask) {
@@ -33,7 +27,7 @@ static graph_value *find_hashed(graph *g, const char *name, uint32_t h) {
 
 graph_value *graph_find(graph *g, const char *name) {
     if (!name || !g->n_slots) return NULL;
-    return find_hashed(g, name, hash_str(name));
+    return find_hashed(g, name, graph_name_hash(name));
 }
 
 static graph_value *slot_value(graph *g, int32_t node, bool output, size_t slot) {
@@ -86,7 +80,7 @@ static int rehash(graph *g, uint32_t n_slots) {
 
 /* The entry for name in this scope, created empty when missing. */
 static graph_value *value_get(graph *g, const char *name) {
-    uint32_t h = hash_str(name);
+    uint32_t h = graph_name_hash(name);
     graph_value *v = g->n_slots ? find_hashed(g, name, h) : NULL;
     if (v) return v;
     if (slots_full((uint64_t)g->n_values + 1, g->n_slots) &&

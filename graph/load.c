@@ -118,16 +118,10 @@ static int check_header(const Onnx__ModelProto *pb, errbuf *err) {
     return TILEOPT_OK;
 }
 
-static uint32_t name_hash(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 /* Adds name to an open-addressing set of cap slots (a power of two, never more than
 ** half full); false when it was there already. */
 static bool name_set_add(const char **set, size_t cap, const char *name) {
-    for (size_t i = name_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    for (size_t i = graph_name_hash(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
         if (!set[i]) {
             set[i] = name;
             return true;

@@ -14,15 +14,9 @@ char *graph_strdup(graph *g, const char *s) { return arena_strdup(g->model->aren
 
 /* ------------------------------------------------------------ unique names */
 
-static uint32_t hash_str(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 static bool names_has(const graph_model *m, const char *s) {
     uint32_t mask = m->cap_names - 1;
-    for (uint32_t i = hash_str(s) & mask; m->names[i]; i = (i + 1) & mask)
+    for (uint32_t i = graph_name_hash(s) & mask; m->names[i]; i = (i + 1) & mask)
         if (strcmp(m->names[i], s) == 0) return true;
     return false;
 }
@@ -45,7 +39,7 @@ static int names_grow(graph_model *m) {
 static int names_add(graph_model *m, const char *s) {
     if ((uint64_t)(m->n_names + 1) * 2 > m->cap_names && names_grow(m)) return TILEOPT_NOMEM;
     if (names_has(m, s)) return TILEOPT_OK;
-    uint32_t mask = m->cap_names - 1, i = hash_str(s) & mask;
+    uint32_t mask = m->cap_names - 1, i = graph_name_hash(s) & mask;
     while (m->names[i]) i = (i + 1) & mask;
     m->names[i] = s;
     m->n_names++;

@@ -20,15 +20,9 @@ _Static_assert(OP_COUNT * 2 <= NAME_SLOTS, "the op-name table must stay half emp
 static int16_t name_slots[NAME_SLOTS]; /* op + 1; 0 = empty */
 static once_flag names_once = ONCE_FLAG_INIT;
 
-static uint32_t name_hash(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 static void names_build(void) {
     for (int op = 0; op < OP_COUNT; op++) {
-        uint32_t i = name_hash(op_table[op].name) & (NAME_SLOTS - 1);
+        uint32_t i = graph_name_hash(op_table[op].name) & (NAME_SLOTS - 1);
         while (name_slots[i]) i = (i + 1) & (NAME_SLOTS - 1);
         name_slots[i] = (int16_t)(op + 1);
     }
@@ -37,7 +31,7 @@ static void names_build(void) {
 op_id op_find(const char *name) {
     if (!name) return OP_NONE;
     call_once(&names_once, names_build);
-    for (uint32_t i = name_hash(name) & (NAME_SLOTS - 1); name_slots[i];
+    for (uint32_t i = graph_name_hash(name) & (NAME_SLOTS - 1); name_slots[i];
          i = (i + 1) & (NAME_SLOTS - 1))
         if (strcmp(op_table[name_slots[i] - 1].name, name) == 0)
             return (op_id)(name_slots[i] - 1);
