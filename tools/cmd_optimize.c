@@ -290,12 +290,16 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         tool_error(EXIT_FAIL, "verify: %s", tileopt_ctx_errmsg(ctx));
         goto report;
     }
-    /* The report goes first, with the size the output will have: when it cannot
-    ** be written the run fails before OUT is touched. */
-    tileopt_report_end(ctx, model, a->out);
-    if (a->report && strcmp(a->report, "-") != 0 && write_report(ctx, a->report) != EXIT_OK)
-        goto done;
-    double predicted = output_file_bytes(ctx);
+    /* A report file goes first, with the size the output will have: when it
+    ** cannot be written the run fails before OUT is touched. (Predicting the
+    ** size walks the whole model, so a run without a report file skips it.) */
+    bool file_report = a->report && strcmp(a->report, "-") != 0;
+    double predicted = 0;
+    if (file_report) {
+        tileopt_report_end(ctx, model, a->out);
+        if (write_report(ctx, a->report) != EXIT_OK) goto done;
+        predicted = output_file_bytes(ctx);
+    }
     if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto report;
@@ -305,7 +309,7 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     ** from the prediction (tensors moved to external data), and a rewrite that
     ** fails leaves the first report and a warning, never a failed run. */
     tileopt_report_end(ctx, model, a->out);
-    if (a->report && strcmp(a->report, "-") != 0 && output_file_bytes(ctx) != predicted &&
+    if (file_report && output_file_bytes(ctx) != predicted &&
         tileopt_report_save(ctx, a->report) != TILEOPT_OK)
         fprintf(stderr, "tileopt: warning: %s (it states the predicted output size)\n",
                 tileopt_ctx_errmsg(ctx));
