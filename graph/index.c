@@ -249,6 +249,20 @@ static const char *graph_where(graph *g) {
     return g->parent ? " (in a subgraph)" : "";
 }
 
+/* Building the index is a hash probe per name into tables far bigger than the
+** caches. Asking for the slots of the names a few nodes ahead lets those
+** misses overlap; a hint to the processor that changes nothing. */
+#define PREFETCH_AHEAD 8
+
+static void prefetch_slots(const graph *g, size_t i, bool outputs) {
+    if (i >= g->pb->n_node || !g->n_slots) return;
+    const Onnx__NodeProto *n = g->pb->node[i];
+    size_t count = outputs ? n->n_output : n->n_input;
+    char *const *names = outputs ? n->output : n->input;
+    for (size_t k = 0; k < count; k++)
+        if (names[k][0]) __builtin_prefetch(&g->slots[graph_name_hash(names[k]) & (g->n_slots - 1)]);
+}
+
 static int index_definitions(graph *g, errbuf *err) {
     Onnx__GraphProto *pb = g->pb;
     for (size_t i = 0; i < pb->n_initializer; i++) {
@@ -286,6 +300,7 @@ static int index_definitions(graph *g, errbuf *err) {
     }
     for (size_t i = 0; i < pb->n_node; i++) {
         const Onnx__NodeProto *n = pb->node[i];
+        prefetch_slots(g, i + PREFETCH_AHEAD, true);
         for (size_t o = 0; o < n->n_output; o++) {
             if (!n->output[o][0]) continue;
             graph_value *v = value_get(g, n->output[o]);
@@ -432,6 +447,7 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
     Onnx__GraphProto *pb = g->pb;
     for (size_t i = 0; i < pb->n_node; i++) {
         const Onnx__NodeProto *n = pb->node[i];
+        prefetch_slots(g, i + PREFETCH_AHEAD, false);
         for (size_t k = 0; k < n->n_input; k++) {
             if (!n->input[k][0]) continue;
             graph_value *v = resolve_use(g, n->input[k], (int32_t)i, (int32_t)k);
