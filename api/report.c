@@ -1,6 +1,5 @@
 /* The JSON report (schema: tests/report.schema.json), model summaries, and running
 ** a pass with its report entry. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
