@@ -395,8 +395,8 @@ static void swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) 
     const char *id = node_id(n, i, buf, sizeof buf);
     const char *path = graph_path_of(s, gi);
     if (pass_log_names(pc->log, path, id)) return;
-    cJSON *a = pass_log_begin_unnamed(pc->log, id, n->op_type && n->op_type[0] ? n->op_type : "?",
-                                      path, "eliminated");
+    cJSON *a = pass_log_begin(pc->log, id, n->op_type && n->op_type[0] ? n->op_type : "?", path,
+                              "eliminated");
     pass_add_static(a, "rule", "outputs unused");
     pc->changed = true;
 }

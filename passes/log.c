@@ -180,7 +180,6 @@ struct pass_log {
     uint32_t n_keys, cap_keys;
     uint32_t *slots;         /* key index + 1; power-of-two count, at most half full */
     uint32_t n_slots;
-    size_t n_unkeyed;        /* records of pass_log_begin_unnamed, each a node of its own */
     bool failed;
 };
 
@@ -302,8 +301,8 @@ static void close_open(pass_log *l) {
     if (l->text.failed) l->failed = true;
 }
 
-static cJSON *begin(pass_log *l, const char *node, const char *op, const char *graph,
-                    const char *action, bool keyed) {
+cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
+                      const char *action) {
     close_open(l);
     if (l->failed) return NULL;
     if (l->n_recs == l->cap_recs) {
@@ -317,13 +316,11 @@ static cJSON *begin(pass_log *l, const char *node, const char *op, const char *g
         l->cap_recs = cap;
     }
     bool skip = strcmp(action, "skipped") == 0;
-    keyed = keyed && node[0];
-    int32_t key = keyed ? key_get(l, graph ? graph : "", graph ? strlen(graph) : 0, node) : -1;
-    if (keyed && key < 0) {
+    int32_t key = node[0] ? key_get(l, graph ? graph : "", graph ? strlen(graph) : 0, node) : -1;
+    if (node[0] && key < 0) {
         l->failed = true;
         return NULL;
     }
-    if (!keyed && node[0]) l->n_unkeyed++;
     if (key >= 0) {
         if (skip) l->keys[key].skips++;
         else l->keys[key].named |= NAMED_NODE;
@@ -342,16 +339,6 @@ static cJSON *begin(pass_log *l, const char *node, const char *op, const char *g
     l->open_skip = skip;
     l->open_key = key;
     return l->open;
-}
-
-cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
-                      const char *action) {
-    return begin(l, node, op, graph, action, true);
-}
-
-cJSON *pass_log_begin_unnamed(pass_log *l, const char *node, const char *op, const char *graph,
-                              const char *action) {
-    return begin(l, node, op, graph, action, false);
 }
 
 size_t pass_log_mark(pass_log *l) {
@@ -387,8 +374,7 @@ bool pass_log_names(const pass_log *l, const char *graph, const char *node) {
 int pass_log_finish(pass_log *l, char **json, size_t *changed, size_t *skipped) {
     *json = NULL;
     close_open(l);
-    *changed = l->n_unkeyed;
-    *skipped = 0;
+    *changed = *skipped = 0;
     for (uint32_t i = 0; i < l->n_keys; i++) {
         *changed += (l->keys[i].named & NAMED_NODE) != 0;
         *skipped += l->keys[i].skips != 0;

@@ -67,11 +67,6 @@ pass_log *pass_log_new(void);
 void pass_log_free(pass_log *l);
 cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
                       const char *action);
-/* The same for a node that no record names and none after it will, and no
-** skip: counted as changed without entering the name table (the nodes a
-** snapshot finds swept, hundreds of thousands at times, come last). */
-cJSON *pass_log_begin_unnamed(pass_log *l, const char *node, const char *op, const char *graph,
-                              const char *action);
 size_t pass_log_mark(pass_log *l);
 void pass_log_drop_skips(pass_log *l, size_t mark);
 bool pass_log_names(const pass_log *l, const char *graph, const char *node);
