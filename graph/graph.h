@@ -220,9 +220,16 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
 
 /* ------------------------------------------------------------------ lookup */
 
-/* The one hash of names (FNV-1a) every name table of the graph layer uses. */
+/* The one hash of names (FNV-1a) the name tables use. graph_hash_bytes goes on
+** from h over n more bytes, for keys made of several pieces. */
+#define GRAPH_HASH_SEED 2166136261u
+static inline uint32_t graph_hash_bytes(uint32_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
 static inline uint32_t graph_name_hash(const char *s) {
-    uint32_t h = 2166136261u;
+    uint32_t h = GRAPH_HASH_SEED;
     for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }

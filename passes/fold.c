@@ -516,9 +516,9 @@ static bool tile_is_redundant_broadcast(fold_graph *f, int32_t idx, const tensor
         /* some other operand must carry the tiled size on every repeated axis */
         bool covered = false;
         for (size_t k = 0; k < c->n_input && !covered; k++) {
-            const graph_value *cv = graph_node_in(f->g, y->uses[u].node, k);
+            graph_value *cv = graph_node_in(f->g, y->uses[u].node, k);
             if (!cv || cv == y) continue;
-            const graph_type *t = type_of_value(f, (graph_value *)cv);
+            const graph_type *t = type_of_value(f, cv);
             if (!t || t->rank < (int32_t)nr || !t->dims) continue;
             covered = true;
             for (size_t i = 0; i < nr && covered; i++)

@@ -206,11 +206,8 @@ void pass_log_free(pass_log *l) {
 /* Keys are a graph path (pn bytes of path, none for the main graph), \x1f and a
 ** node id. */
 static uint32_t key_hash(const char *path, size_t pn, const char *id) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < pn; i++) h = (h ^ (uint8_t)path[i]) * 16777619u;
-    h = (h ^ 0x1f) * 16777619u;
-    for (const char *s = id; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
+    uint32_t h = graph_hash_bytes(GRAPH_HASH_SEED, path, pn);
+    return graph_hash_bytes(graph_hash_bytes(h, "\x1f", 1), id, strlen(id));
 }
 
 static int32_t key_find(const pass_log *l, const char *path, size_t pn, const char *id,
@@ -268,10 +265,16 @@ static int32_t key_get(pass_log *l, const char *path, size_t pn, const char *id)
     return (int32_t)(l->n_keys - 1);
 }
 
-static void put_member(pass_text *t, const char *key, const char *value) {
-    pass_text_put(t, ",", 1);
+/* A member's key in a one-line record: the comma before it unless it is the
+** first. */
+static void put_key(pass_text *t, const char *key, bool first) {
+    if (!first) pass_text_put(t, ",", 1);
     put_quoted(t, key);
     pass_text_put(t, ":", 1);
+}
+
+static void put_member(pass_text *t, const char *key, const char *value) {
+    put_key(t, key, false);
     put_quoted(t, value);
 }
 
@@ -281,9 +284,7 @@ static void close_open(pass_log *l) {
     l->is_open = false;
     const char *tile = NULL;
     for (const cJSON *c = l->open->child; c; c = c->next) {
-        pass_text_put(&l->text, ",", 1);
-        put_quoted(&l->text, c->string ? c->string : "");
-        pass_text_put(&l->text, ":", 1);
+        put_key(&l->text, c->string ? c->string : "", false);
         pass_json_write(&l->text, c, 0, false);
         if (c->string && strcmp(c->string, "tile") == 0) tile = cJSON_GetStringValue(c);
     }
@@ -329,8 +330,7 @@ cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char 
     pass_text_put(&l->text, ",\n", 2);
     put_indent(&l->text, RECORD_DEPTH);
     pass_text_put(&l->text, "{", 1);
-    put_quoted(&l->text, "node");
-    pass_text_put(&l->text, ":", 1);
+    put_key(&l->text, "node", true);
     put_quoted(&l->text, node);
     put_member(&l->text, "op", op);
     if (graph) put_member(&l->text, "graph", graph);
