@@ -125,6 +125,8 @@ struct graph {
     graph_model *model;
     graph *parent;           /* enclosing graph, NULL for the main graph */
     int32_t parent_node;     /* node in parent whose attribute holds this graph */
+    const char *parent_attr; /* that attribute's name */
+    int32_t parent_list;     /* place in a GRAPHS attribute; -1 for a GRAPH one */
     uint32_t depth;
 
     /* values, by name through an open-addressing hash map */
@@ -252,10 +254,16 @@ static inline uint32_t graph_n_nodes(const graph *g) { return (uint32_t)g->pb->n
 static inline bool graph_node_removed(const graph *g, int32_t i) { return g->removed[i]; }
 /* "name" or "#index" when unnamed: stable ids for reports and errors. */
 const char *graph_node_id(graph *g, int32_t i);
-/* Where a subgraph sits, as the ids of the nodes holding it from the outside in
-** ("loop/if_then"), written into buf; NULL for the main graph. Reports and
-** inspect name subgraphs this one way. */
+/* Where a subgraph sits, from the outside in: per level the id of the node
+** holding it and the attribute ("loop/body/if_0/then_branch"; a graph of a GRAPHS
+** attribute adds its place, "node/branches[1]"), written into buf; NULL for the
+** main graph. The id alone would not do: an If's two branches would share it.
+** Reports and inspect name subgraphs this one way. */
 const char *graph_path(graph *g, char *buf, size_t cap);
+/* One level of that path, appended to buf (which holds used bytes): the same
+** text for a snapshot of a graph whose holder may be gone by now. */
+void graph_path_step(char *buf, size_t cap, size_t used, const char *node_id, const char *attr,
+                     int32_t list);
 /* Default domain test ("" or "ai.onnx"). */
 bool graph_node_is(const Onnx__NodeProto *n, const char *op_type);
 /* True for the default ONNX domain, spelled "" or "ai.onnx". */

@@ -234,14 +234,24 @@ bool graph_type_numel(const graph_type *t, uint64_t *out) {
 static const char *safe(const char *s) { return s ? s : ""; }
 
 /* Where a name can come from, for error messages. */
+void graph_path_step(char *buf, size_t cap, size_t used, const char *node_id, const char *attr,
+                     int32_t list) {
+    if (used + 1 >= cap) return;
+    if (list < 0)
+        snprintf(buf + used, cap - used, "%s%s/%s", used ? "/" : "", node_id, safe(attr));
+    else
+        snprintf(buf + used, cap - used, "%s%s/%s[%" PRId32 "]", used ? "/" : "", node_id,
+                 safe(attr), list);
+}
+
 const char *graph_path(graph *g, char *buf, size_t cap) {
-    if (!g->parent) return NULL;
-    /* Outer path first ("loop/if_then"), written straight into buf. */
+    if (!g->parent || !cap) return NULL;
+    /* Outer path first, written straight into buf. */
     const char *up = graph_path(g->parent, buf, cap);
     size_t used = up ? strlen(buf) : 0;
-    if (used + 1 < cap)
-        snprintf(buf + used, cap - used, "%s%s", up ? "/" : "",
-                 graph_node_id(g->parent, g->parent_node));
+    if (!up) buf[0] = '\0';
+    graph_path_step(buf, cap, used, graph_node_id(g->parent, g->parent_node), g->parent_attr,
+                    g->parent_list);
     return buf;
 }
 
@@ -471,6 +481,8 @@ static int index_uses_and_subgraphs(graph *g, errbuf *err) {
                 sub->model = g->model;
                 sub->parent = g;
                 sub->parent_node = (int32_t)i;
+                sub->parent_attr = safe(at->name);
+                sub->parent_list = at->g ? -1 : (int32_t)j;
                 sub->depth = g->depth + 1;
                 if (sub->depth > g->model->limits.max_depth)
                     return err_set(err, TILEOPT_LIMIT,

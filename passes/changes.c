@@ -48,6 +48,8 @@ typedef struct snap_graph {
     int32_t parent;          /* index in graphs, -1 for the main graph */
     const char *parent_name; /* the holding node's name, or NULL */
     uint32_t parent_index;   /* its index then, for "#index" */
+    const char *parent_attr; /* the attribute holding the graph */
+    int32_t parent_list;     /* its place in a GRAPHS attribute, or -1 */
     char *path;              /* built on first use */
     const Onnx__NodeProto **nodes; /* live nodes then, by index (NULL: removed) */
     uint32_t n_nodes;
@@ -198,7 +200,8 @@ static int take_graph(pass_snapshot *s, graph *g, int32_t parent, int32_t parent
     uint32_t nn = graph_n_nodes(g);
     s->graphs[gi] = (snap_graph){pb, parent,
                                  holder && holder->name && holder->name[0] ? holder->name : NULL,
-                                 (uint32_t)parent_node, NULL, NULL, nn, false};
+                                 (uint32_t)parent_node, g->parent_attr, g->parent_list,
+                                 NULL, NULL, nn, false};
     const Onnx__NodeProto **nodes = malloc((nn ? nn : 1) * sizeof *nodes);
     if (!nodes) return TILEOPT_NOMEM;
     s->graphs[gi].nodes = nodes;
@@ -313,9 +316,13 @@ static const char *graph_path_of(pass_snapshot *s, uint32_t gi) {
         snprintf(id, sizeof id, "#%u", sg->parent_index);
         name = id;
     }
-    size_t len = (up ? strlen(up) + 1 : 0) + strlen(name) + 1;
+    size_t used = up ? strlen(up) : 0;
+    /* a separator, the list place (at most 13 bytes), the terminator */
+    size_t len = used + strlen(name) + strlen(sg->parent_attr ? sg->parent_attr : "") + 20;
     sg->path = malloc(len);
-    if (sg->path) snprintf(sg->path, len, "%s%s%s", up ? up : "", up ? "/" : "", name);
+    if (!sg->path) return NULL;
+    memcpy(sg->path, up ? up : "", used + 1);
+    graph_path_step(sg->path, len, used, name, sg->parent_attr, sg->parent_list);
     return sg->path;
 }
 

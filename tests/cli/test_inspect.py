@@ -156,7 +156,7 @@ def inspect_should_show_symbolic_dims_and_tiles_in_subgraphs():
 
 def inspect_should_name_nested_subgraphs_as_the_report_does():
     # A Tile two Ifs deep: inspect and the passes' report name its graph the same
-    # way, the holding nodes from the outside in.
+    # way, the holding nodes and their attributes from the outside in.
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     out = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, None])
     inner_then = helper.make_graph(
@@ -182,7 +182,7 @@ def inspect_should_name_nested_subgraphs_as_the_report_does():
         p = os.path.join(d, "nested.onnx")
         onnx.save(m, p)
         (t,) = inspect_json(p)["tiles"]
-        assert t["graph"] == "outer_if/inner_if", t
+        assert t["graph"] == "outer_if/then_branch/inner_if/then_branch", t
         rep = h.optimize_checked(p, os.path.join(d, "o.onnx"), "fuse")
         acts = [a for pa in rep["passes"] for a in pa["actions"] if a["node"] == "tile_deep"]
         assert acts and all(a["graph"] == t["graph"] for a in acts), acts

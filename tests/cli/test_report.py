@@ -282,7 +282,7 @@ def report_should_name_what_the_sweep_drops():
             assert fold["changed"] is True, fold
             assert fold["changes"]["initializers_removed"] == \
                 ["unused0", "unused1", "unused2",
-                 {"name": "then_unused", "graph": "if0"}], fold["changes"]
+                 {"name": "then_unused", "graph": "if0/then_branch"}], fold["changes"]
             assert fold["changes"]["value_info_removed"] == ["ghost"], fold["changes"]
             assert [a for a in fold["actions"] if a["action"] == "eliminated"] == \
                 [{"node": "dead_neg", "op": "Neg", "action": "eliminated",

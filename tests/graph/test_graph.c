@@ -376,6 +376,61 @@ static void pb_clone_should_copy_a_subgraph_deeply(void **state) {
     graph_model_free(m);
 }
 
+/* Subgraph paths name the holding node and the attribute at each level: an If's
+** two branches are two graphs, and a GRAPHS attribute adds each graph's place. */
+static void path_should_tell_branches_and_list_places_apart(void **state) {
+    (void)state;
+    graph_model *m = load_sample("bias_tile.onnx");
+    graph *g = m->main;
+    Onnx__GraphProto *src = m->pb->graph;
+    const char *in = src->input[0]->name;
+    const char *outs[2] = {graph_unique_name(g, "gate_out"), NULL};
+    Onnx__NodeProto *gate = graph_add_node(g, "Identity", "gate", &in, 1, outs, 1, NULL);
+    assert_non_null(gate);
+    assert_int_equal(graph_node_set_attr_graph(g, gate, "then_branch", graph_pb_clone(m, src)),
+                     TILEOPT_OK);
+    assert_int_equal(graph_node_set_attr_graph(g, gate, "else_branch", graph_pb_clone(m, src)),
+                     TILEOPT_OK);
+    outs[0] = graph_unique_name(g, "list_out");
+    Onnx__NodeProto *list = graph_add_node(g, "Identity", NULL, &in, 1, outs, 1, NULL);
+    assert_non_null(list);
+    assert_int_equal(graph_node_set_attr_graph(g, list, "branches", graph_pb_clone(m, src)),
+                     TILEOPT_OK);
+    /* the setter makes a GRAPH attribute; turn it into a GRAPHS one of two */
+    static Onnx__GraphProto *pair[2];
+    Onnx__AttributeProto *at = (Onnx__AttributeProto *)graph_attr(list, "branches");
+    pair[0] = at->g;
+    pair[1] = graph_pb_clone(m, src);
+    assert_non_null(pair[1]);
+    at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS;
+    at->g = NULL;
+    at->graphs = pair;
+    at->n_graphs = 2;
+    errbuf err = {0};
+    /* a reindex, not a commit: nothing reads the new nodes, a commit would sweep them */
+    assert_int_equal(graph_reindex(g, &err), TILEOPT_OK);
+    char buf[128], want[64];
+    size_t k = 0, in_list = 0;
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++)
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling, k++) {
+            if (graph_node(g, (int32_t)i) == gate)
+                snprintf(want, sizeof want, "gate/%s", k % 2 ? "else_branch" : "then_branch");
+            else
+                snprintf(want, sizeof want, "#%u/branches[%zu]", i, in_list++);
+            assert_string_equal(graph_path(s, buf, sizeof buf), want);
+        }
+    assert_int_equal(k, 4);
+    assert_null(graph_path(g, buf, sizeof buf));
+    /* a buffer too small keeps a terminated prefix */
+    char small[6];
+    graph *then_g = NULL;
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++)
+        if (graph_node(g, (int32_t)i) == gate) then_g = graph_node_subgraphs(g, (int32_t)i);
+    assert_non_null(then_g);
+    assert_string_equal(graph_path(then_g, small, sizeof small), "gate/");
+    graph_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -392,6 +447,7 @@ int main(void) {
         cmocka_unit_test(tensor_encode_should_round_trip_strings_through_decode),
         cmocka_unit_test(constant_value_should_cover_every_attribute_form),
         cmocka_unit_test(pb_clone_should_copy_a_subgraph_deeply),
+        cmocka_unit_test(path_should_tell_branches_and_list_places_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

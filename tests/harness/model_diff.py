@@ -4,7 +4,7 @@ the run names every difference.
 
 unreported_differences(src, dst, report) -> list of strings (empty: all named).
 Compared per graph (the main graph and every subgraph, found by the path of node
-names that hold it, as the report's `graph` spells it): initializer names, graph
+names and attributes that hold it, as the report's `graph` spells it): initializer names, graph
 input names, value_info names, named nodes; per model: opsets and IR version.
 A difference is named when a pass's `changes` lists it (initializers, inputs and
 value_info removed or added; opset and IR steps) or, for a node, when an action
@@ -21,13 +21,13 @@ def _graphs(g, path=None):
     yield path, g
     for i, n in enumerate(g.node):
         nid = n.name or f"#{i}"
-        sub = nid if path is None else f"{path}/{nid}"
+        up = "" if path is None else f"{path}/"
         for a in n.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
-                yield from _graphs(a.g, sub)
+                yield from _graphs(a.g, f"{up}{nid}/{a.name}")
             elif a.type == onnx.AttributeProto.GRAPHS:
-                for sg in a.graphs:
-                    yield from _graphs(sg, sub)
+                for j, sg in enumerate(a.graphs):
+                    yield from _graphs(sg, f"{up}{nid}/{a.name}[{j}]")
 
 
 def _sets(model):

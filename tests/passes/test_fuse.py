@@ -715,7 +715,7 @@ def fuse_should_drop_a_symbolic_tile_inside_a_branch_with_repeats_from_outside()
         br = {a.name: a.g for a in out.graph.node[-1].attribute}
         assert [n.op_type for n in br["then_branch"].node] == ["Add"], br["then_branch"].node
         (a,) = fused(actions, 1)
-        assert a["graph"] == "if" and a["repeats_symbolic"] == ["N", 1, 1], a
+        assert a["graph"] == "if/then_branch" and a["repeats_symbolic"] == ["N", 1, 1], a
 
 
 def fuse_should_drop_a_symbolic_tile_inside_a_loop_body():
@@ -740,7 +740,7 @@ def fuse_should_drop_a_symbolic_tile_inside_a_loop_body():
     (loop,) = [n for n in out.graph.node if n.op_type == "Loop"]
     assert [n.op_type for n in loop.attribute[0].g.node] == ["Identity", "Add"]
     (a,) = fused(actions, 1)
-    assert a["graph"] == "loop" and a["repeats_symbolic"] == ["N", 1, 1], a
+    assert a["graph"] == "loop/body" and a["repeats_symbolic"] == ["N", 1, 1], a
 
 
 def fuse_should_drop_a_symbolic_tile_inside_a_scan_body():
@@ -770,7 +770,7 @@ def fuse_should_drop_a_symbolic_tile_inside_a_scan_body():
     body_ops = [n.op_type for n in [a for a in scan.attribute if a.name == "body"][0].g.node]
     assert body_ops == ["Add", "Identity"], body_ops
     (a,) = fused(actions, 1)
-    assert a["graph"] == "scan" and a["repeats_symbolic"] == ["N", 1, 1], a
+    assert a["graph"] == "scan/body" and a["repeats_symbolic"] == ["N", 1, 1], a
 
 
 # ---------------------------------------------------------------- random
