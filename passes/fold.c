@@ -5,7 +5,8 @@
 ** worklist: a node is looked at once, after everything it reads):
 **   A. which values may become constant (initializers, Constant outputs, what
 **      constant inputs produce, Shape/Size of known shapes; a Shape with some
-**      unknown dims is "partial": Gather/Slice may still pick static dims of it);
+**      unknown dims is "partial": Gather/Slice may still pick static dims of it,
+**      unless shape inference names the dims and no reader could pick them);
 **   B. the scope: every candidate node, or (--fold-scope tile) the Tile nodes and
 **      the candidates that reach a Tile's inputs through candidate chains;
 **   C. evaluate the scope with the evaluator, under the size policy, and apply
@@ -55,6 +56,8 @@ typedef struct fold_graph {
     tensor **val;            /* per value: its constant (or partial shape) */
     uint8_t *partial;        /* per value: val holds a shape with -1 for unknown dims */
     uint8_t *vstate;         /* per value: phase A's verdict */
+    uint8_t *sym_only;       /* per node: inference knows the output with named dims
+                             ** and no reader needs it as a partial shape */
     uint8_t *maybe;          /* per node: may fold */
     uint8_t *scope;          /* per node: in the fold scope */
     bool tiles_open;         /* the model holds a Tile whose repeats are not known yet */
@@ -230,6 +233,40 @@ static bool partial_ok(op_id op, size_t i) {
            op == OP_Identity;
 }
 
+/* Whether node idx's single output is known to shape inference entry by entry,
+** with a named dim among them: then it is not a constant. */
+static bool symbolic_output(fold_graph *f, int32_t idx) {
+    if (graph_node(f->g, idx)->n_output != 1) return false;
+    const graph_value *v = graph_node_out(f->g, idx, 0);
+    return v && v->shape_value && v->shape_value->syms;
+}
+
+/* A partial shape is worth evaluating only for a reader that may pick static
+** entries out of it, directly or down a chain of readers that only move
+** entries. Where shape inference knows a node's output with named dims and no
+** reader could end with numbers only, the partial tensor would say what
+** inference already says. Exporters emit such a chain for every dynamic batch
+** (Shape -> Gather -> Unsqueeze -> Concat -> Tile); at 400k nodes evaluating
+** them was a quarter of fold. Readers come before producers in reverse order,
+** so one sweep decides every node. A reader inside a subgraph never sees this
+** graph's partial tensors, so it needs none. */
+static void phase_sym_only(fold_graph *f) {
+    graph *g = f->g;
+    for (uint32_t k = f->count; k-- > 0;) {
+        int32_t idx = f->order[k];
+        if (!symbolic_output(f, idx)) continue;
+        const graph_value *v = graph_node_out(g, idx, 0);
+        bool needed = false;
+        for (uint32_t u = 0; u < v->n_uses && !needed; u++) {
+            int32_t r = v->uses[u].node, i = v->uses[u].input;
+            if (r < 0 || i < 0 || (uint32_t)r >= f->nn || !partial_ok(f->ops[r], (size_t)i))
+                continue;
+            needed = !f->sym_only[r];
+        }
+        f->sym_only[idx] = !needed;
+    }
+}
+
 static void phase_candidates(fold_graph *f) {
     graph *g = f->g;
     for (uint32_t i = 0; i < f->nv; i++) {
@@ -256,7 +293,7 @@ static void phase_candidates(fold_graph *f) {
                 for (int64_t d = s; d < e; d++)
                     if (!t->dims || t->dims[d] < 0) all = false;
                 if (all) out = VS_CONST;
-                else if (shape) out = VS_PARTIAL;
+                else if (shape && !f->sym_only[idx]) out = VS_PARTIAL;
             }
         } else if (n->n_input > 0 && eval_supports_op(op, f->opset)) {
             /* A partial shape passes through ops that only move entries; Gather
@@ -270,6 +307,7 @@ static void phase_candidates(fold_graph *f) {
                 else if (s != VS_CONST) out = VS_NONE;
             }
             if (out && any_partial && !pick) out = VS_PARTIAL;
+            if (any_partial && f->sym_only[idx]) out = VS_NONE;
         }
         if (out == VS_NONE && n->n_input > 0 && known_by_inference(f, idx)) out = VS_CONST;
         if (out == VS_NONE) continue;
@@ -1009,6 +1047,7 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     f.val = calloc(nv, sizeof *f.val);
     f.partial = calloc(nv, 1);
     f.vstate = calloc(nv, 1);
+    f.sym_only = calloc(nn, 1);
     f.maybe = calloc(nn, 1);
     f.scope = calloc(nn, 1);
     f.folded = calloc(nn, 1);
@@ -1020,7 +1059,7 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     f.needed = calloc(nv, 1);
     f.fold_out = calloc(nv, 1);
     int rc = TILEOPT_OK;
-    if (!f.val || !f.partial || !f.vstate || !f.maybe || !f.scope || !f.folded ||
+    if (!f.val || !f.partial || !f.vstate || !f.sym_only || !f.maybe || !f.scope || !f.folded ||
         !f.transient || !f.order || !f.ops ||
         !f.remaining || !f.needed || !f.fold_out)
         rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
@@ -1034,6 +1073,7 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     }
     if (!rc) rc = graph_toposort(g, f.order, &f.count, pc->err);
     if (!rc) {
+        phase_sym_only(&f);
         phase_candidates(&f);
         rc = phase_scope(&f);
     }
@@ -1042,6 +1082,7 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     free(f.val);
     free(f.partial);
     free(f.vstate);
+    free(f.sym_only);
     free(f.maybe);
     free(f.scope);
     free(f.folded);

@@ -265,6 +265,22 @@ def fold_should_fold_slice_of_static_dims_of_a_symbolic_shape():
     assert ops(m) == ["Tile"], ops(m)
 
 
+def fold_should_carry_a_partial_shape_down_a_chain_to_a_static_pick():
+    # Concat keeps N in its output, so shape inference names a dim there; only
+    # the Gather after it picks static entries. The Shape and the Concat must
+    # still be evaluated as partial shapes for the Gather to fold from them.
+    nodes = [helper.make_node("Shape", ["x"], ["shp"], name="shape"),
+             helper.make_node("Concat", ["shp", "five"], ["ext"], name="ext", axis=0),
+             helper.make_node("Gather", ["ext", "idx"], ["picked"], name="gather", axis=0),
+             helper.make_node("Concat", ["one", "picked"], ["reps"], name="cat", axis=0),
+             helper.make_node("Tile", ["x", "reps"], ["y"], name="tile")]
+    m, acts = fold(make(nodes, [vi("x", F, ["N", 3, 4])], [vi("y", F, ["N", 9, 20])],
+                        [i64("five", [5]), i64("idx", [1, 3]), i64("one", [1])]))
+    assert ops(m) == ["Tile"], ops(m)
+    (gather,) = [a for a in of(acts, "folded") if a["node"] == "gather"]
+    assert gather["rule"] == "static dims of a shape", gather
+
+
 def fold_should_fold_a_value_whose_named_dims_cancel():
     # repeats [Div(Mul(N, 4), N), 1]: 4 whatever N is, so the Tile folds to a
     # constant-repeats Tile and the Shape chain goes
