@@ -60,11 +60,14 @@ void pass_warn(pass_ctx *pc, const char *fmt, ...) {
 
 cJSON *pass_json_int(int64_t v) {
     cJSON *item = cJSON_CreateNumber((double)v);
+    /* A double holds integers exactly only up to 2^53: past that the exact
+    ** digits ride along in valuestring, which cJSON frees with the item, for
+    ** the report's writer. */
+    const int64_t exact = (int64_t)1 << 53;
+    if (!item || (v >= -exact && v <= exact)) return item;
     char text[24];
     snprintf(text, sizeof text, "%" PRId64, v);
-    /* A double holds integers exactly only up to 2^53: the exact digits ride
-    ** along in valuestring, which cJSON frees with the item, for report_print. */
-    if (item && !(item->valuestring = strdup(text))) {
+    if (!(item->valuestring = strdup(text))) {
         cJSON_Delete(item);
         return NULL;
     }

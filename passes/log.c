@@ -102,7 +102,16 @@ static void put_number(pass_text *t, const cJSON *item) {
         return;
     }
     if (v == floor(v) && fabs(v) < 9.2e18) {
-        snprintf(buf, sizeof buf, "%lld", (long long)v);
+        /* by hand: every dim, repeat and byte count of every action comes here */
+        int64_t x = (int64_t)v;
+        uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+        char *p = buf + sizeof buf;
+        *--p = '\0';
+        do *--p = (char)('0' + u % 10);
+        while (u /= 10);
+        if (x < 0) *--p = '-';
+        put_str(t, p);
+        return;
     } else {
         snprintf(buf, sizeof buf, "%.15g", v);
         if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
