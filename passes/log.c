@@ -20,7 +20,7 @@
 /* ------------------------------------------------------------------- text */
 
 void pass_text_put(pass_text *t, const char *s, size_t n) {
-    if (t->failed) return;
+    if (t->failed || !n) return; /* nothing to copy, maybe into no buffer yet */
     if (n > t->cap - t->len) {
         size_t cap = t->cap ? t->cap : 4096;
         while (n > cap - t->len) {
@@ -167,7 +167,7 @@ void pass_json_write(pass_text *t, const cJSON *item, int depth, bool pretty) {
 enum { NAMED_NODE = 1, NAMED_TILE = 2 };
 
 typedef struct log_key {
-    char *text;              /* graph path, \x1f, node id */
+    size_t at;               /* offset in key_text of: graph path, \x1f, node id, \0 */
     uint32_t hash;
     uint8_t named;           /* NAMED_*: by a record that is no skip */
     uint32_t skips;          /* skip records naming it as node */
@@ -186,6 +186,8 @@ struct pass_log {
     log_record *recs;
     size_t n_recs, cap_recs;
     log_key *keys;
+    pass_text key_text;      /* the keys' texts, one after another: one allocation
+                             ** where a malloc each cost more than the lookups */
     uint32_t n_keys, cap_keys;
     uint32_t *slots;         /* key index + 1; power-of-two count, at most half full */
     uint32_t n_slots;
@@ -206,7 +208,7 @@ void pass_log_free(pass_log *l) {
     free(l->text.p);
     cJSON_Delete(l->open);
     free(l->recs);
-    for (uint32_t i = 0; i < l->n_keys; i++) free(l->keys[i].text);
+    free(l->key_text.p);
     free(l->keys);
     free(l->slots);
     free(l);
@@ -225,8 +227,9 @@ static int32_t key_find(const pass_log *l, const char *path, size_t pn, const ch
     uint32_t mask = l->n_slots - 1;
     for (uint32_t i = h & mask; l->slots[i]; i = (i + 1) & mask) {
         const log_key *k = &l->keys[l->slots[i] - 1];
-        if (k->hash == h && memcmp(k->text, path, pn) == 0 && k->text[pn] == '\x1f' &&
-            strcmp(k->text + pn + 1, id) == 0)
+        const char *text = l->key_text.p + k->at;
+        if (k->hash == h && memcmp(text, path, pn) == 0 && text[pn] == '\x1f' &&
+            strcmp(text + pn + 1, id) == 0)
             return (int32_t)(l->slots[i] - 1);
     }
     return -1;
@@ -261,13 +264,12 @@ static int32_t key_get(pass_log *l, const char *path, size_t pn, const char *id)
         l->keys = keys;
         l->cap_keys = cap;
     }
-    size_t in = strlen(id);
-    char *text = malloc(pn + in + 2);
-    if (!text) return -1;
-    memcpy(text, path, pn);
-    text[pn] = '\x1f';
-    memcpy(text + pn + 1, id, in + 1);
-    l->keys[l->n_keys] = (log_key){text, h, 0, 0};
+    size_t at = l->key_text.len;
+    pass_text_put(&l->key_text, path, pn);
+    pass_text_put(&l->key_text, "\x1f", 1);
+    pass_text_put(&l->key_text, id, strlen(id) + 1);
+    if (l->key_text.failed) return -1;
+    l->keys[l->n_keys] = (log_key){at, h, 0, 0};
     uint32_t mask = l->n_slots - 1, i = h & mask;
     while (l->slots[i]) i = (i + 1) & mask;
     l->slots[i] = ++l->n_keys;
@@ -299,9 +301,17 @@ static void close_open(pass_log *l) {
     }
     pass_text_put(&l->text, "}", 1);
     if (tile && !l->open_skip && l->open_key >= 0) {
-        /* the Tile a fused consumer no longer reads sits in the same graph */
-        const char *node = l->keys[l->open_key].text;
-        int32_t k = key_get(l, node, (size_t)(strchr(node, '\x1f') - node), tile);
+        /* the Tile a fused consumer no longer reads sits in the same graph; its
+        ** path is copied, since adding the tile's key may move the key texts */
+        const char *node = l->key_text.p + l->keys[l->open_key].at;
+        size_t pn = (size_t)(strchr(node, '\x1f') - node);
+        char small[256], *path = pn < sizeof small ? small : malloc(pn + 1);
+        int32_t k = -1;
+        if (path) {
+            memcpy(path, node, pn);
+            k = key_get(l, path, pn, tile);
+            if (path != small) free(path);
+        }
         if (k < 0) l->failed = true;
         else l->keys[k].named |= NAMED_TILE;
     }
@@ -373,7 +383,8 @@ void pass_log_drop_skips(pass_log *l, size_t mark) {
     l->text.len = to;
 }
 
-bool pass_log_names(const pass_log *l, const char *graph, const char *node) {
+bool pass_log_names(pass_log *l, const char *graph, const char *node) {
+    close_open(l);
     size_t pn = graph ? strlen(graph) : 0;
     if (!graph) graph = "";
     int32_t k = key_find(l, graph, pn, node, key_hash(graph, pn, node));

@@ -58,7 +58,8 @@ void pass_json_write(pass_text *t, const cJSON *item, int depth, bool pretty);
 ** pass_log_mark and pass_log_drop_skips take out the skips recorded since a
 ** mark (fold's rounds keep only the last round's). pass_log_names tells
 ** whether a record that is no skip names the node (as "node", or as "tile" of
-** a fused consumer). pass_log_finish gives the records as the JSON text of an
+** a fused consumer); it writes out the open record first, whose "tile" counts
+** only then. pass_log_finish gives the records as the JSON text of an
 ** array (malloc'd, NUL-terminated, laid out for a pass entry of the report)
 ** and how many distinct nodes were changed and skipped.
 */
@@ -69,7 +70,7 @@ cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char 
                       const char *action);
 size_t pass_log_mark(pass_log *l);
 void pass_log_drop_skips(pass_log *l, size_t mark);
-bool pass_log_names(const pass_log *l, const char *graph, const char *node);
+bool pass_log_names(pass_log *l, const char *graph, const char *node);
 int pass_log_finish(pass_log *l, char **json, size_t *changed, size_t *skipped);
 
 typedef struct pass_ctx {

@@ -692,30 +692,37 @@ def fuse_should_rewrite_inside_if_branches():
 
 def fuse_should_drop_a_symbolic_tile_inside_a_branch_with_repeats_from_outside():
     # the repeats come from Shape(x) in the main graph; the Tile and the Add that
-    # broadcasts anyway sit in a branch and read x and the repeats from outside
+    # broadcasts anyway sit in a branch and read x and the repeats from outside.
+    # A long If name makes a graph path longer than the report log copies on
+    # its stack: the Tile is still named by the fused Add, not swept apart.
     then_g = helper.make_graph(
         [helper.make_node("Tile", ["pos", "reps"], ["pt"], name="then_tile"),
          helper.make_node("Add", ["x", "pt"], ["r"], name="then_add")],
         "then", [], [vi("r", F, None)])
     else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["r2"], name="else_id")],
                                "else", [], [vi("r2", F, None)])
-    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
-             helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
-             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsqueeze"),
-             helper.make_node("Concat", ["n1", "one", "one"], ["reps"], name="concat", axis=0),
-             helper.make_node("If", ["cond"], ["y"], name="if",
-                              then_branch=then_g, else_branch=else_g)]
-    pos = const("pos", np.linspace(-1, 1, 4 * 8, dtype=np.float32).reshape(1, 4, 8))
-    m = make(nodes, [vi("cond", B, []), vi("x", F, ["N", 4, 8])], [vi("y", F, None)],
-             [pos, const("zero", np.array(0, np.int64)), i64("axes0", [0]), i64("one", [1])])
-    for c in (True, False):
-        feeds = {"cond": np.array(c),
-                 "x": np.random.default_rng(5).standard_normal((3, 4, 8)).astype(np.float32)}
-        out, actions = optimize(m, feeds=feeds)
-        br = {a.name: a.g for a in out.graph.node[-1].attribute}
-        assert [n.op_type for n in br["then_branch"].node] == ["Add"], br["then_branch"].node
-        (a,) = fused(actions, 1)
-        assert a["graph"] == "if/then_branch" and a["repeats_symbolic"] == ["N", 1, 1], a
+    for name in ("if", "if_" + "x" * 300):
+        nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                 helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+                 helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsqueeze"),
+                 helper.make_node("Concat", ["n1", "one", "one"], ["reps"], name="concat",
+                                  axis=0),
+                 helper.make_node("If", ["cond"], ["y"], name=name,
+                                  then_branch=then_g, else_branch=else_g)]
+        pos = const("pos", np.linspace(-1, 1, 4 * 8, dtype=np.float32).reshape(1, 4, 8))
+        m = make(nodes, [vi("cond", B, []), vi("x", F, ["N", 4, 8])], [vi("y", F, None)],
+                 [pos, const("zero", np.array(0, np.int64)), i64("axes0", [0]),
+                  i64("one", [1])])
+        for c in (True, False):
+            feeds = {"cond": np.array(c),
+                     "x": np.random.default_rng(5).standard_normal((3, 4, 8)).astype(np.float32)}
+            out, actions = optimize(m, feeds=feeds)
+            br = {a.name: a.g for a in out.graph.node[-1].attribute}
+            assert [n.op_type for n in br["then_branch"].node] == ["Add"], br["then_branch"].node
+            (a,) = fused(actions, 1)
+            assert a["graph"] == name + "/then_branch", a
+            assert a["tile"] == "then_tile" and a["repeats_symbolic"] == ["N", 1, 1], a
+            assert not [x for x in actions if x["node"] == "then_tile"], actions
 
 
 def fuse_should_drop_a_symbolic_tile_inside_a_loop_body():
