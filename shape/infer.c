@@ -262,20 +262,21 @@ static bool in_floats(const node_ctx *c, size_t i, double *out, int64_t cap, int
 
 static known_value *known_new(infer_run *r, int32_t elem, int32_t rank, int64_t n, bool is_float) {
     if (n < 0 || n > IV_MAX) return NULL;
-    known_value *iv = arena_calloc(r->tmp, 1, sizeof *iv);
-    if (!iv) return NULL;
+    /* one block: the struct, the elements, the symbols, the known flags (in
+    ** that order, so each part stays 8-byte aligned); shape chains make one
+    ** of these per value */
+    size_t cnt = n ? (size_t)n : 1;
+    size_t head = (sizeof(known_value) + 7) / 8 * 8;
+    uint8_t *p = arena_calloc(r->tmp, 1, head + cnt * (8 + sizeof(char *) + 1));
+    if (!p) return NULL;
+    known_value *iv = (known_value *)p;
     iv->elem = elem;
     iv->rank = rank;
     iv->n = n;
-    size_t cnt = n ? (size_t)n : 1;
-    if (is_float)
-        iv->f = arena_calloc(r->tmp, cnt, sizeof *iv->f);
-    else
-        iv->v = arena_calloc(r->tmp, cnt, sizeof *iv->v);
-    iv->known = arena_calloc(r->tmp, cnt, 1);
-    iv->syms = arena_calloc(r->tmp, cnt, sizeof *iv->syms);
-    if ((is_float ? (void *)iv->f : (void *)iv->v) == NULL || !iv->known || !iv->syms)
-        return NULL;
+    if (is_float) iv->f = (double *)(p + head);
+    else iv->v = (int64_t *)(p + head);
+    iv->syms = (const char **)(p + head + cnt * 8);
+    iv->known = p + head + cnt * (8 + sizeof(char *));
     return iv;
 }
 
