@@ -11,9 +11,11 @@ a[i] (8 nodes per block, each block with its own bias and scale). A variant adds
 passes do with payloads they do not change.
 
 For each size it times `tileopt optimize` with the default passes and with
-`--passes none` (load and save only), best wall time of --runs, with the peak
-RSS of that run (GNU time's %M), and prints the ratio of each
-doubling. ONNX Runtime's basic offline optimizer (bench/ort_offline.js) runs on
+`--passes none` (load and save only), best wall time of --runs, with the CPU
+time (user + system) and peak RSS of that run (GNU time), and prints the ratio
+of each doubling and their geometric mean. The runs go round all sizes in turn
+rather than one size after another: this VM's speed drifts by a quarter within
+minutes, and a slow spell then touches every size instead of one. ONNX Runtime's basic offline optimizer (bench/ort_offline.js) runs on
 the same kind of model from 5k nodes, doubling until one run takes more than a
 minute (the next size would take longer still), beside tileopt's time there.
 
@@ -92,33 +94,41 @@ def build(n_nodes, big_mb=0):
 
 
 def timed(cmd):
-    """(wall seconds, peak RSS in MB, exit code, stderr) of cmd. The peak comes
-    from GNU time, a small process between: a child forked from this Python
-    (which holds big models) would report the parent's peak as its own."""
+    """(wall seconds, peak RSS in MB, exit code, stderr, CPU seconds) of cmd. The
+    peak comes from GNU time, a small process between: a child forked from this
+    Python (which holds big models) would report the parent's peak as its own."""
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t0 = time.perf_counter()
-        cp = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd,
+        cp = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", rss.name] + cmd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - t0
         try:
-            kb = float(rss.read().strip().splitlines()[-1])
+            kb, user, system = (float(x) for x in rss.read().strip().splitlines()[-1].split())
         except (ValueError, IndexError):  # killed before time wrote it
-            kb = 0.0
-    return wall, kb / 1024.0, cp.returncode, cp.stderr
+            kb = user = system = 0.0
+    return wall, kb / 1024.0, cp.returncode, cp.stderr, user + system
+
+
+def run_ok(cmd):
+    """(wall, RSS, CPU) of cmd, which must succeed."""
+    wall, rss, rc, err, cpu = timed(cmd)
+    if rc != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({rc}): {err.strip()[-500:]}")
+    return wall, rss, cpu
 
 
 def best(cmd, runs):
-    results = []
-    for _ in range(runs):
-        wall, rss, rc, err = timed(cmd)
-        if rc != 0:
-            sys.exit(f"{' '.join(cmd)} failed ({rc}): {err.strip()[-500:]}")
-        results.append((wall, rss))
-    return min(results)
+    return min(run_ok(cmd) for _ in range(runs))
 
 
 def ratios(times):
     return ["-"] + [f"{b / a:.2f}x" for a, b in zip(times, times[1:])]
+
+
+def per_doubling(times, sizes):
+    """Geometric mean of the ratio per doubling, first size to last."""
+    doublings = np.log2(sizes[-1] / sizes[0])
+    return (times[-1] / times[0]) ** (1 / doublings) if doublings > 0 else float("nan")
 
 
 def ort_series(a, tmp):
@@ -157,28 +167,40 @@ def main():
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     variants = [("plain", 0)] + ([] if a.no_big else [("+100 MB", 100)])
+    modes = {"default": [], "none": ["--passes", "none"]}
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        models = []  # (label, n, path, nodes, MB)
         for label, mb in variants:
-            default_t, none_t = [], []
             for n in sizes:
                 src = os.path.join(tmp, f"m{n}_{mb}.onnx")
                 m = build(n, mb)
                 onnx.save(m, src)
-                nodes = len(m.graph.node)
-                size_mb = os.path.getsize(src) / 1e6
+                models.append((label, n, src, len(m.graph.node), os.path.getsize(src) / 1e6))
                 del m
-                out = os.path.join(tmp, "out.onnx")
-                d = best([a.tileopt, "optimize", src, "-o", out, "--quiet"], a.runs)
-                z = best([a.tileopt, "optimize", src, "-o", out, "--passes", "none", "--quiet"],
-                         a.runs)
+        out = os.path.join(tmp, "out.onnx")
+        runs = {}
+        for r in range(a.runs):
+            for label, n, src, _, _ in models:
+                for mode, extra in modes.items():
+                    cmd = [a.tileopt, "optimize", src, "-o", out, "--quiet"] + extra
+                    runs.setdefault((label, n, mode), []).append(run_ok(cmd))
+            print(f"round {r + 1} of {a.runs} done", file=sys.stderr, flush=True)
+        for label, _ in variants:
+            walls = {mode: [] for mode in modes}
+            for lab, n, src, nodes, size_mb in models:
+                if lab != label:
+                    continue
+                line = f"{label:8} {nodes:7d} nodes {size_mb:6.1f} MB file:"
+                for mode in modes:
+                    wall, rss, cpu = min(runs[(label, n, mode)])
+                    walls[mode].append(wall)
+                    line += (f" {'| ' if mode != 'default' else ''}{mode} {wall:5.2f} s "
+                             f"(cpu {cpu:5.2f} s) {rss:4.0f} MB")
+                print(line, flush=True)
                 os.unlink(src)
-                default_t.append(d[0])
-                none_t.append(z[0])
-                print(f"{label:8} {nodes:7d} nodes {size_mb:6.1f} MB file: default "
-                      f"{d[0]:6.2f} s {d[1]:6.0f} MB | --passes none {z[0]:6.2f} s "
-                      f"{z[1]:6.0f} MB", flush=True)
-            print(f"{label}: time per doubling, default {' '.join(ratios(default_t))}; "
-                  f"none {' '.join(ratios(none_t))}", flush=True)
+            for mode in modes:
+                print(f"{label}: {mode}, time per doubling {' '.join(ratios(walls[mode]))}, "
+                      f"{per_doubling(walls[mode], sizes):.2f}x on average", flush=True)
         if not a.no_ort:
             ort_series(a, tmp)
     return 0
