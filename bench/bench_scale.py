@@ -127,8 +127,7 @@ def ratios(times):
 
 def per_doubling(times, sizes):
     """Geometric mean of the ratio per doubling, first size to last."""
-    doublings = np.log2(sizes[-1] / sizes[0])
-    return (times[-1] / times[0]) ** (1 / doublings) if doublings > 0 else float("nan")
+    return (times[-1] / times[0]) ** (1 / np.log2(sizes[-1] / sizes[0]))
 
 
 def ort_series(a, tmp):
@@ -143,7 +142,7 @@ def ort_series(a, tmp):
                  a.runs)[0]
         cmd = ["timeout", str(ORT_KILL_S), "node", os.path.join(HERE, "ort_offline.js"), src,
                os.path.join(tmp, "ort.onnx"), "basic"]
-        wall, rss, rc, err = timed(cmd)
+        wall, rss, rc, err, _ = timed(cmd)
         if rc != 0:
             why = "killed" if rc == 124 else err.strip()[-200:]
             print(f"ORT basic {n:7d} nodes: no result after {wall:.0f} s ({why}); "
@@ -199,8 +198,10 @@ def main():
                 print(line, flush=True)
                 os.unlink(src)
             for mode in modes:
-                print(f"{label}: {mode}, time per doubling {' '.join(ratios(walls[mode]))}, "
-                      f"{per_doubling(walls[mode], sizes):.2f}x on average", flush=True)
+                if len(sizes) > 1:
+                    print(f"{label}: {mode}, time per doubling "
+                          f"{' '.join(ratios(walls[mode]))}, "
+                          f"{per_doubling(walls[mode], sizes):.2f}x on average", flush=True)
         if not a.no_ort:
             ort_series(a, tmp)
     return 0
