@@ -233,7 +233,6 @@ bool graph_type_numel(const graph_type *t, uint64_t *out) {
 
 static const char *safe(const char *s) { return s ? s : ""; }
 
-/* Where a name can come from, for error messages. */
 void graph_path_step(char *buf, size_t cap, size_t used, const char *node_id, const char *attr,
                      int32_t list) {
     if (used + 1 >= cap) return;

@@ -317,7 +317,7 @@ static const char *graph_path_of(pass_snapshot *s, uint32_t gi) {
         name = id;
     }
     size_t used = up ? strlen(up) : 0;
-    /* a separator, the list place (at most 13 bytes), the terminator */
+    /* two slashes, "[place]" of a GRAPHS attribute (at most 13 bytes), the NUL */
     size_t len = used + strlen(name) + strlen(sg->parent_attr ? sg->parent_attr : "") + 20;
     sg->path = malloc(len);
     if (!sg->path) return NULL;
