@@ -526,23 +526,27 @@ static int bind_inputs(tileopt_ctx *ctx, tileopt_model *model, PyObject *inputs,
         }
     }
     if (PyDict_Size(inputs) != used) {
+        /* some key names no input: find it through a set of the input names,
+        ** not a scan of them per key */
+        PyObject *names = PySet_New(NULL);
+        for (size_t i = 0; names && i < n; i++) {
+            const char *name = tileopt_model_input_name(model, i);
+            PyObject *k = name_str(name ? name : "");
+            if (!k || PySet_Add(names, k) < 0) Py_CLEAR(names);
+            Py_XDECREF(k);
+        }
+        if (!names) goto bad;
         PyObject *key;
         Py_ssize_t pos = 0;
-        while (PyDict_Next(inputs, &pos, &key, NULL)) {
-            int known = 0;
-            for (size_t i = 0; i < n && !known; i++) {
-                const char *name = tileopt_model_input_name(model, i);
-                PyObject *k = name_str(name ? name : "");
-                known = k ? PyObject_RichCompareBool(k, key, Py_EQ) : -1;
-                Py_XDECREF(k);
-            }
-            if (known < 0) goto bad;
-            if (!known) {
+        int known = 1;
+        while (known > 0 && PyDict_Next(inputs, &pos, &key, NULL)) {
+            known = PySet_Contains(names, key);
+            if (!known)
                 PyErr_Format(PyExc_KeyError, "'%S' is not a graph input of the model "
                              "(initializers are not inputs one binds)", key);
-                goto bad;
-            }
         }
+        Py_DECREF(names);
+        if (known <= 0) goto bad;
     }
     *out = in;
     *n_out = n;
