@@ -512,31 +512,95 @@ static int down_softmax_13(up *u, graph *g, int32_t *node, cJSON *act, node_use 
     return graph_node_set_attr_int(g, n, "axis", axis) ? up_nomem(u) : 0;
 }
 
+/* Before 11 these ops counted axes from the front only (Gather and Scatter
+** took negative ones already): negative axis or axes values become the
+** non-negative ones they mean, which needs the rank. Unsqueeze's axes index
+** its output, one dim longer per axis. */
+static int down_negative_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+                              const char **why) {
+    (void)use;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *attr = graph_attr(n, "axes") ? "axes" : "axis";
+    const Onnx__AttributeProto *a = graph_attr(n, attr);
+    if (!a) return 0; /* the default axis is non-negative in every older form */
+    bool list = a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    int64_t v[64];
+    size_t cnt = list ? a->n_ints : 1;
+    if (cnt > countof(v)) {
+        *why = "more axes than this step adapts";
+        return 0;
+    }
+    bool negative = false;
+    for (size_t k = 0; k < cnt; k++) {
+        v[k] = list ? a->ints[k] : a->i;
+        negative |= v[k] < 0;
+    }
+    if (!negative) return 0;
+    int32_t r = up_rank_of(g, graph_node_input(n, 0));
+    if (r >= 0 && graph_node_is(n, "Unsqueeze")) r += (int32_t)cnt;
+    for (size_t k = 0; r > 0 && k < cnt; k++)
+        if (v[k] < 0) v[k] += r;
+    for (size_t k = 0; k < cnt; k++)
+        if (v[k] < 0) {
+            *why = r > 0 ? "an axis below -rank" :
+                           "a negative axis of an input of unknown rank: before 11 axes "
+                           "count from the front only";
+            return 0;
+        }
+    if (u->plan) return 0;
+    if (act) cJSON_AddItemToObject(act, attr, list ? pass_json_ints(v, cnt) : pass_json_int(v[0]));
+    int rc = list ? graph_node_set_attr_ints(g, n, attr, v, cnt)
+                  : graph_node_set_attr_int(g, n, attr, v[0]);
+    return rc ? up_nomem(u) : 0;
+}
+
 /* Sorted by op, then the newer version. */
 static const down_adapter down_adapters[] = {
+    {"ArgMax", 11, 1, down_negative_axes},
+    {"ArgMin", 11, 1, down_negative_axes},
     {"Clip", 11, 6, down_clip_11},
+    {"Compress", 11, 9, down_negative_axes},
+    {"Concat", 11, 4, down_negative_axes},
+    {"Flatten", 11, 9, down_negative_axes},
+    {"Hardmax", 11, 1, down_negative_axes},
     {"Hardmax", 13, 11, down_softmax_13},
+    {"LogSoftmax", 11, 1, down_negative_axes},
     {"LogSoftmax", 13, 11, down_softmax_13},
     {"MaxPool", 10, 8, down_maxpool_10},
     {"Pad", 11, 2, down_pad_11},
+    {"ReduceL1", 11, 1, down_negative_axes},
     {"ReduceL1", 18, 13, down_reduce_axes},
+    {"ReduceL2", 11, 1, down_negative_axes},
     {"ReduceL2", 18, 13, down_reduce_axes},
+    {"ReduceLogSum", 11, 1, down_negative_axes},
     {"ReduceLogSum", 18, 13, down_reduce_axes},
+    {"ReduceLogSumExp", 11, 1, down_negative_axes},
     {"ReduceLogSumExp", 18, 13, down_reduce_axes},
+    {"ReduceMax", 11, 1, down_negative_axes},
     {"ReduceMax", 18, 13, down_reduce_axes},
+    {"ReduceMean", 11, 1, down_negative_axes},
     {"ReduceMean", 18, 13, down_reduce_axes},
+    {"ReduceMin", 11, 1, down_negative_axes},
     {"ReduceMin", 18, 13, down_reduce_axes},
+    {"ReduceProd", 11, 1, down_negative_axes},
     {"ReduceProd", 18, 13, down_reduce_axes},
+    {"ReduceSum", 11, 1, down_negative_axes},
     {"ReduceSum", 13, 11, down_reduce_axes},
+    {"ReduceSumSquare", 11, 1, down_negative_axes},
     {"ReduceSumSquare", 18, 13, down_reduce_axes},
     {"Resize", 11, 10, down_resize_11},
     {"Resize", 13, 11, down_resize_13},
     {"Slice", 10, 1, down_slice_10},
+    {"Softmax", 11, 1, down_negative_axes},
     {"Softmax", 13, 11, down_softmax_13},
+    {"Split", 11, 2, down_negative_axes},
     {"Split", 13, 11, down_split_13},
     {"Split", 18, 13, down_split_18},
+    {"Squeeze", 11, 1, down_negative_axes},
     {"Squeeze", 13, 11, down_axes},
     {"Tile", 6, 1, down_tile_6},
+    {"TopK", 11, 10, down_negative_axes},
+    {"Unsqueeze", 11, 1, down_negative_axes},
     {"Unsqueeze", 13, 11, down_axes},
 };
 

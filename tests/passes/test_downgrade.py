@@ -117,6 +117,47 @@ def downgrade_should_take_slice_inputs_back_to_attributes():
     refused(m, 9, "stepped (Slice 13->1: Slice-1 takes no steps other than 1)")
 
 
+def downgrade_should_make_negative_axes_count_from_the_front_below_11():
+    """Before 11, Concat, Split, Squeeze, Unsqueeze (whose axes index the output),
+    the reductions, ArgMax, TopK, Flatten, Compress and the softmaxes took no
+    negative axes: each becomes the axis it means, from the known rank; an input
+    of unknown rank is refused."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 1, 6)).astype(np.float32)
+    nodes = [helper.make_node("Concat", ["x", "x"], ["cat"], axis=-1, name="cat"),
+             helper.make_node("Split", ["cat"], ["p", "q"], axis=-1, name="split"),
+             helper.make_node("Squeeze", ["x", "sq_axes"], ["sq"], name="squeeze"),
+             helper.make_node("Unsqueeze", ["sq", "unsq_axes"], ["unsq"], name="unsqueeze"),
+             helper.make_node("ReduceMax", ["x"], ["rmax"], axes=[-1, -3], name="rmax"),
+             helper.make_node("ArgMax", ["x"], ["am"], axis=-1, name="argmax"),
+             helper.make_node("TopK", ["x", "k"], ["tv", "ti"], axis=-1, name="topk"),
+             helper.make_node("Flatten", ["x"], ["fl"], axis=-1, name="flatten"),
+             helper.make_node("Compress", ["x", "mask"], ["cp"], axis=-1, name="compress"),
+             helper.make_node("Hardmax", ["fl"], ["hm"], axis=-1, name="hardmax")]
+    outs = [vi("p", [2, 1, 6]), vi("q", [2, 1, 6]), vi("unsq", [2, 6, 1]),
+            vi("rmax", [1, 1, 1]), vi("am", [2, 1, 1], TensorProto.INT64),
+            vi("tv", [2, 1, 2]), vi("ti", [2, 1, 2], TensorProto.INT64), vi("fl", [2, 6]),
+            vi("cp", [2, 1, 3]), vi("hm", [2, 6])]
+    mask = numpy_helper.from_array(np.array([1, 0, 1, 1, 0, 0], np.bool_), "mask")
+    m = model(nodes, [vi("x", [2, 1, 6])], outs, 13,
+              [h.i64("sq_axes", [-2]), h.i64("unsq_axes", [-1]), h.i64("k", [2]), mask])
+    out, r = down(m, 10, {"x": x}, "negative axes")
+    want = {"cat": ("axis", 2), "split": ("axis", 2), "squeeze": ("axes", [1]),
+            "unsqueeze": ("axes", [2]), "rmax": ("axes", [2, 0]), "argmax": ("axis", 2),
+            "topk": ("axis", 2), "flatten": ("axis", 2), "compress": ("axis", 2),
+            "hardmax": ("axis", 1)}
+    for n in out.graph.node:
+        attrs = {a.name: (list(a.ints) if a.ints else a.i) for a in n.attribute}
+        key, value = want[n.name]
+        assert attrs[key] == value, (n.name, attrs)
+    assert any(a.get("axis") == 2 for p in r["passes"] for a in p["actions"]
+               if a["node"] == "cat"), r["passes"]
+    # the rank is what makes it exact: without it the step is refused
+    nodes = [helper.make_node("Concat", ["y", "y"], ["o"], axis=-1, name="blind")]
+    m = model(nodes, [vi("y", None)], [vi("o", None)], 13)
+    refused(m, 9, "blind (Concat 13->4: a negative axis of an input of unknown rank")
+
+
 def downgrade_should_take_opset_18_forms_to_17_and_13():
     x = np.random.default_rng(2).uniform(0.5, 2, (2, 7, 3)).astype(np.float32)
     nodes = [helper.make_node("ReduceMean", ["x", "ax"], ["m"], keepdims=0),
