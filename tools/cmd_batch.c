@@ -443,6 +443,12 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
             failed += m->rc != EXIT_OK;
             if (shown) cli_progress_clear();
             if (!b->quiet) print_row(m);
+            /* quiet keeps errors: a failed model is named on stderr, as a single
+            ** run's error would be */
+            else if (m->rc != EXIT_OK && strncmp(m->error, m->in, strlen(m->in)) == 0)
+                tool_error(EXIT_FAIL, "%s", m->error); /* the error names the file */
+            else if (m->rc != EXIT_OK)
+                tool_error(EXIT_FAIL, "%s: %s", m->in, m->error);
             break;
         }
     }

@@ -91,6 +91,12 @@ def batch_should_go_on_past_a_failed_model():
             s = json.load(f)
         bad = [m for m in s["models"] if m["status"] == "failed"]
         assert len(bad) == 1 and bad[0]["error"], bad
+        # --quiet drops the table, not the error: stderr names the failed model
+        cp = h.tileopt("optimize", zoo, "-o", os.path.join(d, "quiet"), "--quiet")
+        assert cp.returncode == 1 and not cp.stdout, cp
+        errors = cp.stderr.splitlines()
+        assert len(errors) == 1 and "bro\\x1bken.onnx" in errors[0] and \
+            "protobuf" in errors[0] and "\x1b" not in cp.stderr, cp.stderr
 
 
 def shards_should_cover_the_list_once():
