@@ -72,11 +72,17 @@ typedef struct api_counts {
     uint64_t nodes, tiles, inits, init_bytes, ext_bytes;
     cJSON *ops, *ext_files;
     cJSON *op_count[OP_COUNT]; /* the ops entry of each default-domain op, once seen */
+    bool failed;             /* out of memory: ops or ext_files lack entries */
 } api_counts;
 void api_count(const graph_model *m, api_counts *c);
 void api_counts_free(api_counts *c);
-/* The model's opset_import as a JSON array of {domain, version}. */
+/* The model's opset_import as a JSON array of {domain, version}; NULL when out
+** of memory. */
 cJSON *api_opsets_json(const graph_model *m);
+/* item under key in parent (appended when key is NULL): false, item freed, when
+** either is NULL or the key cannot be copied. The report and inspect build
+** their JSON through it, so a tree is whole or its call fails. */
+bool api_json_put(cJSON *parent, const char *key, cJSON *item);
 /* JSON text for reports and inspect (pass_json_write, pretty): exact int64s,
 ** \xNN for bytes that are not UTF-8. Free with free(). */
 char *api_json_print(const cJSON *root);

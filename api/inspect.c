@@ -15,37 +15,42 @@ static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, siz
     return graph_const_ints(g, name, out, cap, n, &found, &ignored) == TILEOPT_OK && found;
 }
 
+/* NULL when out of memory (as every builder here). */
 static cJSON *shape_json(const graph_type *t) {
     if (t->rank < 0) return cJSON_CreateNull();
     cJSON *arr = cJSON_CreateArray();
-    for (int32_t i = 0; i < t->rank; i++) {
-        if (t->dims[i] >= 0)
-            cJSON_AddItemToArray(arr, pass_json_int(t->dims[i]));
-        else if (t->syms && t->syms[i])
-            cJSON_AddItemToArray(arr, cJSON_CreateString(t->syms[i]));
-        else
-            cJSON_AddItemToArray(arr, cJSON_CreateNull());
+    for (int32_t i = 0; arr && i < t->rank; i++) {
+        cJSON *d = t->dims && t->dims[i] >= 0 ? pass_json_int(t->dims[i])
+                   : t->syms && t->syms[i]    ? cJSON_CreateString(t->syms[i])
+                                              : cJSON_CreateNull();
+        if (!api_json_put(arr, NULL, d)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
     }
     return arr;
 }
 
-static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
+/* Every Tile of g and its subgraphs appended to list; false when out of memory. */
+static bool inspect_tiles(graph *g, int64_t opset, cJSON *list) {
     for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
         const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
         for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
-            inspect_tiles(s, opset, list);
+            if (!inspect_tiles(s, opset, list)) return false;
         if (!graph_node_is(n, "Tile")) continue;
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "node", graph_node_id(g, (int32_t)i));
         char path[512];
-        if (graph_path(g, path, sizeof path)) cJSON_AddStringToObject(e, "graph", path);
-        cJSON_AddStringToObject(e, "form", opset < 6 ? "Tile-1" : "Tile-6");
+        bool ok = api_json_put(list, NULL, e) &&
+                  cJSON_AddStringToObject(e, "node", graph_node_id(g, (int32_t)i)) &&
+                  (!graph_path(g, path, sizeof path) ||
+                   cJSON_AddStringToObject(e, "graph", path)) &&
+                  cJSON_AddStringToObject(e, "form", opset < 6 ? "Tile-1" : "Tile-6");
         const char *in = graph_node_input(n, 0);
         graph_value *v = in ? graph_find(g, in) : NULL;
         graph_type none = {0, -1, NULL, NULL};
         const graph_type *it = v ? &graph_value_home(g, v, NULL)->type : &none;
-        cJSON_AddStringToObject(e, "input", in ? in : "");
-        cJSON_AddItemToObject(e, "input_shape", shape_json(it));
+        ok = ok && cJSON_AddStringToObject(e, "input", in ? in : "") &&
+             api_json_put(e, "input_shape", shape_json(it));
         int64_t reps[64];
         size_t nr = 0;
         bool known = false;
@@ -54,8 +59,8 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
             size_t a, b;
             if (const_ints(g, graph_node_input(n, 1), tiles, 1, &a) &&
                 const_ints(g, graph_node_input(n, 2), axis, 1, &b) && a == 1 && b == 1) {
-                cJSON_AddNumberToObject(e, "tiles", (double)tiles[0]);
-                cJSON_AddNumberToObject(e, "axis", (double)axis[0]);
+                ok = ok && cJSON_AddNumberToObject(e, "tiles", (double)tiles[0]) &&
+                     cJSON_AddNumberToObject(e, "axis", (double)axis[0]);
                 if (it->rank > 0 && it->rank <= 64) {
                     int64_t ax = axis[0] < 0 ? axis[0] + it->rank : axis[0];
                     if (ax >= 0 && ax < it->rank) {
@@ -68,7 +73,8 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
         } else {
             known = const_ints(g, graph_node_input(n, 1), reps, 64, &nr);
         }
-        cJSON_AddItemToObject(e, "repeats", known ? pass_json_ints(reps, nr) : cJSON_CreateNull());
+        ok = ok &&
+             api_json_put(e, "repeats", known ? pass_json_ints(reps, nr) : cJSON_CreateNull());
         /* A symbolic dim keeps its name only where it is repeated once. */
         const char *syms[64];
         int64_t dims[64];
@@ -89,9 +95,9 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
             graph_value *ov = out ? graph_find(g, out) : NULL;
             ot = ov ? ov->type : none;
         }
-        cJSON_AddItemToObject(e, "output_shape", shape_json(&ot));
-        cJSON_AddItemToArray(list, e);
+        if (!ok || !api_json_put(e, "output_shape", shape_json(&ot))) return false;
     }
+    return true;
 }
 
 /* The main graph's inputs (initializers listed as inputs left out) or outputs,
@@ -99,12 +105,12 @@ static void inspect_tiles(graph *g, int64_t opset, cJSON *list) {
 static cJSON *io_json(graph *g, bool inputs) {
     cJSON *arr = cJSON_CreateArray();
     size_t n = inputs ? g->pb->n_input : g->pb->n_output;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; arr && i < n; i++) {
         const Onnx__ValueInfoProto *vi = inputs ? g->pb->input[i] : g->pb->output[i];
         graph_value *v = vi->name ? graph_find(g, vi->name) : NULL;
         if (!v || (inputs && v->initializer >= 0)) continue;
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", vi->name);
+        bool ok = api_json_put(arr, NULL, e) && cJSON_AddStringToObject(e, "name", vi->name);
         /* a sequence or optional says so around its tensors' element type */
         int32_t elem = 0;
         graph_kind kind = graph_type_kind(vi->type, &elem);
@@ -115,10 +121,12 @@ static cJSON *io_json(graph *g, bool inputs) {
                      en);
         else
             snprintf(dt, sizeof dt, "%s", v->type.elem ? dtype_name(v->type.elem) : "unknown");
-        cJSON_AddStringToObject(e, "dtype", dt);
-        cJSON_AddItemToObject(e, "shape", kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL
-                                              ? cJSON_CreateNull() : shape_json(&v->type));
-        cJSON_AddItemToArray(arr, e);
+        bool bare = kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL;
+        if (!ok || !cJSON_AddStringToObject(e, "dtype", dt) ||
+            !api_json_put(e, "shape", bare ? cJSON_CreateNull() : shape_json(&v->type))) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
     }
     return arr;
 }
@@ -130,29 +138,27 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     api_count(m, &c);
     /* Shapes the model does not declare come from inference; a model inference
     ** cannot follow still gets inspected with what is declared. */
-    errbuf ignored;
-    infer_shapes(m, &ignored);
-    cJSON *o = cJSON_CreateObject();
-    if (!o) {
-        api_counts_free(&c);
-        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-    }
-    cJSON_AddStringToObject(o, "path", m->path ? m->path : "");
-    cJSON_AddItemToObject(o, "ir_version", pass_json_int(m->pb->ir_version));
-    cJSON_AddStringToObject(o, "producer", m->pb->producer_name ? m->pb->producer_name : "");
-    cJSON_AddItemToObject(o, "opset_import", api_opsets_json(m));
-    cJSON_AddNumberToObject(o, "nodes", (double)c.nodes);
-    cJSON_AddNumberToObject(o, "initializers", (double)c.inits);
-    cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes);
-    cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes);
-    cJSON_AddItemToObject(o, "inputs", io_json(m->main, true));
-    cJSON_AddItemToObject(o, "outputs", io_json(m->main, false));
-    if (c.ops) cJSON_AddItemToObject(o, "ops", cJSON_Duplicate(c.ops, 1));
+    errbuf e = {0};
+    cJSON *o = NULL, *tiles = NULL;
+    /* out of memory may leave inference half done: then no shapes to show */
+    bool ok = !c.failed && infer_shapes(m, &e) != TILEOPT_NOMEM;
+    ok = ok && (o = cJSON_CreateObject()) != NULL &&
+         cJSON_AddStringToObject(o, "path", m->path ? m->path : "") &&
+         api_json_put(o, "ir_version", pass_json_int(m->pb->ir_version)) &&
+         cJSON_AddStringToObject(o, "producer",
+                                 m->pb->producer_name ? m->pb->producer_name : "") &&
+         api_json_put(o, "opset_import", api_opsets_json(m)) &&
+         cJSON_AddNumberToObject(o, "nodes", (double)c.nodes) &&
+         cJSON_AddNumberToObject(o, "initializers", (double)c.inits) &&
+         cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes) &&
+         cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes) &&
+         api_json_put(o, "inputs", io_json(m->main, true)) &&
+         api_json_put(o, "outputs", io_json(m->main, false)) &&
+         api_json_put(o, "ops", cJSON_Duplicate(c.ops, 1)) &&
+         api_json_put(o, "tiles", tiles = cJSON_CreateArray()) &&
+         inspect_tiles(m->main, graph_opset(m, ""), tiles);
     api_counts_free(&c);
-    cJSON *tiles = cJSON_CreateArray();
-    inspect_tiles(m->main, graph_opset(m, ""), tiles);
-    cJSON_AddItemToObject(o, "tiles", tiles);
-    *json_out = api_json_print(o);
+    if (ok) *json_out = api_json_print(o);
     cJSON_Delete(o);
     return *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }

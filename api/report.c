@@ -9,11 +9,18 @@
 #include "passes/passes.h"
 #include "shape/infer.h"
 
-/* count[key] += 1 in a JSON object of counts. */
-static void bump(cJSON *count, const char *key) {
+bool api_json_put(cJSON *parent, const char *key, cJSON *item) {
+    bool ok = parent && item &&
+              (key ? cJSON_AddItemToObject(parent, key, item) : cJSON_AddItemToArray(parent, item));
+    if (!ok) cJSON_Delete(item);
+    return ok;
+}
+
+/* count[key] += 1 in a JSON object of counts; false when out of memory. */
+static bool bump(cJSON *count, const char *key) {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(count, key);
     if (v) cJSON_SetNumberValue(v, v->valuedouble + 1);
-    else cJSON_AddNumberToObject(count, key, 1);
+    return v || cJSON_AddNumberToObject(count, key, 1);
 }
 
 static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
@@ -34,7 +41,7 @@ static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
                 c->ext_bytes += len;
             } else if (strcmp(e->key, "location") == 0 && c->ext_files &&
                        !cJSON_GetObjectItemCaseSensitive(c->ext_files, e->value)) {
-                cJSON_AddTrueToObject(c->ext_files, e->value);
+                if (!cJSON_AddTrueToObject(c->ext_files, e->value)) c->failed = true;
             }
         }
     }
@@ -46,13 +53,14 @@ static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
             /* the entry kept per op: a model of 400k nodes bumps it 400k times */
             cJSON *e = c->op_count[id];
             if (e) cJSON_SetNumberValue(e, e->valuedouble + 1);
-            else c->op_count[id] = cJSON_AddNumberToObject(c->ops, op_table[id].name, 1);
+            else if (!(c->op_count[id] = cJSON_AddNumberToObject(c->ops, op_table[id].name, 1)))
+                c->failed = true;
         } else if (c->ops) {
             char key[512];
             const char *op = n->op_type ? n->op_type : "";
             if (graph_domain_is_default(n->domain)) snprintf(key, sizeof key, "%s", op);
             else snprintf(key, sizeof key, "%s:%s", n->domain, op);
-            bump(c->ops, key);
+            if (!bump(c->ops, key)) c->failed = true;
         }
         for (size_t a = 0; a < n->n_attribute; a++) {
             if (n->attribute[a]->g) count_graph(n->attribute[a]->g, c);
@@ -64,12 +72,15 @@ static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
 
 cJSON *api_opsets_json(const graph_model *m) {
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < m->pb->n_opset_import; i++) {
+    for (size_t i = 0; arr && i < m->pb->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "domain", o->domain ? o->domain : "");
-        cJSON_AddItemToObject(e, "version", pass_json_int(o->version));
-        cJSON_AddItemToArray(arr, e);
+        if (!api_json_put(arr, NULL, e) ||
+            !cJSON_AddStringToObject(e, "domain", o->domain ? o->domain : "") ||
+            !api_json_put(e, "version", pass_json_int(o->version))) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
     }
     return arr;
 }
@@ -78,6 +89,7 @@ void api_count(const graph_model *m, api_counts *c) {
     memset(c, 0, sizeof *c);
     c->ops = cJSON_CreateObject();
     c->ext_files = cJSON_CreateObject();
+    c->failed = !c->ops || !c->ext_files;
     count_graph(m->pb->graph, c);
 }
 
@@ -91,7 +103,12 @@ void api_counts_free(api_counts *c) {
 static cJSON *names_of(const cJSON *set) {
     cJSON *arr = cJSON_CreateArray();
     const cJSON *e;
-    cJSON_ArrayForEach(e, set) cJSON_AddItemToArray(arr, cJSON_CreateString(e->string));
+    cJSON_ArrayForEach(e, set) {
+        if (!api_json_put(arr, NULL, cJSON_CreateString(e->string))) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
     return arr;
 }
 
@@ -99,42 +116,45 @@ static cJSON *summary(const graph_model *m, const char *path, uint64_t file_byte
     api_counts c;
     api_count(m, &c);
     cJSON *s = cJSON_CreateObject();
-    cJSON_AddStringToObject(s, "path", path ? path : "");
-    cJSON_AddItemToObject(s, "ir_version", pass_json_int(m->pb->ir_version));
-    cJSON_AddItemToObject(s, "opset_import", api_opsets_json(m));
-    cJSON_AddNumberToObject(s, "nodes", (double)c.nodes);
-    cJSON_AddNumberToObject(s, "tiles", (double)c.tiles);
-    cJSON_AddNumberToObject(s, "initializer_bytes", (double)c.init_bytes);
-    cJSON_AddNumberToObject(s, "file_bytes", (double)file_bytes);
-    cJSON_AddNumberToObject(s, "external_data_bytes", (double)c.ext_bytes);
-    cJSON_AddItemToObject(s, "external_data_files", names_of(c.ext_files));
-    if (c.ops) cJSON_AddItemToObject(s, "ops", cJSON_Duplicate(c.ops, 1));
+    /* all of it or nothing: a report never leaves a key out for want of memory */
+    bool ok = s && !c.failed && cJSON_AddStringToObject(s, "path", path ? path : "") &&
+              api_json_put(s, "ir_version", pass_json_int(m->pb->ir_version)) &&
+              api_json_put(s, "opset_import", api_opsets_json(m)) &&
+              cJSON_AddNumberToObject(s, "nodes", (double)c.nodes) &&
+              cJSON_AddNumberToObject(s, "tiles", (double)c.tiles) &&
+              cJSON_AddNumberToObject(s, "initializer_bytes", (double)c.init_bytes) &&
+              cJSON_AddNumberToObject(s, "file_bytes", (double)file_bytes) &&
+              cJSON_AddNumberToObject(s, "external_data_bytes", (double)c.ext_bytes) &&
+              api_json_put(s, "external_data_files", names_of(c.ext_files)) &&
+              api_json_put(s, "ops", cJSON_Duplicate(c.ops, 1));
     api_counts_free(&c);
-    return s;
+    if (ok) return s;
+    cJSON_Delete(s);
+    return NULL;
 }
 
 tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
                                     const char *input_path) {
     cJSON_Delete(ctx->report);
-    ctx->report = cJSON_CreateObject();
-    if (!ctx->report) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-    cJSON_AddStringToObject(ctx->report, "tool", "tileopt");
-    cJSON_AddStringToObject(ctx->report, "version", TILEOPT_VERSION);
-    cJSON_AddItemToObject(ctx->report, "input",
-                          summary(input->g, input_path, input->g->file_bytes));
-    if (ctx->n_input_shapes) {
-        cJSON *fixed = cJSON_AddArrayToObject(ctx->report, "input_shapes");
-        for (size_t i = 0; fixed && i < ctx->n_input_shapes; i++) {
+    cJSON *r = ctx->report = cJSON_CreateObject();
+    bool ok = r && cJSON_AddStringToObject(r, "tool", "tileopt") &&
+              cJSON_AddStringToObject(r, "version", TILEOPT_VERSION) &&
+              api_json_put(r, "input", summary(input->g, input_path, input->g->file_bytes));
+    if (ok && ctx->n_input_shapes) {
+        cJSON *fixed = cJSON_AddArrayToObject(r, "input_shapes");
+        ok = fixed != NULL;
+        for (size_t i = 0; ok && i < ctx->n_input_shapes; i++) {
             const api_input_shape *f = &ctx->input_shapes[i];
             cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "name", f->name);
-            cJSON_AddItemToObject(e, "shape", pass_json_ints(f->dims, (size_t)f->rank));
-            cJSON_AddItemToArray(fixed, e);
+            ok = api_json_put(fixed, NULL, e) && cJSON_AddStringToObject(e, "name", f->name) &&
+                 api_json_put(e, "shape", pass_json_ints(f->dims, (size_t)f->rank));
         }
     }
-    cJSON_AddItemToObject(ctx->report, "passes", cJSON_CreateArray());
-    cJSON_AddItemToObject(ctx->report, "warnings", cJSON_CreateArray());
-    return TILEOPT_OK;
+    ok = ok && cJSON_AddArrayToObject(r, "passes") && cJSON_AddArrayToObject(r, "warnings");
+    if (ok) return TILEOPT_OK;
+    cJSON_Delete(r);
+    ctx->report = NULL;
+    return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }
 
 tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
@@ -144,8 +164,9 @@ tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
     uint64_t bytes = output->g->saved_bytes ? output->g->saved_bytes
                                             : graph_model_packed_size(output->g);
     cJSON_DeleteItemFromObject(ctx->report, "output");
-    cJSON_AddItemToObject(ctx->report, "output", summary(output->g, output_path, bytes));
-    return TILEOPT_OK;
+    return api_json_put(ctx->report, "output", summary(output->g, output_path, bytes))
+               ? TILEOPT_OK
+               : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }
 
 char *api_json_print(const cJSON *root) {

@@ -614,7 +614,10 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
     }
     rc = plan_build(body, &plan, err);
     if (rc) goto done;
-    for (size_t i = 0; i < nc; i++) carried[i] = tensor_ref(in[2 + i]);
+    for (size_t i = 0; i < nc && !rc; i++)
+        if (in[2 + i] && !(carried[i] = tensor_ref(in[2 + i])))
+            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (rc) goto done;
     for (int64_t it = 0; it < trips && cond; it++) {
         if (it >= EVAL_MAX_LOOP_ITERATIONS) {
             rc = err_set(err, TILEOPT_LIMIT, "more than %" PRId64 " iterations",
@@ -1295,7 +1298,14 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
             }
             goto done;
         }
-        outs[o] = tensor_ref(t);
+        if (!(outs[o] = tensor_ref(t))) {
+            rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+            for (size_t j = 0; j < o; j++) {
+                tensor_free(outs[j]);
+                outs[j] = NULL;
+            }
+            goto done;
+        }
     }
 done:
     plan_free(&own);

@@ -51,6 +51,7 @@ struct arena {
     size_t next_chunk;
     size_t total;
     ProtobufCAllocator pb;
+    bool pb_failed;          /* an allocation for protobuf-c came back NULL */
 };
 
 static block *map_block(arena *a, size_t payload) {
@@ -77,7 +78,12 @@ static block *map_block(arena *a, size_t payload) {
     return b;
 }
 
-static void *pb_alloc(void *data, size_t size) { return arena_alloc(data, size); }
+static void *pb_alloc(void *data, size_t size) {
+    arena *a = data;
+    void *p = arena_alloc(a, size);
+    if (!p) a->pb_failed = true;
+    return p;
+}
 static void release_block(arena *a, block *b);
 
 /* protobuf-c frees only its scratch (the member slabs of a big message): a
@@ -201,4 +207,6 @@ void arena_release(arena *a, void *p, size_t size) {
 }
 
 ProtobufCAllocator *arena_pb_allocator(arena *a) { return &a->pb; }
+
+bool arena_pb_failed(const arena *a) { return a->pb_failed; }
 size_t arena_bytes(const arena *a) { return a->total; }

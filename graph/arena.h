@@ -5,6 +5,7 @@
 #define TILEOPT_ARENA_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct arena arena;
@@ -23,6 +24,9 @@ void *arena_grow(arena *a, void *old, size_t old_size, size_t new_size);
 void arena_release(arena *a, void *p, size_t size);
 /* A protobuf-c allocator drawing from the arena (free is a no-op). */
 ProtobufCAllocator *arena_pb_allocator(arena *a);
+/* Whether an allocation for protobuf-c failed: an unpack that returns NULL
+** then ran out of memory rather than met a bad message. */
+bool arena_pb_failed(const arena *a);
 size_t arena_bytes(const arena *a);
 
 #endif

@@ -200,6 +200,8 @@ static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf 
                                       data);
     if (told && m->pb) m->limits.progress(m->limits.progress_user, "loading", size, size);
     m->limits.progress = NULL; /* the caller's, for this load only */
+    if (!m->pb && arena_pb_failed(m->arena))
+        return err_set(err, TILEOPT_NOMEM, "out of memory reading the model");
     if (!m->pb)
         return err_set(err, TILEOPT_PARSE,
                        "not a valid ONNX model: the protobuf is malformed or truncated");

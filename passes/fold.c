@@ -815,7 +815,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
         const char *xs = graph_strdup(g, x), *ys = graph_strdup(g, y);
         if (!xs || !ys) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
         int rc = graph_replace_uses(g, ys, xs);
-        if (rc) return err_set(pc->err, rc, "fold: rewiring the uses of '%s'", ys);
+        if (rc) return err_set(pc->err, rc, "fold: out of memory rewiring the uses of '%s'", ys);
         graph_remove_node(g, idx);
         if (graph_value_is_output(g, ys)) {
             /* graph outputs keep their names */
@@ -918,7 +918,7 @@ static int materialize(fold_graph *f, int32_t vi) {
     tensor_free(c);
     if (rc) return rc;
     rc = graph_replace_uses(g, old, name);
-    if (rc) return err_set(err, rc, "fold: rewiring the uses of '%s'", old);
+    if (rc) return err_set(err, rc, "fold: out of memory rewiring the uses of '%s'", old);
     /* graph outputs keep their names: Identity from the new initializer (it
     ** takes over as producer; the folded node goes at the end of the sweep) */
     if (graph_value_is_output(g, old) &&

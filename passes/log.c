@@ -399,6 +399,7 @@ int pass_log_finish(pass_log *l, char **json, size_t *changed, size_t *skipped) 
         *changed += (l->keys[i].named & NAMED_NODE) != 0;
         *skipped += l->keys[i].skips != 0;
     }
+    if (l->failed || l->text.failed) return TILEOPT_NOMEM; /* the text may be missing */
     if (l->n_recs) {
         l->text.p[0] = '['; /* the first record's comma */
         pass_text_put(&l->text, "\n", 1);

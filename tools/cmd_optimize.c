@@ -273,7 +273,10 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
-    tileopt_report_begin(ctx, model, a->in);
+    if (tileopt_report_begin(ctx, model, a->in) != TILEOPT_OK) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto done;
+    }
     tileopt_status st = tileopt_passes_run(ctx, model, passes, n_passes);
     if (st != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
@@ -296,7 +299,10 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     bool file_report = a->report && strcmp(a->report, "-") != 0;
     double predicted = 0;
     if (file_report) {
-        tileopt_report_end(ctx, model, a->out);
+        if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
+            tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+            goto done;
+        }
         if (write_report(ctx, a->report) != EXIT_OK) goto done;
         predicted = output_file_bytes(ctx);
     }

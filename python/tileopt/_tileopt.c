@@ -416,8 +416,10 @@ static PyObject *py_optimize(PyObject *self, PyObject *args) {
         goto done;
     }
     /* the output summary states what was written (its size, external data) */
-    tileopt_report_end(ctx, model, out);
+    tileopt_status end = tileopt_report_end(ctx, model, out);
+    if (!st) st = end;
     if (st) {
+        tileopt_free(bytes);
         fail(ctx, st, 1);
         goto done;
     }
@@ -623,7 +625,8 @@ static PyObject *py_verify(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         if (!st) st = tileopt_model_verify(ctx, before, after);
         Py_END_ALLOW_THREADS
-        if (began) tileopt_report_end(ctx, after, path_str(path_a));
+        if (began && tileopt_report_end(ctx, after, path_str(path_a)) && !st)
+            st = TILEOPT_NOMEM;
         char *report = NULL;
         /* a mismatch is a verdict, not a failure: the report says it */
         if (st && st != TILEOPT_MISMATCH) fail(ctx, st, began);

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Out of memory at every allocation: each run of a command fails one allocation
+(malloc, calloc, realloc or an anonymous mmap: the failalloc.so shim, through
+LD_PRELOAD), and goes through every allocation of the run in turn. Whatever
+fails, the command exits 0 with a good output or 1 with an error that says
+memory ran out and no output; never a crash, never a half-written file.
+
+The shim needs glibc's own allocator underneath: sanitizer builds replace it,
+so this file runs in the release build only (meson leaves it out otherwise).
+"""
+import os
+import subprocess
+import sys
+
+import onnx
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import harness as h  # noqa: E402
+
+SHIM = os.environ.get("FAILALLOC", "")
+MODELS = os.path.join(os.environ["SRCDIR"], "models")
+
+
+def count(args, d):
+    """How many allocations tileopt ARGS makes (in its first process)."""
+    path = os.path.join(d, "count")
+    env = dict(os.environ, LD_PRELOAD=SHIM, FAILALLOC_COUNT=path)
+    cp = subprocess.run([h.tileopt_path(), *args], env=env, capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    with open(path) as f:
+        return int(f.read())
+
+
+def runs(args, out, d, more=0):
+    """Run tileopt ARGS once to count its allocations, then once per allocation
+    (and `more` past them: a batch's workers go on counting from where it forked
+    them) with that one failing. Returns the problems found (empty: none)."""
+    total = count(args, d)
+    assert total > 10, f"{total} allocations: is the shim loaded?"
+    total += more
+    env = dict(os.environ, LD_PRELOAD=SHIM)
+    problems = []
+    for n in range(total):
+        for p in out:
+            if os.path.exists(p):
+                os.unlink(p)
+        cp = subprocess.run([h.tileopt_path(), *args], env=dict(env, FAILALLOC_AT=str(n)),
+                            capture_output=True, text=True, timeout=120)
+        where = f"allocation {n} of {total} ({' '.join(args)})"
+        if cp.returncode == 0:
+            for p in out:
+                if p.endswith(".onnx") and os.path.exists(p):
+                    onnx.load(p)  # raises on a broken file
+        elif cp.returncode == 1:
+            # a batch lists a failed model in its table, on stdout
+            if "memory" not in cp.stderr + cp.stdout:
+                problems.append(f"{where}: exit 1 without saying memory ran out: "
+                                f"{cp.stderr.strip()[-300:]}")
+            written = [p for p in out if p.endswith(".onnx") and os.path.exists(p)]
+            if written:
+                problems.append(f"{where}: exit 1, yet {written} written")
+        else:
+            problems.append(f"{where}: exit {cp.returncode}: {cp.stderr.strip()[-300:]}")
+    return problems
+
+
+def optimize_should_fail_cleanly_at_every_allocation():
+    # the sample models go through each pass: upgrade (legacy Tile-1), fold
+    # (constant and Shape-computed repeats) and fuse, with a report and --verify
+    problems = []
+    for name in ("legacy_tile1", "shape_repeats", "const_tile", "tile_add", "bias_tile"):
+        with h.tempdir() as d:
+            out, rep = os.path.join(d, "o.onnx"), os.path.join(d, "r.json")
+            problems += runs(["optimize", os.path.join(MODELS, name + ".onnx"), "-o", out,
+                              "--report", rep, "--verify", "--quiet"], [out, rep], d)
+    assert not problems, "\n".join(problems[:20])
+
+
+def inspect_should_fail_cleanly_at_every_allocation():
+    with h.tempdir() as d:
+        problems = runs(["inspect", "--json", os.path.join(MODELS, "shape_repeats.onnx")], [], d)
+    assert not problems, "\n".join(problems[:20])
+
+
+def batch_should_fail_cleanly_at_every_allocation():
+    # allocations of the batch itself (the list, the table) and of its models
+    with h.tempdir() as d:
+        src = os.path.join(d, "in")
+        os.mkdir(src)
+        for name in ("tile_add", "const_tile"):
+            with open(os.path.join(MODELS, name + ".onnx"), "rb") as f, \
+                    open(os.path.join(src, name + ".onnx"), "wb") as g:
+                g.write(f.read())
+        one = count(["optimize", os.path.join(src, "const_tile.onnx"), "-o",
+                     os.path.join(d, "one.onnx"), "--quiet"], d)
+        problems = runs(["optimize", src, "-o", os.path.join(d, "out"), "-j", "1", "--quiet"],
+                        [], d, more=one)
+    assert not problems, "\n".join(problems[:20])
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_tests(globals()))
