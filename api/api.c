@@ -40,6 +40,7 @@ tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err) {
 tileopt_status tileopt_ctx_new(tileopt_ctx **out) {
     *out = calloc(1, sizeof **out);
     if (!*out) return TILEOPT_NOMEM;
+    pass_json_hooks();
     pass_options_default(&(*out)->opt);
     return TILEOPT_OK;
 }

@@ -140,6 +140,7 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
     ** cannot follow still gets inspected with what is declared. */
     errbuf e = {0};
     cJSON *o = NULL, *tiles = NULL;
+    pass_json_failed(); /* what failed before is not this tree's */
     /* out of memory may leave inference half done: then no shapes to show */
     bool ok = !c.failed && infer_shapes(m, &e) != TILEOPT_NOMEM;
     ok = ok && (o = cJSON_CreateObject()) != NULL &&
@@ -158,7 +159,7 @@ tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, cha
          api_json_put(o, "tiles", tiles = cJSON_CreateArray()) &&
          inspect_tiles(m->main, graph_opset(m, ""), tiles);
     api_counts_free(&c);
-    if (ok) *json_out = api_json_print(o);
+    if (ok && !pass_json_failed()) *json_out = api_json_print(o);
     cJSON_Delete(o);
     return *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }

@@ -136,6 +136,7 @@ static cJSON *summary(const graph_model *m, const char *path, uint64_t file_byte
 tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
                                     const char *input_path) {
     cJSON_Delete(ctx->report);
+    pass_json_failed(); /* what failed before is not this report's */
     cJSON *r = ctx->report = cJSON_CreateObject();
     bool ok = r && cJSON_AddStringToObject(r, "tool", "tileopt") &&
               cJSON_AddStringToObject(r, "version", TILEOPT_VERSION) &&
@@ -150,7 +151,8 @@ tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
                  api_json_put(e, "shape", pass_json_ints(f->dims, (size_t)f->rank));
         }
     }
-    ok = ok && cJSON_AddArrayToObject(r, "passes") && cJSON_AddArrayToObject(r, "warnings");
+    ok = ok && cJSON_AddArrayToObject(r, "passes") && cJSON_AddArrayToObject(r, "warnings") &&
+         !pass_json_failed();
     if (ok) return TILEOPT_OK;
     cJSON_Delete(r);
     ctx->report = NULL;
@@ -163,8 +165,15 @@ tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
     /* The bytes the last save wrote, or what packing would write. */
     uint64_t bytes = output->g->saved_bytes ? output->g->saved_bytes
                                             : graph_model_packed_size(output->g);
+    /* a failure since the passes ran (a warning, the verify section) counts
+    ** too; on failure an output section from before stays */
+    cJSON *s = summary(output->g, output_path, bytes);
+    if (!s || pass_json_failed()) {
+        cJSON_Delete(s);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
     cJSON_DeleteItemFromObject(ctx->report, "output");
-    return api_json_put(ctx->report, "output", summary(output->g, output_path, bytes))
+    return api_json_put(ctx->report, "output", s)
                ? TILEOPT_OK
                : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }
@@ -240,6 +249,7 @@ static double now_ms(void) {
 static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pass_def *p,
                                int round, bool *changed, bool *fold_again) {
     const char *name = p->name;
+    pass_json_failed(); /* what failed before is not this entry's */
     cJSON *entry = cJSON_CreateObject();
     pass_log *log = pass_log_new();
     cJSON *scratch_warnings = cJSON_CreateArray();
@@ -294,12 +304,11 @@ static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pas
     cJSON_AddNumberToObject(entry, "nodes_skipped", (double)n_skipped);
     cJSON_AddItemToObject(entry, "actions", raw ? raw : cJSON_CreateArray());
     if (changes) cJSON_AddItemToObject(entry, "changes", changes);
-    if (rc) cJSON_AddStringToObject(entry, "error", ctx->err.msg);
     cJSON *passes = ctx_report_section(ctx, "passes", 1);
-    if (passes)
-        cJSON_AddItemToArray(passes, entry);
-    else
-        cJSON_Delete(entry);
+    if (!api_json_put(passes, NULL, entry)) entry = NULL;
+    /* the entry, the warnings and the changes are whole, or the run fails */
+    if (pass_json_failed() && !rc) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    if (rc && entry) cJSON_AddStringToObject(entry, "error", ctx->err.msg);
     cJSON_Delete(scratch_warnings);
     if (rc) return ctx_fail(ctx, &ctx->err);
     if (changed) *changed = pc.changed;

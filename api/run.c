@@ -287,6 +287,7 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
     cJSON *own = NULL;
     if (!rep) rep = own = cJSON_CreateObject(); /* no report begun: compute anyway */
     if (!rep) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
+    pass_json_failed(); /* what failed before is not this section's */
     cJSON_AddNumberToObject(rep, "seed", (double)ctx->opt.seed);
     verify_run vr = {0};
     int rc = TILEOPT_OK;
@@ -405,6 +406,8 @@ done:
     }
     if (rc == TILEOPT_OK && ctx->opt.verify_strict && strcmp(verdict, "skipped") == 0)
         rc = err_set(&ctx->err, TILEOPT_UNSUPPORTED, "no verdict (--verify=strict): %s", why);
+    if (pass_json_failed() && (rc == TILEOPT_OK || rc == TILEOPT_MISMATCH))
+        rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     verify_free(&vr);
     cJSON_Delete(own);
     return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;

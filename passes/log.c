@@ -14,8 +14,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #include "passes/pass.h"
+
+/* ------------------------------------------------------- cJSON allocations */
+
+/* cJSON's builders drop what they cannot allocate: cJSON_AddStringToObject
+** returns NULL and the object goes on without the key. Checking each of the
+** report's few hundred calls would bury the code, so cJSON allocates through
+** these hooks, which note a failure for the thread; whoever finishes a tree
+** asks whether one happened since it began. */
+static _Thread_local bool json_oom;
+
+static void *json_malloc(size_t n) {
+    void *p = malloc(n);
+    if (!p) json_oom = true;
+    return p;
+}
+
+static once_flag hooks_once = ONCE_FLAG_INIT;
+
+static void hooks_install(void) {
+    cJSON_Hooks hooks = {json_malloc, free};
+    cJSON_InitHooks(&hooks);
+}
+
+void pass_json_hooks(void) { call_once(&hooks_once, hooks_install); }
+
+bool pass_json_failed(void) {
+    bool failed = json_oom;
+    json_oom = false;
+    return failed;
+}
 
 /* ------------------------------------------------------------------- text */
 
@@ -318,7 +349,7 @@ static void close_open(pass_log *l) {
     cJSON *c = l->open->child;
     l->open->child = NULL;
     cJSON_Delete(c);
-    if (l->text.failed) l->failed = true;
+    if (l->text.failed || pass_json_failed()) l->failed = true;
 }
 
 cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,

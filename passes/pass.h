@@ -47,6 +47,12 @@ typedef struct pass_text {
 } pass_text;
 void pass_text_put(pass_text *t, const char *s, size_t n);
 void pass_json_write(pass_text *t, const cJSON *item, int depth, bool pretty);
+/* cJSON allocates through malloc and free wrapped to note a failure (installed
+** once, for the process: cJSON's hooks are global). pass_json_failed tells
+** whether a cJSON allocation of this thread failed since it last asked, and
+** forgets it: a tree built since then may lack members. */
+void pass_json_hooks(void);
+bool pass_json_failed(void);
 
 /*
 ** The actions of one pass run (passes/log.c), held as JSON text. pass_log_begin

@@ -294,16 +294,18 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         goto report;
     }
     /* A report file goes first, with the size the output will have: when it
-    ** cannot be written the run fails before OUT is touched. (Predicting the
-    ** size walks the whole model, so a run without a report file skips it.) */
+    ** cannot be written the run fails before OUT is touched. A report on stdout
+    ** comes after the save, but is made here too, so that it exists whatever
+    ** happens after OUT is in place. (Predicting the size walks the whole
+    ** model, so a run without a report skips it.) */
     bool file_report = a->report && strcmp(a->report, "-") != 0;
     double predicted = 0;
-    if (file_report) {
+    if (a->report) {
         if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
             tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
             goto done;
         }
-        if (write_report(ctx, a->report) != EXIT_OK) goto done;
+        if (file_report && write_report(ctx, a->report) != EXIT_OK) goto done;
         predicted = output_file_bytes(ctx);
     }
     if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
@@ -314,11 +316,19 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     /* OUT is in place: the report is rewritten only when the save's size differs
     ** from the prediction (tensors moved to external data), and a rewrite that
     ** fails leaves the first report and a warning, never a failed run. */
-    tileopt_report_end(ctx, model, a->out);
-    if (file_report && output_file_bytes(ctx) != predicted &&
-        tileopt_report_save(ctx, a->report) != TILEOPT_OK)
+    if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
+        if (!a->report) { /* nothing to summarize from */
+            if (!a->quiet)
+                fprintf(stderr, "tileopt: warning: %s (no summary)\n", tileopt_ctx_errmsg(ctx));
+            goto done;
+        }
+        fprintf(stderr, "tileopt: warning: %s (the report states the predicted output size)\n",
+                tileopt_ctx_errmsg(ctx));
+    } else if (file_report && output_file_bytes(ctx) != predicted &&
+               tileopt_report_save(ctx, a->report) != TILEOPT_OK) {
         fprintf(stderr, "tileopt: warning: %s (it states the predicted output size)\n",
                 tileopt_ctx_errmsg(ctx));
+    }
     if (a->report && strcmp(a->report, "-") == 0) write_report(ctx, a->report);
     goto summary;
 report:
