@@ -64,6 +64,10 @@ TILEOPT_API void tileopt_free(void *p);
 
 typedef struct tileopt_ctx tileopt_ctx;
 
+/* The first call also routes cJSON's allocations through malloc and free
+** wrapped to notice a failure (cJSON_InitHooks, which is process-wide), so a
+** report is never written with a member missing: a program that sets its own
+** cJSON hooks afterwards keeps working, but loses that check. */
 TILEOPT_API tileopt_status tileopt_ctx_new(tileopt_ctx **out);
 TILEOPT_API void tileopt_ctx_free(tileopt_ctx *ctx);
 /* Details of the last failure on ctx ("" when none). Owned by ctx. */
