@@ -451,9 +451,34 @@ Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
     return vi;
 }
 
+/* malloc and free for protobuf-c, noting a failure: an unpack that returns
+** NULL then ran out of memory rather than met a bad message. */
+typedef struct noting_alloc {
+    ProtobufCAllocator base;
+    bool failed;
+} noting_alloc;
+
+static void *noting_malloc(void *data, size_t n) {
+    void *p = malloc(n);
+    if (!p) ((noting_alloc *)data)->failed = true;
+    return p;
+}
+
+static void noting_free(void *data, void *p) {
+    (void)data;
+    free(p);
+}
+
+static void noting_init(noting_alloc *a) {
+    *a = (noting_alloc){{noting_malloc, noting_free, a}, false};
+}
+
 int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void *arg,
                         errbuf *err) {
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, bytes);
+    noting_alloc na;
+    noting_init(&na);
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&na.base, size, bytes);
+    if (!p && na.failed) return err_set(err, TILEOPT_NOMEM, "out of memory reading a tensor");
     if (!p) return err_set(err, TILEOPT_PARSE, "not a serialized TensorProto");
     int rc;
     if (graph_tensor_is_external(p)) {
@@ -479,7 +504,7 @@ int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void
     }
     arena_free(tmp.arena);
 done:
-    onnx__tensor_proto__free_unpacked(p, NULL);
+    onnx__tensor_proto__free_unpacked(p, &na.base);
     return rc;
 }
 
@@ -664,7 +689,10 @@ int graph_value_decode(const void *bytes, size_t size, graph_kind kind, uint32_t
         seq ? &onnx__sequence_proto__descriptor : &onnx__optional_proto__descriptor;
     int rc = graph_wire_check(d, bytes, size, max_levels, err);
     if (rc) return rc;
-    ProtobufCMessage *msg = protobuf_c_message_unpack(d, NULL, size, bytes);
+    noting_alloc na;
+    noting_init(&na);
+    ProtobufCMessage *msg = protobuf_c_message_unpack(d, &na.base, size, bytes);
+    if (!msg && na.failed) return err_set(err, TILEOPT_NOMEM, "out of memory reading a value");
     if (!msg)
         return err_set(err, TILEOPT_PARSE, "not a serialized %s",
                        seq ? "SequenceProto" : "OptionalProto");
@@ -678,7 +706,7 @@ int graph_value_decode(const void *bytes, size_t size, graph_kind kind, uint32_t
     if (!rc) rc = fn(&root, arg, err);
     value_data_release(&root);
     if (tmp.arena) arena_free(tmp.arena);
-    protobuf_c_message_free_unpacked(msg, NULL);
+    protobuf_c_message_free_unpacked(msg, &na.base);
     return rc;
 }
 

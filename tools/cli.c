@@ -173,7 +173,8 @@ int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits
         if (*i + 1 >= argc) return tool_error(EXIT_USAGE, "%s needs a value", s);
         value = argv[++*i];
     }
-    if (tileopt_ctx_set(ctx, option_flags[k].option, value) != TILEOPT_OK)
-        return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
+    tileopt_status st = tileopt_ctx_set(ctx, option_flags[k].option, value);
+    if (st == TILEOPT_NOMEM) return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    if (st != TILEOPT_OK) return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
     return 0;
 }

@@ -52,7 +52,7 @@ int tool_error(int code, const char *fmt, ...);
 /* If argv[*i] is a flag that maps onto a library option (`--fold-limit N`, ...;
 ** with limits_only, just the resource limits `--max-*`), apply it to ctx and step
 ** *i past its value. Returns -1 when argv[*i] is no such flag, 0 when applied,
-** 2 (usage) on a bad value. */
+** 2 (usage) on a bad value, 1 when memory ran out. */
 int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only);
 
 /* With --help or -h among argv: print help (the command's usage and options)

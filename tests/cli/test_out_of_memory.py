@@ -94,6 +94,32 @@ def inspect_should_fail_cleanly_at_every_allocation():
     assert not problems, "\n".join(problems[:20])
 
 
+def run_should_fail_cleanly_at_every_allocation():
+    # tensors, sequences and optionals read from .pb files, outputs compared or
+    # written; ONNX's own node tests
+    data = "/usr/share/libonnx-testdata/data/node"
+    problems = []
+    for name in ("test_tile", "test_identity_sequence", "test_optional_get_element_sequence"):
+        with h.tempdir() as d:
+            problems += runs(["run", "--test-dir", os.path.join(data, name)], [], d)
+    with h.tempdir() as d:
+        case = os.path.join(data, "test_tile")
+        ins = [os.path.join(case, "test_data_set_0", f"input_{k}.pb") for k in range(2)]
+        problems += runs(["run", os.path.join(case, "model.onnx"), *ins, "-o",
+                          os.path.join(d, "out")], [], d)
+    assert not problems, "\n".join(problems[:20])
+
+
+def options_should_fail_cleanly_at_every_allocation():
+    # --input-shape keeps a copy of what it is given, and its failure is no
+    # usage error
+    with h.tempdir() as d:
+        out = os.path.join(d, "o.onnx")
+        problems = runs(["optimize", os.path.join(MODELS, "shape_repeats.onnx"), "-o", out,
+                         "--input-shape", "x:2,3,4", "--quiet"], [out], d)
+    assert not problems, "\n".join(problems[:20])
+
+
 def batch_should_fail_cleanly_at_every_allocation():
     # allocations of the batch itself (the list, the table) and of its models
     with h.tempdir() as d:
