@@ -51,7 +51,9 @@ def runs(args, out, d, more=0, env=None):
         where = f"allocation {n} of {total} ({' '.join(args)})"
         if cp.returncode == 0:
             for p in out:
-                if p.endswith(".onnx") and os.path.exists(p):
+                if p.endswith(".onnx") and not os.path.exists(p):
+                    problems.append(f"{where}: exit 0, yet no {p}")
+                elif p.endswith(".onnx"):
                     onnx.load(p)  # raises on a broken file
                 elif p.endswith(".json") and os.path.exists(p):
                     with open(p) as f:
