@@ -451,60 +451,45 @@ Onnx__ValueInfoProto *graph_value_info_new(graph_model *m, const char *name,
     return vi;
 }
 
-/* malloc and free for protobuf-c, noting a failure: an unpack that returns
-** NULL then ran out of memory rather than met a bad message. */
-typedef struct noting_alloc {
-    ProtobufCAllocator base;
-    bool failed;
-} noting_alloc;
-
-static void *noting_malloc(void *data, size_t n) {
-    void *p = malloc(n);
-    if (!p) ((noting_alloc *)data)->failed = true;
-    return p;
+/* A throwaway model: the arena and limits graph_tensor_read expects, and the
+** arena a standalone message is unpacked into (freed with it). */
+static int tmp_model(graph_model *tmp, errbuf *err) {
+    memset(tmp, 0, sizeof *tmp);
+    tmp->arena = arena_new();
+    if (!tmp->arena) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    graph_limits_default(&tmp->limits);
+    return TILEOPT_OK;
 }
 
-static void noting_free(void *data, void *p) {
-    (void)data;
-    free(p);
-}
-
-static void noting_init(noting_alloc *a) {
-    *a = (noting_alloc){{noting_malloc, noting_free, a}, false};
+/* A standalone message unpacked into tmp's arena; the error tells a message
+** that ran out of memory from a bad one. */
+static int unpack_into(graph_model *tmp, const ProtobufCMessageDescriptor *d, const void *bytes,
+                       size_t size, ProtobufCMessage **out, errbuf *err) {
+    *out = protobuf_c_message_unpack(d, arena_pb_allocator(tmp->arena), size, bytes);
+    if (*out) return TILEOPT_OK;
+    if (arena_pb_failed(tmp->arena))
+        return err_set(err, TILEOPT_NOMEM, "out of memory reading a %s", d->short_name);
+    return err_set(err, TILEOPT_PARSE, "not a serialized %s", d->short_name);
 }
 
 int graph_tensor_decode(const void *bytes, size_t size, graph_tensor_fn fn, void *arg,
                         errbuf *err) {
-    noting_alloc na;
-    noting_init(&na);
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&na.base, size, bytes);
-    if (!p && na.failed) return err_set(err, TILEOPT_NOMEM, "out of memory reading a tensor");
-    if (!p) return err_set(err, TILEOPT_PARSE, "not a serialized TensorProto");
-    int rc;
-    if (graph_tensor_is_external(p)) {
+    graph_model tmp;
+    int rc = tmp_model(&tmp, err);
+    if (rc) return rc;
+    ProtobufCMessage *msg;
+    rc = unpack_into(&tmp, &onnx__tensor_proto__descriptor, bytes, size, &msg, err);
+    const Onnx__TensorProto *p = (const Onnx__TensorProto *)msg;
+    if (!rc && graph_tensor_is_external(p))
         rc = err_set(err, TILEOPT_UNSUPPORTED,
                      "tensor %s: external data in a standalone tensor file",
                      p->name ? p->name : "?");
-        goto done;
-    }
-    /* A throwaway model gives graph_tensor_read the arena and limits it expects. */
-    graph_model tmp;
-    memset(&tmp, 0, sizeof tmp);
-    tmp.arena = arena_new();
-    if (!tmp.arena) {
-        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-        goto done;
-    }
-    graph_limits_default(&tmp.limits);
     graph_tensor_data d;
-    rc = graph_tensor_read(&tmp, p, &d, err);
-    if (!rc) {
+    if (!rc && !(rc = graph_tensor_read(&tmp, p, &d, err))) {
         rc = fn(&d, p->name, arg, err);
         if (d.owned) free(d.data);
     }
     arena_free(tmp.arena);
-done:
-    onnx__tensor_proto__free_unpacked(p, &na.base);
     return rc;
 }
 
@@ -587,14 +572,6 @@ enum { VD_UNDEFINED = 0, VD_TENSOR = 1, VD_SPARSE = 2, VD_SEQUENCE = 3, VD_MAP =
        VD_OPTIONAL = 5 };
 
 /* A throwaway model gives graph_tensor_read the arena and limits it expects. */
-static int tmp_model(graph_model *tmp, errbuf *err) {
-    memset(tmp, 0, sizeof *tmp);
-    tmp->arena = arena_new();
-    if (!tmp->arena) return err_set(err, TILEOPT_NOMEM, "out of memory");
-    graph_limits_default(&tmp->limits);
-    return TILEOPT_OK;
-}
-
 static void value_data_release(graph_value_data *v) {
     if (v->kind == GRAPH_KIND_TENSOR && v->tensor.owned) free(v->tensor.data);
     v->tensor.owned = false;
@@ -689,24 +666,18 @@ int graph_value_decode(const void *bytes, size_t size, graph_kind kind, uint32_t
         seq ? &onnx__sequence_proto__descriptor : &onnx__optional_proto__descriptor;
     int rc = graph_wire_check(d, bytes, size, max_levels, err);
     if (rc) return rc;
-    noting_alloc na;
-    noting_init(&na);
-    ProtobufCMessage *msg = protobuf_c_message_unpack(d, &na.base, size, bytes);
-    if (!msg && na.failed) return err_set(err, TILEOPT_NOMEM, "out of memory reading a value");
-    if (!msg)
-        return err_set(err, TILEOPT_PARSE, "not a serialized %s",
-                       seq ? "SequenceProto" : "OptionalProto");
     graph_model tmp;
+    if ((rc = tmp_model(&tmp, err))) return rc;
+    ProtobufCMessage *msg;
+    rc = unpack_into(&tmp, d, bytes, size, &msg, err);
     graph_value_data root;
     memset(&root, 0, sizeof root);
-    rc = tmp_model(&tmp, err);
     if (!rc)
         rc = seq ? dec_sequence(&tmp, (const Onnx__SequenceProto *)msg, &root, err)
                  : dec_optional(&tmp, (const Onnx__OptionalProto *)msg, &root, err);
     if (!rc) rc = fn(&root, arg, err);
     value_data_release(&root);
-    if (tmp.arena) arena_free(tmp.arena);
-    protobuf_c_message_free_unpacked(msg, &na.base);
+    arena_free(tmp.arena);
     return rc;
 }
 
