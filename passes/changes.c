@@ -145,10 +145,14 @@ static uint8_t seen_of(pass_snapshot *s, const void *ptr, const char *name, uint
 }
 
 /* The node set's slot for n (empty or holding n). */
+/* The first slot to look at for node n. */
+static uint32_t node_home(const pass_snapshot *s, const Onnx__NodeProto *n) {
+    return (uint32_t)(((uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull) >> 32) & (s->node_cap - 1);
+}
+
 static uintptr_t *node_slot(pass_snapshot *s, const Onnx__NodeProto *n) {
-    uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull;
     uint32_t mask = s->node_cap - 1;
-    for (uint32_t i = (uint32_t)(h >> 32) & mask;; i = (i + 1) & mask) {
+    for (uint32_t i = node_home(s, n);; i = (i + 1) & mask) {
         uintptr_t e = s->node_set[i];
         if (!e || (e & ~(uintptr_t)1) == (uintptr_t)n) return &s->node_set[i];
     }
@@ -165,8 +169,7 @@ static void prefetch_name(const pass_snapshot *s, const void *ptr, const char *n
 }
 
 static void prefetch_node(const pass_snapshot *s, const Onnx__NodeProto *n) {
-    uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull;
-    if (n && s->node_set) __builtin_prefetch(&s->node_set[(uint32_t)(h >> 32) & (s->node_cap - 1)]);
+    if (n && s->node_set) __builtin_prefetch(&s->node_set[node_home(s, n)]);
 }
 
 /* ------------------------------------------------------------------ walk */
