@@ -283,8 +283,7 @@ static void phase_candidates(fold_graph *f) {
         if (op == OP_Constant) {
             out = VS_CONST;
         } else if (op == OP_Shape || op == OP_Size) {
-            graph_value *iv = graph_node_in(g, idx, 0);
-            const graph_type *t = iv ? &graph_value_home(g, iv, NULL)->type : NULL;
+            const graph_type *t = type_in(f, idx, 0);
             if (t && t->rank >= 0) {
                 bool shape = op == OP_Shape;
                 bool all = true;
@@ -832,7 +831,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
         Onnx__NodeProto *inner = graph_node(g, p);
         int64_t ra[TENSOR_MAX_RANK];
         size_t na;
-        if (graph_node_is(inner, "Tile") && inner->n_input == 2 && graph_node_input(inner, 0) &&
+        if (f->ops[p] == OP_Tile && inner->n_input == 2 && graph_node_input(inner, 0) &&
             tile_repeats(f, p, ra, &na) && na == nr) {
             int64_t prod[TENSOR_MAX_RANK];
             bool ok = true;
