@@ -143,10 +143,9 @@ static void put_number(pass_text *t, const cJSON *item) {
         if (x < 0) *--p = '-';
         put_str(t, p);
         return;
-    } else {
-        snprintf(buf, sizeof buf, "%.15g", v);
-        if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
     }
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
     put_str(t, buf);
 }
 
