@@ -40,16 +40,15 @@ tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err) {
 tileopt_status tileopt_ctx_new(tileopt_ctx **out) {
     *out = calloc(1, sizeof **out);
     if (!*out) return TILEOPT_NOMEM;
-    pass_json_hooks();
     pass_options_default(&(*out)->opt);
+    (*out)->verify.seed = 1;
     return TILEOPT_OK;
 }
 
 void tileopt_ctx_free(tileopt_ctx *ctx) {
     if (!ctx) return;
     tbuf_cache_drop();
-    cJSON_Delete(ctx->report);
-    cJSON_Delete(ctx->report_full);
+    api_report_free(ctx);
     for (size_t i = 0; i < ctx->n_input_shapes; i++) free(ctx->input_shapes[i].name);
     free(ctx->input_shapes);
     free(ctx);
@@ -87,24 +86,24 @@ typedef enum opt_kind {
 typedef struct opt_def {
     const char *name;
     opt_kind kind;
-    size_t offset;           /* into pass_options */
+    size_t offset;           /* into the context */
 } opt_def;
 
-#define OPT(name, kind, field) {name, kind, offsetof(pass_options, field)}
+#define OPT(name, kind, field) {name, kind, offsetof(struct tileopt_ctx, field)}
 static const opt_def options[] = {
-    OPT("target-opset", OPT_OPSET, target_opset),
-    OPT("fold-limit", OPT_BYTES, fold_limit),
-    OPT("fold-max-growth", OPT_FACTOR, fold_max_growth),
-    OPT("fold-scope", OPT_SCOPE, fold_scope_all),
-    OPT("fuse-split", OPT_BOOL, fuse_split),
-    OPT("keep-initializer-inputs", OPT_BOOL, keep_initializer_inputs),
-    OPT("max-tensor-bytes", OPT_BYTES, eval_lim.max_tensor_bytes),
-    OPT("max-eval-bytes", OPT_BYTES, eval_lim.max_total_bytes),
-    OPT("max-eval-steps", OPT_U64, eval_lim.max_steps),
-    OPT("max-depth", OPT_U32, graph_lim.max_depth),
-    OPT("max-rank", OPT_U32, graph_lim.max_rank),
-    OPT("seed", OPT_U64, seed),
-    OPT("verify-strict", OPT_BOOL, verify_strict),
+    OPT("target-opset", OPT_OPSET, opt.target_opset),
+    OPT("fold-limit", OPT_BYTES, opt.fold_limit),
+    OPT("fold-max-growth", OPT_FACTOR, opt.fold_max_growth),
+    OPT("fold-scope", OPT_SCOPE, opt.fold_scope_all),
+    OPT("fuse-split", OPT_BOOL, opt.fuse_split),
+    OPT("keep-initializer-inputs", OPT_BOOL, opt.keep_initializer_inputs),
+    OPT("max-tensor-bytes", OPT_BYTES, opt.eval_lim.max_tensor_bytes),
+    OPT("max-eval-bytes", OPT_BYTES, opt.eval_lim.max_total_bytes),
+    OPT("max-eval-steps", OPT_U64, opt.eval_lim.max_steps),
+    OPT("max-depth", OPT_U32, opt.graph_lim.max_depth),
+    OPT("max-rank", OPT_U32, opt.graph_lim.max_rank),
+    OPT("seed", OPT_U64, verify.seed),
+    OPT("verify-strict", OPT_BOOL, verify.strict),
     {"input-shape", OPT_SHAPE, 0},
 };
 #undef OPT
@@ -198,7 +197,7 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         if (strcmp(options[i].name, name) == 0) o = &options[i];
     if (!o) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown option '%s'", name);
     if (o->kind == OPT_SHAPE) return add_input_shape(ctx, value);
-    uint8_t *field = (uint8_t *)&ctx->opt + o->offset;
+    uint8_t *field = (uint8_t *)ctx + o->offset;
     uint64_t u;
     switch (o->kind) {
     case OPT_U64:
@@ -343,4 +342,64 @@ tileopt_status tileopt_model_infer_shapes(tileopt_ctx *ctx, tileopt_model *model
 
 const char *tileopt_pass_name(size_t i) {
     return i < pass_count ? pass_registry[i].name : NULL;
+}
+
+static pass_run_env run_env(const tileopt_ctx *ctx) {
+    return (pass_run_env){&ctx->opt, ctx->progress, ctx->progress_user};
+}
+
+tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
+    const pass_def *p = pass_find(name);
+    if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
+    pass_run_env env = run_env(ctx);
+    if (pass_run_one(model->g, &env, p, &ctx->results, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+/* At most this many passes in one --passes text: a longer one is a mistake,
+** and the names live on the stack. */
+#define OPTIMIZE_MAX_PASSES 64
+
+tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
+                                  const char *const *names, size_t n) {
+    if (!names && n) return err_set(&ctx->err, TILEOPT_MISUSE, "no pass names");
+    const pass_def **list = malloc((n ? n : 1) * sizeof *list);
+    if (!list) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    tileopt_status st = TILEOPT_OK;
+    for (size_t i = 0; !st && i < n; i++)
+        if (!(list[i] = pass_find(names[i])))
+            st = err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'",
+                         names[i] ? names[i] : "(null)");
+    pass_run_env env = run_env(ctx);
+    if (!st && pass_pipeline(model->g, &env, list, n, &ctx->results, &ctx->err))
+        st = ctx_fail(ctx, &ctx->err);
+    free(list);
+    return st;
+}
+
+tileopt_status tileopt_optimize(tileopt_ctx *ctx, tileopt_model *model, const char *passes) {
+    const char *names[OPTIMIZE_MAX_PASSES];
+    size_t n = 0;
+    if (!passes) {
+        for (const char *p; n < OPTIMIZE_MAX_PASSES && (p = tileopt_pass_name(n));) names[n++] = p;
+        return tileopt_passes_run(ctx, model, names, n);
+    }
+    if (strcmp(passes, "none") == 0) return tileopt_passes_run(ctx, model, NULL, 0);
+    char buf[1024];
+    if (strlen(passes) >= sizeof buf)
+        return err_set(&ctx->err, TILEOPT_MISUSE, "pass list longer than %zu bytes",
+                       sizeof buf - 1);
+    memcpy(buf, passes, strlen(passes) + 1);
+    for (char *s = buf;;) {
+        char *comma = strchr(s, ',');
+        if (comma) *comma = '\0';
+        if (!*s) return err_set(&ctx->err, TILEOPT_MISUSE, "an empty pass name in '%s'", passes);
+        if (n == OPTIMIZE_MAX_PASSES)
+            return err_set(&ctx->err, TILEOPT_MISUSE, "more than %d passes",
+                           OPTIMIZE_MAX_PASSES);
+        names[n++] = s;
+        if (!comma) break;
+        s = comma + 1;
+    }
+    return tileopt_passes_run(ctx, model, names, n);
 }

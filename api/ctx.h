@@ -3,8 +3,6 @@
 #ifndef TILEOPT_CTX_H
 #define TILEOPT_CTX_H
 
-#include <cjson/cJSON.h>
-
 #include "passes/pass.h"
 #include "tileopt.h"
 
@@ -15,13 +13,68 @@ typedef struct api_input_shape {
     int64_t dims[TENSOR_MAX_RANK];
 } api_input_shape;
 
+/* Names in the order first met, each with a count, found again through a hash
+** table: a model names thousands of external data files in the worst case. */
+typedef struct api_names {
+    char **name;
+    uint64_t *count;
+    size_t n, cap;
+    uint32_t *slots;         /* index + 1; a power of two, at most half full */
+    uint32_t n_slots;
+} api_names;
+/* count[name] += by, the name added on first use; false when out of memory. */
+bool api_names_bump(api_names *s, const char *name, uint64_t by);
+void api_names_free(api_names *s);
+
+/* A model as the report and inspect describe it: the counts over the main graph
+** and every subgraph, its op types ("domain:op" outside the default domain),
+** the external data files its initializers name, its opset imports. */
+typedef struct api_summary {
+    char *path;
+    int64_t stat[TILEOPT_MODEL_STAT_COUNT_];
+    api_names ops;
+    api_names files;
+    char **opset_domain;
+    int64_t *opset_version;
+    size_t n_opsets;
+} api_summary;
+/* TILEOPT_NOMEM, or TILEOPT_OK with s filled (free it either way). */
+int api_summarize(const graph_model *m, const char *path, uint64_t file_bytes, api_summary *s);
+void api_summary_free(api_summary *s);
+/* The opset imports as a JSON array of {domain, version}. */
+void api_opsets_write(json_w *w, const api_summary *s);
+
+/* The verify section of the report: its JSON text, laid out for its place,
+** and what the typed accessors give. */
+typedef struct api_verify {
+    char *json;              /* NULL: no verify since the report began */
+    tileopt_verdict verdict;
+    char *reason;            /* NULL: none */
+} api_verify;
+void api_verify_clear(api_verify *v);
+
+/* What the report holds besides the passes' entries (ctx->results). */
+typedef struct api_report {
+    bool begun;
+    api_summary input, output;
+    bool has_output;
+    api_verify verify;
+} api_report;
+
+/* How tileopt_model_verify runs: verify is no pass, so its options live here. */
+typedef struct api_verify_options {
+    uint64_t seed;           /* of the generated inputs */
+    bool strict;             /* no verdict is a failure */
+} api_verify_options;
+
 struct tileopt_ctx {
     pass_options opt;
+    api_verify_options verify;
     api_input_shape *input_shapes;
     size_t n_input_shapes;
     errbuf err;
-    cJSON *report;           /* NULL until tileopt_report_begin(); actions as text */
-    cJSON *report_full;      /* the last tileopt_report_json(), actions parsed */
+    api_report report;
+    pass_results results;    /* the pass runs since the report began */
     tileopt_progress_fn progress;
     void *progress_user;
     tileopt_temp_fn temp_hook;
@@ -57,34 +110,14 @@ void api_shape_text(const tensor *t, char *buf, size_t cap);
 ** main-graph nodes as run_what, and a big Tile written out its bytes. */
 eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what);
 
+/* Release what the report and the pass results hold (tileopt_ctx_free). */
+void api_report_free(tileopt_ctx *ctx);
+
 /* Copy an errbuf failure into ctx and return its code. */
 tileopt_status ctx_fail(tileopt_ctx *ctx, const errbuf *err);
-/* The report's top-level section `key`, an array when type_array is set and an
-** object otherwise, created on first use; owned by the report. */
-cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array);
 
-/* Node, Tile and initializer counts over the main graph and every subgraph;
-** of the initializer bytes, those stored in external data files. ops: how many
-** nodes of each op type ("domain:op" outside the default domain); ext_files:
-** the external data files the initializers name, each once (both JSON, owned
-** by the caller, NULL when out of memory). */
-typedef struct api_counts {
-    uint64_t nodes, tiles, inits, init_bytes, ext_bytes;
-    cJSON *ops, *ext_files;
-    cJSON *op_count[OP_COUNT]; /* the ops entry of each default-domain op, once seen */
-    bool failed;             /* out of memory: ops or ext_files lack entries */
-} api_counts;
-void api_count(const graph_model *m, api_counts *c);
-void api_counts_free(api_counts *c);
-/* The model's opset_import as a JSON array of {domain, version}; NULL when out
-** of memory. */
-cJSON *api_opsets_json(const graph_model *m);
-/* item under key in parent (appended when key is NULL): false, item freed, when
-** either is NULL or the key cannot be copied. The report and inspect build
-** their JSON through it, so a tree is whole or its call fails. */
-bool api_json_put(cJSON *parent, const char *key, cJSON *item);
-/* JSON text for reports and inspect (pass_json_write, pretty): exact int64s,
-** \xNN for bytes that are not UTF-8. Free with free(). */
-char *api_json_print(const cJSON *root);
+/* Finish a JSON text written into t (a NUL at its end): the text, or NULL
+** (and t freed) when an allocation failed. */
+char *api_text_finish(pass_text *t);
 
 #endif

@@ -1,5 +1,8 @@
-/* tileopt_model_inspect: the model summary plus every Tile with its input shape,
-** repeats and output shape, as JSON (schema: tests/inspect.schema.json). */
+/* tileopt_model_inspect and tileopt_model_describe: the model summary plus
+** every Tile with its input shape, repeats and output shape, as JSON (schema:
+** tests/inspect.schema.json) and as text for people. One walk writes either,
+** so the two never disagree. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +11,15 @@
 #include "graph/const.h"
 #include "shape/infer.h"
 
+/* Where an inspection goes: JSON (w), text (t), or both. */
+typedef struct out {
+    json_w *w;
+    pass_text *t;
+    size_t max_tiles;        /* Tiles the text lists */
+    size_t tiles;            /* Tiles met so far */
+    int64_t all_tiles;       /* in the model */
+} out;
+
 /* Values of a small constant integer tensor; false when not one. */
 static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, size_t *n) {
     bool found = false;
@@ -15,42 +27,85 @@ static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, siz
     return graph_const_ints(g, name, out, cap, n, &found, &ignored) == TILEOPT_OK && found;
 }
 
-/* NULL when out of memory (as every builder here). */
-static cJSON *shape_json(const graph_type *t) {
-    if (t->rank < 0) return cJSON_CreateNull();
-    cJSON *arr = cJSON_CreateArray();
-    for (int32_t i = 0; arr && i < t->rank; i++) {
-        cJSON *d = t->dims && t->dims[i] >= 0 ? pass_json_int(t->dims[i])
-                   : t->syms && t->syms[i]    ? cJSON_CreateString(t->syms[i])
-                                              : cJSON_CreateNull();
-        if (!api_json_put(arr, NULL, d)) {
-            cJSON_Delete(arr);
-            return NULL;
-        }
+static void textf(pass_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void textf(pass_text *t, const char *fmt, ...) {
+    if (!t) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof buf) {
+        pass_text_put(t, buf, (size_t)n);
+        return;
     }
-    return arr;
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        t->failed = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    pass_text_put(t, big, (size_t)n);
+    free(big);
 }
 
-/* Every Tile of g and its subgraphs appended to list; false when out of memory. */
-static bool inspect_tiles(graph *g, int64_t opset, cJSON *list) {
+/* A shape: numbers, named dims by name, unknown dims as null ("?" in text);
+** an unknown rank is null ("?"). */
+static void shape_out(json_w *w, pass_text *t, const graph_type *ty) {
+    if (ty->rank < 0) {
+        json_null(w);
+        textf(t, "?");
+        return;
+    }
+    json_array(w);
+    textf(t, "[");
+    for (int32_t i = 0; i < ty->rank; i++) {
+        if (i) textf(t, ",");
+        if (ty->dims && ty->dims[i] >= 0) {
+            json_int(w, ty->dims[i]);
+            textf(t, "%lld", (long long)ty->dims[i]);
+        } else if (ty->syms && ty->syms[i]) {
+            json_str(w, ty->syms[i]);
+            textf(t, "%s", ty->syms[i]);
+        } else {
+            json_null(w);
+            textf(t, "?");
+        }
+    }
+    json_end(w);
+    textf(t, "]");
+}
+
+/* Every Tile of g and its subgraphs. */
+static void inspect_tiles(graph *g, int64_t opset, out *o) {
     for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
         const Onnx__NodeProto *n = graph_node(g, (int32_t)i);
         for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
-            if (!inspect_tiles(s, opset, list)) return false;
+            inspect_tiles(s, opset, o);
         if (!graph_node_is(n, "Tile")) continue;
-        cJSON *e = cJSON_CreateObject();
+        json_w *w = o->w;
+        pass_text *t = o->tiles < o->max_tiles ? o->t : NULL;
+        if (o->t && o->tiles++ == o->max_tiles)
+            textf(o->t, "    ... %lld more (--all lists every Tile)\n",
+                  (long long)(o->all_tiles - (int64_t)o->max_tiles));
         char path[512];
-        bool ok = api_json_put(list, NULL, e) &&
-                  cJSON_AddStringToObject(e, "node", graph_node_id(g, (int32_t)i)) &&
-                  (!graph_path(g, path, sizeof path) ||
-                   cJSON_AddStringToObject(e, "graph", path)) &&
-                  cJSON_AddStringToObject(e, "form", opset < 6 ? "Tile-1" : "Tile-6");
+        const char *id = graph_node_id(g, (int32_t)i), *gp = graph_path(g, path, sizeof path);
+        const char *form = opset < 6 ? "Tile-1" : "Tile-6";
+        json_object(w);
+        json_put_str(w, "node", id);
+        if (gp) json_put_str(w, "graph", gp);
+        json_put_str(w, "form", form);
+        textf(t, "    %s (%s): ", id, form);
         const char *in = graph_node_input(n, 0);
         graph_value *v = in ? graph_find(g, in) : NULL;
         graph_type none = {0, -1, NULL, NULL};
         const graph_type *it = v ? &graph_value_home(g, v, NULL)->type : &none;
-        ok = ok && cJSON_AddStringToObject(e, "input", in ? in : "") &&
-             api_json_put(e, "input_shape", shape_json(it));
+        json_put_str(w, "input", in ? in : "");
+        json_key(w, "input_shape");
+        shape_out(w, t, it);
         int64_t reps[64];
         size_t nr = 0;
         bool known = false;
@@ -59,8 +114,8 @@ static bool inspect_tiles(graph *g, int64_t opset, cJSON *list) {
             size_t a, b;
             if (const_ints(g, graph_node_input(n, 1), tiles, 1, &a) &&
                 const_ints(g, graph_node_input(n, 2), axis, 1, &b) && a == 1 && b == 1) {
-                ok = ok && cJSON_AddNumberToObject(e, "tiles", (double)tiles[0]) &&
-                     cJSON_AddNumberToObject(e, "axis", (double)axis[0]);
+                json_put_num(w, "tiles", (double)tiles[0]);
+                json_put_num(w, "axis", (double)axis[0]);
                 if (it->rank > 0 && it->rank <= 64) {
                     int64_t ax = axis[0] < 0 ? axis[0] + it->rank : axis[0];
                     if (ax >= 0 && ax < it->rank) {
@@ -73,8 +128,17 @@ static bool inspect_tiles(graph *g, int64_t opset, cJSON *list) {
         } else {
             known = const_ints(g, graph_node_input(n, 1), reps, 64, &nr);
         }
-        ok = ok &&
-             api_json_put(e, "repeats", known ? pass_json_ints(reps, nr) : cJSON_CreateNull());
+        json_key(w, "repeats");
+        textf(t, " x repeats ");
+        if (known) {
+            json_ints(w, reps, nr);
+            textf(t, "[");
+            for (size_t k = 0; k < nr; k++) textf(t, "%s%lld", k ? "," : "", (long long)reps[k]);
+            textf(t, "]");
+        } else {
+            json_null(w);
+            textf(t, "?");
+        }
         /* A symbolic dim keeps its name only where it is repeated once. */
         const char *syms[64];
         int64_t dims[64];
@@ -91,75 +155,158 @@ static bool inspect_tiles(graph *g, int64_t opset, cJSON *list) {
             ot.dims = dims;
             ot.syms = syms;
         } else {
-            const char *out = n->n_output ? n->output[0] : NULL;
-            graph_value *ov = out ? graph_find(g, out) : NULL;
+            const char *outn = n->n_output ? n->output[0] : NULL;
+            graph_value *ov = outn ? graph_find(g, outn) : NULL;
             ot = ov ? ov->type : none;
         }
-        if (!ok || !api_json_put(e, "output_shape", shape_json(&ot))) return false;
+        json_key(w, "output_shape");
+        textf(t, " -> ");
+        shape_out(w, t, &ot);
+        json_end(w);
+        if (gp) textf(t, "  (inside %s)", gp);
+        textf(t, "\n");
     }
-    return true;
 }
 
 /* The main graph's inputs (initializers listed as inputs left out) or outputs,
 ** each with its element type and shape where declared or inferred. */
-static cJSON *io_json(graph *g, bool inputs) {
-    cJSON *arr = cJSON_CreateArray();
+static void inspect_io(graph *g, bool inputs, out *o) {
+    json_array(o->w);
     size_t n = inputs ? g->pb->n_input : g->pb->n_output;
-    for (size_t i = 0; arr && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const Onnx__ValueInfoProto *vi = inputs ? g->pb->input[i] : g->pb->output[i];
         graph_value *v = vi->name ? graph_find(g, vi->name) : NULL;
         if (!v || (inputs && v->initializer >= 0)) continue;
-        cJSON *e = cJSON_CreateObject();
-        bool ok = api_json_put(arr, NULL, e) && cJSON_AddStringToObject(e, "name", vi->name);
         /* a sequence or optional says so around its tensors' element type */
         int32_t elem = 0;
         graph_kind kind = graph_type_kind(vi->type, &elem);
         const char *en = elem ? dtype_name(elem) : "unknown";
         char dt[64];
-        if (kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL)
+        bool bare = kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL;
+        if (bare)
             snprintf(dt, sizeof dt, "%s(%s)", kind == GRAPH_KIND_SEQUENCE ? "sequence" : "optional",
                      en);
         else
             snprintf(dt, sizeof dt, "%s", v->type.elem ? dtype_name(v->type.elem) : "unknown");
-        bool bare = kind == GRAPH_KIND_SEQUENCE || kind == GRAPH_KIND_OPTIONAL;
-        if (!ok || !cJSON_AddStringToObject(e, "dtype", dt) ||
-            !api_json_put(e, "shape", bare ? cJSON_CreateNull() : shape_json(&v->type))) {
-            cJSON_Delete(arr);
-            return NULL;
-        }
+        json_object(o->w);
+        json_put_str(o->w, "name", vi->name);
+        json_put_str(o->w, "dtype", dt);
+        json_key(o->w, "shape");
+        textf(o->t, "  %s %s: %s ", inputs ? "input" : "output", vi->name, dt);
+        graph_type none = {0, -1, NULL, NULL};
+        shape_out(o->w, o->t, bare ? &none : &v->type);
+        textf(o->t, "\n");
+        json_end(o->w);
     }
-    return arr;
+    json_end(o->w);
+}
+
+/* "Conv 20, Relu 17, ..." most frequent first (ties by name), wrapped. */
+static void ops_text(pass_text *t, const api_names *ops) {
+    size_t n = ops->n;
+    size_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) {
+        t->failed = true;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) v[i] = i;
+    for (size_t i = 1; i < n; i++) /* insertion sort: op types are few */
+        for (size_t j = i; j > 0; j--) {
+            size_t a = v[j - 1], b = v[j];
+            if (ops->count[a] > ops->count[b] ||
+                (ops->count[a] == ops->count[b] && strcmp(ops->name[a], ops->name[b]) <= 0))
+                break;
+            v[j - 1] = b;
+            v[j] = a;
+        }
+    textf(t, "  ops:");
+    int col = 6;
+    for (size_t i = 0; i < n; i++) {
+        char item[600];
+        int len = snprintf(item, sizeof item, " %s %llu%s", ops->name[v[i]],
+                           (unsigned long long)ops->count[v[i]], i + 1 < n ? "," : "");
+        if (col + len > 80) {
+            textf(t, "\n      ");
+            col = 6;
+        }
+        textf(t, "%s", item);
+        col += len;
+    }
+    textf(t, "\n");
+    free(v);
+}
+
+static tileopt_status inspect(tileopt_ctx *ctx, tileopt_model *model, out *o) {
+    graph_model *m = model->g;
+    api_summary s;
+    int rc = api_summarize(m, m->path, m->file_bytes, &s);
+    /* Shapes the model does not declare come from inference; a model inference
+    ** cannot follow still gets inspected with what is declared. Out of memory
+    ** may leave inference half done: then no shapes to show. */
+    errbuf e = {0};
+    if (!rc && infer_shapes(m, &e) == TILEOPT_NOMEM) rc = TILEOPT_NOMEM;
+    if (rc) {
+        api_summary_free(&s);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
+    const char *producer = m->pb->producer_name ? m->pb->producer_name : "";
+    json_w *w = o->w;
+    json_object(w);
+    json_put_str(w, "path", s.path);
+    json_put_int(w, "ir_version", m->pb->ir_version);
+    json_put_str(w, "producer", producer);
+    json_key(w, "opset_import");
+    api_opsets_write(w, &s);
+    json_put_num(w, "nodes", (double)s.stat[TILEOPT_MODEL_NODES]);
+    json_put_num(w, "initializers", (double)s.stat[TILEOPT_MODEL_INITIALIZERS]);
+    json_put_num(w, "initializer_bytes", (double)s.stat[TILEOPT_MODEL_INITIALIZER_BYTES]);
+    json_put_num(w, "file_bytes", (double)m->file_bytes);
+    textf(o->t, "%s\n  ir_version %lld, producer '%s'\n  opsets:", s.path,
+          (long long)m->pb->ir_version, producer);
+    for (size_t i = 0; i < s.n_opsets; i++)
+        textf(o->t, " %s=%lld", s.opset_domain[i][0] ? s.opset_domain[i] : "ai.onnx",
+              (long long)s.opset_version[i]);
+    textf(o->t, "\n");
+    json_key(w, "inputs");
+    inspect_io(m->main, true, o);
+    json_key(w, "outputs");
+    inspect_io(m->main, false, o);
+    textf(o->t, "  nodes %lld, initializers %lld (%lld bytes)\n",
+          (long long)s.stat[TILEOPT_MODEL_NODES], (long long)s.stat[TILEOPT_MODEL_INITIALIZERS],
+          (long long)s.stat[TILEOPT_MODEL_INITIALIZER_BYTES]);
+    json_key(w, "ops");
+    json_object(w);
+    for (size_t i = 0; i < s.ops.n; i++) json_put_num(w, s.ops.name[i], (double)s.ops.count[i]);
+    json_end(w);
+    if (o->t) ops_text(o->t, &s.ops);
+    o->all_tiles = s.stat[TILEOPT_MODEL_TILES];
+    textf(o->t, "  Tile nodes: %lld\n", (long long)o->all_tiles);
+    json_key(w, "tiles");
+    json_array(w);
+    inspect_tiles(m->main, graph_opset(m, ""), o);
+    json_end(w);
+    json_end(w);
+    api_summary_free(&s);
+    return TILEOPT_OK;
 }
 
 tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model, char **json_out) {
-    *json_out = NULL;
-    graph_model *m = model->g;
-    api_counts c;
-    api_count(m, &c);
-    /* Shapes the model does not declare come from inference; a model inference
-    ** cannot follow still gets inspected with what is declared. */
-    errbuf e = {0};
-    cJSON *o = NULL, *tiles = NULL;
-    pass_json_failed(); /* what failed before is not this tree's */
-    /* out of memory may leave inference half done: then no shapes to show */
-    bool ok = !c.failed && infer_shapes(m, &e) != TILEOPT_NOMEM;
-    ok = ok && (o = cJSON_CreateObject()) != NULL &&
-         cJSON_AddStringToObject(o, "path", m->path ? m->path : "") &&
-         api_json_put(o, "ir_version", pass_json_int(m->pb->ir_version)) &&
-         cJSON_AddStringToObject(o, "producer",
-                                 m->pb->producer_name ? m->pb->producer_name : "") &&
-         api_json_put(o, "opset_import", api_opsets_json(m)) &&
-         cJSON_AddNumberToObject(o, "nodes", (double)c.nodes) &&
-         cJSON_AddNumberToObject(o, "initializers", (double)c.inits) &&
-         cJSON_AddNumberToObject(o, "initializer_bytes", (double)c.init_bytes) &&
-         cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes) &&
-         api_json_put(o, "inputs", io_json(m->main, true)) &&
-         api_json_put(o, "outputs", io_json(m->main, false)) &&
-         api_json_put(o, "ops", cJSON_Duplicate(c.ops, 1)) &&
-         api_json_put(o, "tiles", tiles = cJSON_CreateArray()) &&
-         inspect_tiles(m->main, graph_opset(m, ""), tiles);
-    api_counts_free(&c);
-    if (ok && !pass_json_failed()) *json_out = api_json_print(o);
-    cJSON_Delete(o);
-    return *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    pass_text t = {0};
+    json_w w;
+    json_init(&w, &t, true, 0);
+    out o = {.w = &w};
+    tileopt_status st = inspect(ctx, model, &o);
+    *json_out = st ? NULL : api_text_finish(&t);
+    if (st) free(t.p);
+    return st ? st : *json_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+}
+
+tileopt_status tileopt_model_describe(tileopt_ctx *ctx, tileopt_model *model, size_t max_tiles,
+                                      char **text_out) {
+    pass_text t = {0};
+    out o = {.t = &t, .max_tiles = max_tiles};
+    tileopt_status st = inspect(ctx, model, &o);
+    *text_out = st ? NULL : api_text_finish(&t);
+    if (st) free(t.p);
+    return st ? st : *text_out ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }

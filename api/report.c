@@ -1,66 +1,108 @@
-/* The JSON report (schema: tests/report.schema.json), model summaries, and running
-** a pass with its report entry. */
+/* The report (schema: tests/report.schema.json): model summaries, the pass
+** runs of the driver, the verify section; as JSON text and through typed
+** accessors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/ctx.h"
-#include "passes/passes.h"
-#include "shape/infer.h"
 
-bool api_json_put(cJSON *parent, const char *key, cJSON *item) {
-    bool ok = parent && item &&
-              (key ? cJSON_AddItemToObject(parent, key, item) : cJSON_AddItemToArray(parent, item));
-    if (!ok) cJSON_Delete(item);
-    return ok;
+/* ------------------------------------------------------------------ names */
+
+static bool names_grow(api_names *s) {
+    uint32_t n = s->n_slots ? s->n_slots * 2 : 64;
+    uint32_t *slots = calloc(n, sizeof *slots);
+    if (!slots) return false;
+    for (size_t k = 0; k < s->n; k++) {
+        uint32_t i = graph_name_hash(s->name[k]) & (n - 1);
+        while (slots[i]) i = (i + 1) & (n - 1);
+        slots[i] = (uint32_t)k + 1;
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->n_slots = n;
+    return true;
 }
 
-/* count[key] += 1 in a JSON object of counts; false when out of memory. */
-static bool bump(cJSON *count, const char *key) {
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(count, key);
-    if (v) cJSON_SetNumberValue(v, v->valuedouble + 1);
-    return v || cJSON_AddNumberToObject(count, key, 1);
+bool api_names_bump(api_names *s, const char *name, uint64_t by) {
+    if ((uint64_t)(s->n + 1) * 2 > s->n_slots && !names_grow(s)) return false;
+    uint32_t mask = s->n_slots - 1, i = graph_name_hash(name) & mask;
+    for (; s->slots[i]; i = (i + 1) & mask)
+        if (strcmp(s->name[s->slots[i] - 1], name) == 0) {
+            s->count[s->slots[i] - 1] += by;
+            return true;
+        }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        char **nv = realloc(s->name, cap * sizeof *nv);
+        if (!nv) return false;
+        s->name = nv;
+        uint64_t *cv = realloc(s->count, cap * sizeof *cv);
+        if (!cv) return false;
+        s->count = cv;
+        s->cap = cap;
+    }
+    if (!(s->name[s->n] = strdup(name))) return false;
+    s->count[s->n] = by;
+    s->slots[i] = (uint32_t)++s->n;
+    return true;
 }
 
-static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
-    c->nodes += g->n_node;
-    c->inits += g->n_initializer;
+void api_names_free(api_names *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->name[i]);
+    free(s->name);
+    free(s->count);
+    free(s->slots);
+    *s = (api_names){0};
+}
+
+/* -------------------------------------------------------------- summaries */
+
+typedef struct counting {
+    api_summary *s;
+    uint32_t op_index[OP_COUNT]; /* index + 1 in s->ops of each default-domain op seen */
+    bool failed;
+} counting;
+
+static void count_graph(const Onnx__GraphProto *g, counting *c) {
+    int64_t *st = c->s->stat;
+    st[TILEOPT_MODEL_NODES] += (int64_t)g->n_node;
+    st[TILEOPT_MODEL_INITIALIZERS] += (int64_t)g->n_initializer;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
-        c->init_bytes += t->has_raw_data ? t->raw_data.len
-                       : t->n_float_data * 4 + t->n_int32_data * 4 + t->n_int64_data * 8 +
-                             t->n_double_data * 8 + t->n_uint64_data * 8;
-        for (size_t k = 0; k < t->n_string_data; k++) c->init_bytes += t->string_data[k].len;
+        uint64_t bytes = t->has_raw_data ? t->raw_data.len
+                         : t->n_float_data * 4 + t->n_int32_data * 4 + t->n_int64_data * 8 +
+                               t->n_double_data * 8 + t->n_uint64_data * 8;
+        for (size_t k = 0; k < t->n_string_data; k++) bytes += t->string_data[k].len;
+        st[TILEOPT_MODEL_INITIALIZER_BYTES] += (int64_t)bytes;
         for (size_t k = 0; k < t->n_external_data; k++) {
             const Onnx__StringStringEntryProto *e = t->external_data[k];
             if (!e->key || !e->value) continue;
             if (strcmp(e->key, "length") == 0) {
-                uint64_t len = strtoull(e->value, NULL, 10);
-                c->init_bytes += len;
-                c->ext_bytes += len;
-            } else if (strcmp(e->key, "location") == 0 && c->ext_files &&
-                       !cJSON_GetObjectItemCaseSensitive(c->ext_files, e->value)) {
-                if (!cJSON_AddTrueToObject(c->ext_files, e->value)) c->failed = true;
+                int64_t len = (int64_t)strtoull(e->value, NULL, 10);
+                st[TILEOPT_MODEL_INITIALIZER_BYTES] += len;
+                st[TILEOPT_MODEL_EXTERNAL_DATA_BYTES] += len;
+            } else if (strcmp(e->key, "location") == 0 &&
+                       !api_names_bump(&c->s->files, e->value, 1)) {
+                c->failed = true;
             }
         }
     }
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         op_id id = op_of(n);
-        if (id == OP_Tile) c->tiles++;
-        if (c->ops && id != OP_NONE) {
-            /* the entry kept per op: a model of 400k nodes bumps it 400k times */
-            cJSON *e = c->op_count[id];
-            if (e) cJSON_SetNumberValue(e, e->valuedouble + 1);
-            else if (!(c->op_count[id] = cJSON_AddNumberToObject(c->ops, op_table[id].name, 1)))
-                c->failed = true;
-        } else if (c->ops) {
+        if (id == OP_Tile) st[TILEOPT_MODEL_TILES]++;
+        if (id != OP_NONE && c->op_index[id]) {
+            /* a model of 400k nodes counts 400k times: no lookup for the known ops */
+            c->s->ops.count[c->op_index[id] - 1]++;
+        } else {
             char key[512];
             const char *op = n->op_type ? n->op_type : "";
-            if (graph_domain_is_default(n->domain)) snprintf(key, sizeof key, "%s", op);
+            if (id != OP_NONE) snprintf(key, sizeof key, "%s", op_table[id].name);
+            else if (graph_domain_is_default(n->domain)) snprintf(key, sizeof key, "%s", op);
             else snprintf(key, sizeof key, "%s:%s", n->domain, op);
-            if (!bump(c->ops, key)) c->failed = true;
+            if (!api_names_bump(&c->s->ops, key, 1)) c->failed = true;
+            else if (id != OP_NONE) c->op_index[id] = (uint32_t)c->s->ops.n;
         }
         for (size_t a = 0; a < n->n_attribute; a++) {
             if (n->attribute[a]->g) count_graph(n->attribute[a]->g, c);
@@ -70,179 +112,198 @@ static void count_graph(const Onnx__GraphProto *g, api_counts *c) {
     }
 }
 
-cJSON *api_opsets_json(const graph_model *m) {
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < m->pb->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
-        cJSON *e = cJSON_CreateObject();
-        if (!api_json_put(arr, NULL, e) ||
-            !cJSON_AddStringToObject(e, "domain", o->domain ? o->domain : "") ||
-            !api_json_put(e, "version", pass_json_int(o->version))) {
-            cJSON_Delete(arr);
-            return NULL;
-        }
+int api_summarize(const graph_model *m, const char *path, uint64_t file_bytes, api_summary *s) {
+    memset(s, 0, sizeof *s);
+    counting c = {.s = s};
+    const Onnx__ModelProto *pb = m->pb;
+    s->stat[TILEOPT_MODEL_IR_VERSION] = pb->ir_version;
+    s->stat[TILEOPT_MODEL_OPSET] = graph_opset(m, "");
+    s->stat[TILEOPT_MODEL_FILE_BYTES] = (int64_t)file_bytes;
+    s->path = strdup(path ? path : "");
+    s->opset_domain = calloc(pb->n_opset_import ? pb->n_opset_import : 1, sizeof *s->opset_domain);
+    s->opset_version = calloc(pb->n_opset_import ? pb->n_opset_import : 1,
+                              sizeof *s->opset_version);
+    if (!s->path || !s->opset_domain || !s->opset_version) return TILEOPT_NOMEM;
+    for (size_t i = 0; i < pb->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = pb->opset_import[i];
+        if (!(s->opset_domain[i] = strdup(o->domain ? o->domain : ""))) return TILEOPT_NOMEM;
+        s->opset_version[i] = o->version;
+        s->n_opsets++;
     }
-    return arr;
+    count_graph(pb->graph, &c);
+    return c.failed ? TILEOPT_NOMEM : TILEOPT_OK;
 }
 
-void api_count(const graph_model *m, api_counts *c) {
-    memset(c, 0, sizeof *c);
-    c->ops = cJSON_CreateObject();
-    c->ext_files = cJSON_CreateObject();
-    c->failed = !c->ops || !c->ext_files;
-    count_graph(m->pb->graph, c);
+void api_summary_free(api_summary *s) {
+    free(s->path);
+    api_names_free(&s->ops);
+    api_names_free(&s->files);
+    for (size_t i = 0; i < s->n_opsets; i++) free(s->opset_domain[i]);
+    free(s->opset_domain);
+    free(s->opset_version);
+    memset(s, 0, sizeof *s);
 }
 
-void api_counts_free(api_counts *c) {
-    cJSON_Delete(c->ops);
-    cJSON_Delete(c->ext_files);
-    c->ops = c->ext_files = NULL;
-}
-
-/* The file names of a set (the keys of an object) as a JSON array. */
-static cJSON *names_of(const cJSON *set) {
-    cJSON *arr = cJSON_CreateArray();
-    const cJSON *e;
-    cJSON_ArrayForEach(e, set) {
-        if (!api_json_put(arr, NULL, cJSON_CreateString(e->string))) {
-            cJSON_Delete(arr);
-            return NULL;
-        }
+void api_opsets_write(json_w *w, const api_summary *s) {
+    json_array(w);
+    for (size_t i = 0; i < s->n_opsets; i++) {
+        json_object(w);
+        json_put_str(w, "domain", s->opset_domain[i]);
+        json_put_int(w, "version", s->opset_version[i]);
+        json_end(w);
     }
-    return arr;
+    json_end(w);
 }
 
-static cJSON *summary(const graph_model *m, const char *path, uint64_t file_bytes) {
-    api_counts c;
-    api_count(m, &c);
-    cJSON *s = cJSON_CreateObject();
-    /* all of it or nothing: a report never leaves a key out for want of memory */
-    bool ok = s && !c.failed && cJSON_AddStringToObject(s, "path", path ? path : "") &&
-              api_json_put(s, "ir_version", pass_json_int(m->pb->ir_version)) &&
-              api_json_put(s, "opset_import", api_opsets_json(m)) &&
-              cJSON_AddNumberToObject(s, "nodes", (double)c.nodes) &&
-              cJSON_AddNumberToObject(s, "tiles", (double)c.tiles) &&
-              cJSON_AddNumberToObject(s, "initializer_bytes", (double)c.init_bytes) &&
-              cJSON_AddNumberToObject(s, "file_bytes", (double)file_bytes) &&
-              cJSON_AddNumberToObject(s, "external_data_bytes", (double)c.ext_bytes) &&
-              api_json_put(s, "external_data_files", names_of(c.ext_files)) &&
-              api_json_put(s, "ops", cJSON_Duplicate(c.ops, 1));
-    api_counts_free(&c);
-    if (ok) return s;
-    cJSON_Delete(s);
-    return NULL;
+static void summary_write(json_w *w, const api_summary *s) {
+    json_object(w);
+    json_put_str(w, "path", s->path);
+    json_put_int(w, "ir_version", s->stat[TILEOPT_MODEL_IR_VERSION]);
+    json_key(w, "opset_import");
+    api_opsets_write(w, s);
+    json_put_num(w, "nodes", (double)s->stat[TILEOPT_MODEL_NODES]);
+    json_put_num(w, "tiles", (double)s->stat[TILEOPT_MODEL_TILES]);
+    json_put_num(w, "initializer_bytes", (double)s->stat[TILEOPT_MODEL_INITIALIZER_BYTES]);
+    json_put_num(w, "file_bytes", (double)s->stat[TILEOPT_MODEL_FILE_BYTES]);
+    json_put_num(w, "external_data_bytes", (double)s->stat[TILEOPT_MODEL_EXTERNAL_DATA_BYTES]);
+    json_key(w, "external_data_files");
+    json_array(w);
+    for (size_t i = 0; i < s->files.n; i++) json_str(w, s->files.name[i]);
+    json_end(w);
+    json_key(w, "ops");
+    json_object(w);
+    for (size_t i = 0; i < s->ops.n; i++) json_put_num(w, s->ops.name[i], (double)s->ops.count[i]);
+    json_end(w);
+    json_end(w);
 }
+
+/* ----------------------------------------------------------------- report */
+
+void api_verify_clear(api_verify *v) {
+    free(v->json);
+    free(v->reason);
+    memset(v, 0, sizeof *v);
+}
+
+static void report_clear(tileopt_ctx *ctx) {
+    api_report *r = &ctx->report;
+    api_summary_free(&r->input);
+    api_summary_free(&r->output);
+    api_verify_clear(&r->verify);
+    r->begun = r->has_output = false;
+    pass_results_clear(&ctx->results);
+}
+
+void api_report_free(tileopt_ctx *ctx) { report_clear(ctx); }
 
 tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
                                     const char *input_path) {
-    cJSON_Delete(ctx->report);
-    pass_json_failed(); /* what failed before is not this report's */
-    cJSON *r = ctx->report = cJSON_CreateObject();
-    bool ok = r && cJSON_AddStringToObject(r, "tool", "tileopt") &&
-              cJSON_AddStringToObject(r, "version", TILEOPT_VERSION) &&
-              api_json_put(r, "input", summary(input->g, input_path, input->g->file_bytes));
-    if (ok && ctx->n_input_shapes) {
-        cJSON *fixed = cJSON_AddArrayToObject(r, "input_shapes");
-        ok = fixed != NULL;
-        for (size_t i = 0; ok && i < ctx->n_input_shapes; i++) {
-            const api_input_shape *f = &ctx->input_shapes[i];
-            cJSON *e = cJSON_CreateObject();
-            ok = api_json_put(fixed, NULL, e) && cJSON_AddStringToObject(e, "name", f->name) &&
-                 api_json_put(e, "shape", pass_json_ints(f->dims, (size_t)f->rank));
-        }
+    report_clear(ctx);
+    if (api_summarize(input->g, input_path, input->g->file_bytes, &ctx->report.input)) {
+        api_summary_free(&ctx->report.input);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     }
-    ok = ok && cJSON_AddArrayToObject(r, "passes") && cJSON_AddArrayToObject(r, "warnings") &&
-         !pass_json_failed();
-    if (ok) return TILEOPT_OK;
-    cJSON_Delete(r);
-    ctx->report = NULL;
-    return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    ctx->report.begun = true;
+    return TILEOPT_OK;
 }
 
 tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
                                   const char *output_path) {
-    if (!ctx->report) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
+    if (!ctx->report.begun) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
     /* The bytes the last save wrote, or what packing would write. */
     uint64_t bytes = output->g->saved_bytes ? output->g->saved_bytes
                                             : graph_model_packed_size(output->g);
-    /* a failure since the passes ran (a warning, the verify section) counts
-    ** too; on failure an output section from before stays */
-    cJSON *s = summary(output->g, output_path, bytes);
-    if (!s || pass_json_failed()) {
-        cJSON_Delete(s);
+    /* on failure an output section from before stays */
+    api_summary s;
+    if (api_summarize(output->g, output_path, bytes, &s)) {
+        api_summary_free(&s);
         return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     }
-    cJSON_DeleteItemFromObject(ctx->report, "output");
-    return api_json_put(ctx->report, "output", s)
-               ? TILEOPT_OK
-               : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    api_summary_free(&ctx->report.output);
+    ctx->report.output = s;
+    ctx->report.has_output = true;
+    return TILEOPT_OK;
 }
 
-char *api_json_print(const cJSON *root) {
+char *api_text_finish(pass_text *t) {
+    pass_text_put(t, "", 1);
+    if (!t->failed) return t->p;
+    free(t->p);
+    return NULL;
+}
+
+static void entry_write(json_w *w, const pass_entry *e) {
+    json_object(w);
+    json_put_str(w, "name", e->name);
+    if (e->stat[TILEOPT_PASS_ROUND] > 1)
+        json_put_num(w, "round", (double)e->stat[TILEOPT_PASS_ROUND]);
+    json_put_num(w, "duration_ms", e->duration_ms);
+    json_put_bool(w, "changed", e->stat[TILEOPT_PASS_CHANGED] != 0);
+    json_put_num(w, "nodes_changed", (double)e->stat[TILEOPT_PASS_NODES_CHANGED]);
+    json_put_num(w, "nodes_skipped", (double)e->stat[TILEOPT_PASS_NODES_SKIPPED]);
+    json_key(w, "actions");
+    json_raw(w, e->actions ? e->actions : "[]");
+    if (e->changes) {
+        json_key(w, "changes");
+        json_raw(w, e->changes);
+    }
+    if (e->error) json_put_str(w, "error", e->error);
+    json_end(w);
+}
+
+/* The report as text, or NULL when out of memory (or when a warning could not
+** be kept: a report never leaves something out). */
+static char *report_text(const tileopt_ctx *ctx) {
+    const api_report *r = &ctx->report;
+    if (ctx->results.warnings.failed) return NULL;
     pass_text t = {0};
-    pass_json_write(&t, root, 0, true);
-    pass_text_put(&t, "", 1);
-    if (t.failed) {
-        free(t.p);
-        return NULL;
-    }
-    return t.p;
-}
-
-const void *tileopt_report_overview(const tileopt_ctx *ctx) { return ctx->report; }
-
-/* The overview with each pass's actions text parsed into an array. The
-** texts (34 MB for a 400k-node model) are parsed from the overview's own
-** items: they are taken out while the tree is copied, not copied too. */
-const void *tileopt_report_json(tileopt_ctx *ctx) {
-    cJSON_Delete(ctx->report_full);
-    ctx->report_full = NULL;
-    if (!ctx->report) return NULL;
-    cJSON *passes = cJSON_GetObjectItemCaseSensitive(ctx->report, "passes");
-    int n = cJSON_GetArraySize(passes);
-    char **texts = calloc(n > 0 ? (size_t)n : 1, sizeof *texts);
-    if (!texts) return NULL;
-    int k = 0;
-    cJSON *e;
-    cJSON_ArrayForEach(e, passes) {
-        cJSON *raw = cJSON_GetObjectItemCaseSensitive(e, "actions");
-        if (cJSON_IsRaw(raw)) {
-            texts[k] = raw->valuestring;
-            raw->valuestring = NULL;
+    json_w w;
+    json_init(&w, &t, true, 0);
+    json_object(&w);
+    json_put_str(&w, "tool", "tileopt");
+    json_put_str(&w, "version", TILEOPT_VERSION);
+    json_key(&w, "input");
+    summary_write(&w, &r->input);
+    if (ctx->n_input_shapes) {
+        json_key(&w, "input_shapes");
+        json_array(&w);
+        for (size_t i = 0; i < ctx->n_input_shapes; i++) {
+            const api_input_shape *f = &ctx->input_shapes[i];
+            json_object(&w);
+            json_put_str(&w, "name", f->name);
+            json_put_ints(&w, "shape", f->dims, (size_t)f->rank);
+            json_end(&w);
         }
-        k++;
+        json_end(&w);
     }
-    cJSON *full = cJSON_Duplicate(ctx->report, 1);
-    k = 0;
-    cJSON_ArrayForEach(e, passes) {
-        cJSON *raw = cJSON_GetObjectItemCaseSensitive(e, "actions");
-        if (cJSON_IsRaw(raw)) raw->valuestring = texts[k];
-        k++;
+    json_key(&w, "passes");
+    json_array(&w);
+    for (size_t i = 0; i < ctx->results.n; i++) entry_write(&w, &ctx->results.v[i]);
+    json_end(&w);
+    json_key(&w, "warnings");
+    json_array(&w);
+    for (size_t i = 0; i < ctx->results.warnings.n; i++) json_str(&w, ctx->results.warnings.v[i]);
+    json_end(&w);
+    if (r->verify.json) {
+        json_key(&w, "verify");
+        json_raw(&w, r->verify.json);
     }
-    k = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(full, "passes")) {
-        cJSON *arr = texts[k] ? cJSON_Parse(texts[k]) : NULL;
-        k++;
-        if (!arr || !cJSON_ReplaceItemInObjectCaseSensitive(e, "actions", arr)) {
-            cJSON_Delete(arr);
-            cJSON_Delete(full);
-            full = NULL;
-            break;
-        }
+    if (r->has_output) {
+        json_key(&w, "output");
+        summary_write(&w, &r->output);
     }
-    free(texts);
-    ctx->report_full = full;
-    return full;
+    json_end(&w);
+    return api_text_finish(&t);
 }
 
 tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out) {
-    *out = ctx->report ? api_json_print(ctx->report) : NULL;
+    *out = ctx->report.begun ? report_text(ctx) : NULL;
     return *out ? TILEOPT_OK : TILEOPT_NOMEM;
 }
 
 tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path) {
-    if (!ctx->report) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
-    char *text = api_json_print(ctx->report);
+    if (!ctx->report.begun) return err_set(&ctx->err, TILEOPT_MISUSE, "no report was begun");
+    char *text = report_text(ctx);
     if (!text) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     size_t n = strlen(text);
     text[n] = '\n'; /* the terminator becomes the final newline a text file wants */
@@ -251,165 +312,90 @@ tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path) {
     return rc ? err_prefix(&ctx->err, "report: ") : TILEOPT_OK;
 }
 
-cJSON *ctx_report_section(tileopt_ctx *ctx, const char *key, int type_array) {
-    if (!ctx->report) return NULL;
-    cJSON *s = cJSON_GetObjectItemCaseSensitive(ctx->report, key);
-    if (!s) {
-        s = type_array ? cJSON_CreateArray() : cJSON_CreateObject();
-        cJSON_AddItemToObject(ctx->report, key, s);
-    }
-    return s;
+/* -------------------------------------------------------------- accessors */
+
+static const api_summary *side_of(const tileopt_ctx *ctx, tileopt_side side) {
+    const api_report *r = &ctx->report;
+    if (!r->begun) return NULL;
+    if (side == TILEOPT_INPUT) return &r->input;
+    return side == TILEOPT_OUTPUT && r->has_output ? &r->output : NULL;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+int tileopt_report_has(const tileopt_ctx *ctx, tileopt_side side) {
+    return side_of(ctx, side) != NULL;
 }
 
-/* Run pass p once as the given round (1 for the run asked for). *changed tells
-** whether it changed the model, *fold_again whether it left ops on constant
-** inputs for fold; either may be NULL. */
-static tileopt_status run_pass(tileopt_ctx *ctx, tileopt_model *model, const pass_def *p,
-                               int round, bool *changed, bool *fold_again) {
-    const char *name = p->name;
-    pass_json_failed(); /* what failed before is not this entry's */
-    cJSON *entry = cJSON_CreateObject();
-    pass_log *log = pass_log_new();
-    cJSON *scratch_warnings = cJSON_CreateArray();
-    cJSON *warnings = ctx_report_section(ctx, "warnings", 1);
-    if (!entry || !log || !scratch_warnings) {
-        cJSON_Delete(entry);
-        pass_log_free(log);
-        cJSON_Delete(scratch_warnings);
-        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-    }
-    pass_ctx pc = {
-        .model = model->g,
-        .opt = &ctx->opt,
-        .log = log,
-        .warnings = warnings ? warnings : scratch_warnings,
-        .err = &ctx->err,
-        .progress = ctx->progress,
-        .progress_user = ctx->progress_user,
-    };
-    err_clear(&ctx->err);
-    double t0 = now_ms();
-    pass_snapshot *snap;
-    cJSON *changes = NULL;
-    int rc = pass_snapshot_take(model->g, &snap);
-    if (rc) {
-        err_set(&ctx->err, rc, "out of memory");
-    } else {
-        rc = p->run(&pc);
-        tbuf_cache_drop();
-        if (!rc && (rc = pass_snapshot_report(snap, &pc, &changes)))
-            err_set(&ctx->err, rc, "out of memory");
-        pass_snapshot_free(snap);
-    }
-    if (pc.changed || changes) model->g->shapes_current = false;
-    char *actions = NULL;
-    size_t n_changed = 0, n_skipped = 0;
-    int lrc = pass_log_finish(log, &actions, &n_changed, &n_skipped);
-    pass_log_free(log);
-    cJSON *raw = actions ? cJSON_CreateRaw("") : NULL;
-    if (raw) { /* the text is taken over, not copied: it can be big */
-        free(raw->valuestring);
-        raw->valuestring = actions;
-    } else {
-        free(actions);
-        if (!rc) rc = err_set(&ctx->err, lrc ? lrc : TILEOPT_NOMEM, "out of memory");
-    }
-    cJSON_AddStringToObject(entry, "name", name);
-    if (round > 1) cJSON_AddNumberToObject(entry, "round", round);
-    cJSON_AddNumberToObject(entry, "duration_ms", now_ms() - t0);
-    cJSON_AddBoolToObject(entry, "changed", pc.changed);
-    cJSON_AddNumberToObject(entry, "nodes_changed", (double)n_changed);
-    cJSON_AddNumberToObject(entry, "nodes_skipped", (double)n_skipped);
-    cJSON_AddItemToObject(entry, "actions", raw ? raw : cJSON_CreateArray());
-    if (changes) cJSON_AddItemToObject(entry, "changes", changes);
-    cJSON *passes = ctx_report_section(ctx, "passes", 1);
-    if (!api_json_put(passes, NULL, entry)) entry = NULL;
-    /* the entry, the warnings and the changes are whole, or the run fails */
-    if (pass_json_failed() && !rc) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-    if (rc && entry) cJSON_AddStringToObject(entry, "error", ctx->err.msg);
-    cJSON_Delete(scratch_warnings);
-    if (rc) return ctx_fail(ctx, &ctx->err);
-    if (changed) *changed = pc.changed;
-    if (fold_again) *fold_again = pc.fold_again;
-    return TILEOPT_OK;
+const char *tileopt_report_path(const tileopt_ctx *ctx, tileopt_side side) {
+    const api_summary *s = side_of(ctx, side);
+    return s ? s->path : NULL;
 }
 
-tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
-    const pass_def *p = pass_find(name);
-    if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
-    return run_pass(ctx, model, p, 1, NULL, NULL);
+int64_t tileopt_report_model_stat(const tileopt_ctx *ctx, tileopt_side side,
+                                  tileopt_model_stat stat) {
+    const api_summary *s = side_of(ctx, side);
+    return s && (unsigned)stat < TILEOPT_MODEL_STAT_COUNT_ ? s->stat[stat] : 0;
 }
 
-/* Rounds of fold and fuse in all, the first included: each further round needs
-** a fuse rewrite that put an op on constant inputs, which is rare, and each
-** round is linear. */
-#define PASS_ROUNDS 4
-
-tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
-                                  const char *const *names, size_t n) {
-    if (!names && n) return err_set(&ctx->err, TILEOPT_MISUSE, "no pass names");
-    for (size_t i = 0; i < n; i++)
-        if (!pass_find(names[i]))
-            return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'",
-                           names[i] ? names[i] : "(null)");
-    const pass_def *fold = NULL, *fuse = NULL;
-    bool again = false;
-    for (size_t i = 0; i < n; i++) {
-        const pass_def *p = pass_find(names[i]);
-        if (p->run == pass_fold) fold = p;
-        if (p->run == pass_fuse) fuse = p;
-        bool left = false;
-        if (run_pass(ctx, model, p, 1, NULL, &left) != TILEOPT_OK)
-            return err_prefix(&ctx->err, "pass %s: ", p->name);
-        again |= left;
-    }
-    /* fuse can move an op onto a constant input; fold computes it, which may
-    ** let fuse go on: repeat both until neither has work, so that one run is
-    ** the fixed point a second optimize would reach */
-    for (int round = 2; fold && fuse && again && round <= PASS_ROUNDS; round++) {
-        bool folded = false;
-        if (run_pass(ctx, model, fold, round, &folded, NULL) != TILEOPT_OK)
-            return err_prefix(&ctx->err, "pass %s: ", fold->name);
-        again = false;
-        if (folded && run_pass(ctx, model, fuse, round, NULL, &again) != TILEOPT_OK)
-            return err_prefix(&ctx->err, "pass %s: ", fuse->name);
-    }
-    return TILEOPT_OK;
+size_t tileopt_report_op_count(const tileopt_ctx *ctx, tileopt_side side) {
+    const api_summary *s = side_of(ctx, side);
+    return s ? s->ops.n : 0;
 }
 
-/* At most this many passes in one list: a longer one is a mistake, and the
-** names live on the stack. */
-#define OPTIMIZE_MAX_PASSES 64
+const char *tileopt_report_op(const tileopt_ctx *ctx, tileopt_side side, size_t i,
+                              uint64_t *nodes) {
+    const api_summary *s = side_of(ctx, side);
+    if (!s || i >= s->ops.n) return NULL;
+    if (nodes) *nodes = s->ops.count[i];
+    return s->ops.name[i];
+}
 
-tileopt_status tileopt_optimize(tileopt_ctx *ctx, tileopt_model *model, const char *passes) {
-    const char *names[OPTIMIZE_MAX_PASSES];
-    size_t n = 0;
-    if (!passes) {
-        for (const char *p; n < OPTIMIZE_MAX_PASSES && (p = tileopt_pass_name(n));) names[n++] = p;
-        return tileopt_passes_run(ctx, model, names, n);
-    }
-    if (strcmp(passes, "none") == 0) return tileopt_passes_run(ctx, model, NULL, 0);
-    char buf[1024];
-    if (strlen(passes) >= sizeof buf)
-        return err_set(&ctx->err, TILEOPT_MISUSE, "pass list longer than %zu bytes",
-                       sizeof buf - 1);
-    memcpy(buf, passes, strlen(passes) + 1);
-    for (char *s = buf;;) {
-        char *comma = strchr(s, ',');
-        if (comma) *comma = '\0';
-        if (!*s) return err_set(&ctx->err, TILEOPT_MISUSE, "an empty pass name in '%s'", passes);
-        if (n == OPTIMIZE_MAX_PASSES)
-            return err_set(&ctx->err, TILEOPT_MISUSE, "more than %d passes",
-                           OPTIMIZE_MAX_PASSES);
-        names[n++] = s;
-        if (!comma) break;
-        s = comma + 1;
-    }
-    return tileopt_passes_run(ctx, model, names, n);
+size_t tileopt_report_data_file_count(const tileopt_ctx *ctx, tileopt_side side) {
+    const api_summary *s = side_of(ctx, side);
+    return s ? s->files.n : 0;
+}
+
+const char *tileopt_report_data_file(const tileopt_ctx *ctx, tileopt_side side, size_t i) {
+    const api_summary *s = side_of(ctx, side);
+    return s && i < s->files.n ? s->files.name[i] : NULL;
+}
+
+static const pass_entry *entry_at(const tileopt_ctx *ctx, size_t i) {
+    return ctx->report.begun && i < ctx->results.n ? &ctx->results.v[i] : NULL;
+}
+
+size_t tileopt_report_pass_count(const tileopt_ctx *ctx) {
+    return ctx->report.begun ? ctx->results.n : 0;
+}
+
+const char *tileopt_report_pass_name(const tileopt_ctx *ctx, size_t i) {
+    const pass_entry *e = entry_at(ctx, i);
+    return e ? e->name : NULL;
+}
+
+uint64_t tileopt_report_pass_stat(const tileopt_ctx *ctx, size_t i, tileopt_pass_stat stat) {
+    const pass_entry *e = entry_at(ctx, i);
+    return e && (unsigned)stat < TILEOPT_PASS_STAT_COUNT_ ? e->stat[stat] : 0;
+}
+
+double tileopt_report_pass_ms(const tileopt_ctx *ctx, size_t i) {
+    const pass_entry *e = entry_at(ctx, i);
+    return e ? e->duration_ms : 0;
+}
+
+const char *tileopt_report_pass_error(const tileopt_ctx *ctx, size_t i) {
+    const pass_entry *e = entry_at(ctx, i);
+    return e ? e->error : NULL;
+}
+
+tileopt_verdict tileopt_report_verdict(const tileopt_ctx *ctx, const char **reason) {
+    if (reason) *reason = ctx->report.begun ? ctx->report.verify.reason : NULL;
+    return ctx->report.begun ? ctx->report.verify.verdict : TILEOPT_VERDICT_NONE;
+}
+
+size_t tileopt_report_warning_count(const tileopt_ctx *ctx) {
+    return ctx->report.begun ? ctx->results.warnings.n : 0;
+}
+
+const char *tileopt_report_warning(const tileopt_ctx *ctx, size_t i) {
+    return ctx->report.begun && i < ctx->results.warnings.n ? ctx->results.warnings.v[i] : NULL;
 }

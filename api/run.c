@@ -178,15 +178,47 @@ typedef struct verify_run {
     size_t n_before, n_after;
 } verify_run;
 
+/* The size each named dim took: a named dim takes one size in every input, the
+** first place it occurs deciding. */
+typedef struct named_dims {
+    const char **name;
+    int64_t *size;
+    size_t n, cap;
+} named_dims;
+
+static const int64_t *named_find(const named_dims *nd, const char *name) {
+    for (size_t i = 0; i < nd->n; i++)
+        if (strcmp(nd->name[i], name) == 0) return &nd->size[i];
+    return NULL;
+}
+
+static bool named_add(named_dims *nd, const char *name, int64_t size) {
+    if (nd->n == nd->cap) {
+        size_t cap = nd->cap ? nd->cap * 2 : 16;
+        const char **nv = realloc(nd->name, cap * sizeof *nv);
+        if (!nv) return false;
+        nd->name = nv;
+        int64_t *sv = realloc(nd->size, cap * sizeof *sv);
+        if (!sv) return false;
+        nd->size = sv;
+        nd->cap = cap;
+    }
+    nd->name[nd->n] = name;
+    nd->size[nd->n++] = size;
+    return true;
+}
+
 /* Inputs for the graph inputs of m, symbolic dims past the leading axis at
-** size `inner`; records them under "inputs". *why set (and TILEOPT_OK
-** returned) when an input's type or rank is unknown. *sized tells whether some
-** dim took `inner`. */
-static int inputs_sized(tileopt_ctx *ctx, graph_model *m, cJSON *rep, verify_run *vr,
-                        int64_t inner, bool *sized, cJSON *named, char *why, size_t why_cap) {
+** size `inner`; written under "inputs". *why set (and TILEOPT_OK returned) when
+** an input's type or rank is unknown. *sized tells whether some dim took
+** `inner`. */
+static int inputs_sized(tileopt_ctx *ctx, graph_model *m, json_w *w, verify_run *vr,
+                        int64_t inner, bool *sized, named_dims *named, char *why,
+                        size_t why_cap) {
     graph *g = m->main;
-    uint64_t seed = ctx->opt.seed;
-    cJSON *arr = cJSON_AddArrayToObject(rep, "inputs");
+    uint64_t seed = ctx->verify.seed;
+    json_key(w, "inputs");
+    json_array(w);
     vr->inputs = calloc(g->pb->n_input ? g->pb->n_input : 1, sizeof *vr->inputs);
     if (!vr->inputs) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     for (size_t i = 0; i < g->pb->n_input; i++) {
@@ -198,40 +230,55 @@ static int inputs_sized(tileopt_ctx *ctx, graph_model *m, cJSON *rep, verify_run
         if (kind != GRAPH_KIND_TENSOR && kind != GRAPH_KIND_NONE) {
             snprintf(why, why_cap, "input '%s' is %s; verify generates tensors only", name,
                      value_kind_name(kind));
-            return TILEOPT_OK;
+            break;
         }
         if (!dtype_valid(ty->elem)) {
             snprintf(why, why_cap, "input '%s' has no known element type", name);
-            return TILEOPT_OK;
+            break;
         }
         if (ty->rank < 0 || ty->rank > TENSOR_MAX_RANK) {
             snprintf(why, why_cap, "input '%s' has no known rank", name);
-            return TILEOPT_OK;
+            break;
         }
         int64_t dims[TENSOR_MAX_RANK];
-        cJSON *in = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *sym = NULL;
-        cJSON_AddItemToArray(arr, in);
-        cJSON_AddStringToObject(in, "name", name);
-        cJSON_AddStringToObject(in, "dtype", dtype_name(ty->elem));
-        cJSON_AddItemToObject(in, "shape", shape);
+        /* the dims this input leaves open, each once: its own name or name[axis] */
+        char keys[TENSOR_MAX_RANK][256];
+        int64_t key_size[TENSOR_MAX_RANK];
+        int n_keys = 0;
         for (int32_t k = 0; k < ty->rank; k++) {
             const char *dn = ty->dims[k] < 0 && ty->syms ? ty->syms[k] : NULL;
-            const cJSON *seen = dn ? cJSON_GetObjectItemCaseSensitive(named, dn) : NULL;
+            const int64_t *seen = dn ? named_find(named, dn) : NULL;
             dims[k] = ty->dims[k] >= 0 ? ty->dims[k]
-                      : seen           ? (int64_t)seen->valuedouble
+                      : seen           ? *seen
                       : k == 0         ? VERIFY_DIM
                                        : inner;
-            if (dn && !seen) cJSON_AddNumberToObject(named, dn, (double)dims[k]);
+            if (dn && !seen && !named_add(named, dn, dims[k]))
+                return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
             if (ty->dims[k] < 0 && !seen && k > 0) *sized = true;
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[k]));
             if (ty->dims[k] >= 0) continue;
             char key[256];
             if (ty->syms && ty->syms[k]) snprintf(key, sizeof key, "%s", ty->syms[k]);
             else snprintf(key, sizeof key, "%s[%d]", name, (int)k);
-            if (!sym) sym = cJSON_AddObjectToObject(in, "symbolic");
-            if (!cJSON_GetObjectItemCaseSensitive(sym, key))
-                cJSON_AddNumberToObject(sym, key, (double)dims[k]);
+            bool dup = false;
+            for (int j = 0; j < n_keys && !dup; j++) dup = strcmp(keys[j], key) == 0;
+            if (dup) continue;
+            memcpy(keys[n_keys], key, sizeof key);
+            key_size[n_keys++] = dims[k];
         }
+        json_object(w);
+        json_put_str(w, "name", name);
+        json_put_str(w, "dtype", dtype_name(ty->elem));
+        json_key(w, "shape");
+        json_array(w);
+        for (int32_t k = 0; k < ty->rank; k++) json_num(w, (double)dims[k]);
+        json_end(w);
+        if (n_keys) {
+            json_key(w, "symbolic");
+            json_object(w);
+            for (int j = 0; j < n_keys; j++) json_put_num(w, keys[j], (double)key_size[j]);
+            json_end(w);
+        }
+        json_end(w);
         tensor *t = NULL;
         int rc;
         if (ty->elem == DT_STRING) {
@@ -243,16 +290,16 @@ static int inputs_sized(tileopt_ctx *ctx, graph_model *m, cJSON *rep, verify_run
         if (rc) return err_prefix(&ctx->err, "input '%s': ", name);
         vr->inputs[vr->n_inputs++] = t;
     }
+    json_end(w);
     return TILEOPT_OK;
 }
 
-static int make_inputs(tileopt_ctx *ctx, graph_model *m, cJSON *rep, verify_run *vr,
+static int make_inputs(tileopt_ctx *ctx, graph_model *m, json_w *w, verify_run *vr,
                        int64_t inner, bool *sized, char *why, size_t why_cap) {
-    /* a named dim takes one size in every input: the first place it occurs decides */
-    cJSON *named = cJSON_CreateObject();
-    if (!named) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-    int rc = inputs_sized(ctx, m, rep, vr, inner, sized, named, why, why_cap);
-    cJSON_Delete(named);
+    named_dims named = {0};
+    int rc = inputs_sized(ctx, m, w, vr, inner, sized, &named, why, why_cap);
+    free(named.name);
+    free(named.size);
     return rc;
 }
 
@@ -265,61 +312,92 @@ static void verify_free(verify_run *vr) {
     free(vr->out_after);
 }
 
-/* The comma-separated list from eval_missing_ops into a JSON array (deduped). */
-static void add_ops(cJSON *ops, const char *list) {
+/* The ops of the comma-separated lists of eval_missing_ops, each once, into
+** ops (a comma-separated list too). */
+static void add_ops(char *ops, size_t cap, const char *list) {
     char buf[2048];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         bool dup = false;
-        const cJSON *o;
-        cJSON_ArrayForEach(o, ops) if (strcmp(o->valuestring, tok) == 0) dup = true;
-        if (!dup) cJSON_AddItemToArray(ops, cJSON_CreateString(tok));
+        char seen[2048];
+        snprintf(seen, sizeof seen, "%s", ops);
+        for (char *s2 = NULL, *o = strtok_r(seen, ",", &s2); o && !dup; o = strtok_r(NULL, ",", &s2))
+            dup = strcmp(o, tok) == 0;
+        size_t len = strlen(ops);
+        if (!dup) snprintf(ops + len, cap - len, "%s%s", len ? "," : "", tok);
     }
+}
+
+/* Where the verify section sits in the report: a member of its top object. */
+#define VERIFY_DEPTH 1
+
+static const char *const verdict_names[] = {
+    [TILEOPT_VERDICT_NONE] = "none",
+    [TILEOPT_VERDICT_MATCH] = "match",
+    [TILEOPT_VERDICT_MISMATCH] = "mismatch",
+    [TILEOPT_VERDICT_SKIPPED] = "skipped",
+};
+_Static_assert(countof(verdict_names) == TILEOPT_VERDICT_SKIPPED + 1, "one name per verdict");
+
+const char *tileopt_verdict_str(tileopt_verdict verdict) {
+    return (unsigned)verdict < countof(verdict_names) ? verdict_names[verdict] : "none";
 }
 
 tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
                                     tileopt_model *after) {
     if (!before || !after)
         return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_model_verify: NULL model"});
-    if (ctx->report) cJSON_DeleteItemFromObjectCaseSensitive(ctx->report, "verify");
-    cJSON *rep = ctx_report_section(ctx, "verify", 0);
-    cJSON *own = NULL;
-    if (!rep) rep = own = cJSON_CreateObject(); /* no report begun: compute anyway */
-    if (!rep) return ctx_fail(ctx, &(errbuf){TILEOPT_NOMEM, "out of memory"});
-    pass_json_failed(); /* what failed before is not this section's */
-    cJSON_AddNumberToObject(rep, "seed", (double)ctx->opt.seed);
+    api_verify_clear(&ctx->report.verify);
+    pass_text t = {0};
+    json_w w;
+    json_init(&w, &t, true, VERIFY_DEPTH);
+    json_object(&w);
+    json_put_num(&w, "seed", (double)ctx->verify.seed);
     verify_run vr = {0};
     int rc = TILEOPT_OK;
     char why[4096] = "";
-    const char *verdict = "match";
+    tileopt_verdict verdict = TILEOPT_VERDICT_MATCH;
 
     char m1[1024], m2[1024];
     size_t n1 = eval_missing_ops(before->g, m1, sizeof m1);
     size_t n2 = eval_missing_ops(after->g, m2, sizeof m2);
     if (n1 + n2) {
-        cJSON *ops = cJSON_AddArrayToObject(rep, "ops");
-        add_ops(ops, m1);
-        add_ops(ops, m2);
-        verdict = "skipped";
+        char ops[2048] = "";
+        add_ops(ops, sizeof ops, m1);
+        add_ops(ops, sizeof ops, m2);
+        json_key(&w, "ops");
+        json_array(&w);
+        char list[2048];
+        snprintf(list, sizeof list, "%s", ops);
+        for (char *save = NULL, *o = strtok_r(list, ",", &save); o; o = strtok_r(NULL, ",", &save))
+            json_str(&w, o);
+        json_end(&w);
+        verdict = TILEOPT_VERDICT_SKIPPED;
         /* each op named once, whether the input or the output holds it */
         size_t k = (size_t)snprintf(why, sizeof why, "the evaluator lacks ");
-        const cJSON *o;
-        cJSON_ArrayForEach(o, ops) if (k < sizeof why) k += (size_t)snprintf(
-            why + k, sizeof why - k, "%s%s", o == ops->child ? "" : ", ", o->valuestring);
+        snprintf(list, sizeof list, "%s", ops);
+        bool first = true;
+        for (char *save = NULL, *o = strtok_r(list, ",", &save); o && k < sizeof why;
+             o = strtok_r(NULL, ",", &save), first = false)
+            k += (size_t)snprintf(why + k, sizeof why - k, "%s%s", first ? "" : ", ", o);
         goto done;
     }
     errbuf e;
+    /* each attempt writes "inputs" anew, from here */
+    size_t inputs_at = t.len;
+    json_w before_inputs = w;
     for (size_t attempt = 0;; attempt++) {
         bool sized = false;
-        cJSON_DeleteItemFromObjectCaseSensitive(rep, "inputs");
+        if (!t.failed) t.len = inputs_at;
+        w = before_inputs;
         verify_free(&vr);
         memset(&vr, 0, sizeof vr);
-        rc = make_inputs(ctx, before->g, rep, &vr, verify_sizes[attempt], &sized, why,
+        rc = make_inputs(ctx, before->g, &w, &vr, verify_sizes[attempt], &sized, why,
                          sizeof why);
         if (rc) goto done;
         if (why[0]) {
-            verdict = "skipped";
+            verdict = TILEOPT_VERDICT_SKIPPED;
             goto done;
         }
         err_clear(&e);
@@ -330,7 +408,7 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
         if (!sized || attempt + 1 == countof(verify_sizes)) {
             /* Random inputs need not be valid for every model (data-dependent
             ** shapes, indices): no verdict either way. */
-            verdict = "skipped";
+            verdict = TILEOPT_VERDICT_SKIPPED;
             snprintf(why, sizeof why, "the input model does not run on generated inputs "
                      "(--input-shape fixes their dims): %s", e.msg);
             goto done;
@@ -338,20 +416,21 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
     }
     eval_limits lim = api_eval_limits(ctx, "verify: output model");
     if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after, &lim, &e)) {
-        verdict = "mismatch";
+        verdict = TILEOPT_VERDICT_MISMATCH;
         snprintf(why, sizeof why, "the output model fails where the input model runs: %s",
                  e.msg);
         rc = err_set(&ctx->err, TILEOPT_MISMATCH, "%s", why);
         goto done;
     }
     if (vr.n_before != vr.n_after) {
-        verdict = "mismatch";
+        verdict = TILEOPT_VERDICT_MISMATCH;
         snprintf(why, sizeof why, "the input model has %zu outputs, the output model %zu",
                  vr.n_before, vr.n_after);
         rc = err_set(&ctx->err, TILEOPT_MISMATCH, "%s", why);
         goto done;
     }
-    cJSON *outs = cJSON_AddArrayToObject(rep, "outputs");
+    json_key(&w, "outputs");
+    json_array(&w);
     Onnx__GraphProto *pb = after->g->main->pb;
     for (size_t i = 0; i < vr.n_after; i++) {
         tensor_diff d;
@@ -361,18 +440,19 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
             goto done;
         }
         bool ok = d.same_shape && d.n_bad == 0;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToArray(outs, o);
-        cJSON_AddStringToObject(o, "name", pb->output[i]->name);
-        if (d.same_shape) {
-            cJSON_AddNumberToObject(o, "max_abs_diff", d.max_abs);
-            cJSON_AddNumberToObject(o, "max_rel_diff", d.max_rel);
-        } else {
-            cJSON_AddNullToObject(o, "max_abs_diff");
-            cJSON_AddNullToObject(o, "max_rel_diff");
+        json_object(&w);
+        json_put_str(&w, "name", pb->output[i]->name);
+        json_key(&w, "max_abs_diff");
+        if (d.same_shape) json_num(&w, d.max_abs);
+        else json_null(&w);
+        json_key(&w, "max_rel_diff");
+        if (d.same_shape) json_num(&w, d.max_rel);
+        else json_null(&w);
+        json_put_bool(&w, "match", ok);
+        if (ok) {
+            json_end(&w);
+            continue;
         }
-        cJSON_AddBoolToObject(o, "match", ok);
-        if (ok) continue;
         char msg[768], where[48] = "";
         const tensor *tb = vr.out_before[i], *ta = vr.out_after[i];
         if (d.bad_item >= 0) snprintf(where, sizeof where, " in item %" PRId64, d.bad_item);
@@ -392,23 +472,34 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
                      "output '%s': %" PRIu64 " elements differ, first%s at index %" PRIu64
                      ": expected %s, got %s",
                      pb->output[i]->name, d.n_bad, where, d.first_bad, d.expected, d.actual);
-        cJSON_AddStringToObject(o, "reason", msg);
-        if (strcmp(verdict, "mismatch") != 0) {
-            verdict = "mismatch";
+        json_put_str(&w, "reason", msg);
+        json_end(&w);
+        if (verdict != TILEOPT_VERDICT_MISMATCH) {
+            verdict = TILEOPT_VERDICT_MISMATCH;
             snprintf(why, sizeof why, "%s", msg);
             rc = err_set(&ctx->err, TILEOPT_MISMATCH, "%s", msg);
         }
     }
-done:
-    if (rc == TILEOPT_OK || rc == TILEOPT_MISMATCH) {
-        cJSON_AddStringToObject(rep, "verdict", verdict);
-        if (why[0]) cJSON_AddStringToObject(rep, "reason", why);
+    json_end(&w);
+done:;
+    bool has_verdict = rc == TILEOPT_OK || rc == TILEOPT_MISMATCH;
+    if (has_verdict) {
+        json_put_str(&w, "verdict", tileopt_verdict_str(verdict));
+        if (why[0]) json_put_str(&w, "reason", why);
     }
-    if (rc == TILEOPT_OK && ctx->opt.verify_strict && strcmp(verdict, "skipped") == 0)
+    /* the section as far as it got, closed */
+    while (w.depth) json_end(&w);
+    if (rc == TILEOPT_OK && ctx->verify.strict && verdict == TILEOPT_VERDICT_SKIPPED)
         rc = err_set(&ctx->err, TILEOPT_UNSUPPORTED, "no verdict (--verify=strict): %s", why);
-    if (pass_json_failed() && (rc == TILEOPT_OK || rc == TILEOPT_MISMATCH))
-        rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    api_verify *v = &ctx->report.verify;
+    v->json = api_text_finish(&t);
+    v->verdict = has_verdict ? verdict : TILEOPT_VERDICT_NONE;
+    v->reason = has_verdict && why[0] ? strdup(why) : NULL;
+    if (!v->json || (has_verdict && why[0] && !v->reason)) {
+        api_verify_clear(v);
+        if (rc == TILEOPT_OK || rc == TILEOPT_MISMATCH)
+            rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    }
     verify_free(&vr);
-    cJSON_Delete(own);
     return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
 }

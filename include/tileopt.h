@@ -64,10 +64,6 @@ TILEOPT_API void tileopt_free(void *p);
 
 typedef struct tileopt_ctx tileopt_ctx;
 
-/* The first call also routes cJSON's allocations through malloc and free
-** wrapped to notice a failure (cJSON_InitHooks, which is process-wide), so a
-** report is never written with a member missing: a program that sets its own
-** cJSON hooks afterwards keeps working, but loses that check. */
 TILEOPT_API tileopt_status tileopt_ctx_new(tileopt_ctx **out);
 TILEOPT_API void tileopt_ctx_free(tileopt_ctx *ctx);
 /* Details of the last failure on ctx ("" when none). Owned by ctx. */
@@ -178,6 +174,12 @@ TILEOPT_API tileopt_status tileopt_model_infer_shapes(tileopt_ctx *ctx, tileopt_
 ** and repeats where known), as a new string freed with tileopt_free(). */
 TILEOPT_API tileopt_status tileopt_model_inspect(tileopt_ctx *ctx, tileopt_model *model,
                                                  char **json_out);
+/* The same summary as text for people, as `tileopt inspect` prints it, listing
+** at most max_tiles Tiles (SIZE_MAX: all): a new string freed with
+** tileopt_free(). Its layout may change between releases; programs read the
+** JSON. */
+TILEOPT_API tileopt_status tileopt_model_describe(tileopt_ctx *ctx, tileopt_model *model,
+                                                  size_t max_tiles, char **text_out);
 
 /* ----------------------------------------------------------------- passes */
 
@@ -188,9 +190,10 @@ TILEOPT_API const char *tileopt_pass_name(size_t i);
 TILEOPT_API tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model,
                                             const char *name);
 /* Run the n passes named, in order, as `optimize --passes` does, to a fixed
-** point: when fuse moves an op onto constant inputs and fold is among the
-** passes, fold and fuse run again (a few rounds at most) until neither has work,
-** so that optimizing the result changes nothing. Each run is an entry of the
+** point: a pass whose rewrites give another pass of the list new work (fold
+** leaving a Tile for fuse, fuse moving an op onto constant inputs for fold)
+** has that pass run again, in rounds (a few at most), until none has work, so
+** that optimizing the result changes nothing. Each run is an entry of the
 ** report's passes; the extra ones carry "round" (2, 3, ...). An error names the
 ** failing pass; the passes before it have changed the model. */
 TILEOPT_API tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
@@ -203,33 +206,101 @@ TILEOPT_API tileopt_status tileopt_optimize(tileopt_ctx *ctx, tileopt_model *mod
                                             const char *passes);
 
 /*
-** The report of everything run on ctx since tileopt_report_begin(): an object
-** with tool, version, input, output, passes, verify and warnings (schema:
-** tests/report.schema.json). Each pass entry names every change the pass made
-** to the model: its actions, and "changes" for what they do not name (opset
-** and IR steps, initializers, graph inputs and value_info removed or added).
+** The report of everything run on ctx since tileopt_report_begin(): the input
+** and output models, each pass run, the verify verdict and the warnings. As
+** JSON text (schema: tests/report.schema.json) it is an object with tool,
+** version, input, output, passes, verify and warnings; each pass entry names
+** every change the pass made to the model: its actions, and "changes" for what
+** they do not name (opset and IR steps, initializers, graph inputs and
+** value_info removed or added). The same facts are read one by one through the
+** accessors below, which need no JSON.
 */
 TILEOPT_API tileopt_status tileopt_report_begin(tileopt_ctx *ctx, tileopt_model *input,
                                                 const char *input_path);
 TILEOPT_API tileopt_status tileopt_report_end(tileopt_ctx *ctx, tileopt_model *output,
                                               const char *output_path);
-/* The report as a borrowed cJSON object (a `const struct cJSON *`), owned by
-** ctx, except that each pass's "actions" is a cJSON_Raw item holding the JSON
-** text of the array. A big model's passes act on hundreds of thousands of
-** nodes, and a tree of their actions would cost several times their text; the
-** counts a summary needs are in each pass entry (nodes_changed, nodes_skipped).
-** Valid until the next call on ctx that runs a pass or changes the report. */
-TILEOPT_API const void *tileopt_report_overview(const tileopt_ctx *ctx);
-/* The whole report as a cJSON object, each pass's actions an array: built from
-** the overview on each call (parsing the actions), borrowed, owned by ctx,
-** valid until the next call on ctx. NULL before tileopt_report_begin() or when
-** out of memory. */
-TILEOPT_API const void *tileopt_report_json(tileopt_ctx *ctx);
-/* The report as a new string, freed with tileopt_free(). */
+/* The report as JSON text, a new string freed with tileopt_free(). */
 TILEOPT_API tileopt_status tileopt_report_string(const tileopt_ctx *ctx, char **out);
 /* Write the report to path atomically (a temporary file beside it, then rename):
 ** a failed write leaves whatever path held before. */
 TILEOPT_API tileopt_status tileopt_report_save(tileopt_ctx *ctx, const char *path);
+
+/* The two models a report describes: the input as tileopt_report_begin() saw it,
+** the output as tileopt_report_end() did. */
+typedef enum tileopt_side {
+    TILEOPT_INPUT = 0,
+    TILEOPT_OUTPUT = 1,
+} tileopt_side;
+
+/* What the report says of a model. */
+typedef enum tileopt_model_stat {
+    TILEOPT_MODEL_IR_VERSION = 0,
+    TILEOPT_MODEL_OPSET = 1,             /* of the default domain; 0 when not imported */
+    TILEOPT_MODEL_NODES = 2,             /* main graph and every subgraph */
+    TILEOPT_MODEL_TILES = 3,
+    TILEOPT_MODEL_INITIALIZERS = 4,
+    TILEOPT_MODEL_INITIALIZER_BYTES = 5, /* stored in the file or in external data */
+    TILEOPT_MODEL_FILE_BYTES = 6,        /* the .onnx file alone */
+    TILEOPT_MODEL_EXTERNAL_DATA_BYTES = 7,
+    TILEOPT_MODEL_STAT_COUNT_ = 8
+} tileopt_model_stat;
+
+/* Whether the report describes that model yet (the output: once
+** tileopt_report_end() ran). Without it the accessors below give 0 and NULL. */
+TILEOPT_API int tileopt_report_has(const tileopt_ctx *ctx, tileopt_side side);
+/* The path the model was named by ("" when none was given). */
+TILEOPT_API const char *tileopt_report_path(const tileopt_ctx *ctx, tileopt_side side);
+TILEOPT_API int64_t tileopt_report_model_stat(const tileopt_ctx *ctx, tileopt_side side,
+                                              tileopt_model_stat stat);
+/* The model's op types ("domain:op" outside the default domain) in the order the
+** model first uses them, with their node counts: how many, and the i-th (its
+** name, NULL past the end, and *nodes). */
+TILEOPT_API size_t tileopt_report_op_count(const tileopt_ctx *ctx, tileopt_side side);
+TILEOPT_API const char *tileopt_report_op(const tileopt_ctx *ctx, tileopt_side side, size_t i,
+                                          uint64_t *nodes);
+/* The external data files the model's initializers name, each once. */
+TILEOPT_API size_t tileopt_report_data_file_count(const tileopt_ctx *ctx, tileopt_side side);
+TILEOPT_API const char *tileopt_report_data_file(const tileopt_ctx *ctx, tileopt_side side,
+                                                 size_t i);
+
+/* What the report says of a pass run. */
+typedef enum tileopt_pass_stat {
+    TILEOPT_PASS_ROUND = 0,              /* 1; 2, 3... for the runs the pipeline added */
+    TILEOPT_PASS_CHANGED = 1,            /* 1 when the run changed the model */
+    TILEOPT_PASS_NODES_CHANGED = 2,      /* distinct nodes its actions changed */
+    TILEOPT_PASS_NODES_SKIPPED = 3,      /* distinct nodes it left, with a reason */
+    TILEOPT_PASS_INITIALIZERS_REMOVED = 4,
+    TILEOPT_PASS_INITIALIZERS_ADDED = 5,
+    TILEOPT_PASS_INPUTS_REMOVED = 6,     /* graph inputs */
+    TILEOPT_PASS_INPUTS_ADDED = 7,
+    TILEOPT_PASS_VALUE_INFO_REMOVED = 8,
+    TILEOPT_PASS_STAT_COUNT_ = 9
+} tileopt_pass_stat;
+
+/* The pass runs, in order: how many, and of the i-th its name (NULL past the
+** end), a statistic, its time, and why it failed (NULL when it ran through). */
+TILEOPT_API size_t tileopt_report_pass_count(const tileopt_ctx *ctx);
+TILEOPT_API const char *tileopt_report_pass_name(const tileopt_ctx *ctx, size_t i);
+TILEOPT_API uint64_t tileopt_report_pass_stat(const tileopt_ctx *ctx, size_t i,
+                                              tileopt_pass_stat stat);
+TILEOPT_API double tileopt_report_pass_ms(const tileopt_ctx *ctx, size_t i);
+TILEOPT_API const char *tileopt_report_pass_error(const tileopt_ctx *ctx, size_t i);
+
+/* The verdict of the last tileopt_model_verify() since the report began, and
+** its reason (*reason NULL when it has none; reason may be NULL). */
+typedef enum tileopt_verdict {
+    TILEOPT_VERDICT_NONE = 0,            /* no verify ran */
+    TILEOPT_VERDICT_MATCH = 1,
+    TILEOPT_VERDICT_MISMATCH = 2,
+    TILEOPT_VERDICT_SKIPPED = 3,         /* no verdict: see the reason */
+} tileopt_verdict;
+TILEOPT_API tileopt_verdict tileopt_report_verdict(const tileopt_ctx *ctx, const char **reason);
+/* "match", "mismatch", "skipped" (the report's words), "none"; static. */
+TILEOPT_API const char *tileopt_verdict_str(tileopt_verdict verdict);
+
+/* The warnings of the passes: how many, and the i-th (NULL past the end). */
+TILEOPT_API size_t tileopt_report_warning_count(const tileopt_ctx *ctx);
+TILEOPT_API const char *tileopt_report_warning(const tileopt_ctx *ctx, size_t i);
 
 /* ---------------------------------------------------------------- tensors */
 

@@ -25,14 +25,21 @@
 enum { K_GRAPH, K_INIT, K_INPUT, K_VI, K_COUNT };
 enum { SEEN_BEFORE = 1, SEEN_AFTER = 2 };
 
-/* Report keys of the removed (and added) names, per kind. */
+/* The lists of removed (and added) names, per kind: the report's key and the
+** statistic counting its names; -1 where a kind has no such list. */
+typedef struct change_list {
+    const char *key;
+    int stat;
+} change_list;
 static const struct {
-    const char *removed, *added;
-} kind_keys[K_COUNT] = {
-    [K_GRAPH] = {NULL, NULL},
-    [K_INIT] = {"initializers_removed", "initializers_added"},
-    [K_INPUT] = {"inputs_removed", "inputs_added"},
-    [K_VI] = {"value_info_removed", NULL},
+    change_list removed, added;
+} kind_lists[K_COUNT] = {
+    [K_GRAPH] = {{NULL, -1}, {NULL, -1}},
+    [K_INIT] = {{"initializers_removed", TILEOPT_PASS_INITIALIZERS_REMOVED},
+                {"initializers_added", TILEOPT_PASS_INITIALIZERS_ADDED}},
+    [K_INPUT] = {{"inputs_removed", TILEOPT_PASS_INPUTS_REMOVED},
+                 {"inputs_added", TILEOPT_PASS_INPUTS_ADDED}},
+    [K_VI] = {{"value_info_removed", TILEOPT_PASS_VALUE_INFO_REMOVED}, {NULL, -1}},
 };
 
 typedef struct slot {
@@ -335,40 +342,71 @@ static const char *node_id(const Onnx__NodeProto *n, uint32_t index, char *buf, 
     return buf;
 }
 
-static cJSON *name_ref(pass_snapshot *s, const item *it) {
-    const char *path = graph_path_of(s, it->graph);
-    if (!path) return cJSON_CreateString(it->name);
-    cJSON *o = cJSON_CreateObject();
-    if (o) {
-        cJSON_AddStringToObject(o, "name", it->name);
-        cJSON_AddStringToObject(o, "graph", path);
-    }
-    return o;
-}
+/* The names of one list, in the order found; the graph paths they need are
+** the snapshot's, so the text is written before the snapshot goes. */
+typedef struct found_list {
+    const change_list *list;
+    item *v;
+    size_t n, cap;
+} found_list;
 
-/* Append ref to changes[key] (created on first use). */
-static int add_ref(cJSON *changes, const char *key, cJSON *ref) {
-    cJSON *arr = cJSON_GetObjectItemCaseSensitive(changes, key);
-    if (!arr && !(arr = cJSON_AddArrayToObject(changes, key))) {
-        cJSON_Delete(ref);
-        return TILEOPT_NOMEM;
+/* The lists found so far, in the order each was first met (the report's). */
+typedef struct found {
+    found_list lists[2 * K_COUNT];
+    size_t n;
+} found;
+
+static int add_ref(found *f, const change_list *list, const item *it) {
+    found_list *l = NULL;
+    for (size_t i = 0; i < f->n && !l; i++)
+        if (f->lists[i].list == list) l = &f->lists[i];
+    if (!l) {
+        l = &f->lists[f->n++];
+        *l = (found_list){list, NULL, 0, 0};
     }
-    if (!ref || !cJSON_AddItemToArray(arr, ref)) return TILEOPT_NOMEM;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        item *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return TILEOPT_NOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *it;
     return TILEOPT_OK;
 }
 
-static cJSON *from_to(const char *domain, int64_t from, bool has_from, int64_t to,
-                      bool has_to) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (domain) cJSON_AddStringToObject(o, "domain", domain);
-    cJSON_AddItemToObject(o, "from", has_from ? cJSON_CreateNumber((double)from) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "to", has_to ? cJSON_CreateNumber((double)to) : cJSON_CreateNull());
-    return o;
+static void found_free(found *f) {
+    for (size_t i = 0; i < f->n; i++) free(f->lists[i].v);
 }
 
-static int opset_changes(pass_snapshot *s, graph_model *m, cJSON *changes) {
-    cJSON *list = NULL;
+/* A name of the main graph as a string, of a subgraph as {name, graph}. */
+static void write_ref(pass_snapshot *s, json_w *w, const item *it) {
+    const char *path = graph_path_of(s, it->graph);
+    if (!path) {
+        json_str(w, it->name);
+        return;
+    }
+    json_object(w);
+    json_put_str(w, "name", it->name);
+    json_put_str(w, "graph", path);
+    json_end(w);
+}
+
+static void from_to(json_w *w, const char *domain, int64_t from, bool has_from, int64_t to,
+                    bool has_to) {
+    json_object(w);
+    if (domain) json_put_str(w, "domain", domain);
+    json_key(w, "from");
+    if (has_from) json_num(w, (double)from);
+    else json_null(w);
+    json_key(w, "to");
+    if (has_to) json_num(w, (double)to);
+    else json_null(w);
+    json_end(w);
+}
+
+static void opset_changes(pass_snapshot *s, graph_model *m, json_w *w) {
+    bool listed = false;
     const Onnx__ModelProto *pb = m->pb;
     /* Domains before (changed or dropped), then domains that are new. */
     for (size_t i = 0; i < s->n_opsets + pb->n_opset_import; i++) {
@@ -386,15 +424,15 @@ static int opset_changes(pass_snapshot *s, graph_model *m, cJSON *changes) {
             }
         }
         if ((other && (!before || ov == v))) continue;
-        cJSON *e = before ? from_to(d, v, true, ov, other) : from_to(d, 0, false, v, true);
-        if (!e) return TILEOPT_NOMEM;
-        if (!list && !(list = cJSON_AddArrayToObject(changes, "opset_import"))) {
-            cJSON_Delete(e);
-            return TILEOPT_NOMEM;
+        if (!listed) {
+            json_key(w, "opset_import");
+            json_array(w);
+            listed = true;
         }
-        cJSON_AddItemToArray(list, e);
+        if (before) from_to(w, d, v, true, ov, other);
+        else from_to(w, d, 0, false, v, true);
     }
-    return TILEOPT_OK;
+    if (listed) json_end(w);
 }
 
 /* A node gone without an action naming it: graph_commit swept it because
@@ -405,9 +443,9 @@ static void swept_node(pass_snapshot *s, pass_ctx *pc, uint32_t gi, uint32_t i) 
     const char *id = node_id(n, i, buf, sizeof buf);
     const char *path = graph_path_of(s, gi);
     if (pass_log_names(pc->log, path, id)) return;
-    cJSON *a = pass_log_begin(pc->log, id, n->op_type && n->op_type[0] ? n->op_type : "?", path,
-                              "eliminated");
-    pass_add_static(a, "rule", "outputs unused");
+    json_w *a = pass_log_begin(pc->log, id, n->op_type && n->op_type[0] ? n->op_type : "?",
+                               path, "eliminated");
+    json_put_str(a, "rule", "outputs unused");
     pc->changed = true;
 }
 
@@ -427,19 +465,26 @@ static int node_set_build(pass_snapshot *s) {
     return TILEOPT_OK;
 }
 
-int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
-    *out = NULL;
+/* Where the "changes" object sits in the report: in a pass entry, in the
+** passes array, in the report. */
+#define CHANGES_DEPTH 2
+
+int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, char **json, uint64_t *stat) {
+    *json = NULL;
     graph_model *m = pc->model;
-    cJSON *changes = cJSON_CreateObject();
-    if (!changes) return TILEOPT_NOMEM;
+    pass_text t = {0};
+    json_w w;
+    json_init(&w, &t, true, CHANGES_DEPTH);
+    json_object(&w);
+    found f = {.n = 0};
     int rc = m->nodes_removed != s->nodes_removed ? node_set_build(s) : TILEOPT_OK;
     if (!rc) rc = mark_graph(s, m->main);
     for (uint32_t gi = 0; gi < s->n_graphs; gi++)
         s->graphs[gi].alive = seen_of(s, s->graphs[gi].pb, NULL, K_GRAPH) & SEEN_AFTER;
-    if (!rc) rc = opset_changes(s, m, changes);
+    if (!rc) opset_changes(s, m, &w);
     if (!rc && m->pb->ir_version != s->ir) {
-        cJSON *e = from_to(NULL, s->ir, true, m->pb->ir_version, true);
-        if (!e || !cJSON_AddItemToObject(changes, "ir_version", e)) rc = TILEOPT_NOMEM;
+        json_key(&w, "ir_version");
+        from_to(&w, NULL, s->ir, true, m->pb->ir_version, true);
     }
     /* Removed: what was there before, in a graph still there, and is gone. */
     for (size_t i = 0; !rc && i < s->n_items; i++) {
@@ -448,7 +493,7 @@ int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
         const item *ahead = i + AHEAD < s->n_items ? &s->items[i + AHEAD] : NULL;
         if (ahead) prefetch_name(s, s->graphs[ahead->graph].pb, ahead->name, ahead->kind);
         if (sg->alive && !(seen_of(s, sg->pb, it->name, it->kind) & SEEN_AFTER))
-            rc = add_ref(changes, kind_keys[it->kind].removed, name_ref(s, it));
+            rc = add_ref(&f, &kind_lists[it->kind].removed, it);
     }
     for (uint32_t gi = 0; !rc && s->node_set && gi < s->n_graphs; gi++) {
         const snap_graph *sg = &s->graphs[gi];
@@ -466,19 +511,32 @@ int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, cJSON **out) {
                 prefetch_name(s, pb, safe(pb->initializer[i + AHEAD]->name), K_INIT);
             item it = {K_INIT, gi, safe(pb->initializer[i]->name)};
             if (!(seen_of(s, pb, it.name, K_INIT) & SEEN_BEFORE))
-                rc = add_ref(changes, kind_keys[K_INIT].added, name_ref(s, &it));
+                rc = add_ref(&f, &kind_lists[K_INIT].added, &it);
         }
         for (size_t i = 0; !rc && i < pb->n_input; i++) {
             item it = {K_INPUT, gi, safe(pb->input[i]->name)};
             if (!(seen_of(s, pb, it.name, K_INPUT) & SEEN_BEFORE))
-                rc = add_ref(changes, kind_keys[K_INPUT].added, name_ref(s, &it));
+                rc = add_ref(&f, &kind_lists[K_INPUT].added, &it);
         }
     }
-    if (rc || !changes->child) {
-        cJSON_Delete(changes);
+    for (size_t l = 0; !rc && l < f.n; l++) {
+        const found_list *fl = &f.lists[l];
+        stat[fl->list->stat] = fl->n;
+        json_key(&w, fl->list->key);
+        json_array(&w);
+        for (size_t i = 0; i < fl->n; i++) write_ref(s, &w, &fl->v[i]);
+        json_end(&w);
+    }
+    found_free(&f);
+    bool any = w.count[0] != 0;
+    json_end(&w);
+    pass_text_put(&t, "", 1);
+    if (!rc && t.failed) rc = TILEOPT_NOMEM;
+    if (rc || !any) {
+        free(t.p);
         return rc;
     }
     pc->changed = true;
-    *out = changes;
+    *json = t.p;
     return TILEOPT_OK;
 }

@@ -1,116 +1,122 @@
-/* The options and the helpers every pass uses to report what it did. */
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
+/*
+** The driver: runs passes on a model and says what each run did, as plain data
+** (pass_results) that the API turns into the report. Every run is bracketed
+** by a snapshot of the model, so whatever a pass changed without an action
+** naming it still reaches its entry.
+*/
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "passes/pass.h"
 
-void pass_options_default(pass_options *o) {
-    memset(o, 0, sizeof *o);
-    o->target_opset = 0;
-    o->fold_limit = (uint64_t)1 << 20;
-    o->seed = 1;
-    graph_limits_default(&o->graph_lim);
-    eval_limits_default(&o->eval_lim);
-}
-
-/* o is NULL when the log ran out of memory (its finish reports it). */
-void pass_add_text(cJSON *o, const char *key, const char *text) {
-    if (o) cJSON_AddItemToObjectCS(o, key, cJSON_CreateString(text));
-}
-
-void pass_add_static(cJSON *o, const char *key, const char *text) {
-    if (o) cJSON_AddItemToObjectCS(o, key, cJSON_CreateStringReference(text));
-}
-
-void pass_add_number(cJSON *o, const char *key, double v) {
-    if (o) cJSON_AddItemToObjectCS(o, key, cJSON_CreateNumber(v));
-}
-
-cJSON *pass_action(pass_ctx *pc, graph *g, int32_t node, const char *action) {
-    if (strcmp(action, "skipped") != 0) pc->changed = true;
-    if (!g || node < 0) return pass_log_begin(pc->log, "", "", NULL, action);
-    const Onnx__NodeProto *n = graph_node(g, node);
-    char buf[512];
-    return pass_log_begin(pc->log, graph_node_id(g, node), n->op_type ? n->op_type : "",
-                          graph_path(g, buf, sizeof buf), action);
-}
-
-cJSON *pass_skip(pass_ctx *pc, graph *g, int32_t node, const char *fmt, ...) {
-    char reason[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
-    cJSON *a = pass_action(pc, g, node, "skipped");
-    if (a) pass_add_text(a, "reason", reason);
-    return a;
-}
-
-void pass_warn(pass_ctx *pc, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (pc->warnings) cJSON_AddItemToArray(pc->warnings, cJSON_CreateString(msg));
-}
-
-cJSON *pass_json_int(int64_t v) {
-    cJSON *item = cJSON_CreateNumber((double)v);
-    /* A double holds integers exactly only up to 2^53: past that the exact
-    ** digits ride along in valuestring, which cJSON frees with the item, for
-    ** the report's writer. */
-    const int64_t exact = (int64_t)1 << 53;
-    if (!item || (v >= -exact && v <= exact)) return item;
-    char text[24];
-    snprintf(text, sizeof text, "%" PRId64, v);
-    if (!(item->valuestring = strdup(text))) {
-        cJSON_Delete(item);
-        return NULL;
+void pass_results_clear(pass_results *r) {
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].actions);
+        free(r->v[i].changes);
+        free(r->v[i].error);
     }
-    return item;
+    free(r->v);
+    pass_strings_clear(&r->warnings);
+    *r = (pass_results){0};
 }
 
-cJSON *pass_json_ints(const int64_t *v, size_t n) {
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < n; i++) cJSON_AddItemToArray(arr, pass_json_int(v[i]));
-    return arr;
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total) {
-    if (pc->progress) pc->progress(pc->progress_user, what, done, total);
-}
-
-eval_limits pass_eval_limits(const pass_ctx *pc) {
-    eval_limits lim = pc->opt->eval_lim;
-    lim.progress = pc->progress;
-    lim.progress_user = pc->progress_user;
-    return lim;
-}
-
-int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *)) {
-    int rc = fn(pc, g);
-    for (uint32_t i = 0; !rc && i < graph_n_nodes(g); i++) {
-        if (graph_node_removed(g, (int32_t)i)) continue;
-        for (graph *s = graph_node_subgraphs(g, (int32_t)i); !rc && s; s = s->next_sibling)
-            rc = pass_for_each_graph(pc, s, fn);
+/* Run p as the given round. *woke tells whether the pass its row wakes has
+** work now. */
+static int run_pass(graph_model *m, const pass_run_env *env, const pass_def *p, int round,
+                    pass_results *out, bool *woke, errbuf *err) {
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 8;
+        pass_entry *v = realloc(out->v, cap * sizeof *v);
+        if (!v) return err_set(err, TILEOPT_NOMEM, "out of memory");
+        out->v = v;
+        out->cap = cap;
     }
-    return rc;
-}
-
-int pass_check_repeats(pass_ctx *pc, graph *g, int32_t node, const tensor *repeats,
-                       const graph_type *input) {
-    int64_t rep[TENSOR_MAX_RANK];
-    size_t n = 0;
-    int rc;
-    if (repeats->elem == DT_INT64 && repeats->rank == 1 &&
-        !tensor_to_i64(repeats, rep, TENSOR_MAX_RANK, &n))
-        rc = err_set(pc->err, TILEOPT_INVALID, "more than %d repeats", TENSOR_MAX_RANK);
-    else
-        rc = op_tile_check_repeats(repeats->elem, repeats->rank, rep, n, input, pc->err);
-    if (rc) return (int)err_prefix(pc->err, "node %s (Tile): ", graph_node_id(g, node));
+    pass_log *log = pass_log_new();
+    if (!log) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    pass_entry *e = &out->v[out->n++];
+    *e = (pass_entry){.name = p->name};
+    e->stat[TILEOPT_PASS_ROUND] = (uint64_t)round;
+    bool warn_failed = out->warnings.failed; /* a warning dropped before is not this run's */
+    pass_ctx pc = {
+        .model = m,
+        .opt = env->opt,
+        .log = log,
+        .warnings = &out->warnings,
+        .err = err,
+        .progress = env->progress,
+        .progress_user = env->progress_user,
+    };
+    err_clear(err);
+    double t0 = now_ms();
+    pass_snapshot *snap;
+    int rc = pass_snapshot_take(m, &snap);
+    if (rc) {
+        err_set(err, rc, "out of memory");
+    } else {
+        rc = p->run(&pc);
+        tbuf_cache_drop();
+        if (!rc && (rc = pass_snapshot_report(snap, &pc, &e->changes, e->stat)))
+            err_set(err, rc, "out of memory");
+        pass_snapshot_free(snap);
+    }
+    if (pc.changed || e->changes) m->shapes_current = false;
+    size_t n_changed = 0, n_skipped = 0;
+    int lrc = pass_log_finish(log, &e->actions, &n_changed, &n_skipped);
+    pass_log_free(log);
+    /* the entry and the warnings are whole, or the run fails */
+    if (!rc && (lrc || (out->warnings.failed && !warn_failed)))
+        rc = err_set(err, TILEOPT_NOMEM, "out of memory");
+    e->duration_ms = now_ms() - t0;
+    e->stat[TILEOPT_PASS_CHANGED] = pc.changed;
+    e->stat[TILEOPT_PASS_NODES_CHANGED] = n_changed;
+    e->stat[TILEOPT_PASS_NODES_SKIPPED] = n_skipped;
+    if (rc) {
+        e->error = strdup(err->msg);
+        return rc;
+    }
+    *woke = p->wakes && (p->wake_on_change ? pc.changed : pc.wake);
     return TILEOPT_OK;
+}
+
+int pass_run_one(graph_model *m, const pass_run_env *env, const pass_def *p, pass_results *out,
+                 errbuf *err) {
+    bool woke;
+    return run_pass(m, env, p, 1, out, &woke, err);
+}
+
+int pass_pipeline(graph_model *m, const pass_run_env *env, const pass_def *const *list,
+                  size_t n, pass_results *out, errbuf *err) {
+    /* pending[i]: list[i] has work a run after it made; a pass woken by one
+    ** that comes before it in the list runs in the same round anyway */
+    bool *pending = calloc(n ? n : 1, sizeof *pending);
+    if (!pending) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    bool again = true;
+    int rc = TILEOPT_OK;
+    for (int round = 1; !rc && again && round <= PASS_ROUNDS; round++) {
+        again = false;
+        for (size_t i = 0; !rc && i < n; i++) {
+            if (round > 1 && !pending[i]) continue;
+            pending[i] = false;
+            bool woke = false;
+            rc = run_pass(m, env, list[i], round, out, &woke, err);
+            if (rc) {
+                err_prefix(err, "pass %s: ", list[i]->name);
+                break;
+            }
+            for (size_t k = 0; woke && k < n; k++) {
+                if (strcmp(list[k]->name, list[i]->wakes) != 0) continue;
+                pending[k] = true;
+                again |= k <= i;
+            }
+        }
+    }
+    free(pending);
+    return rc;
 }

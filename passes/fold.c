@@ -391,8 +391,8 @@ static int phase_scope(fold_graph *f) {
 
 /* ---------------------------------------------------------------- phase C */
 
-static void add_shape(cJSON *a, const char *key, const tensor *t) {
-    cJSON_AddItemToObject(a, key, pass_json_ints(t->dims, (size_t)t->rank));
+static void add_shape(json_w *a, const char *key, const tensor *t) {
+    json_put_ints(a, key, t->dims, (size_t)t->rank);
 }
 
 /* Shape from the inferred type: unknown dims come out as -1 (partial). */
@@ -460,14 +460,14 @@ static bool predicted_bytes(fold_graph *f, int32_t idx, size_t o, uint64_t *byte
 ** --fold-limit. */
 static void skip_over_limit(pass_ctx *pc, graph *g, int32_t idx, const char *verb,
                             uint64_t in_bytes, uint64_t bytes, uint64_t freed) {
-    cJSON *a = pass_skip(pc, g, idx, "outputs %s %" PRIu64 " bytes and free %" PRIu64
+    json_w *a = pass_skip(pc, g, idx, "outputs %s %" PRIu64 " bytes and free %" PRIu64
                          ": %" PRIu64 " more, over --fold-limit %" PRIu64, verb, bytes, freed,
                          bytes - freed, pc->opt->fold_limit);
     if (!a) return;
-    cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
-    cJSON_AddNumberToObject(a, "bytes_after", (double)bytes);
-    cJSON_AddNumberToObject(a, "bytes_freed", (double)freed);
-    cJSON_AddStringToObject(a, "rule", "fold-limit");
+    json_put_num(a, "bytes_before", (double)in_bytes);
+    json_put_num(a, "bytes_after", (double)bytes);
+    json_put_num(a, "bytes_freed", (double)freed);
+    json_put_str(a, "rule", "fold-limit");
 }
 
 /* Whether folding adds more than --fold-limit bytes: the outputs against the
@@ -615,9 +615,9 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     bool out_partial = false;
     if (op == OP_Tile && n_in == 2 && in[0] &&
         tile_is_redundant_broadcast(f, idx, in[0], in[1])) {
-        cJSON *a = pass_skip(pc, g, idx, "a broadcast its readers do anyway: "
+        json_w *a = pass_skip(pc, g, idx, "a broadcast its readers do anyway: "
                                          "folding would only store repeated bytes");
-        if (a) cJSON_AddStringToObject(a, "rule", "broadcast");
+        if (a) json_put_str(a, "rule", "broadcast");
         goto out;
     }
     if (inferred) {
@@ -672,8 +672,8 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
                              graph_node(g, idx)->op_type, e.msg);
                 goto out;
             }
-            cJSON *a = pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
-            if (a && e.code == TILEOPT_LIMIT) cJSON_AddStringToObject(a, "rule", "fold-limit");
+            json_w *a = pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
+            if (a && e.code == TILEOPT_LIMIT) json_put_str(a, "rule", "fold-limit");
             goto out;
         }
     }
@@ -703,14 +703,14 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     }
     if (opt->fold_max_growth > 0 && out_bytes > FOLD_GROWTH_FLOOR &&
         (double)out_bytes > opt->fold_max_growth * (double)in_bytes) {
-        cJSON *a = pass_skip(pc, g, idx,
+        json_w *a = pass_skip(pc, g, idx,
                              "output takes %" PRIu64 " bytes, more than %g times the %" PRIu64
                              " bytes of constant inputs (--fold-max-growth)",
                              out_bytes, opt->fold_max_growth, in_bytes);
         if (a) {
-            cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
-            cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
-            cJSON_AddStringToObject(a, "rule", "fold-max-growth");
+            json_put_num(a, "bytes_before", (double)in_bytes);
+            json_put_num(a, "bytes_after", (double)out_bytes);
+            json_put_str(a, "rule", "fold-max-growth");
         }
         goto out;
     }
@@ -728,18 +728,18 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
     if (out_partial) goto out; /* kept for Gather/Slice consumers; the node stays */
     f->folded[idx] = 1;
     *done = true;
-    cJSON *a = pass_action(pc, g, idx, "folded");
+    json_w *a = pass_action(pc, g, idx, "folded");
     if (a) {
-        cJSON_AddStringToObject(a, "rule", rule);
-        cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
-        cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
+        json_put_str(a, "rule", rule);
+        json_put_num(a, "bytes_before", (double)in_bytes);
+        json_put_num(a, "bytes_after", (double)out_bytes);
         int32_t v0 = vout(f, idx, 0);
         if (v0 >= 0 && f->val[v0]) add_shape(a, "output_shape", f->val[v0]);
         int64_t rep[TENSOR_MAX_RANK];
         size_t nr;
         if (op == OP_Tile && n->n_input == 2 && in[1] && in[1]->elem == DT_INT64 &&
             tensor_to_i64(in[1], rep, TENSOR_MAX_RANK, &nr))
-            cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
+            json_put_ints(a, "repeats", rep, nr);
     }
 out:
     free_outs(outs, n_out);
@@ -806,10 +806,10 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     if (ones && (!xt || xt->rank < 0 || (size_t)xt->rank == nr)) {
         /* Tile with all repeats 1 is the identity (a wrong repeats length would
         ** be an error at run time: keep those). */
-        cJSON *a = pass_action(pc, g, idx, "eliminated");
+        json_w *a = pass_action(pc, g, idx, "eliminated");
         if (a) {
-            cJSON_AddStringToObject(a, "rule", "repeats all 1");
-            cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
+            json_put_str(a, "rule", "repeats all 1");
+            json_put_ints(a, "repeats", rep, nr);
         }
         const char *xs = graph_strdup(g, x), *ys = graph_strdup(g, y);
         if (!xs || !ys) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
@@ -847,11 +847,11 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
             if (rc) return rc;
             const char *inner_x = graph_strdup(g, graph_node_input(inner, 0));
             if (!inner_x) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
-            cJSON *a = pass_action(pc, g, idx, "rewritten");
+            json_w *a = pass_action(pc, g, idx, "rewritten");
             if (a) {
-                cJSON_AddStringToObject(a, "rule", "Tile(Tile(x,a),b) -> Tile(x,a*b)");
-                cJSON_AddStringToObject(a, "inner", graph_node_id(g, p));
-                cJSON_AddItemToObject(a, "repeats", pass_json_ints(prod, nr));
+                json_put_str(a, "rule", "Tile(Tile(x,a),b) -> Tile(x,a*b)");
+                json_put_str(a, "inner", graph_node_id(g, p));
+                json_put_ints(a, "repeats", prod, nr);
             }
             graph_remove_node(g, p);
             if (graph_node_set_input(g, idx, 0, inner_x) || graph_node_set_input(g, idx, 1, rname))
@@ -870,10 +870,10 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     const char *rname;
     int rc = add_int64_initializer(f, "repeats", rep, nr, &rname);
     if (rc) return rc;
-    cJSON *a = pass_action(pc, g, idx, "rewritten");
+    json_w *a = pass_action(pc, g, idx, "rewritten");
     if (a) {
-        cJSON_AddStringToObject(a, "rule", "constant repeats -> initializer");
-        cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
+        json_put_str(a, "rule", "constant repeats -> initializer");
+        json_put_ints(a, "repeats", rep, nr);
     }
     if (graph_node_set_input(g, idx, 1, rname))
         return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
@@ -960,15 +960,15 @@ static void settle_chains(fold_graph *f) {
         int32_t idx = f->order[k];
         if (f->transient[idx] != TR_KEPT || graph_node_removed(f->g, idx)) continue;
         if (!readers_gone(f, idx)) {
-            cJSON *a = pass_skip(f->pc, f->g, idx, "outputs over --fold-limit %" PRIu64
+            json_w *a = pass_skip(f->pc, f->g, idx, "outputs over --fold-limit %" PRIu64
                                  ", and not every reader folded", f->pc->opt->fold_limit);
-            if (a) cJSON_AddStringToObject(a, "rule", "fold-limit");
+            if (a) json_put_str(a, "rule", "fold-limit");
             continue;
         }
         f->transient[idx] = TR_GONE;
         f->folded[idx] = 1;
-        cJSON *a = pass_action(f->pc, f->g, idx, "folded");
-        if (a) cJSON_AddStringToObject(a, "rule", "inside a constant chain");
+        json_w *a = pass_action(f->pc, f->g, idx, "folded");
+        if (a) json_put_str(a, "rule", "inside a constant chain");
     }
 }
 

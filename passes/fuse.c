@@ -177,15 +177,17 @@ static void fz_shape_str(const fz_syms *sy, char *buf, size_t cap, const int64_t
 }
 
 /* Dims for a report: numbers, named dims as strings, unknown as null. */
-static cJSON *fz_json_dims(const fz_syms *sy, const int64_t *d, int32_t rank) {
-    cJSON *a = cJSON_CreateArray();
-    for (int32_t i = 0; a && i < rank; i++) {
+static void fz_json_dims(json_w *w, const char *key, const fz_syms *sy, const int64_t *d,
+                         int32_t rank) {
+    json_key(w, key);
+    json_array(w);
+    for (int32_t i = 0; i < rank; i++) {
         const char *s = fz_sym_name(sy, d[i]);
-        cJSON_AddItemToArray(a, d[i] >= 0 ? pass_json_int(d[i])
-                                : s      ? cJSON_CreateString(s)
-                                         : cJSON_CreateNull());
+        if (d[i] >= 0) json_int(w, d[i]);
+        else if (s) json_str(w, s);
+        else json_null(w);
     }
-    return a;
+    json_end(w);
 }
 
 /* ----------------------------------------------------------- constants */
@@ -220,7 +222,7 @@ static bool fz_input_constant(graph *g, const char *name) {
 static void fz_note_foldable(pass_ctx *pc, graph *g, const char *const *ins, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (!fz_input_constant(g, ins[k])) return;
-    pc->fold_again = true;
+    pc->wake = true;
 }
 
 /* ----------------------------------------------------------------- Tiles */
@@ -817,20 +819,20 @@ static const char *fz_hint(graph *g, int32_t node, const char *suffix) {
     return graph_unique_name(g, buf);
 }
 
-static cJSON *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const char *action,
+static json_w *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const char *action,
                          int rule, const char *rule_name, uint64_t el_before,
                          uint64_t el_after, uint64_t bytes_after, uint64_t saved) {
-    cJSON *a = pass_action(st->pc, st->g, ci, action);
+    json_w *a = pass_action(st->pc, st->g, ci, action);
     if (!a) return NULL;
-    pass_add_number(a, "rule", rule);
-    pass_add_static(a, "rule_name", rule_name); /* every caller's is a literal */
-    pass_add_text(a, "tile", graph_node_id(st->g, t->node));
+    json_put_num(a, "rule", rule);
+    json_put_str(a, "rule_name", rule_name); /* every caller's is a literal */
+    pass_log_tile(st->pc->log, graph_node_id(st->g, t->node));
     /* "repeats" holds numbers only; repeats with named or unknown entries go
     ** under their own key, and sizes are then unknown */
-    cJSON_AddItemToObjectCS(a, fz_dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic",
-                            fz_json_dims(&st->sy, t->r, t->xs.rank));
-    cJSON_AddItemToObjectCS(a, "input_shape", fz_json_dims(&st->sy, t->xs.d, t->xs.rank));
-    cJSON_AddItemToObjectCS(a, "tiled_shape", fz_json_dims(&st->sy, t->t, t->xs.rank));
+    fz_json_dims(a, fz_dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic", &st->sy,
+                 t->r, t->xs.rank);
+    fz_json_dims(a, "input_shape", &st->sy, t->xs.d, t->xs.rank);
+    fz_json_dims(a, "tiled_shape", &st->sy, t->t, t->xs.rank);
     if (!t->fixed) return a;
     int64_t vs[2 * FZ_MAX_RANK], vst[2 * FZ_MAX_RANK];
     int64_t stride = (int64_t)t->esize;
@@ -841,17 +843,17 @@ static cJSON *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const cha
         vst[2 * i + 1] = stride;
         stride *= t->xs.d[i];
     }
-    cJSON *view = cJSON_AddObjectToObject(a, "view");
-    if (view) {
-        cJSON_AddItemToObject(view, "shape", pass_json_ints(vs, 2 * (size_t)t->xs.rank));
-        cJSON_AddItemToObject(view, "strides", pass_json_ints(vst, 2 * (size_t)t->xs.rank));
-    }
+    json_key(a, "view");
+    json_object(a);
+    json_put_ints(a, "shape", vs, 2 * (size_t)t->xs.rank);
+    json_put_ints(a, "strides", vst, 2 * (size_t)t->xs.rank);
+    json_end(a);
     uint64_t tb = t->t_numel * t->esize;
-    pass_add_number(a, "bytes_before", (double)tb);
-    pass_add_number(a, "bytes_after", (double)bytes_after);
-    pass_add_number(a, "tile_bytes_not_materialized", (double)saved);
-    pass_add_number(a, "elements_before", (double)el_before);
-    pass_add_number(a, "elements_after", (double)el_after);
+    json_put_num(a, "bytes_before", (double)tb);
+    json_put_num(a, "bytes_after", (double)bytes_after);
+    json_put_num(a, "tile_bytes_not_materialized", (double)saved);
+    json_put_num(a, "elements_before", (double)el_before);
+    json_put_num(a, "elements_after", (double)el_after);
     return a;
 }
 
@@ -1151,8 +1153,8 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
     if (!is_out && !fz_live_uses(g, t.out)) {
         if (!n_plans) {
             /* nothing read it to begin with */
-            cJSON *a = pass_action(pc, g, ti, "eliminated");
-            if (a) cJSON_AddStringToObject(a, "rule_name", "Tile nobody reads");
+            json_w *a = pass_action(pc, g, ti, "eliminated");
+            if (a) json_put_str(a, "rule_name", "Tile nobody reads");
         }
         graph_remove_node(g, ti);
         pc->changed = true;
@@ -1201,9 +1203,9 @@ static int fz_expand(fz_state *st, int32_t ti, const char *why_kept, int *declin
     /* Expand writes the same bytes in a runtime that materializes it; ours and
     ** any runtime with stride-0 views need not. */
     uint64_t tb = t.t_numel * t.esize;
-    cJSON *a = fz_report_as(st, &t, ti, "rewritten", 5, "Tile over size-1 axes -> Expand",
+    json_w *a = fz_report_as(st, &t, ti, "rewritten", 5, "Tile over size-1 axes -> Expand",
                             t.t_numel, t.t_numel, tb, 0);
-    if (a && why_kept) cJSON_AddStringToObject(a, "kept_because", why_kept);
+    if (a && why_kept) json_put_str(a, "kept_because", why_kept);
     const char *x = t.x, *out = t.out;
     graph_remove_node(g, ti);
     const char *in[2] = {x, t.reps};

@@ -1,192 +1,17 @@
 /*
-** The actions of one pass run, kept as JSON text, and the JSON writer every
-** report and inspect output goes through.
+** The actions of one pass run, kept as JSON text.
 **
 ** A big model's pass acts on hundreds of thousands of nodes. As a cJSON tree a
 ** record costs five to fifteen allocations of 64 bytes or more; as text it
-** costs its 80 to 300 bytes. So a record is a cJSON object only while its pass
-** fills it: the next record (or the end of the run) writes it out and empties
-** it. What the report and the change check need later (which nodes the actions
-** name, how many were changed or skipped) is kept beside the text.
+** costs its 80 to 300 bytes. So a record is written as text while its pass fills
+** it, and the next record (or the end of the run) closes it. What the report
+** and the change check need later (which nodes the actions name, how many were
+** changed or skipped) is kept beside the text.
 */
-#include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
 
 #include "passes/pass.h"
-
-/* ------------------------------------------------------- cJSON allocations */
-
-/* cJSON's builders drop what they cannot allocate: cJSON_AddStringToObject
-** returns NULL and the object goes on without the key. Checking each of the
-** report's few hundred calls would bury the code, so cJSON allocates through
-** these hooks, which note a failure for the thread; whoever finishes a tree
-** asks whether one happened since it began. */
-static _Thread_local bool json_oom;
-
-static void *json_malloc(size_t n) {
-    void *p = malloc(n);
-    if (!p) json_oom = true;
-    return p;
-}
-
-static once_flag hooks_once = ONCE_FLAG_INIT;
-
-static void hooks_install(void) {
-    cJSON_Hooks hooks = {json_malloc, free};
-    cJSON_InitHooks(&hooks);
-}
-
-void pass_json_hooks(void) { call_once(&hooks_once, hooks_install); }
-
-bool pass_json_failed(void) {
-    bool failed = json_oom;
-    json_oom = false;
-    return failed;
-}
-
-/* ------------------------------------------------------------------- text */
-
-void pass_text_put(pass_text *t, const char *s, size_t n) {
-    if (t->failed || !n) return; /* nothing to copy, maybe into no buffer yet */
-    if (n > t->cap - t->len) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (n > cap - t->len) {
-            if (cap > SIZE_MAX / 2) {
-                t->failed = true;
-                return;
-            }
-            cap *= 2;
-        }
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->failed = true;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-}
-
-static void put_str(pass_text *t, const char *s) { pass_text_put(t, s, strlen(s)); }
-
-static void put_indent(pass_text *t, int depth) {
-    static const char tabs[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
-    for (; depth > 0; depth -= 16) pass_text_put(t, tabs, depth < 16 ? (size_t)depth : 16);
-}
-
-/* Bytes a JSON string takes as they are: printable ASCII but the quote and the
-** backslash. Names are almost always all of them, so runs go out in one copy. */
-static bool plain_byte(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
-
-/* A JSON string: bytes that are not UTF-8 become the text \xNN (as error
-** messages write them), so any parser reads the report. */
-static void put_quoted(pass_text *t, const char *s) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = 0; /* measured at the first byte past ASCII */
-    pass_text_put(t, "\"", 1);
-    for (size_t i = 0;;) {
-        size_t run = i;
-        while (plain_byte(u[run])) run++;
-        pass_text_put(t, s + i, run - i);
-        i = run;
-        unsigned char c = u[i];
-        if (!c) break;
-        if (c >= 0x80 && !n) n = i + strlen(s + i);
-        size_t len = c >= 0x80 ? graph_utf8_len(u + i, n - i) : 0;
-        if (len) { /* a whole UTF-8 sequence goes as it is */
-            pass_text_put(t, s + i, len);
-            i += len;
-            continue;
-        }
-        char buf[8];
-        const char *esc = buf;
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\t') esc = "\\t";
-        else if (c == '\r') esc = "\\r";
-        else if (c < 0x20) snprintf(buf, sizeof buf, "\\u%04x", c);
-        else snprintf(buf, sizeof buf, "\\\\x%02x", c);
-        put_str(t, esc);
-        i++;
-    }
-    pass_text_put(t, "\"", 1);
-}
-
-/* Integers as integers (never 1e+18), the exact digits pass_json_int kept, and
-** the shortest %g that reads back the same double otherwise. */
-static void put_number(pass_text *t, const cJSON *item) {
-    char buf[40];
-    double v = item->valuedouble;
-    if (item->valuestring) {
-        put_str(t, item->valuestring);
-        return;
-    }
-    if (!isfinite(v)) {
-        put_str(t, "null");
-        return;
-    }
-    if (v == floor(v) && fabs(v) < 9.2e18) {
-        /* by hand: every dim, repeat and byte count of every action comes here */
-        int64_t x = (int64_t)v;
-        uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
-        char *p = buf + sizeof buf;
-        *--p = '\0';
-        do *--p = (char)('0' + u % 10);
-        while (u /= 10);
-        if (x < 0) *--p = '-';
-        put_str(t, p);
-        return;
-    }
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
-    put_str(t, buf);
-}
-
-void pass_json_write(pass_text *t, const cJSON *item, int depth, bool pretty) {
-    if (cJSON_IsRaw(item)) {
-        put_str(t, item->valuestring ? item->valuestring : "null");
-    } else if (cJSON_IsString(item)) {
-        put_quoted(t, item->valuestring ? item->valuestring : "");
-    } else if (cJSON_IsNumber(item)) {
-        put_number(t, item);
-    } else if (cJSON_IsBool(item)) {
-        put_str(t, cJSON_IsTrue(item) ? "true" : "false");
-    } else if (cJSON_IsArray(item)) {
-        /* arrays stay on one line, as cJSON_Print writes them */
-        pass_text_put(t, "[", 1);
-        for (const cJSON *c = item->child; c; c = c->next) {
-            pass_json_write(t, c, depth, pretty);
-            if (c->next) pass_text_put(t, pretty ? ", " : ",", pretty ? 2 : 1);
-        }
-        pass_text_put(t, "]", 1);
-    } else if (cJSON_IsObject(item)) {
-        pass_text_put(t, "{", 1);
-        for (const cJSON *c = item->child; c; c = c->next) {
-            if (pretty) {
-                pass_text_put(t, "\n", 1);
-                put_indent(t, depth + 1);
-            }
-            put_quoted(t, c->string ? c->string : "");
-            pass_text_put(t, pretty ? ":\t" : ":", pretty ? 2 : 1);
-            pass_json_write(t, c, depth + 1, pretty);
-            if (c->next) pass_text_put(t, ",", 1);
-        }
-        if (pretty && item->child) {
-            pass_text_put(t, "\n", 1);
-            put_indent(t, depth);
-        }
-        pass_text_put(t, "}", 1);
-    } else {
-        put_str(t, "null");
-    }
-}
 
 /* -------------------------------------------------------------------- log */
 
@@ -210,7 +35,7 @@ typedef struct log_record {
 
 struct pass_log {
     pass_text text;          /* ",\n<indent>{...}" per record */
-    cJSON *open;             /* the extra members of the record being filled */
+    json_w open;             /* the writer inside the record being filled */
     bool is_open, open_skip;
     int32_t open_key;
     log_record *recs;
@@ -226,17 +51,13 @@ struct pass_log {
 
 pass_log *pass_log_new(void) {
     pass_log *l = calloc(1, sizeof *l);
-    if (l && !(l->open = cJSON_CreateObject())) {
-        free(l);
-        return NULL;
-    }
+    if (l) json_init(&l->open, &l->text, false, 0);
     return l;
 }
 
 void pass_log_free(pass_log *l) {
     if (!l) return;
     free(l->text.p);
-    cJSON_Delete(l->open);
     free(l->recs);
     free(l->key_text.p);
     free(l->keys);
@@ -306,53 +127,35 @@ static int32_t key_get(pass_log *l, const char *path, size_t pn, const char *id)
     return (int32_t)(l->n_keys - 1);
 }
 
-/* A member's key in a one-line record: the comma before it unless it is the
-** first. */
-static void put_key(pass_text *t, const char *key, bool first) {
-    if (!first) pass_text_put(t, ",", 1);
-    put_quoted(t, key);
-    pass_text_put(t, ":", 1);
-}
-
-static void put_member(pass_text *t, const char *key, const char *value) {
-    put_key(t, key, false);
-    put_quoted(t, value);
-}
-
-/* Write the open record's extra members and its closing brace. */
+/* Close the open record. */
 static void close_open(pass_log *l) {
     if (!l->is_open) return;
     l->is_open = false;
-    const char *tile = NULL;
-    for (const cJSON *c = l->open->child; c; c = c->next) {
-        put_key(&l->text, c->string ? c->string : "", false);
-        pass_json_write(&l->text, c, 0, false);
-        if (c->string && strcmp(c->string, "tile") == 0) tile = cJSON_GetStringValue(c);
-    }
-    pass_text_put(&l->text, "}", 1);
-    if (tile && !l->open_skip && l->open_key >= 0) {
-        /* the Tile a fused consumer no longer reads sits in the same graph; its
-        ** path is copied, since adding the tile's key may move the key texts */
-        const char *node = l->key_text.p + l->keys[l->open_key].at;
-        size_t pn = (size_t)(strchr(node, '\x1f') - node);
-        char small[256], *path = pn < sizeof small ? small : malloc(pn + 1);
-        int32_t k = -1;
-        if (path) {
-            memcpy(path, node, pn);
-            k = key_get(l, path, pn, tile);
-            if (path != small) free(path);
-        }
-        if (k < 0) l->failed = true;
-        else l->keys[k].named |= NAMED_TILE;
-    }
-    cJSON *c = l->open->child;
-    l->open->child = NULL;
-    cJSON_Delete(c);
-    if (l->text.failed || pass_json_failed()) l->failed = true;
+    json_end(&l->open);
+    if (l->text.failed) l->failed = true;
 }
 
-cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
-                      const char *action) {
+void pass_log_tile(pass_log *l, const char *tile) {
+    if (!l->is_open) return;
+    json_put_str(&l->open, "tile", tile);
+    if (l->open_skip || l->open_key < 0) return;
+    /* the Tile a fused consumer no longer reads sits in the same graph; its
+    ** path is copied, since adding the tile's key may move the key texts */
+    const char *node = l->key_text.p + l->keys[l->open_key].at;
+    size_t pn = (size_t)(strchr(node, '\x1f') - node);
+    char small[256], *path = pn < sizeof small ? small : malloc(pn + 1);
+    int32_t k = -1;
+    if (path) {
+        memcpy(path, node, pn);
+        k = key_get(l, path, pn, tile);
+        if (path != small) free(path);
+    }
+    if (k < 0) l->failed = true;
+    else l->keys[k].named |= NAMED_TILE;
+}
+
+json_w *pass_log_begin(pass_log *l, const char *node, const char *op, const char *graph,
+                       const char *action) {
     close_open(l);
     if (l->failed) return NULL;
     if (l->n_recs == l->cap_recs) {
@@ -377,17 +180,17 @@ cJSON *pass_log_begin(pass_log *l, const char *node, const char *op, const char 
     }
     l->recs[l->n_recs++] = (log_record){l->text.len, skip ? key : -1};
     pass_text_put(&l->text, ",\n", 2);
-    put_indent(&l->text, RECORD_DEPTH);
-    pass_text_put(&l->text, "{", 1);
-    put_key(&l->text, "node", true);
-    put_quoted(&l->text, node);
-    put_member(&l->text, "op", op);
-    if (graph) put_member(&l->text, "graph", graph);
-    put_member(&l->text, "action", action);
+    pass_text_indent(&l->text, RECORD_DEPTH);
+    json_w *w = &l->open;
+    json_object(w);
+    json_put_str(w, "node", node);
+    json_put_str(w, "op", op);
+    if (graph) json_put_str(w, "graph", graph);
+    json_put_str(w, "action", action);
     l->is_open = true;
     l->open_skip = skip;
     l->open_key = key;
-    return l->open;
+    return w;
 }
 
 size_t pass_log_mark(pass_log *l) {
@@ -433,7 +236,7 @@ int pass_log_finish(pass_log *l, char **json, size_t *changed, size_t *skipped) 
     if (l->n_recs) {
         l->text.p[0] = '['; /* the first record's comma */
         pass_text_put(&l->text, "\n", 1);
-        put_indent(&l->text, RECORD_DEPTH - 1);
+        pass_text_indent(&l->text, RECORD_DEPTH - 1);
         pass_text_put(&l->text, "]", 1);
     } else {
         pass_text_put(&l->text, "[]", 2);

@@ -6,12 +6,15 @@
 #include "passes/passes.h"
 
 /* Default order: migrate first so later passes see current op semantics, fold
-** before fuse so fuse sees constant repeats. */
+** before fuse so fuse sees constant repeats. A fold can leave a Tile fuse can
+** now take; a fuse that moves an op onto constant inputs (it says when) leaves
+** fold work: the pipeline runs them again until neither has any. */
 const pass_def pass_registry[] = {
-    {"upgrade", pass_upgrade, "migrate default-domain nodes to the target opset (Tile-1 included)"},
-    {"fold", pass_fold, "constant-fold Tile and the shape subgraphs that feed it"},
-    {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it"},
-    {NULL, NULL, NULL},
+    {"upgrade", pass_upgrade, "migrate default-domain nodes to the target opset (Tile-1 included)",
+     NULL, false},
+    {"fold", pass_fold, "constant-fold Tile and the shape subgraphs that feed it", "fuse", true},
+    {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it", "fold", false},
+    {NULL, NULL, NULL, NULL, false},
 };
 const size_t pass_count = countof(pass_registry) - 1; /* the NULL row ends it */
 

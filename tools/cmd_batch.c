@@ -167,11 +167,6 @@ static int make_folder(const char *path) {
 }
 
 /* o[key] as a number, 0 when it is missing (a model that failed early). */
-static double number(const cJSON *o, const char *key) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(x) ? x->valuedouble : 0.0;
-}
-
 /* The child: one model, its messages to errfd, its result to the pipe. */
 static void child_run(tileopt_ctx *ctx, const batch_opts *b, const model *m, int out_fd,
                       int err_fd) {
@@ -196,13 +191,10 @@ static void child_run(tileopt_ctx *ctx, const batch_opts *b, const model *m, int
     } else {
         if (b->report_dir) a.report = rep;
         r.rc = b->one(ctx, &a, b->passes, b->n_passes);
-        const cJSON *report = tileopt_report_overview(ctx);
-        const cJSON *in = cJSON_GetObjectItemCaseSensitive(report, "input");
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(report, "output");
-        r.in_bytes = number(in, "file_bytes");
-        r.out_bytes = number(o, "file_bytes");
-        r.tiles_before = (int)number(cJSON_GetObjectItemCaseSensitive(in, "ops"), "Tile");
-        r.tiles_after = (int)number(cJSON_GetObjectItemCaseSensitive(o, "ops"), "Tile");
+        r.in_bytes = (double)tileopt_report_model_stat(ctx, TILEOPT_INPUT, TILEOPT_MODEL_FILE_BYTES);
+        r.out_bytes = (double)tileopt_report_model_stat(ctx, TILEOPT_OUTPUT, TILEOPT_MODEL_FILE_BYTES);
+        r.tiles_before = (int)tileopt_report_model_stat(ctx, TILEOPT_INPUT, TILEOPT_MODEL_TILES);
+        r.tiles_after = (int)tileopt_report_model_stat(ctx, TILEOPT_OUTPUT, TILEOPT_MODEL_TILES);
     }
     fflush(NULL);
     ssize_t w = write(out_fd, &r, sizeof r);

@@ -10,8 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "cmd.h"
 
 static void known_passes(char *buf, size_t cap) {
@@ -112,53 +110,50 @@ static int check_paths(const opt_args *a) {
 
 /* The name lists of a pass's "changes" in the report, as the summary words them. */
 static const struct {
-    const char *key, *words;
+    tileopt_pass_stat stat;
+    const char *words;
 } change_words[] = {
-    {"initializers_removed", "initializers removed"},
-    {"initializers_added", "initializers added"},
-    {"inputs_removed", "graph inputs removed"},
-    {"inputs_added", "graph inputs added"},
-    {"value_info_removed", "value_info removed"},
+    {TILEOPT_PASS_INITIALIZERS_REMOVED, "initializers removed"},
+    {TILEOPT_PASS_INITIALIZERS_ADDED, "initializers added"},
+    {TILEOPT_PASS_INPUTS_REMOVED, "graph inputs removed"},
+    {TILEOPT_PASS_INPUTS_ADDED, "graph inputs added"},
+    {TILEOPT_PASS_VALUE_INFO_REMOVED, "value_info removed"},
 };
 
-static double default_opset(const cJSON *summary) {
-    const cJSON *o;
-    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(summary, "opset_import")) {
-        const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "domain"));
-        if (d && (!d[0] || strcmp(d, "ai.onnx") == 0))
-            return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "version"));
+/* Nodes of op type `op` in the model on that side of the report. */
+static uint64_t op_nodes(const tileopt_ctx *ctx, tileopt_side side, const char *op) {
+    for (size_t i = 0; i < tileopt_report_op_count(ctx, side); i++) {
+        uint64_t n;
+        if (strcmp(tileopt_report_op(ctx, side, i, &n), op) == 0) return n;
     }
     return 0;
 }
 
 /* One row per op type, nodes before and after: changed rows first, then the
 ** rest, each group most frequent first. */
-static void print_op_table(FILE *f, const cJSON *before, const cJSON *after) {
-    cJSON *all = cJSON_CreateObject();
-    const cJSON *e;
-    cJSON_ArrayForEach(e, before) if (all) cJSON_AddTrueToObject(all, e->string);
-    cJSON_ArrayForEach(e, after)
-        if (all && !cJSON_GetObjectItemCaseSensitive(all, e->string))
-            cJSON_AddTrueToObject(all, e->string);
-    int n = cJSON_GetArraySize(all), k = 0;
-    struct row { const char *op; double b, a; } *rows = malloc((size_t)(n ? n : 1) * sizeof *rows);
-    if (!rows) {
-        cJSON_Delete(all);
-        return;
+static void print_op_table(FILE *f, const tileopt_ctx *ctx) {
+    size_t nb = tileopt_report_op_count(ctx, TILEOPT_INPUT);
+    size_t na = tileopt_report_op_count(ctx, TILEOPT_OUTPUT);
+    struct row { const char *op; uint64_t b, a; } *rows = malloc((nb + na + 1) * sizeof *rows);
+    if (!rows) return;
+    size_t n = 0;
+    for (size_t i = 0; i < nb; i++) {
+        rows[n].op = tileopt_report_op(ctx, TILEOPT_INPUT, i, &rows[n].b);
+        rows[n].a = op_nodes(ctx, TILEOPT_OUTPUT, rows[n].op);
+        n++;
     }
-    cJSON_ArrayForEach(e, all) {
-        rows[k].op = e->string;
-        rows[k].b = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(before, e->string));
-        rows[k].a = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(after, e->string));
-        if (rows[k].b != rows[k].b) rows[k].b = 0; /* NaN: absent */
-        if (rows[k].a != rows[k].a) rows[k].a = 0;
-        k++;
+    for (size_t i = 0; i < na; i++) {
+        const char *op = tileopt_report_op(ctx, TILEOPT_OUTPUT, i, &rows[n].a);
+        if (op_nodes(ctx, TILEOPT_INPUT, op)) continue;
+        rows[n].op = op;
+        rows[n].b = 0;
+        n++;
     }
-    for (int i = 1; i < n; i++) /* insertion sort: op types are few */
-        for (int j = i; j > 0; j--) {
+    for (size_t i = 1; i < n; i++) /* insertion sort: op types are few */
+        for (size_t j = i; j > 0; j--) {
             struct row *x = &rows[j - 1], *y = &rows[j];
             bool cx = x->b != x->a, cy = y->b != y->a;
-            double mx = x->b > x->a ? x->b : x->a, my = y->b > y->a ? y->b : y->a;
+            uint64_t mx = x->b > x->a ? x->b : x->a, my = y->b > y->a ? y->b : y->a;
             bool in_order = cx != cy ? cx : mx != my ? mx > my : strcmp(x->op, y->op) <= 0;
             if (in_order) break;
             struct row t = *x;
@@ -166,102 +161,91 @@ static void print_op_table(FILE *f, const cJSON *before, const cJSON *after) {
             *y = t;
         }
     fprintf(f, "  %-24s %8s %8s\n", "op", "before", "after");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "  %-24s %8.0f %8.0f%s\n", rows[i].op, rows[i].b, rows[i].a,
-                rows[i].b != rows[i].a ? "  *" : "");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "  %-24s %8llu %8llu%s\n", rows[i].op, (unsigned long long)rows[i].b,
+                (unsigned long long)rows[i].a, rows[i].b != rows[i].a ? "  *" : "");
     free(rows);
-    cJSON_Delete(all);
 }
 
+#define STAT(side, s) tileopt_report_model_stat(ctx, side, TILEOPT_MODEL_##s)
+
 /* Model size: the .onnx file plus its external data, with the files named. */
-static void print_sizes(FILE *f, const cJSON *in, const cJSON *out) {
-#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+static void print_sizes(FILE *f, const tileopt_ctx *ctx) {
     char b1[32], b2[32], b3[32], b4[32];
-    double ext_in = NUM(in, "external_data_bytes"), ext_out = NUM(out, "external_data_bytes");
+    double ext_in = (double)STAT(TILEOPT_INPUT, EXTERNAL_DATA_BYTES);
+    double ext_out = (double)STAT(TILEOPT_OUTPUT, EXTERNAL_DATA_BYTES);
     fprintf(f, "  model size %s -> %s",
-            cli_human_bytes(NUM(in, "file_bytes") + ext_in, b1, sizeof b1),
-            cli_human_bytes(NUM(out, "file_bytes") + ext_out, b2, sizeof b2));
+            cli_human_bytes((double)STAT(TILEOPT_INPUT, FILE_BYTES) + ext_in, b1, sizeof b1),
+            cli_human_bytes((double)STAT(TILEOPT_OUTPUT, FILE_BYTES) + ext_out, b2, sizeof b2));
     fprintf(f, " (initializers %s -> %s, external data %s -> %s)\n",
-            cli_human_bytes(NUM(in, "initializer_bytes"), b1, sizeof b1),
-            cli_human_bytes(NUM(out, "initializer_bytes"), b2, sizeof b2), cli_human_bytes(ext_in, b3, sizeof b3),
-            cli_human_bytes(ext_out, b4, sizeof b4));
+            cli_human_bytes((double)STAT(TILEOPT_INPUT, INITIALIZER_BYTES), b1, sizeof b1),
+            cli_human_bytes((double)STAT(TILEOPT_OUTPUT, INITIALIZER_BYTES), b2, sizeof b2),
+            cli_human_bytes(ext_in, b3, sizeof b3), cli_human_bytes(ext_out, b4, sizeof b4));
     for (int k = 0; k < 2; k++) {
-        const cJSON *files = cJSON_GetObjectItemCaseSensitive(k ? out : in, "external_data_files");
-        if (!cJSON_GetArraySize(files)) continue;
+        tileopt_side side = k ? TILEOPT_OUTPUT : TILEOPT_INPUT;
+        size_t n = tileopt_report_data_file_count(ctx, side);
+        if (!n) continue;
         fprintf(f, "  external data of the %s:", k ? "output" : "input");
-        const cJSON *e;
-        cJSON_ArrayForEach(e, files) fprintf(f, " %s", cJSON_GetStringValue(e));
+        for (size_t i = 0; i < n; i++) fprintf(f, " %s", tileopt_report_data_file(ctx, side, i));
         fputc('\n', f);
     }
-#undef NUM
 }
 
 static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
     cli_progress_clear();
-    const cJSON *r = tileopt_report_overview(ctx);
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(r, "input");
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(r, "output");
-#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
-    fprintf(f, "%s -> %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "path")),
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out, "path")));
-    const cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "passes")) {
-        int done = (int)NUM(p, "nodes_changed"), skipped = (int)NUM(p, "nodes_skipped");
+    fprintf(f, "%s -> %s\n", tileopt_report_path(ctx, TILEOPT_INPUT),
+            tileopt_report_path(ctx, TILEOPT_OUTPUT));
+    for (size_t i = 0; i < tileopt_report_pass_count(ctx); i++) {
+        int done = (int)tileopt_report_pass_stat(ctx, i, TILEOPT_PASS_NODES_CHANGED);
+        int skipped = (int)tileopt_report_pass_stat(ctx, i, TILEOPT_PASS_NODES_SKIPPED);
         fprintf(f, "  %-8s %4d node%s changed, %4d skipped, %.1f ms",
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), done,
-                done == 1 ? "" : "s", skipped, NUM(p, "duration_ms"));
-        const cJSON *changes = cJSON_GetObjectItemCaseSensitive(p, "changes");
+                tileopt_report_pass_name(ctx, i), done, done == 1 ? "" : "s", skipped,
+                tileopt_report_pass_ms(ctx, i));
         const char *sep = "; ";
         for (size_t k = 0; k < sizeof change_words / sizeof change_words[0]; k++) {
-            int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(changes, change_words[k].key));
+            int n = (int)tileopt_report_pass_stat(ctx, i, change_words[k].stat);
             if (!n) continue;
             fprintf(f, "%s%d %s", sep, n, change_words[k].words);
             sep = ", ";
         }
         fputc('\n', f);
     }
-    print_op_table(f, cJSON_GetObjectItemCaseSensitive(in, "ops"),
-                   cJSON_GetObjectItemCaseSensitive(out, "ops"));
-    fprintf(f, "  nodes %.0f -> %.0f, Tile %.0f -> %.0f\n", NUM(in, "nodes"), NUM(out, "nodes"),
-            NUM(in, "tiles"), NUM(out, "tiles"));
-    print_sizes(f, in, out);
-    double op_in = default_opset(in), op_out = default_opset(out);
-    double ir_in = NUM(in, "ir_version"), ir_out = NUM(out, "ir_version");
+    print_op_table(f, ctx);
+    fprintf(f, "  nodes %lld -> %lld, Tile %lld -> %lld\n", (long long)STAT(TILEOPT_INPUT, NODES),
+            (long long)STAT(TILEOPT_OUTPUT, NODES), (long long)STAT(TILEOPT_INPUT, TILES),
+            (long long)STAT(TILEOPT_OUTPUT, TILES));
+    print_sizes(f, ctx);
+    int64_t op_in = STAT(TILEOPT_INPUT, OPSET), op_out = STAT(TILEOPT_OUTPUT, OPSET);
+    int64_t ir_in = STAT(TILEOPT_INPUT, IR_VERSION), ir_out = STAT(TILEOPT_OUTPUT, IR_VERSION);
     const char *why_opset = args->target_asked ? "--target-opset asks for it"
                             : "opsets below 7 go to 13 by default: no current runtime runs "
                               "Tile-1 or the legacy broadcast";
     if (op_in != op_out && ir_in != ir_out)
-        fprintf(f, "  opset %.0f -> %.0f, IR %.0f -> %.0f (%s; the IR version is the one the "
-                "opset needs)\n", op_in, op_out, ir_in, ir_out, why_opset);
+        fprintf(f, "  opset %lld -> %lld, IR %lld -> %lld (%s; the IR version is the one the "
+                "opset needs)\n", (long long)op_in, (long long)op_out, (long long)ir_in,
+                (long long)ir_out, why_opset);
     else if (op_in != op_out)
-        fprintf(f, "  opset %.0f -> %.0f (%s)\n", op_in, op_out, why_opset);
+        fprintf(f, "  opset %lld -> %lld (%s)\n", (long long)op_in, (long long)op_out, why_opset);
     else if (ir_in != ir_out)
-        fprintf(f, "  IR %.0f -> %.0f\n", ir_in, ir_out);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verify");
-    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "reason"));
-    if (v)
-        fprintf(f, "  verify: %s%s%s\n",
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "verdict")),
-                why ? ": " : "", why ? why : "");
-    const cJSON *w;
-    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(r, "warnings"))
-        fprintf(f, "  warning: %s\n", cJSON_GetStringValue(w));
-#undef NUM
+        fprintf(f, "  IR %lld -> %lld\n", (long long)ir_in, (long long)ir_out);
+    const char *why;
+    tileopt_verdict v = tileopt_report_verdict(ctx, &why);
+    if (v != TILEOPT_VERDICT_NONE)
+        fprintf(f, "  verify: %s%s%s\n", tileopt_verdict_str(v), why ? ": " : "", why ? why : "");
+    for (size_t i = 0; i < tileopt_report_warning_count(ctx); i++)
+        fprintf(f, "  warning: %s\n", tileopt_report_warning(ctx, i));
 }
 
 /* Whether the last pass the report lists is `name` and failed. */
 static bool failed_pass_is(tileopt_ctx *ctx, const char *name) {
-    const cJSON *passes = cJSON_GetObjectItemCaseSensitive(tileopt_report_overview(ctx), "passes");
-    int n = cJSON_GetArraySize(passes);
-    const cJSON *last = n ? cJSON_GetArrayItem(passes, n - 1) : NULL;
-    const char *got = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "name"));
-    return got && strcmp(got, name) == 0 && cJSON_GetObjectItemCaseSensitive(last, "error");
+    size_t n = tileopt_report_pass_count(ctx);
+    const char *got = n ? tileopt_report_pass_name(ctx, n - 1) : NULL;
+    return got && strcmp(got, name) == 0 && tileopt_report_pass_error(ctx, n - 1);
 }
 
 /* The output size the report states now. */
 static double output_file_bytes(tileopt_ctx *ctx) {
-    const cJSON *out = cJSON_GetObjectItemCaseSensitive(tileopt_report_overview(ctx), "output");
-    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(out, "file_bytes"));
+    return (double)STAT(TILEOPT_OUTPUT, FILE_BYTES);
 }
 
 static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *passes,

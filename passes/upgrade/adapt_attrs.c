@@ -10,14 +10,14 @@
 
 #include "passes/upgrade/upgrade_impl.h"
 
-int up_adapt_consumed_inputs(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_consumed_inputs(up *u, graph *g, int32_t *node, json_w *act) {
     (void)u;
     (void)act;
     graph_node_del_attr(graph_node(g, *node), "consumed_inputs");
     return 0;
 }
 
-int up_adapt_concat_3_4(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_concat_3_4(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     if (!graph_attr(n, "axis") && graph_node_set_attr_int(g, n, "axis", 1)) return up_nomem(u);
@@ -25,7 +25,7 @@ int up_adapt_concat_3_4(up *u, graph *g, int32_t *node, cJSON *act) {
 }
 
 /* Cast's `to` was a string (the DataType name) until opset 6. */
-int up_adapt_cast_5_6(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_cast_5_6(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, "to");
@@ -44,14 +44,14 @@ int up_adapt_cast_5_6(up *u, graph *g, int32_t *node, cJSON *act) {
 }
 
 /* is_test went away in opset 7: those ops always run in inference mode then. */
-int up_adapt_is_test(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_is_test(up *u, graph *g, int32_t *node, json_w *act) {
     (void)u;
     (void)act;
     graph_node_del_attr(graph_node(g, *node), "is_test");
     return 0;
 }
 
-int up_adapt_bn_spatial(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_bn_spatial(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     if (graph_attr_int(n, "spatial", 1) == 0)
@@ -64,7 +64,7 @@ int up_adapt_bn_spatial(up *u, graph *g, int32_t *node, cJSON *act) {
 
 /* RNN, GRU, LSTM before 7: output_sequence only said whether Y was wanted, which
 ** an absent optional output says now. */
-int up_adapt_rnn_7(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_rnn_7(up *u, graph *g, int32_t *node, json_w *act) {
     (void)u;
     (void)act;
     graph_node_del_attr(graph_node(g, *node), "output_sequence");
@@ -72,7 +72,7 @@ int up_adapt_rnn_7(up *u, graph *g, int32_t *node, cJSON *act) {
 }
 
 /* LpPool's p was a float until opset 2. */
-int up_adapt_lppool_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_lppool_1_2(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, "p");
@@ -86,7 +86,7 @@ int up_adapt_lppool_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
 }
 
 /* RoiAlign-16 changed the default coordinate mode; keep the old one. */
-int up_adapt_roialign_10_16(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_roialign_10_16(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     if (graph_attr(n, "coordinate_transformation_mode")) return 0;
@@ -96,13 +96,13 @@ int up_adapt_roialign_10_16(up *u, graph *g, int32_t *node, cJSON *act) {
 
 /* GridSample-20 took N-D grids and renamed its modes: bilinear is linear, bicubic
 ** cubic (the default, bilinear, keeps its meaning under the new name). */
-int up_adapt_gridsample_16_20(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_gridsample_16_20(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *mode = graph_attr_string(n, "mode", "bilinear");
     const char *now = strcmp(mode, "bilinear") == 0  ? "linear"
                       : strcmp(mode, "bicubic") == 0 ? "cubic"
                                                      : NULL;
     if (!now || !graph_attr(n, "mode")) return 0;
-    if (act) cJSON_AddStringToObject(act, "mode", now);
+    if (act) json_put_str(act, "mode", now);
     return graph_node_set_attr_string(g, n, "mode", now) ? up_nomem(u) : 0;
 }

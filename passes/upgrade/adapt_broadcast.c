@@ -12,7 +12,7 @@
 ** shape(b) ++ ones(rank(ref) - axis - rank(b)) computed at run time.
 */
 static int align_at_axis(up *u, graph *g, int32_t *node, size_t slot, const char *ref,
-                         int64_t axis, cJSON *act) {
+                         int64_t axis, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *b = graph_node_input(n, slot);
     int32_t rb = up_rank_of(g, b), rr = up_rank_of(g, ref);
@@ -33,7 +33,7 @@ static int align_at_axis(up *u, graph *g, int32_t *node, size_t slot, const char
         for (int64_t i = 0; i < trailing; i++) axes[i] = rb + i;
         if ((rc = up_emit_axes_op(u, g, *node, "Unsqueeze", b, axes, (size_t)trailing, &nb)))
             return rc;
-        if (act) cJSON_AddNumberToObject(act, "unsqueezed", (double)trailing);
+        if (act) json_put_num(act, "unsqueezed", (double)trailing);
     } else {
         if (u->tgt < 9)
             return err_set(u->err, TILEOPT_UNSUPPORTED,
@@ -71,7 +71,7 @@ static int align_at_axis(up *u, graph *g, int32_t *node, size_t slot, const char
         if (graph_node_set_attr_int(g, cat, "axis", 0)) return up_nomem(u);
         const char *i4[2] = {b, shape};
         if ((rc = up_emit(u, g, *node, "Reshape", i4, 2, &nb, NULL))) return rc;
-        if (act) cJSON_AddStringToObject(act, "unsqueezed", "runtime");
+        if (act) json_put_str(act, "unsqueezed", "runtime");
     }
     return graph_node_set_input(g, *node, slot, nb) ? up_nomem(u) : 0;
 }
@@ -87,7 +87,7 @@ static bool same_shape_possible(graph *g, const char *a, const char *b) {
     return true;
 }
 
-int up_adapt_broadcast(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_broadcast(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     int64_t bc = graph_attr_int(n, "broadcast", 0);
     bool has_axis = graph_attr(n, "axis") != NULL;
@@ -102,11 +102,11 @@ int up_adapt_broadcast(up *u, graph *g, int32_t *node, cJSON *act) {
     if (!graph_node_input(n, 0) || !graph_node_input(n, 1))
         return err_set(u->err, TILEOPT_INVALID, "node %s: broadcast needs inputs A and B",
                        graph_node_id(g, *node));
-    if (act) cJSON_AddNumberToObject(act, "axis", (double)axis);
+    if (act) json_put_num(act, "axis", (double)axis);
     return align_at_axis(u, g, node, 1, graph_node_input(n, 0), axis, act);
 }
 
-int up_adapt_drop_broadcast(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_drop_broadcast(up *u, graph *g, int32_t *node, json_w *act) {
     (void)u;
     (void)act;
     graph_node_del_attr(graph_node(g, *node), "broadcast");
@@ -115,7 +115,7 @@ int up_adapt_drop_broadcast(up *u, graph *g, int32_t *node, cJSON *act) {
 
 /* PRelu before 7 applied a slope of shape [C] along axis 1; numpy broadcasting
 ** needs it as [C, 1, ...]. */
-int up_adapt_prelu_6_7(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_prelu_6_7(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *slope = graph_node_input(n, 1);
     if (!slope || !graph_node_input(n, 0))

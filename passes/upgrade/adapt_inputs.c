@@ -15,7 +15,7 @@
 /* Move an ints attribute to a new int64 input at slot (absent attribute: absent
 ** input, which every opset-13 form concerned treats as the attribute's default). */
 static int ints_attr_to_input(up *u, graph *g, int32_t *node, const char *attr, size_t slot,
-                              cJSON *act) {
+                              json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, attr);
     if (!a) return 0;
@@ -26,14 +26,14 @@ static int ints_attr_to_input(up *u, graph *g, int32_t *node, const char *attr, 
     const char *c;
     int rc = up_emit_i64(u, g, *node, attr, a->ints, a->n_ints, false, &c);
     if (rc) return rc;
-    if (act) cJSON_AddItemToObject(act, attr, pass_json_ints(a->ints, a->n_ints));
+    if (act) json_put_ints(act, attr, a->ints, a->n_ints);
     ins[slot] = c;
     if (k <= slot) k = slot + 1;
     graph_node_del_attr(n, attr);
     return up_replace_node(u, g, node, n->op_type, ins, k, 0);
 }
 
-int up_adapt_reshape_4_5(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_reshape_4_5(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     graph_node_del_attr(n, "consumed_inputs");
     if (!graph_attr(n, "shape"))
@@ -42,14 +42,14 @@ int up_adapt_reshape_4_5(up *u, graph *g, int32_t *node, cJSON *act) {
     return ints_attr_to_input(u, g, node, "shape", 1, act);
 }
 
-int up_adapt_slice_1_10(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_slice_1_10(up *u, graph *g, int32_t *node, json_w *act) {
     int rc = ints_attr_to_input(u, g, node, "starts", 1, act);
     if (!rc) rc = ints_attr_to_input(u, g, node, "ends", 2, act);
     if (!rc) rc = ints_attr_to_input(u, g, node, "axes", 3, act);
     return rc;
 }
 
-int up_adapt_topk_1_10(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_topk_1_10(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, "k");
     if (!a)
@@ -58,17 +58,17 @@ int up_adapt_topk_1_10(up *u, graph *g, int32_t *node, cJSON *act) {
     const char *c;
     int rc = up_emit_i64(u, g, *node, "k", &a->i, 1, false, &c);
     if (rc) return rc;
-    if (act) cJSON_AddNumberToObject(act, "k", (double)a->i);
+    if (act) json_put_num(act, "k", (double)a->i);
     graph_node_del_attr(n, "k");
     const char *ins[2] = {graph_node_input(n, 0), c};
     return up_replace_node(u, g, node, "TopK", ins, 2, 0);
 }
 
-int up_adapt_axes_to_input(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_axes_to_input(up *u, graph *g, int32_t *node, json_w *act) {
     return ints_attr_to_input(u, g, node, "axes", 1, act);
 }
 
-int up_adapt_split_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_split_1_2(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *s = graph_node_input(n, 1);
     if (!s) return 0;
@@ -83,28 +83,28 @@ int up_adapt_split_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
                        "node %s: Split-1 with a split input computed at run time",
                        graph_node_id(g, *node));
     if (graph_node_set_attr_ints(g, n, "split", v, cnt)) return up_nomem(u);
-    if (act) cJSON_AddItemToObject(act, "split", pass_json_ints(v, cnt));
+    if (act) json_put_ints(act, "split", v, cnt);
     const char *ins[1] = {graph_node_input(n, 0)};
     return up_replace_node(u, g, node, "Split", ins, 1, 0);
 }
 
-int up_adapt_split_12_13(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_split_12_13(up *u, graph *g, int32_t *node, json_w *act) {
     return ints_attr_to_input(u, g, node, "split", 1, act);
 }
 
 /* Split-18 wants the split input or num_outputs: without the input, Split-13
 ** split the axis into as many equal parts as it has outputs, which num_outputs
 ** says (its uneven last part never happens: 13 required equal parts). */
-int up_adapt_split_13_18(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_split_13_18(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     if (graph_node_input(n, 1)) return 0;
-    if (act) cJSON_AddNumberToObject(act, "num_outputs", (double)n->n_output);
+    if (act) json_put_num(act, "num_outputs", (double)n->n_output);
     return graph_node_set_attr_int(g, n, "num_outputs", (int64_t)n->n_output) ? up_nomem(u) : 0;
 }
 
 /* DFT-20 reads the axis from a scalar input, whose default (-2, the last
 ** signal axis) is not DFT-17's attribute default (1): the axis is always given. */
-int up_adapt_dft_17_20(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_dft_17_20(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     int64_t axis = graph_attr_int(n, "axis", 1);
     const char *ins[3];
@@ -113,13 +113,13 @@ int up_adapt_dft_17_20(up *u, graph *g, int32_t *node, cJSON *act) {
     const char *c;
     int rc = up_emit_i64(u, g, *node, "axis", &axis, 1, true, &c);
     if (rc) return rc;
-    if (act) cJSON_AddNumberToObject(act, "axis", (double)axis);
+    if (act) json_put_num(act, "axis", (double)axis);
     ins[2] = c;
     graph_node_del_attr(n, "axis");
     return up_replace_node(u, g, node, "DFT", ins, 3, 0);
 }
 
-int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, "paddings");
@@ -129,7 +129,7 @@ int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, cJSON *act) {
     return 0;
 }
 
-int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *v = graph_attr(n, "value");
     float value = v ? v->f : 0.0f;
@@ -146,7 +146,7 @@ int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, cJSON *act) {
     return graph_node_set_input(g, *node, 2, c) ? up_nomem(u) : 0;
 }
 
-int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *lo = graph_attr(n, "min"), *hi = graph_attr(n, "max");
@@ -167,7 +167,7 @@ int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, cJSON *act) {
     return up_replace_node(u, g, node, "Clip", ins, k, 0);
 }
 
-int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, "ratio");
@@ -264,7 +264,7 @@ static int group_repeat(up *u, graph *g, group_ctx *gc, const char *v, const cha
     return up_emit(u, g, gc->node, "Reshape", i_c, 2, out, NULL);
 }
 
-int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     group_ctx gc = {*node, graph_node_input(n, 0), graph_attr_int(n, "num_groups", 0), -1, NULL};
     if (gc.groups <= 0 || !gc.x || !graph_node_input(n, 1) || !graph_node_input(n, 2))
@@ -284,7 +284,7 @@ int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, cJSON *act) {
         if (rc) return rc;
     }
     if (act && gc.channels > 0)
-        cJSON_AddNumberToObject(act, "channels_per_group",
+        json_put_num(act, "channels_per_group",
                                 (double)(gc.channels / gc.groups));
     return up_replace_node(u, g, node, "GroupNormalization", ins, 3, 0);
 }

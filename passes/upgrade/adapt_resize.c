@@ -8,7 +8,7 @@
 
 /* Upsample-1: height_scale/width_scale on NCHW; taken straight to the input form of
 ** Upsample-9 (a floats attribute is what Upsample-7 wants, and only 7..8 have it). */
-int up_adapt_upsample_1_7(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_upsample_1_7(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     if (u->tgt < 9)
         return err_set(u->err, TILEOPT_UNSUPPORTED,
@@ -29,12 +29,12 @@ int up_adapt_upsample_1_7(up *u, graph *g, int32_t *node, cJSON *act) {
     graph_node_del_attr(n, "width_scale");
     if (strcmp(mode, "bilinear") == 0 && graph_node_set_attr_string(g, n, "mode", "linear"))
         return up_nomem(u);
-    if (act) cJSON_AddItemToObject(act, "scales", cJSON_CreateFloatArray(scales, 4));
+    if (act) json_put_floats(act, "scales", scales, 4);
     const char *ins[2] = {graph_node_input(n, 0), c};
     return up_replace_node(u, g, node, "Upsample", ins, 2, 0);
 }
 
-int up_adapt_upsample_7_9(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_upsample_7_9(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     Onnx__AttributeProto *a = graph_attr(n, "scales");
     if (!a) {
@@ -47,15 +47,14 @@ int up_adapt_upsample_7_9(up *u, graph *g, int32_t *node, cJSON *act) {
     int rc = up_emit_const(u, g, *node, "scales", DT_FLOAT, &dim, 1, a->floats,
                            a->n_floats * sizeof(float), &c);
     if (rc) return rc;
-    if (act) cJSON_AddItemToObject(act, "scales", cJSON_CreateFloatArray(a->floats,
-                                                                         (int)a->n_floats));
+    if (act) json_put_floats(act, "scales", a->floats, (int)a->n_floats);
     graph_node_del_attr(n, "scales");
     const char *ins[2] = {graph_node_input(n, 0), c};
     return up_replace_node(u, g, node, "Upsample", ins, 2, 0);
 }
 
 /* Upsample is deprecated at 10; Resize-10 takes the same inputs and modes. */
-int up_adapt_upsample_9_10(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_upsample_9_10(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *ins[2];
@@ -65,7 +64,7 @@ int up_adapt_upsample_9_10(up *u, graph *g, int32_t *node, cJSON *act) {
 
 /* Resize-10 (and the Upsample it came from) computed source coordinates as
 ** out / scale and picked the floor for nearest; Resize-11's defaults differ. */
-int up_adapt_resize_10_11(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_resize_10_11(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     int64_t zero = 0;

@@ -13,7 +13,7 @@ static bool value_unused(graph *g, const char *name) {
 }
 
 /* BatchNormalization-14 has only Y outside training mode. */
-int up_adapt_bn_14(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_bn_14(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     if (n->n_output <= 1) return 0;
@@ -30,7 +30,7 @@ int up_adapt_bn_14(up *u, graph *g, int32_t *node, cJSON *act) {
 /* Dropout-10's mask is bool where 7's had the data's type (all ones outside
 ** training): a Cast back to that type keeps every reader of the mask, and a mask
 ** that is a graph output, as they were. */
-int up_adapt_dropout_7_10(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_dropout_7_10(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     if (n->n_output < 2 || !n->output[1] || !*n->output[1]) return 0;
@@ -55,7 +55,7 @@ int up_adapt_dropout_7_10(up *u, graph *g, int32_t *node, cJSON *act) {
 ** normalized over the flattened trailing part. When axis is the last axis both
 ** agree; otherwise Flatten(axis) -> op(axis=-1) -> Reshape back to shape(x).
 */
-int up_adapt_softmax_11_13(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_softmax_11_13(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *x = graph_node_input(n, 0);
     if (!x || n->n_output != 1)
@@ -97,11 +97,11 @@ int up_adapt_softmax_11_13(up *u, graph *g, int32_t *node, cJSON *act) {
     const char *ins[2] = {mid, shape};
     if (!rn || !graph_add_node(g, "Reshape", rn, ins, 2, &out, 1, NULL)) return up_nomem(u);
     *node = idx;
-    if (act) cJSON_AddStringToObject(act, "rewrite", "Flatten+Reshape");
+    if (act) json_put_str(act, "rewrite", "Flatten+Reshape");
     return 0;
 }
 
-int up_adapt_scatter_9_11(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_scatter_9_11(up *u, graph *g, int32_t *node, json_w *act) {
     (void)act;
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *ins[3];

@@ -32,7 +32,7 @@ static int unsqueeze0_as(up *u, graph *g, int32_t node, const char *x, const cha
 ** Scan-9 (a copy of the body), and Concat of the items' Unsqueeze(0)'d results
 ** gives back each batched output.
 */
-int up_adapt_scan_8_9(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_scan_8_9(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *id = graph_node_id(g, *node);
     if (graph_node_input(n, 0))
@@ -118,6 +118,6 @@ int up_adapt_scan_8_9(up *u, graph *g, int32_t *node, cJSON *act) {
             nm ? graph_add_node(g, "Concat", nm, parts, (size_t)batch, &orig, 1, NULL) : NULL;
         if (!c || graph_node_set_attr_int(g, c, "axis", 0)) return up_nomem(u);
     }
-    if (act) cJSON_AddNumberToObject(act, "batch", (double)batch);
+    if (act) json_put_num(act, "batch", (double)batch);
     return 0;
 }

@@ -130,7 +130,7 @@ static int tile1_repeats_ranked(up *u, graph *g, int32_t node, int32_t r,
 ** the rank too is only known at run time, Where(Range(rank(x)) == axis', tiles, 1)
 ** with axis' = axis (+ rank when negative), which needs Range (opset 11).
 */
-int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
+int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *id = graph_node_id(g, *node);
     const char *x = graph_node_input(n, 0), *tn = graph_node_input(n, 1),
@@ -181,14 +181,14 @@ int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
         for (int32_t i = 0; i < r; i++) reps[i] = 1;
         reps[av[0] < 0 ? av[0] + r : av[0]] = tv[0];
         if ((rc = up_emit_i64(u, g, *node, "repeats", reps, (size_t)r, false, &rep))) return rc;
-        if (act) cJSON_AddItemToObject(act, "repeats", pass_json_ints(reps, (size_t)r));
+        if (act) json_put_ints(act, "repeats", reps, (size_t)r);
     } else if (r > 0 && r <= TENSOR_MAX_RANK && u->tgt >= 7) {
         if ((rc = tile1_repeats_ranked(u, g, *node, r, tf ? tv : NULL, tn, af ? av : NULL, an,
                                        &rep)))
             return rc;
         /* repeats only exist at run time (the report schema keeps "repeats" for
         ** arrays) */
-        if (act) cJSON_AddBoolToObject(act, "runtime_repeats", 1);
+        if (act) json_put_bool(act, "runtime_repeats", 1);
     } else {
         if (u->tgt < 11)
             return err_set(u->err, TILEOPT_UNSUPPORTED,
@@ -237,7 +237,7 @@ int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act) {
         if ((rc = up_emit(u, g, *node, "Where", i6, 3, &rep, NULL))) return rc;
         /* repeats only exist at run time (the report schema keeps "repeats" for
         ** arrays) */
-        if (act) cJSON_AddBoolToObject(act, "runtime_repeats", 1);
+        if (act) json_put_bool(act, "runtime_repeats", 1);
     }
     const char *ins[2] = {x, rep};
     return up_replace_node(u, g, node, "Tile", ins, 2, 0);

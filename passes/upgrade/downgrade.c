@@ -47,7 +47,7 @@ typedef struct down_adapter {
 ** (an absent input: the attribute's absence means the same). The slot is the
 ** node's last input in every form this serves. */
 static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const char *attr,
-                              cJSON *act, node_use *use, const char **why, size_t *count) {
+                              json_w *act, node_use *use, const char **why, size_t *count) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *name = graph_node_input(n, slot);
     if (!name) return 0;
@@ -66,7 +66,7 @@ static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const
     if (count) *count = cnt;
     if (u->plan) return 0;
     if (graph_node_set_attr_ints(g, n, attr, v, cnt)) return up_nomem(u);
-    if (act) cJSON_AddItemToObject(act, attr, pass_json_ints(v, cnt));
+    if (act) json_put_ints(act, attr, v, cnt);
     const char *ins[8];
     size_t k = up_node_inputs(n, ins, 8);
     if (k > slot) k = slot;
@@ -75,7 +75,7 @@ static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const
 }
 
 /* Squeeze and Unsqueeze 13 -> 11: axes back to an attribute. */
-static int down_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_axes(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                      const char **why) {
     return input_to_ints_attr(u, g, node, 1, "axes", act, use, why, NULL);
 }
@@ -83,7 +83,7 @@ static int down_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
 /* The reductions' axes input (ReduceSum's from 13, the others' from 18) back to
 ** an attribute; noop_with_empty_axes has no older form, and with no axes it
 ** makes the node pass its input through. */
-static int down_reduce_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_reduce_axes(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                             const char **why) {
     static const char no_older_form[] =
         "noop_with_empty_axes with axes that may be empty has no older form";
@@ -106,7 +106,7 @@ static int down_reduce_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use
     return 0;
 }
 
-static int down_split_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_split_13(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                          const char **why) {
     return input_to_ints_attr(u, g, node, 1, "split", act, use, why, NULL);
 }
@@ -115,7 +115,7 @@ static int down_split_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
 ** the attribute goes when the axis divides evenly, and an uneven cut (its last
 ** part smaller) becomes a constant split input; an axis of unknown size cannot
 ** tell which. */
-static int down_split_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_split_18(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                          const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     if (!graph_attr(n, "num_outputs")) return 0;
@@ -137,7 +137,7 @@ static int down_split_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
     if (dim % k) use->inputs = 2; /* an uneven cut: a split input */
     if (u->plan) return 0;
     graph_node_del_attr(n, "num_outputs");
-    if (act) cJSON_AddNumberToObject(act, "num_outputs", (double)k);
+    if (act) json_put_num(act, "num_outputs", (double)k);
     if (dim % k == 0) return 0;
     int64_t sizes[64], chunk = dim / k + 1, left = dim;
     for (int64_t i = 0; i < k; i++) {
@@ -147,7 +147,7 @@ static int down_split_18(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
     const char *c;
     int rc = up_emit_i64(u, g, *node, "split", sizes, (size_t)k, false, &c);
     if (rc) return rc;
-    if (act) cJSON_AddItemToObject(act, "split", pass_json_ints(sizes, (size_t)k));
+    if (act) json_put_ints(act, "split", sizes, (size_t)k);
     const char *ins[2] = {graph_node_input(n, 0), c};
     return up_replace_node(u, g, node, "Split", ins, 2, 0);
 }
@@ -162,7 +162,7 @@ static int const_float(up *u, graph *g, const char *name, double *out, bool *fou
 
 /* Clip-11's min and max inputs back to Clip-6's attributes (absent: Clip-6's
 ** own defaults, the float range). */
-static int down_clip_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_clip_11(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                         const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     static const char *const attr[2] = {"min", "max"};
@@ -186,7 +186,7 @@ static int down_clip_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *us
     for (size_t i = 0; i < 2; i++) {
         if (!has[i]) continue;
         if (graph_node_set_attr_float(g, n, attr[i], (float)v[i])) return up_nomem(u);
-        if (act) cJSON_AddNumberToObject(act, attr[i], v[i]);
+        if (act) json_put_num(act, attr[i], v[i]);
     }
     const char *ins[1] = {graph_node_input(n, 0)};
     return up_replace_node(u, g, node, "Clip", ins, 1, 0);
@@ -194,7 +194,7 @@ static int down_clip_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *us
 
 /* Pad-11's pads and constant_value inputs back to Pad-2's attributes, when
 ** they are constants (the value a float or double scalar). */
-static int down_pad_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_pad_11(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                        const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *value = graph_node_input(n, 2);
@@ -211,7 +211,7 @@ static int down_pad_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use
     }
     int rc = input_to_ints_attr(u, g, node, 1, "pads", act, use, why, NULL);
     if (rc || *why || u->plan || !value) return rc;
-    if (act) cJSON_AddNumberToObject(act, "value", v);
+    if (act) json_put_num(act, "value", v);
     return graph_node_set_attr_float(g, graph_node(g, *node), "value", (float)v) ? up_nomem(u)
                                                                                  : 0;
 }
@@ -239,7 +239,7 @@ static int emit_float_scalar(up *u, graph *g, int32_t node, const char *what, in
 
 /* Tile-6 -> Tile-1 (input, tiles, axis): constant repeats that are 1 on every
 ** axis but at most one; tiles and axis are of the data's type there. */
-static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_tile_6(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                        const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     int64_t rep[64];
@@ -278,8 +278,8 @@ static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use
         (rc = emit_float_scalar(u, g, *node, "axis", elem_x, axis, &a)))
         return rc;
     if (act) {
-        cJSON_AddNumberToObject(act, "tiles", (double)tiles);
-        cJSON_AddNumberToObject(act, "axis", (double)axis);
+        json_put_num(act, "tiles", (double)tiles);
+        json_put_num(act, "axis", (double)axis);
     }
     const char *ins[3] = {graph_node_input(n, 0), t, a};
     return up_replace_node(u, g, node, "Tile", ins, 3, 0);
@@ -288,7 +288,7 @@ static int down_tile_6(up *u, graph *g, int32_t *node, cJSON *act, node_use *use
 /* Slice-10's starts, ends and axes inputs back to Slice-1's attributes: all
 ** constant, steps absent or all 1, axes made non-negative (Slice-1 took no
 ** negative ones). */
-static int down_slice_10(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_slice_10(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                          const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     static const char *const what[4] = {"starts", "ends", "axes", "steps"};
@@ -333,7 +333,7 @@ static int down_slice_10(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
     for (size_t i = 0; i < 3; i++) {
         if (!has[i]) continue;
         if (graph_node_set_attr_ints(g, n, what[i], v[i], cnt[i])) return up_nomem(u);
-        if (act) cJSON_AddItemToObject(act, what[i], pass_json_ints(v[i], cnt[i]));
+        if (act) json_put_ints(act, what[i], v[i], cnt[i]);
     }
     const char *ins[1] = {graph_node_input(n, 0)};
     return up_replace_node(u, g, node, "Slice", ins, 1, 0);
@@ -341,7 +341,7 @@ static int down_slice_10(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
 
 /* Resize-11 requires roi and scales: empty ones, as Resize-13 reads absent ones
 ** (roi only matters for tf_crop_and_resize; sizes then decides). */
-static int down_resize_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_resize_13(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                           const char **why) {
     (void)act;
     (void)why;
@@ -371,7 +371,7 @@ static int down_resize_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *
 ** inside the input or its leading pad: where runtimes disagree about a window
 ** beyond that, there is no one count to match.
 */
-static int down_maxpool_10(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_maxpool_10(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                            const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const Onnx__AttributeProto *dil = graph_attr(n, "dilations");
@@ -417,7 +417,7 @@ static int down_maxpool_10(up *u, graph *g, int32_t *node, cJSON *act, node_use 
     graph_node_del_attr(n, "dilations");
     graph_node_del_attr(n, "ceil_mode");
     if (!ceil) return 0;
-    if (act) cJSON_AddItemToObject(act, "pads", pass_json_ints(pads, 2 * spatial));
+    if (act) json_put_ints(act, "pads", pads, 2 * spatial);
     return graph_node_set_attr_ints(g, n, "pads", pads, 2 * spatial) ? up_nomem(u) : 0;
 }
 
@@ -427,7 +427,7 @@ static int down_maxpool_10(up *u, graph *g, int32_t *node, cJSON *act, node_use 
 ** cubic, so both go; a sizes input becomes the scales Resize-11 derives from it
 ** (sizes / input size, as float), which needs a constant sizes and an input of
 ** known shape. */
-static int down_resize_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_resize_11(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                           const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     const char *mode = graph_attr_string(n, "mode", "nearest");
@@ -486,7 +486,7 @@ static int down_resize_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *
         int rc = up_emit_const(u, g, *node, "scales", DT_FLOAT, &dim, 1, sc, cnt * sizeof *sc,
                                &scales);
         if (rc) return rc;
-        if (act) cJSON_AddItemToObject(act, "scales", cJSON_CreateFloatArray(sc, (int)cnt));
+        if (act) json_put_floats(act, "scales", sc, (int)cnt);
     }
     const char *ins[2] = {x, scales};
     return up_replace_node(u, g, node, "Resize", ins, 2, 0);
@@ -495,7 +495,7 @@ static int down_resize_11(up *u, graph *g, int32_t *node, cJSON *act, node_use *
 /* Softmax, LogSoftmax and Hardmax before 13 flatten the input to 2-D at axis
 ** (default 1) and normalize each row: the same as 13's one axis when that axis
 ** is the last. */
-static int down_softmax_13(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_softmax_13(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                            const char **why) {
     Onnx__NodeProto *n = graph_node(g, *node);
     int32_t r = up_rank_of(g, graph_node_input(n, 0));
@@ -508,7 +508,7 @@ static int down_softmax_13(up *u, graph *g, int32_t *node, cJSON *act, node_use 
     }
     use_add(use, "axis");
     if (u->plan) return 0;
-    if (act) cJSON_AddNumberToObject(act, "axis", (double)axis);
+    if (act) json_put_num(act, "axis", (double)axis);
     return graph_node_set_attr_int(g, n, "axis", axis) ? up_nomem(u) : 0;
 }
 
@@ -516,7 +516,7 @@ static int down_softmax_13(up *u, graph *g, int32_t *node, cJSON *act, node_use 
 ** took negative ones already): negative axis or axes values become the
 ** non-negative ones they mean, which needs the rank. Unsqueeze's axes index
 ** its output, one dim longer per axis. */
-static int down_negative_axes(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int down_negative_axes(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                               const char **why) {
     (void)use;
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -548,7 +548,8 @@ static int down_negative_axes(up *u, graph *g, int32_t *node, cJSON *act, node_u
             return 0;
         }
     if (u->plan) return 0;
-    if (act) cJSON_AddItemToObject(act, attr, list ? pass_json_ints(v, cnt) : pass_json_int(v[0]));
+    if (list) json_put_ints(act, attr, v, cnt);
+    else json_put_int(act, attr, v[0]);
     int rc = list ? graph_node_set_attr_ints(g, n, attr, v, cnt)
                   : graph_node_set_attr_int(g, n, attr, v[0]);
     return rc ? up_nomem(u) : 0;
@@ -742,19 +743,22 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
 static int run_step(up *u, graph *g, int32_t i, int32_t *node, down_fn fn, node_use *use,
                     const char *op, int32_t from, int32_t to, const char *into,
                     const char **why) {
-    cJSON *act = u->plan ? NULL : cJSON_CreateObject();
-    if (!u->plan && !act) return up_nomem(u);
-    int rc = fn(u, g, node, act, use, why);
-    if (rc || *why) {
-        cJSON_Delete(act);
-        return rc;
+    up_act act = {0};
+    json_w *w = u->plan ? NULL : up_act_open(&act);
+    if (!u->plan && !w) {
+        up_act_free(&act);
+        return up_nomem(u);
     }
-    u->n_work++;
-    if (act) {
-        if (into) cJSON_AddStringToObject(act, "into", into);
-        up_record_step(u, g, i, act, op, from, to);
+    int rc = fn(u, g, node, w, use, why);
+    if (!rc && !*why) {
+        u->n_work++;
+        if (w) {
+            if (into) json_put_str(w, "into", into);
+            up_record_step(u, g, i, &act, op, from, to);
+        }
     }
-    return 0;
+    up_act_free(&act);
+    return rc;
 }
 
 int up_downgrade_node(up *u, graph *g, int32_t i, char *why, size_t cap) {

@@ -32,7 +32,7 @@ static bool ops_take(up *u, const char *const *ops, size_t n, int32_t elem, cons
 }
 
 /* HardSwish(x) = x * HardSigmoid(x) with alpha 1/6 and beta 0.5. */
-static int expand_hardswish(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int expand_hardswish(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                             const char **why) {
     (void)use; /* these replace the node whole: no older schema checks it after */
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -73,14 +73,14 @@ static int expand_compare(up *u, graph *g, int32_t *node, const char **why,
     return expand_or_equal(u, g, node, strict);
 }
 
-static int expand_greater_or_equal(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int expand_greater_or_equal(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                                    const char **why) {
     (void)use; /* these replace the node whole: no older schema checks it after */
     (void)act;
     return expand_compare(u, g, node, why, "Greater");
 }
 
-static int expand_less_or_equal(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int expand_less_or_equal(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                                 const char **why) {
     (void)use; /* these replace the node whole: no older schema checks it after */
     (void)act;
@@ -94,7 +94,7 @@ static int expand_less_or_equal(up *u, graph *g, int32_t *node, cJSON *act, node
 ** results, kept dims as the op defines them. The axes are listed, so the rank
 ** must be known.
 */
-static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int expand_layernorm(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                             const char **why) {
     (void)use; /* these replace the node whole: no older schema checks it after */
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -169,7 +169,7 @@ static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, node_use
         i_y[0] = y;
         i_y[1] = bias;
     }
-    if (act) cJSON_AddItemToObject(act, "axes", pass_json_ints(axes, n_axes));
+    if (act) json_put_ints(act, "axes", axes, n_axes);
     rc = up_replace_node(u, g, node, bias ? "Add" : "Mul", i_y, 2, 1);
     if (rc) return rc;
     n = graph_node(g, *node);
@@ -184,7 +184,7 @@ static int expand_layernorm(up *u, graph *g, int32_t *node, cJSON *act, node_use
 ** Upsample-7 holds the scales as an attribute, so they must be constant there
 ** (a Resize-11 node sized by its sizes input got constant scales in that step).
 */
-static int expand_resize(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+static int expand_resize(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                          const char **why) {
     (void)use; /* these replace the node whole: no older schema checks it after */
     Onnx__NodeProto *n = graph_node(g, *node);
@@ -211,7 +211,7 @@ static int expand_resize(up *u, graph *g, int32_t *node, cJSON *act, node_use *u
     for (size_t i = 0; i < cnt; i++) v[i] = (float)d[i];
     if (u->plan) return 0;
     if (graph_node_set_attr_floats(g, n, "scales", v, cnt)) return up_nomem(u);
-    if (act) cJSON_AddItemToObject(act, "scales", cJSON_CreateFloatArray(v, (int)cnt));
+    if (act) json_put_floats(act, "scales", v, (int)cnt);
     const char *ins[1] = {graph_node_input(n, 0)};
     return up_replace_node(u, g, node, "Upsample", ins, 1, 0);
 }

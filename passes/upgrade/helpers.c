@@ -293,19 +293,24 @@ size_t up_node_inputs(const Onnx__NodeProto *n, const char **ins, size_t cap) {
 
 /* The original node (still in the protobuf until commit) names the action: a
 ** replacement's index means nothing after the commit. */
-void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+json_w *up_act_open(up_act *a) {
+    a->text = (pass_text){0};
+    json_init(&a->w, &a->text, false, 0);
+    json_object(&a->w);
+    return a->text.failed ? NULL : &a->w;
+}
+
+void up_act_free(up_act *a) {
+    free(a->text.p);
+    a->text = (pass_text){0};
+}
+
+void up_record_step(up *u, graph *g, int32_t i, const up_act *details, const char *step_op,
                     int64_t from, int64_t to) {
-    cJSON *rec = pass_action(u->pc, g, i, from > to ? "downgraded" : "upgraded");
-    if (rec) {
-        if (step_op && strcmp(step_op, graph_node(g, i)->op_type) != 0)
-            cJSON_AddStringToObject(rec, "step_op", step_op);
-        cJSON_AddNumberToObject(rec, "from", (double)from);
-        cJSON_AddNumberToObject(rec, "to", (double)to);
-        for (cJSON *c = details->child; c;) {
-            cJSON *next = c->next;
-            cJSON_AddItemToObject(rec, c->string, cJSON_DetachItemViaPointer(details, c));
-            c = next;
-        }
-    }
-    cJSON_Delete(details);
+    json_w *rec = pass_action(u->pc, g, i, from > to ? "downgraded" : "upgraded");
+    if (step_op && strcmp(step_op, graph_node(g, i)->op_type) != 0)
+        json_put_str(rec, "step_op", step_op);
+    json_put_num(rec, "from", (double)from);
+    json_put_num(rec, "to", (double)to);
+    json_members(rec, &details->w);
 }

@@ -67,7 +67,7 @@ static int ch_begin(up *u, graph *g, int32_t *node, chain *c, const char **x,
 }
 
 /* ImageScaler: y = scale * x + bias[c] over NCHW. */
-static int r_image_scaler(up *u, graph *g, int32_t *node, cJSON *act) {
+static int r_image_scaler(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     float scale = graph_attr_float(n, "scale", 1.0f);
     Onnx__AttributeProto *b = graph_attr(n, "bias");
@@ -89,12 +89,12 @@ static int r_image_scaler(up *u, graph *g, int32_t *node, cJSON *act) {
         if (graph_node_set_attr_int(g, cast, "to", c.elem)) return up_nomem(u);
     }
     const char *ins[2] = {t, bias};
-    if (act) cJSON_AddStringToObject(act, "rewrite", "Mul+Add");
+    if (act) json_put_str(act, "rewrite", "Mul+Add");
     return ch_op(&c, "Add", ins, 2, out, &t, NULL);
 }
 
 /* Affine: y = alpha * x + beta. */
-static int r_affine(up *u, graph *g, int32_t *node, cJSON *act) {
+static int r_affine(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     float alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 0.0f);
     chain c = {0};
@@ -102,23 +102,23 @@ static int r_affine(up *u, graph *g, int32_t *node, cJSON *act) {
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (!rc) rc = ch_mul(&c, x, alpha, NULL, &t);
     if (!rc) rc = ch_add(&c, t, beta, out, &t);
-    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", "Mul+Add");
+    if (!rc && act) json_put_str(act, "rewrite", "Mul+Add");
     return rc;
 }
 
 /* Scale: y = scale * x. */
-static int r_scale(up *u, graph *g, int32_t *node, cJSON *act) {
+static int r_scale(up *u, graph *g, int32_t *node, json_w *act) {
     float scale = graph_attr_float(graph_node(g, *node), "scale", 1.0f);
     chain c = {0};
     const char *x = NULL, *out = NULL, *t = NULL;
     int rc = ch_begin(u, g, node, &c, &x, &out);
     if (!rc) rc = ch_mul(&c, x, scale, out, &t);
-    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", "Mul");
+    if (!rc && act) json_put_str(act, "rewrite", "Mul");
     return rc;
 }
 
 /* ScaledTanh: y = alpha * tanh(beta * x); ParametricSoftplus: alpha * softplus(beta * x). */
-static int scaled_unary(up *u, graph *g, int32_t *node, cJSON *act, const char *op) {
+static int scaled_unary(up *u, graph *g, int32_t *node, json_w *act, const char *op) {
     Onnx__NodeProto *n = graph_node(g, *node);
     float alpha = graph_attr_float(n, "alpha", 1.0f), beta = graph_attr_float(n, "beta", 1.0f);
     chain c = {0};
@@ -127,21 +127,21 @@ static int scaled_unary(up *u, graph *g, int32_t *node, cJSON *act, const char *
     if (!rc) rc = ch_mul(&c, x, beta, NULL, &t);
     if (!rc) rc = ch_op(&c, op, &t, 1, NULL, &t, NULL);
     if (!rc) rc = ch_mul(&c, t, alpha, out, &t);
-    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", op);
+    if (!rc && act) json_put_str(act, "rewrite", op);
     return rc;
 }
 
-static int r_scaled_tanh(up *u, graph *g, int32_t *node, cJSON *act) {
+static int r_scaled_tanh(up *u, graph *g, int32_t *node, json_w *act) {
     return scaled_unary(u, g, node, act, "Tanh");
 }
 
-static int r_parametric_softplus(up *u, graph *g, int32_t *node, cJSON *act) {
+static int r_parametric_softplus(up *u, graph *g, int32_t *node, json_w *act) {
     return scaled_unary(u, g, node, act, "Softplus");
 }
 
 /* ThresholdedRelu was experimental before 10 with the same meaning: the op itself
 ** from a target of 10, below that x * (x > alpha). */
-static int r_thresholded_relu(up *u, graph *g, int32_t *node, cJSON *act) {
+static int r_thresholded_relu(up *u, graph *g, int32_t *node, json_w *act) {
     Onnx__NodeProto *n = graph_node(g, *node);
     if (u->tgt >= 10) {
         const char *ins[1] = {graph_node_input(n, 0)};
@@ -159,7 +159,7 @@ static int r_thresholded_relu(up *u, graph *g, int32_t *node, cJSON *act) {
     if (!rc && graph_node_set_attr_int(g, cast, "to", c.elem)) rc = up_nomem(u);
     const char *i2[2] = {x, m};
     if (!rc) rc = ch_op(&c, "Mul", i2, 2, out, &m, NULL);
-    if (!rc && act) cJSON_AddStringToObject(act, "rewrite", "Greater+Cast+Mul");
+    if (!rc && act) json_put_str(act, "rewrite", "Greater+Cast+Mul");
     return rc;
 }
 

@@ -37,10 +37,10 @@ static int64_t upgrade_target_for(int64_t src, int64_t asked) {
 static void block(up *u, graph *g, int32_t node, const char *op, int64_t from, int64_t to,
                   const char *why) {
     u->n_blocked++;
-    cJSON *a = pass_skip(u->pc, g, node, "%s", why);
+    json_w *a = pass_skip(u->pc, g, node, "%s", why);
     if (a) {
-        cJSON_AddNumberToObject(a, "from", (double)from);
-        cJSON_AddNumberToObject(a, "to", (double)to);
+        json_put_num(a, "from", (double)from);
+        json_put_num(a, "to", (double)to);
     }
     char item[384];
     snprintf(item, sizeof item, "%s%s (%s %lld->%lld: %s)", u->n_blocked > 1 ? ", " : "",
@@ -80,8 +80,8 @@ static int constant_quirk(up *u, graph *g, int32_t node) {
     if (td.owned) free(td.data);
     if (rc) return rc;
     if (graph_replace_uses(g, out, name)) return up_nomem(u);
-    cJSON *act = pass_action(u->pc, g, node, "upgraded");
-    if (act) cJSON_AddStringToObject(act, "initializer", name);
+    json_w *act = pass_action(u->pc, g, node, "upgraded");
+    if (act) json_put_str(act, "initializer", name);
     graph_remove_node(g, node);
     return 0;
 }
@@ -123,14 +123,12 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
             u->n_work++;
             return 0;
         }
-        cJSON *act = cJSON_CreateObject();
-        if (!act) return up_nomem(u);
+        up_act act;
+        if (!up_act_open(&act)) return up_nomem(u);
         int32_t node = i;
-        int rc = r->fn(u, g, &node, act);
-        if (rc)
-            cJSON_Delete(act);
-        else
-            up_record_step(u, g, i, act, NULL, 1, u->tgt);
+        int rc = r->fn(u, g, &node, &act.w);
+        if (!rc) up_record_step(u, g, i, &act, NULL, 1, u->tgt);
+        up_act_free(&act);
         return rc;
     }
     if (!e) {
@@ -171,14 +169,12 @@ static int upgrade_node(up *u, graph *g, int32_t i) {
         }
         u->n_work++;
         if (!u->plan) {
-            cJSON *act = cJSON_CreateObject();
-            if (!act) return up_nomem(u);
-            int rc = a->fn(u, g, &node, act);
-            if (rc) {
-                cJSON_Delete(act);
-                return rc;
-            }
-            up_record_step(u, g, i, act, op, cur, v);
+            up_act act;
+            if (!up_act_open(&act)) return up_nomem(u);
+            int rc = a->fn(u, g, &node, &act.w);
+            if (!rc) up_record_step(u, g, i, &act, op, cur, v);
+            up_act_free(&act);
+            if (rc) return rc;
         }
         cur = v;
         if (a->renamed) {

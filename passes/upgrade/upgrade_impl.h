@@ -26,7 +26,7 @@ typedef struct up {
     bool msg_full;
 } up;
 
-typedef int (*adapt_fn)(up *u, graph *g, int32_t *node, cJSON *act);
+typedef int (*adapt_fn)(up *u, graph *g, int32_t *node, json_w *act);
 
 typedef struct adapter {
     const char *op;
@@ -56,7 +56,7 @@ typedef struct node_use {
 ** in planning mode (u->plan) and rewrites otherwise; a node it cannot take gets
 ** *why (static text) and is left alone. Either way it notes in use what the
 ** node uses after it. */
-typedef int (*down_fn)(up *u, graph *g, int32_t *node, cJSON *act, node_use *use,
+typedef int (*down_fn)(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                        const char **why);
 
 /* expand.c: an op younger than the target opset, rebuilt from older ops. */
@@ -89,9 +89,18 @@ int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *w
 int up_const_floats(up *u, graph *g, const char *name, double *out, size_t cap,
                     size_t *count, bool *found);
 size_t up_node_inputs(const Onnx__NodeProto *n, const char **ins, size_t cap);
+/* An adapter's details, written while it rewrites: they reach the report
+** only with a step that went through. up_act_open starts them (NULL when
+** out of memory), up_act_free releases them. */
+typedef struct up_act {
+    pass_text text;
+    json_w w;
+} up_act;
+json_w *up_act_open(up_act *a);
+void up_act_free(up_act *a);
 /* helpers.c: the report's action for node i's step from one version to another
-** ("upgraded" or "downgraded"), with the adapter's details (taken over). */
-void up_record_step(up *u, graph *g, int32_t i, cJSON *details, const char *step_op,
+** ("upgraded" or "downgraded"), with the adapter's details. */
+void up_record_step(up *u, graph *g, int32_t i, const up_act *details, const char *step_op,
                     int64_t from, int64_t to);
 
 /* helpers.c: building the nodes and constants that take a node's place. */
@@ -122,53 +131,53 @@ int up_replace_node(up *u, graph *g, int32_t *node, const char *op,
                     const char *const *ins, size_t n_in, size_t n_out);
 
 /* adapt_attrs.c: attributes dropped, retyped or given their old default in place. */
-int up_adapt_consumed_inputs(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_concat_3_4(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_cast_5_6(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_is_test(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_bn_spatial(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_rnn_7(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_lppool_1_2(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_roialign_10_16(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_consumed_inputs(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_concat_3_4(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_cast_5_6(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_is_test(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_bn_spatial(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_rnn_7(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_lppool_1_2(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_roialign_10_16(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_broadcast.c: legacy broadcast/axis to numpy broadcasting. */
-int up_adapt_broadcast(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_drop_broadcast(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_prelu_6_7(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_broadcast(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_drop_broadcast(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_prelu_6_7(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_inputs.c: attributes that became inputs (and Split-1's input that became
 ** an attribute). */
-int up_adapt_reshape_4_5(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_slice_1_10(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_topk_1_10(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_axes_to_input(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_split_1_2(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_split_12_13(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_split_13_18(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_dft_17_20(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_gridsample_16_20(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_reshape_4_5(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_slice_1_10(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_topk_1_10(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_axes_to_input(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_split_1_2(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_split_12_13(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_split_13_18(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_dft_17_20(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_gridsample_16_20(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_pad_1_2(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_pad_2_11(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_clip_6_11(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_dropout_10_12(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_groupnorm_18_21(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_tile.c: Tile-1's (input, tiles, axis) to Tile-6's (input, repeats). */
-int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_tile_1_6(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_resize.c: Upsample's forms, Upsample to Resize, Resize-10's defaults. */
-int up_adapt_upsample_1_7(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_upsample_7_9(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_upsample_9_10(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_resize_10_11(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_upsample_1_7(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_upsample_7_9(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_upsample_9_10(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_resize_10_11(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_rewrite.c: steps that rebuild the node: outputs, op name or a chain. */
-int up_adapt_bn_14(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_dropout_7_10(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_softmax_11_13(up *u, graph *g, int32_t *node, cJSON *act);
-int up_adapt_scatter_9_11(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_bn_14(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_dropout_7_10(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_softmax_11_13(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_scatter_9_11(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_scan.c: Scan-8's batch axis. */
-int up_adapt_scan_8_9(up *u, graph *g, int32_t *node, cJSON *act);
+int up_adapt_scan_8_9(up *u, graph *g, int32_t *node, json_w *act);
 
 #endif
