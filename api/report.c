@@ -349,6 +349,19 @@ const char *tileopt_report_op(const tileopt_ctx *ctx, tileopt_side side, size_t 
     return s->ops.name[i];
 }
 
+size_t tileopt_report_opset_count(const tileopt_ctx *ctx, tileopt_side side) {
+    const api_summary *s = side_of(ctx, side);
+    return s ? s->n_opsets : 0;
+}
+
+const char *tileopt_report_opset(const tileopt_ctx *ctx, tileopt_side side, size_t i,
+                                 int64_t *version) {
+    const api_summary *s = side_of(ctx, side);
+    if (!s || i >= s->n_opsets) return NULL;
+    if (version) *version = s->opset_version[i];
+    return s->opset_domain[i];
+}
+
 size_t tileopt_report_data_file_count(const tileopt_ctx *ctx, tileopt_side side) {
     const api_summary *s = side_of(ctx, side);
     return s ? s->files.n : 0;

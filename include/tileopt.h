@@ -258,6 +258,11 @@ TILEOPT_API int64_t tileopt_report_model_stat(const tileopt_ctx *ctx, tileopt_si
 TILEOPT_API size_t tileopt_report_op_count(const tileopt_ctx *ctx, tileopt_side side);
 TILEOPT_API const char *tileopt_report_op(const tileopt_ctx *ctx, tileopt_side side, size_t i,
                                           uint64_t *nodes);
+/* The model's opset imports: how many, and the i-th domain ("" for ai.onnx;
+** NULL past the end) with its *version. */
+TILEOPT_API size_t tileopt_report_opset_count(const tileopt_ctx *ctx, tileopt_side side);
+TILEOPT_API const char *tileopt_report_opset(const tileopt_ctx *ctx, tileopt_side side, size_t i,
+                                             int64_t *version);
 /* The external data files the model's initializers name, each once. */
 TILEOPT_API size_t tileopt_report_data_file_count(const tileopt_ctx *ctx, tileopt_side side);
 TILEOPT_API const char *tileopt_report_data_file(const tileopt_ctx *ctx, tileopt_side side,

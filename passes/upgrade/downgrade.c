@@ -9,6 +9,11 @@
 ** older version lacks: attributes, inputs, element types (the generated table
 ** lists each version's). Nothing is guessed: what fails says why, and the run
 ** stops with every such node listed.
+**
+** Every adapter runs twice, planning then applying, and checks everything before
+** it changes anything: its checks end at its `if (u->plan) return` line, and
+** only rewrites follow. So planning sees exactly the checks applying does, and
+** an applied step never stops half way.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,30 +48,38 @@ typedef struct down_adapter {
     down_fn fn;
 } down_adapter;
 
-/* The constant int64 values of input slot of the node, moved to attribute attr
-** (an absent input: the attribute's absence means the same). The slot is the
-** node's last input in every form this serves. */
-static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const char *attr,
-                              json_w *act, node_use *use, const char **why, size_t *count) {
-    Onnx__NodeProto *n = graph_node(g, *node);
-    const char *name = graph_node_input(n, slot);
+/* An input that became an attribute: the constant int64 values of input slot
+** (the node's last input in every form this serves). */
+typedef struct ints_input {
+    bool given;              /* an absent input: the attribute's absence means the same */
+    int64_t v[64];
+    size_t n;
+} ints_input;
+
+/* Read it; *why when it is computed at run time. The node's use loses the
+** input and gains the attribute. */
+static int read_ints_input(up *u, graph *g, int32_t node, size_t slot, const char *attr,
+                           node_use *use, const char **why, ints_input *in) {
+    const char *name = graph_node_input(graph_node(g, node), slot);
+    in->given = name != NULL;
+    in->n = 0;
     if (!name) return 0;
     if (use->inputs > slot) use->inputs = slot;
     use_add(use, attr);
-    int64_t v[64];
-    size_t cnt;
     int32_t elem;
     bool found;
-    int rc = up_const_ints(u, g, *node, name, attr, v, 64, &cnt, &elem, &found);
-    if (rc) return rc;
-    if (!found) {
-        *why = "an input that became an attribute is computed at run time";
-        return 0;
-    }
-    if (count) *count = cnt;
-    if (u->plan) return 0;
-    if (graph_node_set_attr_ints(g, n, attr, v, cnt)) return up_nomem(u);
-    if (act) json_put_ints(act, attr, v, cnt);
+    int rc = up_const_ints(u, g, node, name, attr, in->v, 64, &in->n, &elem, &found);
+    if (!rc && !found) *why = "an input that became an attribute is computed at run time";
+    return rc;
+}
+
+/* Rewrite the node with the values as attribute attr, without the input. */
+static int ints_input_to_attr(up *u, graph *g, int32_t *node, size_t slot, const char *attr,
+                              json_w *act, const ints_input *in) {
+    if (!in->given) return 0;
+    Onnx__NodeProto *n = graph_node(g, *node);
+    if (graph_node_set_attr_ints(g, n, attr, in->v, in->n)) return up_nomem(u);
+    json_put_ints(act, attr, in->v, in->n);
     const char *ins[8];
     size_t k = up_node_inputs(n, ins, 8);
     if (k > slot) k = slot;
@@ -74,10 +87,19 @@ static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const
     return up_replace_node(u, g, node, n->op_type, ins, k, 0);
 }
 
+/* Input slot back to attribute attr, when that is all the step takes. */
+static int input_to_ints_attr(up *u, graph *g, int32_t *node, size_t slot, const char *attr,
+                              json_w *act, node_use *use, const char **why) {
+    ints_input in;
+    int rc = read_ints_input(u, g, *node, slot, attr, use, why, &in);
+    if (rc || *why || u->plan) return rc;
+    return ints_input_to_attr(u, g, node, slot, attr, act, &in);
+}
+
 /* Squeeze and Unsqueeze 13 -> 11: axes back to an attribute. */
 static int down_axes(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                      const char **why) {
-    return input_to_ints_attr(u, g, node, 1, "axes", act, use, why, NULL);
+    return input_to_ints_attr(u, g, node, 1, "axes", act, use, why);
 }
 
 /* The reductions' axes input (ReduceSum's from 13, the others' from 18) back to
@@ -94,21 +116,22 @@ static int down_reduce_axes(up *u, graph *g, int32_t *node, json_w *act, node_us
         return 0;
     }
     use_del(use, "noop_with_empty_axes");
-    size_t count = 1;
-    /* planning sees an empty axes list first and refuses: applying never does */
-    int rc = input_to_ints_attr(u, g, node, 1, "axes", act, use, why, &count);
+    ints_input axes;
+    int rc = read_ints_input(u, g, *node, 1, "axes", use, why, &axes);
     if (rc || *why) return rc;
-    if (noop && count == 0) {
+    if (noop && axes.given && axes.n == 0) {
         *why = no_older_form;
         return 0;
     }
-    if (!u->plan) graph_node_del_attr(graph_node(g, *node), "noop_with_empty_axes");
-    return 0;
+    if (u->plan) return 0;
+    rc = ints_input_to_attr(u, g, node, 1, "axes", act, &axes);
+    if (!rc) graph_node_del_attr(graph_node(g, *node), "noop_with_empty_axes");
+    return rc;
 }
 
 static int down_split_13(up *u, graph *g, int32_t *node, json_w *act, node_use *use,
                          const char **why) {
-    return input_to_ints_attr(u, g, node, 1, "split", act, use, why, NULL);
+    return input_to_ints_attr(u, g, node, 1, "split", act, use, why);
 }
 
 /* Split-18's num_outputs: Split-13 without a split input cuts equal parts, so
@@ -121,8 +144,9 @@ static int down_split_18(up *u, graph *g, int32_t *node, json_w *act, node_use *
     if (!graph_attr(n, "num_outputs")) return 0;
     int64_t k = graph_attr_int(n, "num_outputs", 0);
     use_del(use, "num_outputs");
-    if (graph_node_input(n, 1)) {
-        if (!u->plan) graph_node_del_attr(n, "num_outputs");
+    if (graph_node_input(n, 1)) { /* the split input says it all */
+        if (u->plan) return 0;
+        graph_node_del_attr(n, "num_outputs");
         return 0;
     }
     graph_value *x = up_value_of(g, graph_node_input(n, 0));
@@ -209,7 +233,7 @@ static int down_pad_11(up *u, graph *g, int32_t *node, json_w *act, node_use *us
         }
         use_add(use, "value");
     }
-    int rc = input_to_ints_attr(u, g, node, 1, "pads", act, use, why, NULL);
+    int rc = input_to_ints_attr(u, g, node, 1, "pads", act, use, why);
     if (rc || *why || u->plan || !value) return rc;
     if (act) json_put_num(act, "value", v);
     return graph_node_set_attr_float(g, graph_node(g, *node), "value", (float)v) ? up_nomem(u)
@@ -683,6 +707,10 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
                             const opset_schema *newer, const opset_schema *older, bool adapted,
                             char *buf, size_t cap) {
     Onnx__NodeProto *n = graph_node(g, node);
+    /* attributes the older version lacks that hold their default (which is
+    ** the older meaning): they go, once every check has passed */
+    const char *drop[USE_MAX_ATTRS];
+    size_t n_drop = 0;
     for (size_t i = 0; i < use->n_attrs; i++) {
         const char *a = use->attrs[i];
         bool known = false;
@@ -695,7 +723,7 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
             snprintf(buf, cap, "attribute '%s' is not in version %d", a, (int)older->since);
             return buf;
         }
-        if (!u->plan) graph_node_del_attr(n, a); /* its default: the older meaning */
+        drop[n_drop++] = a;
         use_del(use, a);
         i--;
     }
@@ -733,6 +761,8 @@ static const char *fit_down(up *u, graph *g, int32_t node, node_use *use,
             return buf;
         }
     }
+    if (u->plan) return NULL;
+    for (size_t i = 0; i < n_drop; i++) graph_node_del_attr(n, drop[i]);
     return NULL;
 }
 

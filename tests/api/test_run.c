@@ -481,6 +481,15 @@ static void api_should_give_the_report_as_accessors_and_string(void **state) {
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
             assert_int_equal(tileopt_report_model_stat(ctx, (tileopt_side)side, keys[k].stat),
                              (int64_t)cJSON_GetObjectItem(s, keys[k].key)->valuedouble);
+        const cJSON *opsets = cJSON_GetObjectItem(s, "opset_import");
+        assert_int_equal(tileopt_report_opset_count(ctx, (tileopt_side)side),
+                         (size_t)cJSON_GetArraySize(opsets));
+        int64_t version = 0;
+        assert_string_equal(tileopt_report_opset(ctx, (tileopt_side)side, 0, &version),
+                            cJSON_GetArrayItem(opsets, 0)->child->valuestring);
+        assert_int_equal(version, 13);
+        assert_int_equal(tileopt_report_model_stat(ctx, (tileopt_side)side, TILEOPT_MODEL_OPSET),
+                         13);
         const cJSON *ops = cJSON_GetObjectItem(s, "ops");
         assert_int_equal(tileopt_report_op_count(ctx, (tileopt_side)side),
                          (size_t)cJSON_GetArraySize(ops));
