@@ -262,6 +262,8 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     return err_set(&ctx->err, TILEOPT_MISUSE, "bad value '%s' for --%s", value, name);
 }
 
+uint64_t tileopt_memory_budget(unsigned workers) { return graph_memory_budget(workers); }
+
 /* ------------------------------------------------------------------ models */
 
 /* Wrap a loaded model, with the input shapes the context fixes applied. */

@@ -12,9 +12,7 @@
 
 void eval_limits_default(eval_limits *lim) {
     lim->max_tensor_bytes = (uint64_t)4 << 30;
-    /* A third of the 24 GB machines this runs on: verify holds two models' values
-    ** one after the other, and the rest of the process needs room too. */
-    lim->max_total_bytes = (uint64_t)8 << 30;
+    lim->max_total_bytes = graph_memory_budget(1);
     /* About 4 s of the smallest nodes (1 us each in a release build); a real
     ** model's run takes thousands of steps, a long Loop a few hundred thousand. */
     lim->max_steps = (uint64_t)1 << 22;

@@ -57,6 +57,10 @@ typedef struct graph_limits {
 } graph_limits;
 #define LOAD_PROGRESS_BYTES ((uint64_t)64 << 20)
 void graph_limits_default(graph_limits *lim);
+/* The bytes one of `workers` processes (0 counts as 1) may give to evaluated
+** tensors by default: a quarter of the machine's memory (or of the cgroup's
+** limit when that is lower) shared among them, at least 256 MiB each. */
+uint64_t graph_memory_budget(unsigned workers);
 
 /* ------------------------------------------------------------------ types */
 

@@ -23,6 +23,33 @@ void graph_limits_default(graph_limits *lim) {
     lim->progress_user = NULL;
 }
 
+/* The cgroup v2 or v1 memory limit of this process, or 0 when none is set
+** (or none can be read). A container sees its own cgroup at the root. */
+static uint64_t cgroup_memory_limit(void) {
+    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
+                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < countof(files); i++) {
+        FILE *f = fopen(files[i], "re");
+        if (!f) continue;
+        unsigned long long v = 0;
+        int got = fscanf(f, "%llu", &v); /* "max": no limit */
+        fclose(f);
+        if (got == 1 && v > 0) return v;
+    }
+    return 0;
+}
+
+uint64_t graph_memory_budget(unsigned workers) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)8 << 30;
+    uint64_t cg = cgroup_memory_limit();
+    if (cg && cg < mem) mem = cg;
+    /* verify holds the input's values and then the output's, beside the two
+    ** models; the rest of the machine goes on working meanwhile */
+    uint64_t b = mem / 4 / (workers ? workers : 1), floor = (uint64_t)256 << 20;
+    return b > floor ? b : floor;
+}
+
 bool graph_tensor_is_external(const Onnx__TensorProto *t) {
     return t->has_data_location &&
            t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;

@@ -86,7 +86,8 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **                      taken out: from IR 4 on a listed initializer is an input
 **                      the caller may override, which runtimes do not fold)
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
-**   "max-eval-bytes"   bytes all live evaluator tensors may take, default 8 GiB
+**   "max-eval-bytes"   bytes all live evaluator tensors may take, default
+**                      tileopt_memory_budget(1)
 **   "max-eval-steps"   nodes run plus Loop iterations in one evaluation (run,
 **                      verify, each fold; a node making a sequence counts one
 **                      more per 64 items), default 2^22; 0 = no limit
@@ -107,6 +108,11 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 */
 TILEOPT_API tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name,
                                            const char *value);
+/* The default of "max-eval-bytes" for one of `workers` processes working at
+** once (0 counts as 1): a quarter of the machine's physical memory, or of the
+** process's cgroup limit when that is lower, divided among them, and at least
+** 256 MiB. A program running models in parallel sets each one's option to it. */
+TILEOPT_API uint64_t tileopt_memory_budget(unsigned workers);
 
 /*
 ** Progress callback for long work; `done` of `total` units of `what`, the phase:

@@ -122,7 +122,9 @@ void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
 static const char limits_help[] =
     "resource limits (every command):\n"
     "  --max-tensor-bytes SIZE  bytes one evaluated or loaded tensor may take (default 4G)\n"
-    "  --max-eval-bytes SIZE    bytes all live evaluator tensors may take (default 8G)\n"
+    "  --max-eval-bytes SIZE    bytes all live evaluator tensors may take (default: a\n"
+    "                           quarter of the memory, or of the cgroup's limit, shared\n"
+    "                           among a batch's -j workers; at least 256M)\n"
     "  --max-eval-steps N       nodes run plus Loop iterations in one evaluation\n"
     "                           (default 4194304; 0: no limit)\n"
     "  --max-depth N            subgraph nesting depth, 1 to 256 (default 64)\n"

@@ -18,6 +18,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 typedef struct opt_args {
     const char *in, *out, *passes, *report;
     bool verify, quiet, infer_shapes, target_asked;
+    bool eval_bytes_asked;   /* --max-eval-bytes given: a batch does not share it out */
 } opt_args;
 
 /* Optimize one model as `optimize` does (paths checked, report, summary). */

@@ -447,6 +447,7 @@ static int parse_args(tileopt_ctx *ctx, int argc, char **argv, opt_cmd *c) {
             i++;
         } else if (s[0] == '-' && s[1]) {
             if (strcmp(s, "--target-opset") == 0) a.target_asked = true;
+            if (strcmp(s, "--max-eval-bytes") == 0) a.eval_bytes_asked = true;
             int rc = cmd_option_flag(ctx, argc, argv, &i, false);
             if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
             if (rc) return rc;

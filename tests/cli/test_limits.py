@@ -220,6 +220,61 @@ def limits_should_enforce_max_eval_bytes_in_the_evaluator():
             raise AssertionError(f"verify without the limit: {rep['verify']}")
 
 
+def _memory_budget(workers):
+    """The default of --max-eval-bytes for one of `workers` (graph_memory_budget)."""
+    mem = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(f) as fh:
+                v = fh.read().strip()
+        except OSError:
+            continue
+        if v.isdigit() and 0 < int(v):
+            mem = min(mem, int(v))
+            break
+    return max(mem // 4 // workers, 256 << 20)
+
+
+def limits_should_share_the_default_eval_budget_among_batch_workers():
+    # One model needing a little more than a 32nd of the default budget: alone
+    # it verifies; as one of 32 models run 32 at a time its worker's share is
+    # too small, and the report names that share. A limit given on the command
+    # line is every worker's own, not shared out.
+    workers = 32
+    need = _memory_budget(workers) + (32 << 20)
+    if need >= _memory_budget(1):
+        print(f"skipped: {need} bytes do not fit the whole budget either")
+        return
+    reps = -(-need // 4096)
+    with h.tempdir() as d:
+        src_dir = os.path.join(d, "in")
+        os.mkdir(src_dir)
+        m = model([helper.make_node("Tile", ["x", "r"], ["t"], name="tile"),
+                   helper.make_node("Relu", ["t"], ["y"], name="relu")],
+                  [vi("x", (1024,))], [vi("y", (1024 * reps,))],
+                  [const("r", np.array([reps], np.int64))])
+        for k in range(workers):
+            x.write(os.path.join(src_dir, f"m{k:02d}.onnx"), m)
+        src = os.path.join(src_dir, "m00.onnx")
+        rep = report_of("optimize", src, "-o", os.path.join(d, "one.onnx"), "--passes",
+                        "none", "--verify")
+        if rep["verify"]["verdict"] != "match":
+            raise AssertionError(f"a single run: {rep['verify']}")
+        share, given = str(_memory_budget(workers)), str(need - 1)
+        for extra, limit in (([], share), (["--max-eval-bytes", given], given)):
+            out, reports = os.path.join(d, "out"), os.path.join(d, "reports")
+            h.expect_ok(h.tileopt("optimize", src_dir, "-o", out, "--passes", "none",
+                                  "--verify", "-j", str(workers), "--report", reports, "-q",
+                                  *extra, timeout=x.TIMEOUT))
+            with open(os.path.join(reports, "m05.onnx.json")) as f:
+                v = json.load(f)["verify"]
+            if v["verdict"] != "skipped" or f"over the limit {limit}" not in v["reason"]:
+                raise AssertionError(f"batch {extra}: {v} (the limit: {limit})")
+            for p in (out, reports):
+                for f in os.listdir(p):
+                    os.remove(os.path.join(p, f))
+
+
 # ---------------------------------------------------------------- max-depth
 
 def _nested_ifs(levels):

@@ -431,6 +431,23 @@ static void path_should_tell_branches_and_list_places_apart(void **state) {
     graph_model_free(m);
 }
 
+/* A quarter of the physical memory (or less under a cgroup limit), shared
+** among the workers, never under 256 MiB; 0 workers count as one. */
+static void memory_budget_should_share_a_quarter_of_the_memory_among_workers(void **state) {
+    (void)state;
+    uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t one = graph_memory_budget(1), floor = (uint64_t)256 << 20;
+    assert_true(one <= mem / 4 || one == floor);
+    assert_true(one >= floor);
+    assert_int_equal(graph_memory_budget(0), one);
+    for (unsigned w = 2; w <= 64; w *= 2) {
+        uint64_t b = graph_memory_budget(w);
+        assert_true(b == floor || (b <= one / w + 1 && b + 1 >= one / w));
+        assert_true(b <= graph_memory_budget(w / 2));
+    }
+    assert_int_equal(graph_memory_budget(1u << 30), floor);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -448,6 +465,7 @@ int main(void) {
         cmocka_unit_test(constant_value_should_cover_every_attribute_form),
         cmocka_unit_test(pb_clone_should_copy_a_subgraph_deeply),
         cmocka_unit_test(path_should_tell_branches_and_list_places_apart),
+        cmocka_unit_test(memory_budget_should_share_a_quarter_of_the_memory_among_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
