@@ -346,6 +346,14 @@ const char *tileopt_pass_name(size_t i) {
     return i < pass_count ? pass_registry[i].name : NULL;
 }
 
+/* What loading changed in the model (duplicate opset imports merged) goes to
+** the warnings of the first pass run on it, so the report says so. */
+static void take_load_warning(tileopt_ctx *ctx, tileopt_model *model) {
+    if (!model->g->load_warning) return;
+    pass_strings_add(&ctx->results.warnings, model->g->load_warning);
+    model->g->load_warning = NULL;
+}
+
 static pass_run_env run_env(const tileopt_ctx *ctx) {
     return (pass_run_env){&ctx->opt, ctx->progress, ctx->progress_user};
 }
@@ -353,6 +361,7 @@ static pass_run_env run_env(const tileopt_ctx *ctx) {
 tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
     const pass_def *p = pass_find(name);
     if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
+    take_load_warning(ctx, model);
     pass_run_env env = run_env(ctx);
     if (pass_run_one(model->g, &env, p, &ctx->results, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
@@ -372,6 +381,7 @@ tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
         if (!(list[i] = pass_find(names[i])))
             st = err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'",
                          names[i] ? names[i] : "(null)");
+    if (!st) take_load_warning(ctx, model);
     pass_run_env env = run_env(ctx);
     if (!st && pass_pipeline(model->g, &env, list, n, &ctx->results, &ctx->err))
         st = ctx_fail(ctx, &ctx->err);

@@ -191,6 +191,12 @@ struct graph_model {
     ** only way a node leaves a graph, so a pass that leaves it as it was
     ** removed none */
     uint64_t nodes_removed;
+    /* where the default domain's opset import is in pb->opset_import (a hint,
+    ** checked on use: a model may import 100,000 domains, the default last) */
+    size_t default_opset_at;
+    /* what loading changed that the run's report must say (NULL: nothing);
+    ** the API hands it to the report's warnings once */
+    const char *load_warning;
     /* the index's types are shape inference's for the model as it stands: set
     ** by inference, cleared by every reindex and by a pass that changed the
     ** model, so a pass after one that changed nothing infers nothing again */

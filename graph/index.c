@@ -675,6 +675,9 @@ const char *graph_attr_string(const Onnx__NodeProto *n, const char *name,
 
 int64_t graph_opset(const graph_model *m, const char *domain) {
     bool dflt = graph_domain_is_default(domain);
+    size_t at = m->default_opset_at;
+    if (dflt && at < m->pb->n_opset_import && graph_domain_is_default(m->pb->opset_import[at]->domain))
+        return m->pb->opset_import[at]->has_version ? m->pb->opset_import[at]->version : 0;
     for (size_t i = 0; i < m->pb->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         const char *d = o->domain ? o->domain : "";

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -118,6 +119,79 @@ static int check_header(const Onnx__ModelProto *pb, errbuf *err) {
     return TILEOPT_OK;
 }
 
+/* An opset import's domain as one spelling: "ai.onnx" is the default "". */
+static const char *opset_domain(const Onnx__OperatorSetIdProto *o) {
+    return graph_domain_is_default(o->domain) ? "" : o->domain;
+}
+
+/*
+** A domain imported twice makes the opset ambiguous: a converter that rewrites
+** the first entry leaves the others, and ONNX Runtime then refuses the model.
+** Entries that agree are merged into the first (the load warning says so);
+** entries that disagree are refused. One hash table: some models import
+** 100,000 domains.
+*/
+static int merge_opset_imports(graph_model *m, errbuf *err) {
+    Onnx__ModelProto *pb = m->pb;
+    size_t n = pb->n_opset_import, cap = 16, kept = 0, dups = 0;
+    m->default_opset_at = n;
+    if (n < 2) {
+        if (n == 1 && graph_domain_is_default(pb->opset_import[0]->domain))
+            m->default_opset_at = 0;
+        return TILEOPT_OK;
+    }
+    while (cap < 2 * n) cap *= 2;
+    size_t *table = calloc(cap, sizeof *table); /* index + 1 among the kept */
+    if (!table) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    const char *first_dup = NULL;
+    int64_t dup_version = 0;
+    size_t first_dup_count = 1;
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < n; i++) {
+        Onnx__OperatorSetIdProto *o = pb->opset_import[i];
+        const char *d = opset_domain(o);
+        int64_t v = o->has_version ? o->version : 0;
+        size_t k = graph_name_hash(d) & (cap - 1);
+        while (table[k] && strcmp(opset_domain(pb->opset_import[table[k] - 1]), d) != 0)
+            k = (k + 1) & (cap - 1);
+        if (!table[k]) {
+            pb->opset_import[kept] = o;
+            table[k] = ++kept;
+            continue;
+        }
+        const Onnx__OperatorSetIdProto *was = pb->opset_import[table[k] - 1];
+        int64_t w = was->has_version ? was->version : 0;
+        if (w != v) {
+            rc = err_set(err, TILEOPT_INVALID,
+                         "opset_import gives %s%s%s versions %lld and %lld: which one the "
+                         "nodes mean is ambiguous", d[0] ? "domain '" : "the default domain",
+                         d, d[0] ? "'" : "", (long long)w, (long long)v);
+            break;
+        }
+        dups++;
+        if (!first_dup) {
+            first_dup = d;
+            dup_version = v;
+        }
+        if (strcmp(first_dup, d) == 0) first_dup_count++;
+    }
+    free(table);
+    if (rc) return rc;
+    pb->n_opset_import = kept;
+    for (size_t i = 0; i < kept; i++)
+        if (!opset_domain(pb->opset_import[i])[0]) m->default_opset_at = i;
+    if (!dups) return TILEOPT_OK;
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "opset_import listed %s%s%s %zu times, each at version %lld%s: merged into one "
+             "entry each, so that an opset change cannot leave a stale one behind",
+             first_dup[0] ? "domain '" : "the default domain", first_dup,
+             first_dup[0] ? "'" : "", first_dup_count, (long long)dup_version,
+             dups + 1 > first_dup_count ? ", and other domains more than once too" : "");
+    m->load_warning = arena_strdup(m->arena, msg);
+    return m->load_warning ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
+}
+
 /* Adds name to an open-addressing set of cap slots (a power of two, never more than
 ** half full); false when it was there already. */
 static bool name_set_add(const char **set, size_t cap, const char *name) {
@@ -208,6 +282,7 @@ static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf 
     if (!m->pb->graph)
         return err_set(err, TILEOPT_INVALID, "not an ONNX model: it has no graph");
     rc = check_header(m->pb, err);
+    if (!rc) rc = merge_opset_imports(m, err);
     if (rc) return rc;
     m->file_bytes = size;
     rc = check_graph_tensors(m, m->pb->graph, err);

@@ -575,6 +575,12 @@ int graph_commit(graph *g, errbuf *err) {
 
 int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf *err) {
     bool dflt = graph_domain_is_default(domain);
+    size_t at = m->default_opset_at;
+    if (dflt && at < m->pb->n_opset_import && graph_domain_is_default(m->pb->opset_import[at]->domain)) {
+        m->pb->opset_import[at]->has_version = 1;
+        m->pb->opset_import[at]->version = version;
+        return TILEOPT_OK;
+    }
     for (size_t i = 0; i < m->pb->n_opset_import; i++) {
         Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         const char *d = o->domain ? o->domain : "";
@@ -594,6 +600,7 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
     if (!o->domain || push(m->arena, (void ***)&m->pb->opset_import, &m->pb->n_opset_import,
                            &cap, o))
         return err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (dflt) m->default_opset_at = m->pb->n_opset_import - 1;
     return TILEOPT_OK;
 }
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -273,6 +274,26 @@ def limits_should_share_the_default_eval_budget_among_batch_workers():
             for p in (out, reports):
                 for f in os.listdir(p):
                     os.remove(os.path.join(p, f))
+
+
+def limits_should_take_100001_opset_imports_in_stride():
+    # 100,000 custom domains before the default one, and 5,000 nodes: every
+    # lookup of the default opset scanned them all, and comparing the imports
+    # before and after a pass scanned one list per entry of the other (minutes).
+    n = 100000
+    nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"]) for i in range(5000)]
+    g = helper.make_graph(nodes, "g", [vi("v0", (2,))], [vi("v5000", (2,))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid(f"d{i}", 1) for i in range(n)] +
+                          [helper.make_opsetid("", 13)])
+    with h.tempdir() as d:
+        src, out = os.path.join(d, "m.onnx"), os.path.join(d, "o.onnx")
+        x.write(src, m)
+        for extra in ([], ["--target-opset", "21"], ["--fold-scope", "all", "--verify"]):
+            h.expect_ok(h.tileopt("optimize", src, "-o", out, "-q", *extra, timeout=x.TIMEOUT))
+            got = onnx.load(out).opset_import
+            want = 21 if extra[:1] == ["--target-opset"] else 13
+            if len(got) != n + 1 or (got[n].domain, got[n].version) != ("", want):
+                raise AssertionError(f"{extra}: {len(got)} imports, the last {got[n]}")
 
 
 # ---------------------------------------------------------------- max-depth
