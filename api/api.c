@@ -81,6 +81,7 @@ void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user)
 typedef enum opt_kind {
     OPT_U64, OPT_BYTES, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
     OPT_SHAPE,               /* repeatable, kept in the context, not in pass_options */
+    OPT_NAME,                /* a file name, kept in the context */
 } opt_kind;
 
 typedef struct opt_def {
@@ -105,6 +106,7 @@ static const opt_def options[] = {
     OPT("seed", OPT_U64, verify.seed),
     OPT("verify-strict", OPT_BOOL, verify.strict),
     {"input-shape", OPT_SHAPE, 0},
+    OPT("data-name", OPT_NAME, data_name),
 };
 #undef OPT
 
@@ -251,6 +253,14 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         return TILEOPT_OK;
     case OPT_SHAPE:
         break;
+    case OPT_NAME:
+        /* one component beside OUT; the save checks the rest (not OUT itself) */
+        if (!value[0] || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, "..") ||
+            strlen(value) >= sizeof ctx->data_name)
+            return err_set(&ctx->err, TILEOPT_MISUSE,
+                           "--%s takes a file name (no '/'), not '%s'", name, value);
+        memcpy(field, value, strlen(value) + 1);
+        return TILEOPT_OK;
     case OPT_SCOPE:
         if (strcmp(value, "tile") && strcmp(value, "all")) {
             return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes 'tile' or 'all', not '%s'",
@@ -322,9 +332,11 @@ tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const 
     model->g->progress_user = ctx->progress_user;
     model->g->temp_hook = ctx->temp_hook;
     model->g->temp_user = ctx->temp_user;
+    model->g->data_name = ctx->data_name[0] ? ctx->data_name : NULL;
     int rc = graph_model_save_path(model->g, path, &ctx->err);
     model->g->progress = NULL;
     model->g->temp_hook = NULL;
+    model->g->data_name = NULL;
     if (rc) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }

@@ -79,6 +79,7 @@ struct tileopt_ctx {
     void *progress_user;
     tileopt_temp_fn temp_hook;
     void *temp_user;
+    char data_name[256];     /* "data-name": "" for OUT's name and ".data" */
 };
 
 struct tileopt_model {

@@ -9,7 +9,7 @@
 ** Nothing here is freed piecemeal.
 **
 ** Files call only files before them in arena -> dtype -> err -> wire -> tensor ->
-** index -> load -> mutate -> save, so each reads knowing only what comes before it
+** files -> index -> load -> mutate -> save, so each reads knowing only what comes before it
 ** (tests/harness/file_cycles.py fails on any two that call each other).
 */
 #ifndef TILEOPT_GRAPH_H
@@ -158,6 +158,11 @@ struct graph {
     uint32_t n_indexed;      /* nodes when the index was built: more means added */
 };
 
+/* A file by identity, whatever path names it. */
+typedef struct graph_file_id {
+    uint64_t dev, ino;
+} graph_file_id;
+
 /* A buffer of another layer that a model's initializers point into. */
 typedef struct graph_owned {
     void *owner;
@@ -178,6 +183,18 @@ struct graph_model {
     void *progress_user;
     graph_temp_fn temp_hook;    /* NULL: none */
     void *temp_user;
+    /* the name of the external data file a save writes beside OUT (NULL: OUT's
+    ** own name and ".data") */
+    const char *data_name;
+    /* the external data files the model has read from, sorted: a save never
+    ** removes or writes over one of them (they are the input's) */
+    graph_file_id *read_files;
+    size_t n_read_files;
+    /* the data files its record says tileopt wrote for this very file (see
+    ** graph/files.h), which a save back to its own path may replace, and which
+    ** a save beside it copies rather than shares */
+    char **own_data;
+    size_t n_own_data;
     /* the input file, mapped, when loaded from a path */
     void *map;
     size_t map_size;
@@ -215,6 +232,11 @@ void graph_model_free(graph_model *m);
 ** again after editing the protobuf directly). */
 int graph_model_reindex(graph_model *m, errbuf *err);
 
+/* Save to path with the external data files the model needs beside it, and
+** put both in place so that a failure or a kill at any moment leaves the old
+** OUT reading its old data or the new OUT its new data (graph/save.c tells how).
+** On success the model in memory is the one on disk: its tensors name the data
+** files OUT reads. */
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err);
 int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *err);
 /* Serialized size in bytes, as the saver would write it (without external data). */
@@ -428,9 +450,14 @@ Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t el
 typedef struct graph_extent {
     char *path;
     uint64_t offset, length;
+    graph_file_id id;        /* the file's, as stat'ed when checked */
 } graph_extent;
 int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
                           graph_extent *out, errbuf *err);
+/* graph_tensor_check, giving an external tensor's extent in *ext (ext->path
+** NULL for one that is not external; else malloc'd: free it). */
+int graph_tensor_check_extent(graph_model *m, const Onnx__TensorProto *t, graph_extent *ext,
+                              errbuf *err);
 int graph_extent_read(const graph_extent *e, void *dst, errbuf *err);
 /* Is the TensorProto's data outside the model file? */
 bool graph_tensor_is_external(const Onnx__TensorProto *t);
@@ -490,6 +517,9 @@ graph_kind graph_type_kind(const Onnx__TypeProto *tp, int32_t *elem);
 ** string holding a NUL byte TILEOPT_INVALID. */
 int graph_wire_check(const ProtobufCMessageDescriptor *d, const void *data, size_t size,
                      uint32_t max_levels, errbuf *err);
+/* A base-128 varint at *p (before end), *p moved past it; false when it runs
+** past end or over 64 bits. */
+bool graph_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 
 /*
 ** A sequence or optional of test data as a tree: a tensor's values (as

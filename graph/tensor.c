@@ -172,8 +172,9 @@ int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
     else if (!rc && !S_ISREG(st.st_mode))
         rc = err_set(err, TILEOPT_INVALID,
                      "tensor '%s': external data '%s' is not a regular file", name, out->path);
-    else if (!rc && (out->offset > (uint64_t)st.st_size ||
-                     out->length > (uint64_t)st.st_size - out->offset))
+    if (!rc) out->id = (graph_file_id){(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    if (!rc && (out->offset > (uint64_t)st.st_size ||
+                out->length > (uint64_t)st.st_size - out->offset))
         rc = err_set(err, TILEOPT_INVALID,
                      "tensor '%s': external data '%s' (%lld bytes) is shorter than offset %" PRIu64 " + length %" PRIu64,
                      name, out->path, (long long)st.st_size, out->offset, out->length);
@@ -274,6 +275,15 @@ static size_t field_count(const dtype_info *d, const Onnx__TensorProto *t) {
 ** It reads no tensor bytes: external files are only stat'ed.
 */
 int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
+    graph_extent e;
+    int rc = graph_tensor_check_extent(m, t, &e, err);
+    free(e.path);
+    return rc;
+}
+
+int graph_tensor_check_extent(graph_model *m, const Onnx__TensorProto *t, graph_extent *ext,
+                              errbuf *err) {
+    memset(ext, 0, sizeof *ext);
     const char *name = t->name ? t->name : "";
     const dtype_info *d = dtype_get(t->has_data_type ? t->data_type : 0);
     if (!d) return TILEOPT_OK; /* refused where the value is indexed or read */
@@ -294,12 +304,7 @@ int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err) 
         return err_set(err, TILEOPT_INVALID,
                        "tensor '%s': dims overflow (%" PRIu64 " elements of %s)", name, numel,
                        d->name);
-    if (graph_tensor_is_external(t)) {
-        graph_extent e;
-        int rc = graph_external_extent(m, t, &e, err);
-        free(e.path);
-        return rc;
-    }
+    if (graph_tensor_is_external(t)) return graph_external_extent(m, t, ext, err);
     if (t->has_raw_data) {
         if (d->field != FIELD_STRING && t->raw_data.len != nbytes)
             return err_set(err, TILEOPT_INVALID,

@@ -96,6 +96,10 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **   "seed"             seed for --verify inputs, default 1
 **   "verify-strict"    "0" (default) or "1": tileopt_model_verify fails with
 **                      TILEOPT_UNSUPPORTED where it would give no verdict
+**   "data-name"        the file name (one component, beside OUT) of the external
+**                      data a save writes, default OUT's name plus ".data";
+**                      tileopt_model_save refuses one that exists unless an
+**                      earlier save to OUT wrote it
 **   "input-shape"      "NAME:D1,D2,..." (repeatable; the last ':' separates, so
 **                      names like "x:0" work; "NAME:" is a scalar): every model
 **                      loaded afterwards gets that main-graph input's dims
@@ -160,9 +164,15 @@ TILEOPT_API tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const voi
                                                      tileopt_model **out);
 TILEOPT_API void tileopt_model_free(tileopt_model *model);
 
-/* Save atomically (temporary file beside `path`, fsync, rename). External data
-** is kept by reference when saving into the source folder, copied beside the
-** output otherwise; models past 2 GB are saved with external data. */
+/* Save atomically, with the external data the output needs: kept by reference
+** when `path` sits in the model's folder (files tileopt wrote for the model's
+** own file excepted: those are copied), copied into one data file beside it
+** otherwise ("data-name", default path + ".data"); big initializers go there
+** too when the model passes 2 GB. Each file has no name until it is complete,
+** `path` and its data are put in place together, and the data files an earlier
+** save to `path` wrote and the new one no longer reads are removed (README:
+** External data). On success the model reads the files `path` reads.
+** TILEOPT_MISUSE when `path` is one of the model's own external data files. */
 TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model,
                                               const char *path);
 /* Serialize to a new buffer (*out, *size), freed with tileopt_free(). Fails with

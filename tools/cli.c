@@ -158,6 +158,7 @@ static const struct {
     {"--keep-initializer-inputs", "keep-initializer-inputs", false, false},
     {"--seed", "seed", true, false},
     {"--input-shape", "input-shape", true, false},
+    {"--data-name", "data-name", true, false},
     {"--max-tensor-bytes", "max-tensor-bytes", true, true},
     {"--max-eval-bytes", "max-eval-bytes", true, true},
     {"--max-eval-steps", "max-eval-steps", true, true},

@@ -108,6 +108,43 @@ static int check_paths(const opt_args *a) {
     return EXIT_OK;
 }
 
+/* -o or --report naming one of the input's external data files would replace
+** data the input reads: refused like the input itself (the files are known
+** once the model is loaded). */
+static int check_data_paths(const tileopt_ctx *ctx, const opt_args *a) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(a->in, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - a->in) : 1, slash ? a->in : ".");
+    for (size_t i = 0; i < tileopt_report_data_file_count(ctx, TILEOPT_INPUT); i++) {
+        char data[2 * PATH_MAX];
+        if (snprintf(data, sizeof data, "%s/%s", dir,
+                     tileopt_report_data_file(ctx, TILEOPT_INPUT, i)) >= (int)sizeof data)
+            continue;
+        const char *dests[2] = {a->out, a->report && strcmp(a->report, "-") ? a->report : NULL};
+        for (size_t k = 0; k < 2; k++)
+            if (dests[k] && same_file(data, dests[k]))
+                return tool_error(EXIT_USAGE, "%s '%s' is external data of the input model (%s)",
+                                  k ? "--report" : "-o", dests[k],
+                                  tileopt_report_data_file(ctx, TILEOPT_INPUT, i));
+    }
+    return EXIT_OK;
+}
+
+/* The output's data files as the report states them, one text. */
+static char *output_data_files(const tileopt_ctx *ctx) {
+    size_t n = 1;
+    for (size_t i = 0; i < tileopt_report_data_file_count(ctx, TILEOPT_OUTPUT); i++)
+        n += strlen(tileopt_report_data_file(ctx, TILEOPT_OUTPUT, i)) + 1;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    s[0] = '\0';
+    for (size_t i = 0; i < tileopt_report_data_file_count(ctx, TILEOPT_OUTPUT); i++) {
+        strcat(s, tileopt_report_data_file(ctx, TILEOPT_OUTPUT, i));
+        strcat(s, "/");
+    }
+    return s;
+}
+
 /* The name lists of a pass's "changes" in the report, as the summary words them. */
 static const struct {
     tileopt_pass_stat stat;
@@ -185,7 +222,7 @@ static void print_sizes(FILE *f, const tileopt_ctx *ctx) {
         tileopt_side side = k ? TILEOPT_OUTPUT : TILEOPT_INPUT;
         size_t n = tileopt_report_data_file_count(ctx, side);
         if (!n) continue;
-        fprintf(f, "  external data of the %s:", k ? "output" : "input");
+        fprintf(f, "  external data the %s reads:", k ? "output" : "input");
         for (size_t i = 0; i < n; i++) fprintf(f, " %s", tileopt_report_data_file(ctx, side, i));
         fputc('\n', f);
     }
@@ -261,6 +298,8 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
+    if ((rc = check_data_paths(ctx, a)) != EXIT_OK) goto done;
+    rc = EXIT_FAIL;
     tileopt_status st = tileopt_passes_run(ctx, model, passes, n_passes);
     if (st != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
@@ -284,6 +323,7 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     ** model, so a run without a report skips it.) */
     bool file_report = a->report && strcmp(a->report, "-") != 0;
     double predicted = 0;
+    char *predicted_files = NULL;
     if (a->report) {
         if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
             tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
@@ -291,16 +331,29 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         }
         if (file_report && write_report(ctx, a->report) != EXIT_OK) goto done;
         predicted = output_file_bytes(ctx);
+        if (!(predicted_files = output_data_files(ctx))) {
+            tool_error(EXIT_FAIL, "out of memory");
+            goto done;
+        }
     }
     if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
+        free(predicted_files);
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto report;
     }
     rc = EXIT_OK;
-    /* OUT is in place: the report is rewritten only when the save's size differs
-    ** from the prediction (tensors moved to external data), and a rewrite that
-    ** fails leaves the first report and a warning, never a failed run. */
-    if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
+    /* OUT is in place: the report is rewritten only when the save's size or the
+    ** data files OUT reads differ from the prediction (tensors moved to a data
+    ** file of OUT's), and a rewrite that fails leaves the first report and a
+    ** warning, never a failed run. */
+    bool ended = tileopt_report_end(ctx, model, a->out) == TILEOPT_OK, same_files = true;
+    if (ended && predicted_files) {
+        char *files = output_data_files(ctx);
+        same_files = files && strcmp(files, predicted_files) == 0;
+        free(files);
+    }
+    free(predicted_files);
+    if (!ended) {
         if (!a->report) { /* nothing to summarize from */
             if (!a->quiet)
                 fprintf(stderr, "tileopt: warning: %s (no summary)\n", tileopt_ctx_errmsg(ctx));
@@ -308,7 +361,7 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         }
         fprintf(stderr, "tileopt: warning: %s (the report states the predicted output size)\n",
                 tileopt_ctx_errmsg(ctx));
-    } else if (file_report && output_file_bytes(ctx) != predicted &&
+    } else if (file_report && (output_file_bytes(ctx) != predicted || !same_files) &&
                tileopt_report_save(ctx, a->report) != TILEOPT_OK) {
         fprintf(stderr, "tileopt: warning: %s (it states the predicted output size)\n",
                 tileopt_ctx_errmsg(ctx));
@@ -383,6 +436,9 @@ static const char optimize_help[] =
     "                            difference; strict also fails without a verdict\n"
     "                            (default off)\n"
     "  --seed N                  seed of --verify's inputs (default 1)\n"
+    "  --data-name NAME          the external data file written beside OUT (default:\n"
+    "                            OUT's name and .data; one earlier runs to OUT wrote\n"
+    "                            is replaced, any other file of that name refused)\n"
     "  --report FILE|-           write the JSON report to FILE or stdout; for a batch\n"
     "                            a folder: one report per model and batch.json\n"
     "                            (default none)\n"
@@ -448,6 +504,7 @@ static int parse_args(tileopt_ctx *ctx, int argc, char **argv, opt_cmd *c) {
         } else if (s[0] == '-' && s[1]) {
             if (strcmp(s, "--target-opset") == 0) a.target_asked = true;
             if (strcmp(s, "--max-eval-bytes") == 0) a.eval_bytes_asked = true;
+            if (strcmp(s, "--data-name") == 0) a.data_name_asked = true;
             int rc = cmd_option_flag(ctx, argc, argv, &i, false);
             if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
             if (rc) return rc;
@@ -477,6 +534,9 @@ static int run_optimize(tileopt_ctx *ctx, opt_cmd *c) {
     if (batch) {
         if (a.report && strcmp(a.report, "-") == 0)
             return tool_error(EXIT_USAGE, "--report - writes one report: a batch needs a folder");
+        if (a.data_name_asked)
+            return tool_error(EXIT_USAGE, "--data-name names one model's data file: a batch "
+                              "writes OUT.data beside each OUT");
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         batch_opts b = {&a, a.out, a.report, names, n_names,
                         c->jobs ? c->jobs : (cores > 0 ? (int)cores : 1), c->shard_i,
