@@ -553,13 +553,12 @@ static void recover(const save_job *j, const data_record *rec, uint64_t nlink) {
                 unlinkat(j->dirfd, p, 0);
         }
     for (int k = 0; k < 2; k++) {
-        if (name_list_has(&rec->files, j->stage_names[k]) ||
-            !stat_id(j->dirfd, j->stage_names[k], &s))
-            continue;
+        if (!stat_id(j->dirfd, j->stage_names[k], &s)) continue;
+        /* A as a second link of a staging name is this protocol's own */
         if (!name_list_has(&rec->files, j->data_name) && stat_id(j->dirfd, j->data_name, &a) &&
             same_id(a, s))
             unlinkat(j->dirfd, j->data_name, 0);
-        unlinkat(j->dirfd, j->stage_names[k], 0);
+        if (!name_list_has(&rec->files, j->stage_names[k])) unlinkat(j->dirfd, j->stage_names[k], 0);
     }
     unlinkat(j->dirfd, j->model_stage, 0);
 }
@@ -572,6 +571,11 @@ static int plan_make(const save_job *j, const data_record *rec, uint64_t nlink, 
     const char *a = j->data_name;
     graph_file_id id;
     if (j->write_data && stat_id(j->dirfd, a, &id)) {
+        if (!valid && nlink > 1 && name_list_has(&rec->files, a))
+            return err_set(err, TILEOPT_IO,
+                           "'%s/%s' is read by '%s', which has %" PRIu64 " links: a model of "
+                           "another name reads it too; remove that link, or name another data "
+                           "file (--data-name)", j->dir, a, j->base, nlink);
         if (!valid || !name_list_has(&rec->files, a))
             return err_set(err, TILEOPT_IO,
                            "'%s/%s' exists and no earlier save of '%s' wrote it: remove it, or "
@@ -588,8 +592,6 @@ static int plan_make(const save_job *j, const data_record *rec, uint64_t nlink, 
             if (strcmp(f, j->stage_names[p->stage]) == 0 || name_list_has(&p->remove, f) ||
                 !stat_id(j->dirfd, f, &id) || protected_id(j, id))
                 continue;
-            /* A stays when this save writes no data: the model may read it */
-            if (strcmp(f, a) == 0 && !j->write_data) continue;
             if (!name_list_add(&p->remove, f, strlen(f))) {
                 name_list_free(&p->remove);
                 return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -690,8 +692,9 @@ static int data_name_check(save_job *j, errbuf *err) {
     return TILEOPT_OK;
 }
 
-/* Names of this save: A, the two staging names (from A's hash: short, and
-** the same for every save to OUT), the replacement's link name. */
+/* Names of this save: A, the two staging names (A's and ".tileopt-0" or "-1",
+** or from A's hash when that is too long: the same for every save to OUT), the
+** replacement's link name. */
 static int job_names(save_job *j, errbuf *err) {
     arena *a = j->m->arena;
     size_t n = strlen(j->base) + 6;
@@ -703,10 +706,13 @@ static int job_names(save_job *j, errbuf *err) {
     if (!j->data_name) return err_set(err, TILEOPT_NOMEM, "out of memory");
     int rc = data_name_check(j, err);
     if (rc) return rc;
+    /* no leading '.': OUT reads S for a moment, and onnx's loader strips one */
     unsigned long long h = (unsigned long long)name_hash64(j->data_name);
+    bool fits = strlen(j->data_name) + 10 <= NAME_MAX;
     for (int k = 0; k < 2; k++) {
-        char s[48];
-        snprintf(s, sizeof s, ".tileopt-%016llx.%d.data", h, k);
+        char s[NAME_MAX + 1];
+        if (fits) snprintf(s, sizeof s, "%s.tileopt-%d", j->data_name, k);
+        else snprintf(s, sizeof s, "tileopt-%016llx.%d.data", h, k);
         if (!(j->stage_names[k] = arena_strdup(a, s)))
             return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
@@ -793,36 +799,57 @@ static int commit(save_job *j, const plan *p, out_file *data, out_file *first,
 }
 
 /* After success the model in memory is OUT: it reads OUT's data, its record
-** is OUT's, and the data file is its own. */
-static int adopt(save_job *j, errbuf *err) {
+** is OUT's, and the data file is its own. Allocated before the commit, so that
+** nothing can fail once OUT is in place. */
+typedef struct adoption {
+    char *path, *dir, *data_name;
+    char **own;
+} adoption;
+
+static int adopt_prepare(save_job *j, adoption *ad, errbuf *err) {
     graph_model *m = j->m;
-    char *path = strdup(j->path), *dir = strdup(j->dir);
-    char **owned = j->write_data ? malloc(sizeof *owned) : NULL;
-    char *a = j->write_data ? strdup(j->data_name) : NULL;
+    ad->path = strdup(j->path);
+    ad->dir = strdup(j->dir);
+    if (j->write_data) {
+        ad->own = malloc(sizeof *ad->own);
+        ad->data_name = strdup(j->data_name);
+    }
     graph_file_id *ids = realloc(m->read_files, (m->n_read_files + 1) * sizeof *ids);
     if (ids) m->read_files = ids;
-    if (!path || !dir || !ids || (j->write_data && (!owned || !a))) {
-        free(path);
-        free(dir);
-        free(owned);
-        free(a);
-        return err_set(err, TILEOPT_NOMEM, "out of memory");
-    }
+    if (ad->path && ad->dir && ids && (!j->write_data || (ad->own && ad->data_name)))
+        return TILEOPT_OK;
+    free(ad->path);
+    free(ad->dir);
+    free(ad->own);
+    free(ad->data_name);
+    *ad = (adoption){0};
+    return err_set(err, TILEOPT_NOMEM, "out of memory");
+}
+
+static void adopt(save_job *j, adoption *ad) {
+    graph_model *m = j->m;
     free(m->path);
     free(m->base_dir);
-    m->path = path;
-    m->base_dir = dir;
+    m->path = ad->path;
+    m->base_dir = ad->dir;
     for (size_t i = 0; i < m->n_own_data; i++) free(m->own_data[i]);
     free(m->own_data);
-    m->own_data = owned;
+    m->own_data = ad->own;
     m->n_own_data = 0;
-    if (owned) owned[m->n_own_data++] = a;
+    if (ad->own) ad->own[m->n_own_data++] = ad->data_name;
     graph_file_id id;
     if (j->write_data && stat_id(j->dirfd, j->data_name, &id)) {
         m->read_files[m->n_read_files++] = id;
         qsort(m->read_files, m->n_read_files, sizeof *m->read_files, by_id);
     }
-    return TILEOPT_OK;
+    *ad = (adoption){0};
+}
+
+static void adoption_free(adoption *ad) {
+    free(ad->path);
+    free(ad->dir);
+    free(ad->own);
+    free(ad->data_name);
 }
 
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
@@ -872,6 +899,8 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     uint64_t written = 0;
     if (!rc) rc = meta_set(&j, j.write_data ? j.data_name : NULL, NULL, err);
     if (!rc) rc = pack_file(&j, &final, false, &written, err);
+    adoption ad = {0};
+    if (!rc) rc = adopt_prepare(&j, &ad, err);
     if (!rc) {
         int lock = dir_lock(j.dirfd);
         data_record rec;
@@ -888,8 +917,8 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
         data_record_free(&rec);
         dir_unlock(lock);
     }
-    if (!rc) rc = adopt(&j, err);
     if (!rc) {
+        adopt(&j, &ad);
         m->saved_bytes = written;
     } else {
         reloc_restore(&j.r);
@@ -900,6 +929,7 @@ int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
     out_file_discard(&data, dirfd);
     out_file_discard(&first, dirfd);
     out_file_discard(&final, dirfd);
+    adoption_free(&ad);
     reloc_free(&j.r);
     name_list_free(&p0.remove);
     name_list_free(&p1.remove);
