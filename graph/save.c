@@ -529,7 +529,9 @@ static int by_id(const void *a, const void *b) {
 /* A file the model reads, which a save keeps, unless it is one tileopt wrote
 ** for the model's own file and the save goes back to that file. */
 static bool protected_id(const save_job *j, graph_file_id id) {
-    if (!bsearch(&id, j->m->read_files, j->m->n_read_files, sizeof id, by_id)) return false;
+    if (!j->m->n_read_files ||
+        !bsearch(&id, j->m->read_files, j->m->n_read_files, sizeof id, by_id))
+        return false;
     for (size_t i = 0; j->resave && i < j->n_owned_ids; i++)
         if (same_id(j->owned_ids[i], id)) return false;
     return true;
