@@ -2,8 +2,8 @@
 ** Resize and Upsample: nearest (four rounding modes), linear and cubic
 ** (cubic_coeff_a, exclude_outside) over any axes, with every coordinate
 ** transformation of the schemas up to opset 17 (half_pixel, pytorch_half_pixel,
-** align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with its
-** roi and extrapolation_value). Separable: one axis at a time, each output
+** align_corners, asymmetric, tf_half_pixel_for_nn at 11 only, tf_crop_and_resize
+** with its roi and extrapolation_value). Separable: one axis at a time, each output
 ** position reading up to four taps of the axis, in double.
 */
 #include <math.h>
@@ -57,6 +57,12 @@ static int read_opts(const Onnx__NodeProto *n, int64_t opset, rs_opts *o, errbuf
     if (m < 0 || c < 0 || r < 0 || (legacy && m == RS_CUBIC))
         return err_set(err, TILEOPT_INVALID, "unknown mode, coordinate transformation or "
                        "nearest mode");
+    /* Resize-13 dropped it: a model at 13 or later that still uses it means
+    ** what its runtime makes of it, so verify gives no verdict rather than
+    ** vouch for a conversion that kept it */
+    if (c == CT_TF_HALF_PIXEL && opset >= 13)
+        return err_set(err, TILEOPT_UNSUPPORTED, "tf_half_pixel_for_nn is a coordinate "
+                       "transformation of Resize-11 only, not of opset %lld", (long long)opset);
     if (graph_attr_int(n, "antialias", 0) ||
         str_attr(n, "keep_aspect_ratio_policy", (const char *const[]){"stretch"}, 1, 0) != 0 ||
         graph_attr(n, "axes"))
