@@ -148,38 +148,40 @@ static int tmpfile_refused(int flags) {
     return 1;
 }
 
-int openat(int dirfd, const char *path, int flags, ...) {
+/* The mode argument that comes with O_CREAT and O_TMPFILE. */
+#define MODE_ARG(flags) \
+    mode_t mode = 0; \
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) { \
+        va_list ap; \
+        va_start(ap, flags); \
+        mode = va_arg(ap, mode_t); \
+        va_end(ap); \
+    }
+
+static int open_at(int dirfd, const char *path, int flags, mode_t mode) {
     REAL(int, "openat", int, const char *, int, ...);
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
-    va_end(ap);
     if (tmpfile_refused(flags)) return -1;
     return real(dirfd, path, flags, mode);
 }
 
+int openat(int dirfd, const char *path, int flags, ...) {
+    MODE_ARG(flags)
+    return open_at(dirfd, path, flags, mode);
+}
+
 int openat64(int dirfd, const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
-    va_end(ap);
-    return openat(dirfd, path, flags, mode);
+    MODE_ARG(flags)
+    return open_at(dirfd, path, flags, mode);
 }
 
 int open(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
-    va_end(ap);
-    return openat(AT_FDCWD, path, flags, mode);
+    MODE_ARG(flags)
+    return open_at(AT_FDCWD, path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
-    va_end(ap);
-    return openat(AT_FDCWD, path, flags, mode);
+    MODE_ARG(flags)
+    return open_at(AT_FDCWD, path, flags, mode);
 }
 
 int fsync(int fd) {

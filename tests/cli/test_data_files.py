@@ -77,6 +77,14 @@ def data_files(path):
     return files, record
 
 
+def folders(d, name="m.onnx"):
+    """in/ and out/ under d, the input's path in in/ and OUT's, out/o.onnx."""
+    src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
+    os.mkdir(src_dir)
+    os.mkdir(out_dir)
+    return src_dir, out_dir, os.path.join(src_dir, name), os.path.join(out_dir, "o.onnx")
+
+
 def listing(d):
     return sorted(os.listdir(d))
 
@@ -93,10 +101,7 @@ def data_files_should_keep_one_data_file_named_out_data_across_runs():
     # Optimizing to the same OUT in another folder again and again: one data
     # file, OUT.data, always the latest weights, named by the summary and report.
     with h.tempdir() as d:
-        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
-        os.mkdir(src_dir)
-        os.mkdir(out_dir)
-        src, out = os.path.join(src_dir, "llama.onnx"), os.path.join(out_dir, "o.onnx")
+        src_dir, out_dir, src, out = folders(d, "llama.onnx")
         for seed in (1, 2, 3):
             vals = make_model(src, seed)
             report = os.path.join(d, "r.json")
@@ -120,10 +125,7 @@ def data_files_should_keep_one_data_file_named_out_data_across_runs():
 
 def data_files_should_name_the_data_file_as_asked_and_remove_the_old_one():
     with h.tempdir() as d:
-        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
-        os.mkdir(src_dir)
-        os.mkdir(out_dir)
-        src, out = os.path.join(src_dir, "m.onnx"), os.path.join(out_dir, "o.onnx")
+        src_dir, out_dir, src, out = folders(d)
         vals = make_model(src, 1)
         optimize(src, "-o", out, "-q")
         optimize(src, "-o", out, "-q", "--data-name", "weights.bin")
@@ -146,10 +148,7 @@ def data_files_should_refuse_a_data_file_it_did_not_write():
     # OUT.data exists, written by someone else for another model: refused, and
     # neither it nor OUT changes.
     with h.tempdir() as d:
-        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
-        os.mkdir(src_dir)
-        os.mkdir(out_dir)
-        src, out = os.path.join(src_dir, "m.onnx"), os.path.join(out_dir, "o.onnx")
+        src_dir, out_dir, src, out = folders(d)
         make_model(src, 1)
         other = make_model(os.path.join(out_dir, "other.onnx"), 5, location="o.onnx.data")
         before = {n: open(os.path.join(out_dir, n), "rb").read() for n in listing(out_dir)}
@@ -173,10 +172,7 @@ def data_files_should_never_remove_a_file_the_input_reads():
     # The input (beside OUT) reads OUT.data, which an earlier save to OUT wrote:
     # the new OUT shares it, and it stays.
     with h.tempdir() as d:
-        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
-        os.mkdir(src_dir)
-        os.mkdir(out_dir)
-        src, out = os.path.join(src_dir, "m.onnx"), os.path.join(out_dir, "o.onnx")
+        src_dir, out_dir, src, out = folders(d)
         vals = make_model(src, 1)
         optimize(src, "-o", out, "-q")
         shutil.copy(out, os.path.join(out_dir, "in.onnx"))
@@ -191,10 +187,7 @@ def data_files_should_copy_rather_than_share_files_written_for_another_output():
     # o.onnx owns o.onnx.data; optimizing it to o2.onnx beside it gives o2 a data
     # file of its own, so that a later run to o.onnx cannot take o2's data away.
     with h.tempdir() as d:
-        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
-        os.mkdir(src_dir)
-        os.mkdir(out_dir)
-        src, out = os.path.join(src_dir, "m.onnx"), os.path.join(out_dir, "o.onnx")
+        src_dir, out_dir, src, out = folders(d)
         vals = make_model(src, 1)
         optimize(src, "-o", out, "-q")
         out2 = os.path.join(out_dir, "o2.onnx")
@@ -247,10 +240,7 @@ def data_files_should_store_tied_weights_once_and_refuse_overlaps():
     # Two tensors naming the same bytes keep one copy; bytes shared in part
     # (a 1 GB file claimed a thousand times at shifted offsets) are refused.
     with h.tempdir() as d:
-        src_dir, out_dir = os.path.join(d, "in"), os.path.join(d, "out")
-        os.mkdir(src_dir)
-        os.mkdir(out_dir)
-        src, out = os.path.join(src_dir, "m.onnx"), os.path.join(out_dir, "o.onnx")
+        src_dir, out_dir, src, out = folders(d)
         vals = make_model(src, 1, tied=True)
         optimize(src, "-o", out, "-q", "--passes", "none")
         got = initializers(out)

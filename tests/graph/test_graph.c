@@ -201,16 +201,11 @@ static void save_path_should_fail_cleanly_in_a_missing_folder(void **state) {
 ** it reads the data file, and its record says tileopt wrote that file. */
 static void save_should_externalize_a_model_over_the_inline_limit(void **state) {
     (void)state;
-    graph_model *m = load_sample("tile_add.onnx");
-    graph *g = m->main;
+    graph_model *m = load_sample_with_data();
     errbuf err = {0};
+    const char *name = "w";
     static float w[4096];
     for (size_t i = 0; i < 4096; i++) w[i] = (float)i;
-    const int64_t dims[] = {4096};
-    const char *name;
-    assert_int_equal(graph_add_initializer(g, "w", DT_FLOAT, dims, 1, w, sizeof w, &name, &err),
-                     TILEOPT_OK);
-    m->limits.max_inline_bytes = 4096;
     char dir[] = "/tmp/tileopt_graph_XXXXXX";
     assert_non_null(mkdtemp(dir));
     char path[256], data[256];

@@ -124,19 +124,6 @@ static void save_should_write_a_file_whose_name_is_near_name_max(void **state) {
     remove_dir(dir);
 }
 
-static graph_model *model_with_data(void) {
-    graph_model *m = load_sample("tile_add.onnx");
-    static float w[4096];
-    for (size_t i = 0; i < 4096; i++) w[i] = (float)i;
-    const int64_t dims[] = {4096};
-    const char *name;
-    errbuf err = {0};
-    assert_int_equal(graph_add_initializer(m->main, "w", DT_FLOAT, dims, 1, w, sizeof w, &name,
-                                           &err), TILEOPT_OK);
-    m->limits.max_inline_bytes = 4096;
-    return m;
-}
-
 static bool has_entry(const char *dir, const char *name) {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -148,7 +135,7 @@ static bool has_entry(const char *dir, const char *name) {
 ** keeps one data file, OUT.data, replaced with it. */
 static void save_should_replace_out_and_its_data_file_together(void **state) {
     (void)state;
-    graph_model *m = model_with_data();
+    graph_model *m = load_sample_with_data();
     errbuf err = {0};
     char *dir = make_dir();
     char path[4096];
@@ -174,7 +161,7 @@ static void save_should_replace_out_and_its_data_file_together(void **state) {
 ** another model's): refused, left as it was, and OUT not written. */
 static void save_should_refuse_a_data_file_it_did_not_write(void **state) {
     (void)state;
-    graph_model *m = model_with_data();
+    graph_model *m = load_sample_with_data();
     errbuf err = {0};
     char *dir = make_dir();
     char path[4096], data[4096];
