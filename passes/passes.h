@@ -25,4 +25,8 @@ const char *downgrade_expansion_op(size_t i);
 /* fold: constant-fold Tile and the shape subgraphs feeding it (passes/fold.c). */
 int pass_fold(pass_ctx *pc);
 
+/* gqa: grouped-query attention's repeated K/V heads left unmaterialized
+** (passes/gqa.c). */
+int pass_gqa(pass_ctx *pc);
+
 #endif
