@@ -360,42 +360,55 @@ static const char *through_noop_expand(graph *g, const char *name, repeat *r) {
     return x;
 }
 
-/* Is value name a repeat of a tensor along its head axis? */
-static bool find_repeat(graph *g, const char *name, repeat *r) {
+/* What find_repeat says of a value that nothing repeats: no reason to give. */
+static const char not_repeat[] = "no K/V head repeat reaches it";
+
+/* Is value name a repeat of a tensor along its head axis? NULL when it is
+** (r filled), not_repeat when nothing there repeats, else why the repeat
+** there is not one of heads. */
+static const char *find_repeat(graph *g, const char *name, repeat *r) {
     memset(r, 0, sizeof *r);
-    r->out = name;
     const graph_type *to = type_of(g, name);
-    if (!to || to->rank < 1 || to->rank > GQA_RANK) return false;
+    if (!to || to->rank < 1 || to->rank > GQA_RANK) return not_repeat;
     int32_t R = to->rank, t, e, u;
     int64_t n;
     if ((t = producer_is(g, name, "Tile")) >= 0 || (t = producer_is(g, name, "Expand")) >= 0) {
         /* Tile (n-major) or an Expand of a single head (kv = 1) */
-        r->nodes[r->n_nodes++] = t;
-        const char *x = through_noop_expand(g, graph_node_input(graph_node(g, t), 0), r);
+        repeat found = {.out = name};
+        found.nodes[found.n_nodes++] = t;
+        const char *x = through_noop_expand(g, graph_node_input(graph_node(g, t), 0), &found);
         const graph_type *tx = type_of(g, x);
-        if (!ranked(tx, R)) return false;
+        if (!ranked(tx, R)) return "the repeat changes the rank";
         for (int32_t a = 0; a < R; a++) {
             if (same_dim(g, x, a, name, a)) continue;
-            if (!repeats_one_axis(g, t, x, name, a, &n)) return false;
-            *r = (repeat){x, name, a, num(tx, a), n, num(tx, a) == 1, {0}, 0};
-            r->nodes[r->n_nodes++] = t;
-            return true;
+            if (!repeats_one_axis(g, t, x, name, a, &n))
+                return graph_node_is(graph_node(g, t), "Tile")
+                           ? "the Tile repeats more than one axis, or by unknown repeats"
+                           : "the Expand broadcasts more than one axis, or an axis not of size 1";
+            found.src = x;
+            found.axis = a;
+            found.kv = num(tx, a);
+            found.n = n;
+            found.kv_major = found.kv == 1;
+            *r = found;
+            return NULL;
         }
-        return false;
+        return "the Tile or Expand repeats nothing";
     }
     int32_t rs = producer_is(g, name, "Reshape");
-    if (rs < 0) return false;
+    if (rs < 0) return not_repeat;
     const char *ev = graph_node_input(graph_node(g, rs), 0);
     if ((e = producer_is(g, ev, "Expand")) < 0 && (e = producer_is(g, ev, "Tile")) < 0)
-        return false;
+        return not_repeat;
     const char *uv = graph_node_input(graph_node(g, e), 0);
-    if ((u = producer_is(g, uv, "Unsqueeze")) < 0) return false;
+    if ((u = producer_is(g, uv, "Unsqueeze")) < 0) return not_repeat;
     const char *x = graph_node_input(graph_node(g, u), 0);
     const graph_type *tx = type_of(g, x), *tu = type_of(g, uv), *te = type_of(g, ev);
     int32_t p = unsqueezed_axis(g, u, R + 1);
-    if (!ranked(tx, R) || !ranked(tu, R + 1) || !te || p < 0 || num(tu, p) != 1 ||
-        !repeats_one_axis(g, e, uv, ev, p, &n))
-        return false;
+    if (!ranked(tx, R) || !ranked(tu, R + 1) || !te || p < 0 || num(tu, p) != 1)
+        return "the Unsqueeze inserts more than one axis, or shapes are unknown";
+    if (!repeats_one_axis(g, e, uv, ev, p, &n))
+        return "the Expand (or Tile) repeats another axis than the one Unsqueeze inserted";
     /* the Reshape merges the new axis with its neighbour: after the head axis
     ** (p - 1) the repeats of a head sit together, before it (p) they go round */
     for (int kv_major = 1; kv_major >= 0; kv_major--) {
@@ -405,9 +418,9 @@ static bool find_repeat(graph *g, const char *name, repeat *r) {
         for (int32_t i = 0; i < R && ok; i++) ok = i == a || same_dim(g, x, i, name, i);
         if (!ok) continue;
         *r = (repeat){x, name, a, num(tx, a), n, kv_major || num(tx, a) == 1, {rs, e, u}, 3};
-        return true;
+        return NULL;
     }
-    return false;
+    return "the Reshape does not merge the inserted axis with a neighbouring axis of known size";
 }
 
 /* ------------------------------------------------------------- regions */
@@ -435,9 +448,11 @@ static const char *operand_repeat(graph *g, const char *name, repeat *r,
     *n_perm = 0;
     const char *at = name;
     for (;;) {
-        if (find_repeat(g, at, r)) break;
+        const char *why = find_repeat(g, at, r);
+        if (!why) break;
+        if (why != not_repeat) return why;
         int32_t t = producer_is(g, at, "Transpose");
-        if (t < 0 || *n_perm == GQA_MAX_TRANSPOSES) return "no K/V head repeat reaches it";
+        if (t < 0 || *n_perm == GQA_MAX_TRANSPOSES) return not_repeat;
         const Onnx__AttributeProto *pa = graph_attr(graph_node(g, t), "perm");
         if (!pa || pa->n_ints != GQA_RANK) return "a Transpose without a 4-D perm";
         int32_t m2[GQA_RANK];
@@ -615,6 +630,10 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
         *why = "the head size is not a number";
         return false;
     }
+    if (graph_opset(g->model, "") < 14) {
+        *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
+        return false;
+    }
     const Onnx__NodeProto *m2 = graph_node(g, rg->mm2);
     const char *vop = graph_node_input(m2, 1);
     const char *vwhy = operand_repeat(g, vop, &rg->v, rg->vperm, rg->vt, &rg->n_vperm);
@@ -705,10 +724,14 @@ static const char *node(emit *e, const char *op, const char *what, const char *c
     return o;
 }
 
-static const char *reshape(emit *e, const char *x, const int64_t *shape, size_t n,
-                           const char *out) {
-    const char *ins[2] = {x, ints(e, "gqa_shape", shape, n)};
-    return node(e, "Reshape", "reshape", ins, 2, out, NULL);
+/* Reshape x to the shape in value target. allowzero: every entry is the size
+** itself, so an empty axis stays one (a 0 would copy the input's dim). */
+static const char *reshape(emit *e, const char *x, const char *target, const char *out) {
+    Onnx__NodeProto *r = NULL;
+    const char *o = node(e, "Reshape", "reshape", (const char *[]){x, target}, 2, out, &r);
+    if (r && graph_node_set_attr_int(e->g, r, "allowzero", 1))
+        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+    return o;
 }
 
 static const char *transpose(emit *e, const char *x, const int64_t *perm, size_t n) {
@@ -862,65 +885,113 @@ static void drop_repeat(pass_ctx *pc, graph *g, const repeat *r, const int32_t *
     }
 }
 
+/* The sizes the folded shapes are made of: numbers where the shapes say, else
+** read at run time from the query (batch, rows) and K (columns). */
+enum { D_BATCH = -2, D_ROWS = -3, D_GROUP_ROWS = -4, D_COLS = -5 };
+
+typedef struct sizes {
+    emit *e;
+    const char *q, *kx;
+    int64_t batch, rows, cols;  /* -1: at run time */
+    int64_t n;
+    const char *got[4];         /* the 1-element tensors, made on first need */
+} sizes;
+
+static int64_t size_known(const sizes *z, int64_t spec) {
+    switch (spec) {
+    case D_BATCH: return z->batch;
+    case D_ROWS: return z->rows;
+    case D_COLS: return z->cols;
+    case D_GROUP_ROWS: return z->rows >= 0 ? z->rows * z->n : -1;
+    default: return spec;
+    }
+}
+
+static const char *size_tensor(sizes *z, int64_t spec) {
+    int k = (int)(D_BATCH - spec);
+    if (z->got[k]) return z->got[k];
+    switch (spec) {
+    case D_BATCH: z->got[k] = shape_part(z->e, z->q, 0, 1); break;
+    case D_ROWS: z->got[k] = shape_part(z->e, z->q, 2, 3); break;
+    case D_COLS: z->got[k] = shape_part(z->e, z->kx, 3, 4); break;
+    default: {
+        const char *ins[2] = {size_tensor(z, D_ROWS), ints(z->e, "gqa_group", &z->n, 1)};
+        z->got[k] = node(z->e, "Mul", "group_rows", ins, 2, NULL, NULL);
+    }
+    }
+    return z->got[k];
+}
+
+/* A shape of n entries, each a number or one of the sizes above. */
+static const char *shape_of(sizes *z, const int64_t *spec, int n) {
+    int64_t run[8];
+    int n_run = 0, n_parts = 0;
+    const char *parts[8];
+    for (int i = 0; i <= n; i++) {
+        int64_t v = i < n ? size_known(z, spec[i]) : -1;
+        if (i < n && v >= 0) {
+            run[n_run++] = v;
+            continue;
+        }
+        if (n_run) parts[n_parts++] = ints(z->e, "gqa_shape", run, (size_t)n_run);
+        n_run = 0;
+        if (i < n) parts[n_parts++] = size_tensor(z, spec[i]);
+    }
+    if (n_parts == 1) return parts[0];
+    Onnx__NodeProto *c = NULL;
+    const char *o = node(z->e, "Concat", "shape", parts, (size_t)n_parts, NULL, &c);
+    if (c && graph_node_set_attr_int(z->e->g, c, "axis", 0))
+        z->e->rc = err_set(z->e->pc->err, TILEOPT_NOMEM, "out of memory");
+    return o;
+}
+
 static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     const Onnx__NodeProto *m1 = graph_node(g, rg->mm1), *m2 = graph_node(g, rg->mm2);
     emit e = {pc, g, rg->mm2, graph_opset(g->model, ""), 0};
     const char *q = graph_node_input(m1, 0), *out = m2->output[0];
     int64_t kv = rg->kv, n = rg->n, H = rg->heads, D = rg->head_size;
     bool kv_major = rg->kv_major || kv == 1;
+    const char *kx = relayout(&e, rg->k.src, rg->kperm, rg->n_kperm);
+    const graph_type *tq = type_of(g, q), *ts = type_of(g, m1->output[0]);
+    sizes z = {&e, q, kx, num(tq, 0), num(tq, 2), num(ts, 3), n, {NULL}};
     /* Q [B,H,Sq,D] -> [B,kv,n*Sq,D], query head h = (g, j) going with K/V head g */
     const char *qg;
     if (kv_major) {
-        qg = reshape(&e, q, (int64_t[]){0, kv, -1, 0}, 4, NULL);
+        qg = reshape(&e, q, shape_of(&z, (int64_t[]){D_BATCH, kv, D_GROUP_ROWS, D}, 4), NULL);
     } else {
-        const char *q5 = reshape(&e, q, (int64_t[]){0, n, kv, -1, D}, 5, NULL);
+        const char *q5 =
+            reshape(&e, q, shape_of(&z, (int64_t[]){D_BATCH, n, kv, D_ROWS, D}, 5), NULL);
         const char *qt = transpose(&e, q5, (int64_t[]){0, 2, 1, 3, 4}, 5);
-        qg = reshape(&e, qt, (int64_t[]){0, kv, -1, D}, 4, NULL);
+        qg = reshape(&e, qt, shape_of(&z, (int64_t[]){D_BATCH, kv, D_GROUP_ROWS, D}, 4), NULL);
     }
-    const char *kx = relayout(&e, rg->k.src, rg->kperm, rg->n_kperm);
     const char *s4 = node(&e, "MatMul", "scores", (const char *[]){qg, kx}, 2, NULL, NULL);
     const char *cur = s4;
-    if (rg->five) {
-        const graph_type *tq = type_of(g, q), *ts = type_of(g, m1->output[0]);
-        const char *target;
-        if (num(tq, 0) >= 0 && num(tq, 2) >= 0 && num(ts, 3) >= 0) {
-            int64_t t5[5] = {num(tq, 0), kv, n, num(tq, 2), num(ts, 3)};
-            target = ints(&e, "gqa_shape", t5, 5);
-        } else {
-            int64_t kvn[2] = {kv, n};
-            const char *parts[4] = {shape_part(&e, q, 0, 1), ints(&e, "gqa_groups", kvn, 2),
-                                    shape_part(&e, q, 2, 3), shape_part(&e, kx, 3, 4)};
-            Onnx__NodeProto *c = NULL;
-            target = node(&e, "Concat", "shape5", parts, 4, NULL, &c);
-            if (c && graph_node_set_attr_int(g, c, "axis", 0))
-                e.rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        }
-        cur = node(&e, "Reshape", "scores5", (const char *[]){s4, target}, 2, NULL, NULL);
-    }
+    if (rg->five)
+        cur = reshape(&e, s4, shape_of(&z, (int64_t[]){D_BATCH, kv, n, D_ROWS, D_COLS}, 5), NULL);
     const char *was = m1->output[0];
     for (int i = 0; i < rg->n_chain; i++) {
         const char *next = chain_copy(&e, rg, rg->chain[i], was, cur);
         was = graph_node(g, rg->chain[i])->output[0];
         cur = next;
     }
-    if (rg->five) {
-        const char *s4shape = shape_part(&e, s4, 0, GQA_RANK);
-        cur = node(&e, "Reshape", "probs", (const char *[]){cur, s4shape}, 2, NULL, NULL);
-    }
+    if (rg->five)
+        cur = reshape(&e, cur, shape_of(&z, (int64_t[]){D_BATCH, kv, D_GROUP_ROWS, D_COLS}, 4),
+                      NULL);
     const char *vx = relayout(&e, rg->v.src, rg->vperm, rg->n_vperm);
     const char *o4 = node(&e, "MatMul", "out", (const char *[]){cur, vx}, 2, NULL, NULL);
+    const char *back = shape_of(&z, (int64_t[]){D_BATCH, H, D_ROWS, D}, 4);
+    const char *o5 = NULL;
+    if (!kv_major)
+        o5 = reshape(&e, o4, shape_of(&z, (int64_t[]){D_BATCH, kv, n, D_ROWS, D}, 5), NULL);
     if (e.rc) return e.rc;
     record(pc, g, rg);
     /* the MatMul goes first, so its output name is free for the last Reshape:
     ** every name keeps its meaning, graph outputs included */
     graph_remove_node(g, rg->mm2);
-    if (kv_major) {
-        reshape(&e, o4, (int64_t[]){0, H, -1, 0}, 4, out);
-    } else {
-        const char *o5 = reshape(&e, o4, (int64_t[]){0, kv, n, -1, D}, 5, NULL);
-        const char *ot = transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5);
-        reshape(&e, ot, (int64_t[]){0, H, -1, D}, 4, out);
-    }
+    if (kv_major)
+        reshape(&e, o4, back, out);
+    else
+        reshape(&e, transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, out);
     if (e.rc) return e.rc;
     graph_remove_node(g, rg->mm1);
     for (int i = 0; i < rg->n_chain; i++) graph_remove_node(g, rg->chain[i]);
@@ -945,9 +1016,16 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
         int64_t perms[GQA_MAX_TRANSPOSES][GQA_RANK];
         int32_t tn[GQA_MAX_TRANSPOSES];
         int np;
-        if (operand_repeat(g, graph_node_input(graph_node(g, (int32_t)i), 1), &r, perms, tn,
-                           &np))
+        const Onnx__NodeProto *mm = graph_node(g, (int32_t)i);
+        const char *near = operand_repeat(g, graph_node_input(mm, 1), &r, perms, tn, &np);
+        if (near == not_repeat) continue;
+        if (near) {
+            /* a repeat into a 4-D MatMul that is not one of heads: say so */
+            const graph_type *t0 = type_of(g, graph_node_input(mm, 0));
+            if (ranked(t0, GQA_RANK))
+                pass_skip(pc, g, (int32_t)i, "grouped-query attention left as it is: %s", near);
             continue;
+        }
         region rg;
         const char *why = NULL;
         int32_t mm2;
