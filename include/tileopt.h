@@ -183,7 +183,7 @@ TILEOPT_API tileopt_status tileopt_model_describe(tileopt_ctx *ctx, tileopt_mode
 
 /* ----------------------------------------------------------------- passes */
 
-/* The i-th pass in default order ("upgrade", "fold", "fuse"), NULL past the end;
+/* The i-th pass in default order ("upgrade", "fold", "fuse", "gqa"), NULL past the end;
 ** static storage. */
 TILEOPT_API const char *tileopt_pass_name(size_t i);
 /* Run one pass by name on model, recording its actions in ctx's report. */
