@@ -437,7 +437,11 @@ typedef struct region {
     int32_t kt[GQA_MAX_TRANSPOSES], vt[GQA_MAX_TRANSPOSES]; /* the Transpose nodes */
     int64_t kv, n, heads, head_size;
     bool kv_major;
-    bool five;               /* some operand varies along Sq: the ops run on [B,kv,n,Sq,S] */
+    /* The ops from first5 to last5 of the chain (-1: none) have an operand that
+    ** varies along Sq: they run on a [B,kv,n,Sq,S] view of the scores. The ops
+    ** before and after stay 4-D, so that ONNX Runtime still fuses a scale into
+    ** the MatMul before it. */
+    int first5, last5;
 } region;
 
 /* Follow a MatMul operand back through Transposes to a repeat. The repeat's
@@ -521,9 +525,9 @@ static int operand_fit(const graph_type *c) {
 }
 
 /* Is node i one of the ops that may sit between the MatMuls, reading the
-** chain's value at input slot `in`? *why otherwise. Raises rg->five when an
+** chain's value at input slot `in`? *why otherwise. *five tells whether an
 ** operand needs the 5-D view. */
-static bool chain_op(graph *g, int32_t i, const char *in, region *rg, const char **why) {
+static bool chain_op(graph *g, int32_t i, const char *in, bool *five, const char **why) {
     const Onnx__NodeProto *n = graph_node(g, i);
     op_id op = op_of(n);
     if (op == OP_NONE) {
@@ -572,7 +576,7 @@ static bool chain_op(graph *g, int32_t i, const char *in, region *rg, const char
             *why = "an operand between the MatMuls that differs per head (or has no known shape)";
             return false;
         }
-        if (fit) rg->five = true;
+        if (fit) *five = true;
     }
     return true;
 }
@@ -583,6 +587,7 @@ static bool chain_op(graph *g, int32_t i, const char *in, region *rg, const char
 static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int32_t *second) {
     memset(rg, 0, sizeof *rg);
     rg->mm1 = mm1;
+    rg->first5 = rg->last5 = -1;
     *second = -1;
     const Onnx__NodeProto *m1 = graph_node(g, mm1);
     const char *q = graph_node_input(m1, 0), *kop = graph_node_input(m1, 1);
@@ -608,7 +613,10 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
             *why = "too many ops between the MatMuls";
             return false;
         }
-        if (!chain_op(g, next, at, rg, why)) return false;
+        bool five = false;
+        if (!chain_op(g, next, at, &five, why)) return false;
+        if (five && rg->first5 < 0) rg->first5 = rg->n_chain;
+        if (five) rg->last5 = rg->n_chain;
         rg->chain[rg->n_chain++] = next;
         at = nn->output[0];
     }
@@ -779,7 +787,7 @@ static const char *relayout(emit *e, const char *x, int64_t perms[][GQA_RANK], i
 }
 
 /* A copy of chain node i reading `in` where it read `was`, in the folded form. */
-static const char *chain_copy(emit *e, const region *rg, int32_t i, const char *was,
+static const char *chain_copy(emit *e, bool five, int32_t i, const char *was,
                               const char *in) {
     graph *g = e->g;
     const Onnx__NodeProto *n = graph_node(g, i);
@@ -789,7 +797,7 @@ static const char *chain_copy(emit *e, const region *rg, int32_t i, const char *
         const char *x = graph_node_input(n, k);
         if (!x) ins[k] = "";
         else if (strcmp(x, was) == 0) ins[k] = in;
-        else if (rg->five && type_of(g, x)->rank == GQA_RANK) ins[k] = unsqueeze1(e, x);
+        else if (five && type_of(g, x)->rank == GQA_RANK) ins[k] = unsqueeze1(e, x);
         else ins[k] = x;
     }
     /* Dropout in inference: its data alone */
@@ -845,7 +853,7 @@ static void record(pass_ctx *pc, graph *g, const region *rg) {
     json_put_str(a, "order", rg->kv == 1 ? "one K/V head"
                              : rg->kv_major ? "kv-major (query head h reads K/V head h div n)"
                                             : "n-major (query head h reads K/V head h mod kv)");
-    json_put_str(a, "scores", rg->five ? "[B, kv, n, Sq, S] view: an operand varies along Sq"
+    json_put_str(a, "scores", rg->first5 >= 0 ? "[B, kv, n, Sq, S] view: an operand varies along Sq"
                                        : "[B, kv, n*Sq, S]");
     char kb[160], vb[160];
     bytes_text(type_of(g, rg->k.out), kb, sizeof kb);
@@ -886,12 +894,16 @@ static void drop_repeat(pass_ctx *pc, graph *g, const repeat *r, const int32_t *
 }
 
 /* The sizes the folded shapes are made of: numbers where the shapes say, else
-** read at run time from the query (batch, rows) and K (columns). */
+** read at run time from the query (batch, rows) and K before its layout ops
+** (columns). Not from the scores, nor from K's Transpose: a second reader of
+** either keeps ONNX Runtime from fusing the scale and the Transpose into the
+** MatMul, and a Transpose not fused writes out the whole cache at every step. */
 enum { D_BATCH = -2, D_ROWS = -3, D_GROUP_ROWS = -4, D_COLS = -5 };
 
 typedef struct sizes {
     emit *e;
-    const char *q, *kx;
+    const char *q, *k;
+    int32_t k_cols;             /* the axis of k that ends up as the scores' columns */
     int64_t batch, rows, cols;  /* -1: at run time */
     int64_t n;
     const char *got[4];         /* the 1-element tensors, made on first need */
@@ -913,7 +925,7 @@ static const char *size_tensor(sizes *z, int64_t spec) {
     switch (spec) {
     case D_BATCH: z->got[k] = shape_part(z->e, z->q, 0, 1); break;
     case D_ROWS: z->got[k] = shape_part(z->e, z->q, 2, 3); break;
-    case D_COLS: z->got[k] = shape_part(z->e, z->kx, 3, 4); break;
+    case D_COLS: z->got[k] = shape_part(z->e, z->k, z->k_cols, z->k_cols + 1); break;
     default: {
         const char *ins[2] = {size_tensor(z, D_ROWS), ints(z->e, "gqa_group", &z->n, 1)};
         z->got[k] = node(z->e, "Mul", "group_rows", ins, 2, NULL, NULL);
@@ -953,7 +965,15 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     bool kv_major = rg->kv_major || kv == 1;
     const char *kx = relayout(&e, rg->k.src, rg->kperm, rg->n_kperm);
     const graph_type *tq = type_of(g, q), *ts = type_of(g, m1->output[0]);
-    sizes z = {&e, q, kx, num(tq, 0), num(tq, 2), num(ts, 3), n, {NULL}};
+    /* K's layout ops in the order they apply: axis i of their result is axis
+    ** at[i] of K */
+    int32_t at[GQA_RANK] = {0, 1, 2, 3};
+    for (int p = 0; p < rg->n_kperm; p++) {
+        int32_t next[GQA_RANK];
+        for (int i = 0; i < GQA_RANK; i++) next[i] = at[rg->kperm[p][i]];
+        memcpy(at, next, sizeof at);
+    }
+    sizes z = {&e, q, rg->k.src, at[3], num(tq, 0), num(tq, 2), num(ts, 3), n, {NULL}};
     /* Q [B,H,Sq,D] -> [B,kv,n*Sq,D], query head h = (g, j) going with K/V head g */
     const char *qg;
     if (kv_major) {
@@ -966,17 +986,19 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     }
     const char *s4 = node(&e, "MatMul", "scores", (const char *[]){qg, kx}, 2, NULL, NULL);
     const char *cur = s4;
-    if (rg->five)
-        cur = reshape(&e, s4, shape_of(&z, (int64_t[]){D_BATCH, kv, n, D_ROWS, D_COLS}, 5), NULL);
     const char *was = m1->output[0];
     for (int i = 0; i < rg->n_chain; i++) {
-        const char *next = chain_copy(&e, rg, rg->chain[i], was, cur);
+        if (i == rg->first5)
+            cur = reshape(&e, cur, shape_of(&z, (int64_t[]){D_BATCH, kv, n, D_ROWS, D_COLS}, 5),
+                          NULL);
+        const char *next = chain_copy(&e, i >= rg->first5 && i <= rg->last5 && rg->first5 >= 0,
+                                      rg->chain[i], was, cur);
         was = graph_node(g, rg->chain[i])->output[0];
         cur = next;
+        if (i == rg->last5)
+            cur = reshape(&e, cur,
+                          shape_of(&z, (int64_t[]){D_BATCH, kv, D_GROUP_ROWS, D_COLS}, 4), NULL);
     }
-    if (rg->five)
-        cur = reshape(&e, cur, shape_of(&z, (int64_t[]){D_BATCH, kv, D_GROUP_ROWS, D_COLS}, 4),
-                      NULL);
     const char *vx = relayout(&e, rg->v.src, rg->vperm, rg->n_vperm);
     const char *o4 = node(&e, "MatMul", "out", (const char *[]){cur, vx}, 2, NULL, NULL);
     const char *back = shape_of(&z, (int64_t[]){D_BATCH, H, D_ROWS, D}, 4);
