@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "graph/const.h"
+#include "shape/dim.h"
 #include "shape/infer.h"
 #include "passes/passes.h"
 
@@ -197,27 +198,28 @@ static void shape_window(const Onnx__NodeProto *n, int64_t opset, int32_t rank, 
 /* The single output of n when shape inference knows it as numbers although its
 ** inputs are not constant: named dims that cancel (Div(Mul(N, 4), N) is 4, the
 ** -1 of a Reshape of [N, 16, 64] to [N, -1] is 1024). */
-static const graph_shape_value *known_by_inference(fold_graph *f, int32_t idx) {
+static const shape_value *known_by_inference(fold_graph *f, int32_t idx) {
     const Onnx__NodeProto *n = graph_node(f->g, idx);
     if (n->n_output != 1) return NULL;
     graph_value *v = graph_node_out(f->g, idx, 0);
-    const graph_shape_value *sv = v ? v->shape_value : NULL;
-    if (!sv || sv->syms || (v->type.elem != DT_INT64 && v->type.elem != DT_INT32)) return NULL;
+    const shape_value *sv = v ? v->shape_value : NULL;
+    if (!sv || !shape_value_static(sv) || (v->type.elem != DT_INT64 && v->type.elem != DT_INT32))
+        return NULL;
     return sv;
 }
 
 /* That output as a tensor. */
 static int inferred_tensor(fold_graph *f, int32_t idx, tensor **out) {
     graph_value *v = graph_node_out(f->g, idx, 0);
-    const graph_shape_value *sv = v->shape_value;
+    const shape_value *sv = v->shape_value;
     int64_t len = sv->n;
     int rc = tensor_new(v->type.elem, &len, sv->rank, &f->pc->opt->eval_lim, out, f->pc->err);
     if (rc) return rc;
     for (int32_t k = 0; k < sv->n; k++) {
         if (v->type.elem == DT_INT64) {
-            memcpy((*out)->data + (size_t)k * 8, &sv->vals[k], 8);
+            memcpy((*out)->data + (size_t)k * 8, &sv->e[k].n, 8);
         } else {
-            int32_t x = (int32_t)sv->vals[k];
+            int32_t x = (int32_t)sv->e[k].n;
             memcpy((*out)->data + (size_t)k * 4, &x, 4);
         }
     }
@@ -238,7 +240,7 @@ static bool partial_ok(op_id op, size_t i) {
 static bool symbolic_output(fold_graph *f, int32_t idx) {
     if (graph_node(f->g, idx)->n_output != 1) return false;
     const graph_value *v = graph_node_out(f->g, idx, 0);
-    return v && v->shape_value && v->shape_value->syms;
+    return v && v->shape_value && !shape_value_static(v->shape_value);
 }
 
 /* A partial shape is worth evaluating only for a reader that may pick static
@@ -396,7 +398,7 @@ static void add_shape(cJSON *a, const char *key, const tensor *t) {
 }
 
 /* Shape from the inferred type: unknown dims come out as -1 (partial). */
-static int shape_value(fold_graph *f, int32_t idx, tensor **out, bool *partial) {
+static int shape_tensor(fold_graph *f, int32_t idx, tensor **out, bool *partial) {
     const Onnx__NodeProto *n = graph_node(f->g, idx);
     const graph_type *t = type_in(f, idx, 0);
     *out = NULL;
@@ -624,7 +626,7 @@ static int try_fold(fold_graph *f, int32_t idx, bool *done) {
         rc = inferred_tensor(f, idx, &outs[0]);
         rule = "known by shape inference";
     } else if (op == OP_Shape) {
-        rc = shape_value(f, idx, &outs[0], &out_partial);
+        rc = shape_tensor(f, idx, &outs[0], &out_partial);
         rule = "static shape";
     } else if (op == OP_Size) {
         rc = size_value(f, idx, &outs[0]);
@@ -781,16 +783,10 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     if (!tile_repeats(f, idx, rep, &nr)) {
         graph_value *rin = graph_node_in(g, idx, 1);
         graph_value *rv = rin ? graph_value_home(g, rin, NULL) : NULL;
-        if (rv && rv->shape_value && rv->shape_value->syms) {
+        if (rv && rv->shape_value && !shape_value_static(rv->shape_value)) {
             /* say what they are: a named dim decides, fuse may still drop the Tile */
             char text[256];
-            size_t len = 0;
-            const graph_shape_value *sv = rv->shape_value;
-            for (int32_t i = 0; i < sv->n && len < sizeof text; i++)
-                len += (size_t)(sv->syms[i]
-                    ? snprintf(text + len, sizeof text - len, "%s%s", i ? "," : "", sv->syms[i])
-                    : snprintf(text + len, sizeof text - len, "%s%" PRId64, i ? "," : "",
-                               sv->vals[i]));
+            dims_print(text, sizeof text, rv->shape_value->e, rv->shape_value->n);
             pass_skip(pc, g, idx, "repeats are known only symbolically: [%s]", text);
         } else {
             pass_skip(pc, g, idx, "repeats are not constant");
@@ -1115,8 +1111,8 @@ static bool tile_open(graph *g) {
         if (r && !graph_const_find(g, r, &c)) {
             /* numbers shape inference knows are as good as a constant here */
             graph_value *rv = graph_resolve(g, r);
-            const graph_shape_value *sv = rv ? rv->shape_value : NULL;
-            if (!sv || sv->syms) return true;
+            const shape_value *sv = rv ? rv->shape_value : NULL;
+            if (!sv || !shape_value_static(sv)) return true;
         }
         for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
             if (tile_open(s)) return true;

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "graph/const.h"
+#include "shape/dim.h"
 #include "shape/infer.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
@@ -244,12 +245,12 @@ static bool fz_runtime_repeats(fz_syms *sy, graph *g, const char *name, int64_t 
                                size_t *n) {
     graph_value *v = graph_resolve(g, name);
     if (!v) return false;
-    const graph_shape_value *sv = v->shape_value;
+    const shape_value *sv = v->shape_value;
     if (sv && sv->rank == 1 && sv->n <= FZ_MAX_RANK) {
         for (int32_t i = 0; i < sv->n; i++) {
-            const char *s = sv->syms ? sv->syms[i] : NULL;
+            dim e = sv->e[i];
             /* a negative repeat fails at run time: nothing is known of it */
-            out[i] = s ? fz_intern(sy, s) : sv->vals[i] >= 0 ? sv->vals[i] : FZ_UNKNOWN;
+            out[i] = dim_is_named(e) ? fz_intern(sy, e.sym) : e.n >= 0 ? e.n : FZ_UNKNOWN;
         }
         *n = (size_t)sv->n;
         return true;

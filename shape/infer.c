@@ -3,9 +3,9 @@
 ** infer function in a table. Besides types, small integer tensors whose values
 ** are known at compile time ("shape values": initializers, Constant nodes, and
 ** what Shape/Gather/Slice/Concat/Unsqueeze/Cast/arithmetic make of them) are
-** tracked entry by entry, an entry being a number, a symbolic dim name, or
-** unknown. That is what turns Reshape/Tile/Expand inputs computed from Shape into
-** known dims.
+** tracked entry by entry as shape values (shape/dim.h), an entry being a dim: a
+** number, a named dim, or unknown. That is what turns Reshape/Tile/Expand inputs
+** computed from Shape into known dims.
 */
 #include "shape/infer.h"
 
@@ -17,56 +17,42 @@
 
 #include "graph/const.h"
 #include "graph/ops.h"
-#include "shape/symdim.h"
+#include "shape/dim.h"
 
-#define IR_MAX 64        /* highest rank tracked; beyond it shapes stay unknown */
+#define IR_MAX DIM_MAX_RANK /* highest rank tracked; beyond it shapes stay unknown */
 #define IV_MAX 4096      /* most entries of a tracked constant value */
 
 /* A type under construction. */
 typedef struct build_type {
     int32_t elem;
     int32_t rank;
-    int64_t d[IR_MAX];
-    const char *s[IR_MAX];
+    dim d[IR_MAX];
 } build_type;
 
-/* A compile-time value: rank 0 or 1 (n entries), integers in v, floats in f. */
-typedef struct known_value {
-    int32_t elem;
-    int32_t rank;
-    int64_t n;
-    int64_t *v;              /* integer elements (NULL for float elements) */
-    double *f;               /* float elements (NULL for integer elements) */
-    uint8_t *known;          /* per entry */
-    const char **syms;       /* per unknown entry: symbolic dim name or NULL */
-} known_value;
-
-/* Entry k of ov becomes entry i of xv: value, whether known, symbol. */
-static void known_take(known_value *ov, int64_t k, const known_value *xv, int64_t i) {
-    if (xv->v) ov->v[k] = xv->v[i];
-    else ov->f[k] = xv->f[i];
-    ov->known[k] = xv->known[i];
-    ov->syms[k] = xv->syms[i];
+/* Entry k of ov becomes entry i of xv. */
+static void known_take(shape_value *ov, int64_t k, const shape_value *xv, int64_t i) {
+    ov->e[k] = xv->e[i];
+    if (xv->f) ov->f[k] = xv->f[i];
 }
 
 typedef struct value_scope {
     graph *g;
-    known_value **iv;               /* per value index */
+    shape_value **iv;        /* per value index */
     uint8_t *tried;          /* initializer values read already */
     struct value_scope *parent;
 } value_scope;
 
 typedef struct infer_run {
     graph_model *m;
-    arena *tmp;              /* known values and per-scope tables of this run */
+    arena *tmp;              /* tracked values and per-scope tables of this run */
     int64_t opset;
     bool strict;             /* conflicts with declared types are errors */
     errbuf *err;
     build_type *outs;               /* per-node output scratch */
-    known_value **outv;
+    shape_value **outv;
     size_t cap_outs;
     const graph_type **ins;
-    const known_value **inv;
+    const shape_value **inv;
     size_t cap_ins;
     /* The shapes stored so far (see type_store): open addressing, power of two. */
     struct stored_shape *shapes;
@@ -82,13 +68,11 @@ typedef struct node_ctx {
     int64_t opset;
     size_t n_in;
     const graph_type **in;   /* NULL for absent inputs */
-    const known_value **inv;        /* NULL when not known */
+    const shape_value **inv; /* NULL when not known */
     size_t n_out;
     build_type *out;
-    known_value **outv;
+    shape_value **outv;
 } node_ctx;
-
-static const graph_type unknown_type = {0, -1, NULL, NULL};
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -98,11 +82,8 @@ static int64_t dmul(int64_t a, int64_t b) {
     return a * b;
 }
 
-static int64_t dadd(int64_t a, int64_t b) {
-    if (a < 0 || b < 0) return -1;
-    if (b > INT64_MAX - a) return -1;
-    return a + b;
-}
+/* A size that is a number, or unknown (a product that overflowed). */
+static dim size_num(int64_t v) { return v >= 0 ? dim_num(v) : dim_unknown(); }
 
 static void type_unknown(build_type *t) {
     t->elem = 0;
@@ -112,10 +93,7 @@ static void type_unknown(build_type *t) {
 static void type_from(build_type *o, const graph_type *t) {
     o->elem = t ? t->elem : 0;
     o->rank = (t && t->rank >= 0 && t->rank <= IR_MAX) ? t->rank : -1;
-    for (int32_t i = 0; i < o->rank; i++) {
-        o->d[i] = t->dims ? t->dims[i] : -1;
-        o->s[i] = (o->d[i] < 0 && t->syms) ? t->syms[i] : NULL;
-    }
+    for (int32_t i = 0; i < o->rank; i++) o->d[i] = dim_at(t, i);
 }
 
 static void type_set_rank(build_type *o, int32_t rank) {
@@ -124,81 +102,29 @@ static void type_set_rank(build_type *o, int32_t rank) {
         return;
     }
     o->rank = rank;
-    for (int32_t i = 0; i < rank; i++) {
-        o->d[i] = -1;
-        o->s[i] = NULL;
-    }
+    for (int32_t i = 0; i < rank; i++) o->d[i] = dim_unknown();
 }
 
-static bool same_sym(const char *a, const char *b) {
-    return a && b && strcmp(a, b) == 0;
+/* The dims of a type with a known rank. */
+static void dims_of(const graph_type *t, dim *d) {
+    for (int32_t i = 0; i < t->rank; i++) d[i] = dim_at(t, i);
 }
 
+/* The number of dim i of t, -1 when it is none (the arithmetic of windows
+** and pads works on sizes only). */
 static int64_t tdim(const graph_type *t, int32_t i) {
-    return t->dims ? t->dims[i] : -1;
-}
-
-static const char *tsym(const graph_type *t, int32_t i) {
-    return (t->syms && tdim(t, i) < 0) ? t->syms[i] : NULL;
+    dim d = dim_at(t, i);
+    return dim_is_num(d) ? d.n : -1;
 }
 
 static void put_dim(build_type *o, int32_t i, const graph_type *t, int32_t j) {
-    o->d[i] = tdim(t, j);
-    o->s[i] = tsym(t, j);
+    o->d[i] = dim_at(t, j);
 }
 
-/* ------------------------------------------------------- symbolic dims */
-
-/* The polynomial of a dim or a value entry: its number, or its named dim. */
-static bool sym_in(int64_t v, bool known, const char *s, sym_poly *p) {
-    if (known) {
-        sym_const(v, p);
-        return true;
-    }
-    return s && sym_parse(s, p);
-}
-
-static bool sym_of_dim(const graph_type *t, int32_t i, sym_poly *p) {
-    return sym_in(tdim(t, i), tdim(t, i) >= 0, tsym(t, i), p);
-}
-
-/* Back to an entry: a number, or the canonical name, in the model arena since
-** types keep it. False when it does not fit. */
-static bool sym_out(infer_run *r, const sym_poly *p, int64_t *v, const char **s) {
-    int64_t c;
-    if (sym_is_const(p, &c)) {
-        *v = c;
-        *s = NULL;
-        return true;
-    }
-    char buf[128];
-    if (!sym_render(p, buf, sizeof buf)) return false;
-    *v = -1;
-    *s = arena_strdup(r->m->arena, buf);
-    return *s != NULL;
-}
-
-/* A polynomial as dim i of o; unknown when it is no size (a negative number)
-** or does not fit. */
-static void sym_put_dim(infer_run *r, build_type *o, int32_t i, const sym_poly *p) {
-    int64_t v;
-    const char *s;
-    o->d[i] = -1;
-    o->s[i] = NULL;
-    if (!sym_out(r, p, &v, &s) || (!s && v < 0)) return;
-    o->d[i] = v;
-    o->s[i] = s;
-}
-
-/* Product of dims [from, to) of t as a polynomial. */
-static bool sym_dims_product(const graph_type *t, int32_t from, int32_t to, sym_poly *p) {
-    sym_const(1, p);
-    for (int32_t i = from; i < to; i++) {
-        sym_poly d, q;
-        if (!sym_of_dim(t, i, &d) || !sym_mul(p, &d, &q)) return false;
-        *p = q;
-    }
-    return true;
+/* A computed dim as dim i of o; unknown when it is no size (a negative number)
+** or has no form. */
+static void put_calc(build_type *o, int32_t i, bool ok, dim d) {
+    o->d[i] = ok ? dim_size(d) : dim_unknown();
 }
 
 static const graph_type *IN(const node_ctx *c, size_t i) {
@@ -207,9 +133,21 @@ static const graph_type *IN(const node_ctx *c, size_t i) {
 
 static bool has_rank(const graph_type *t) { return t && t->rank >= 0 && t->rank <= IR_MAX; }
 
+/* A number that is a size (what a declared type and an inferred one compare). */
+static bool is_size(dim d) { return dim_is_num(d) && d.n >= 0; }
+
 static int32_t in_elem(const node_ctx *c, size_t i) {
     const graph_type *t = IN(c, i);
     return t ? t->elem : 0;
+}
+
+/* Product of dims [from, to) of t as dim i of o. */
+static void product_dim(infer_run *r, const graph_type *t, int32_t from, int32_t to,
+                        build_type *o, int32_t i) {
+    dim d[IR_MAX], p;
+    for (int32_t k = from; k < to; k++) d[k - from] = dim_at(t, k);
+    bool ok = dim_product(r->m->arena, d, to - from, &p);
+    if (ok) put_calc(o, i, ok, p);
 }
 
 /* Normalize an axis against rank; false when out of range. */
@@ -224,23 +162,28 @@ static const Onnx__AttributeProto *attr_ints(const Onnx__NodeProto *n, const cha
     return a ? a : NULL;
 }
 
-/* Known integer entries of input i (all entries must be known). */
+/* Known integer entries of input i (all entries must be known), copied into
+** the run's scratch arena. */
 static bool in_ints(const node_ctx *c, size_t i, const int64_t **v, int64_t *cnt) {
-    const known_value *iv = i < c->n_in ? c->inv[i] : NULL;
-    if (!iv || !iv->v) return false;
-    for (int64_t k = 0; k < iv->n; k++)
-        if (!iv->known[k]) return false;
-    *v = iv->v;
+    const shape_value *iv = i < c->n_in ? c->inv[i] : NULL;
+    if (!iv || iv->f) return false;
+    int64_t *out = arena_alloc(c->r->tmp, (size_t)(iv->n ? iv->n : 1) * sizeof *out);
+    if (!out) return false;
+    for (int32_t k = 0; k < iv->n; k++) {
+        if (!dim_is_num(iv->e[k])) return false;
+        out[k] = iv->e[k].n;
+    }
+    *v = out;
     *cnt = iv->n;
     return true;
 }
 
 /* An integer scalar or 1-element input, float inputs accepted when whole (Tile-1). */
 static bool in_scalar_int(const node_ctx *c, size_t i, int64_t *out) {
-    const known_value *iv = i < c->n_in ? c->inv[i] : NULL;
-    if (!iv || iv->n != 1 || !iv->known[0]) return false;
-    if (iv->v) {
-        *out = iv->v[0];
+    const shape_value *iv = i < c->n_in ? c->inv[i] : NULL;
+    if (!iv || iv->n != 1 || !dim_is_num(iv->e[0])) return false;
+    if (!iv->f) {
+        *out = iv->e[0].n;
         return true;
     }
     double f = iv->f[0];
@@ -250,35 +193,42 @@ static bool in_scalar_int(const node_ctx *c, size_t i, int64_t *out) {
 }
 
 static bool in_floats(const node_ctx *c, size_t i, double *out, int64_t cap, int64_t *cnt) {
-    const known_value *iv = i < c->n_in ? c->inv[i] : NULL;
+    const shape_value *iv = i < c->n_in ? c->inv[i] : NULL;
     if (!iv || iv->n > cap) return false;
-    for (int64_t k = 0; k < iv->n; k++) {
-        if (!iv->known[k]) return false;
-        out[k] = iv->f ? iv->f[k] : (double)iv->v[k];
+    for (int32_t k = 0; k < iv->n; k++) {
+        if (!dim_is_num(iv->e[k])) return false;
+        out[k] = iv->f ? iv->f[k] : (double)iv->e[k].n;
     }
     *cnt = iv->n;
     return true;
 }
 
-static known_value *known_new(infer_run *r, int32_t elem, int32_t rank, int64_t n, bool is_float) {
+/* A tracked value of n unknown entries (floats in f when is_float). */
+static shape_value *known_new(infer_run *r, int32_t elem, int32_t rank, int64_t n,
+                              bool is_float) {
     if (n < 0 || n > IV_MAX) return NULL;
-    /* one block: the struct, the elements, the symbols, the known flags (in
-    ** that order, so each part stays 8-byte aligned); shape chains make one
-    ** of these per value */
-    _Static_assert(sizeof(int64_t) == sizeof(double), "elements take 8 bytes either way");
-    size_t cnt = n ? (size_t)n : 1, el = sizeof(int64_t);
-    size_t head = (sizeof(known_value) + 7) / 8 * 8;
-    uint8_t *p = arena_calloc(r->tmp, 1, head + cnt * (el + sizeof(char *) + 1));
+    /* one block: the struct, the entries, the floats (each part 8-byte
+    ** aligned); shape chains make one of these per value */
+    size_t cnt = n ? (size_t)n : 1;
+    size_t head = (sizeof(shape_value) + 7) / 8 * 8;
+    size_t size = head + cnt * sizeof(dim) + (is_float ? cnt * sizeof(double) : 0);
+    uint8_t *p = arena_alloc(r->tmp, size);
     if (!p) return NULL;
-    known_value *iv = (known_value *)p;
+    shape_value *iv = (shape_value *)(void *)p;
     iv->elem = elem;
     iv->rank = rank;
-    iv->n = n;
-    if (is_float) iv->f = (double *)(p + head);
-    else iv->v = (int64_t *)(p + head);
-    iv->syms = (const char **)(p + head + cnt * el);
-    iv->known = p + head + cnt * (el + sizeof(char *));
+    iv->n = (int32_t)n;
+    iv->e = (dim *)(void *)(p + head);
+    iv->f = is_float ? (double *)(void *)(p + head + cnt * sizeof(dim)) : NULL;
+    for (int64_t k = 0; k < n; k++) iv->e[k] = dim_unknown();
     return iv;
+}
+
+/* Entry k of a tracked value becomes the known number x (or float f). */
+static void known_set(shape_value *iv, int64_t k, int64_t x) { iv->e[k] = dim_num(x); }
+static void known_set_float(shape_value *iv, int64_t k, double x) {
+    iv->f[k] = x;
+    iv->e[k] = dim_num(0);
 }
 
 static bool elem_is_int(int32_t e) {
@@ -288,7 +238,7 @@ static bool elem_is_int(int32_t e) {
 
 /* Compile-time value of tensor data (small int/float tensors of rank <= 1 count;
 ** larger ranks with one element as well, as a scalar would). */
-static known_value *known_from_data(infer_run *r, const graph_tensor_data *td) {
+static shape_value *known_from_data(infer_run *r, const graph_tensor_data *td) {
     if (td->numel > IV_MAX) return NULL;
     int32_t rank = td->rank;
     if (rank > 1) return NULL; /* only scalars and vectors are tracked */
@@ -296,36 +246,35 @@ static known_value *known_from_data(infer_run *r, const graph_tensor_data *td) {
     if (elem_is_int(td->elem)) fl = false;
     else if (td->elem == DT_FLOAT || td->elem == DT_DOUBLE) fl = true;
     else return NULL;
-    known_value *iv = known_new(r, td->elem, rank, (int64_t)td->numel, fl);
+    shape_value *iv = known_new(r, td->elem, rank, (int64_t)td->numel, fl);
     if (!iv) return NULL;
     const uint8_t *p = td->data;
     for (uint64_t k = 0; k < td->numel; k++) {
-        iv->known[k] = 1;
         switch (td->elem) {
-        case DT_FLOAT: { float x; memcpy(&x, p + 4 * k, 4); iv->f[k] = x; break; }
-        case DT_DOUBLE: { double x; memcpy(&x, p + 8 * k, 8); iv->f[k] = x; break; }
-        case DT_INT64: { int64_t x; memcpy(&x, p + 8 * k, 8); iv->v[k] = x; break; }
+        case DT_FLOAT: { float x; memcpy(&x, p + 4 * k, 4); known_set_float(iv, k, x); break; }
+        case DT_DOUBLE: { double x; memcpy(&x, p + 8 * k, 8); known_set_float(iv, k, x); break; }
+        case DT_INT64: { int64_t x; memcpy(&x, p + 8 * k, 8); known_set(iv, k, x); break; }
         case DT_UINT64: {
             uint64_t x;
             memcpy(&x, p + 8 * k, 8);
             if (x > INT64_MAX) return NULL;
-            iv->v[k] = (int64_t)x;
+            known_set(iv, k, (int64_t)x);
             break;
         }
-        case DT_INT32: { int32_t x; memcpy(&x, p + 4 * k, 4); iv->v[k] = x; break; }
-        case DT_UINT32: { uint32_t x; memcpy(&x, p + 4 * k, 4); iv->v[k] = x; break; }
-        case DT_INT16: { int16_t x; memcpy(&x, p + 2 * k, 2); iv->v[k] = x; break; }
-        case DT_UINT16: { uint16_t x; memcpy(&x, p + 2 * k, 2); iv->v[k] = x; break; }
-        case DT_INT8: iv->v[k] = (int8_t)p[k]; break;
-        case DT_UINT8: iv->v[k] = p[k]; break;
-        case DT_BOOL: iv->v[k] = p[k] != 0; break;
+        case DT_INT32: { int32_t x; memcpy(&x, p + 4 * k, 4); known_set(iv, k, x); break; }
+        case DT_UINT32: { uint32_t x; memcpy(&x, p + 4 * k, 4); known_set(iv, k, x); break; }
+        case DT_INT16: { int16_t x; memcpy(&x, p + 2 * k, 2); known_set(iv, k, x); break; }
+        case DT_UINT16: { uint16_t x; memcpy(&x, p + 2 * k, 2); known_set(iv, k, x); break; }
+        case DT_INT8: known_set(iv, k, (int8_t)p[k]); break;
+        case DT_UINT8: known_set(iv, k, p[k]); break;
+        case DT_BOOL: known_set(iv, k, p[k] != 0); break;
         default: return NULL;
         }
     }
     return iv;
 }
 
-static known_value *known_from_tensor(infer_run *r, const Onnx__TensorProto *t) {
+static shape_value *known_from_tensor(infer_run *r, const Onnx__TensorProto *t) {
     if (!t) return NULL;
     uint64_t numel = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
@@ -338,7 +287,7 @@ static known_value *known_from_tensor(infer_run *r, const Onnx__TensorProto *t) 
     graph_tensor_data td;
     errbuf e;
     if (graph_tensor_read(r->m, t, &td, &e) != TILEOPT_OK) return NULL;
-    known_value *iv = known_from_data(r, &td);
+    shape_value *iv = known_from_data(r, &td);
     if (td.owned) free(td.data);
     return iv;
 }
@@ -351,10 +300,7 @@ static int type_from_tensor(infer_run *r, const Onnx__TensorProto *t, build_type
         return 0;
     }
     o->rank = (int32_t)t->n_dims;
-    for (size_t i = 0; i < t->n_dims; i++) {
-        o->d[i] = t->dims[i] >= 0 ? t->dims[i] : -1;
-        o->s[i] = NULL;
-    }
+    for (size_t i = 0; i < t->n_dims; i++) o->d[i] = size_num(t->dims[i]);
     return 0;
 }
 
@@ -368,15 +314,14 @@ static void type_from_proto(const Onnx__TypeProto *tp, build_type *o) {
     o->rank = (int32_t)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        o->d[i] = -1;
-        o->s[i] = NULL;
+        o->d[i] = dim_unknown();
         if (!d) continue;
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             d->dim_value >= 0)
-            o->d[i] = d->dim_value;
+            o->d[i] = dim_num(d->dim_value);
         else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                  d->dim_param && d->dim_param[0])
-            o->s[i] = d->dim_param;
+            o->d[i] = dim_named(d->dim_param);
     }
 }
 
@@ -391,11 +336,17 @@ typedef struct stored_shape {
     const char **syms;       /* NULL when no dim is named */
 } stored_shape;
 
-static uint32_t shape_hash(const build_type *o, bool any_sym) {
+/* A dim as graph_type stores it: the number, or -1 and the name (or NULL). */
+static int64_t stored_num(dim d) { return dim_is_num(d) ? d.n : -1; }
+static const char *stored_sym(dim d) { return dim_is_named(d) ? d.sym : NULL; }
+
+static uint32_t shape_hash(const build_type *o) {
     uint32_t h = graph_hash_bytes(GRAPH_HASH_SEED, &o->rank, sizeof o->rank);
     for (int32_t i = 0; i < o->rank; i++) {
-        h = graph_hash_bytes(h, &o->d[i], sizeof o->d[i]);
-        if (any_sym && o->d[i] < 0 && o->s[i]) h = graph_hash_bytes(h, o->s[i], strlen(o->s[i]));
+        int64_t n = stored_num(o->d[i]);
+        const char *s = stored_sym(o->d[i]);
+        h = graph_hash_bytes(h, &n, sizeof n);
+        if (s) h = graph_hash_bytes(h, s, strlen(s));
     }
     return h;
 }
@@ -403,8 +354,8 @@ static uint32_t shape_hash(const build_type *o, bool any_sym) {
 static bool shape_is(const stored_shape *e, const build_type *o, bool any_sym) {
     if (e->rank != o->rank || (e->syms != NULL) != any_sym) return false;
     for (int32_t i = 0; i < o->rank; i++) {
-        if (e->dims[i] != o->d[i]) return false;
-        const char *a = e->syms ? e->syms[i] : NULL, *b = any_sym && o->d[i] < 0 ? o->s[i] : NULL;
+        if (e->dims[i] != stored_num(o->d[i])) return false;
+        const char *a = e->syms ? e->syms[i] : NULL, *b = stored_sym(o->d[i]);
         if (a != b && (!a || !b || strcmp(a, b) != 0)) return false;
     }
     return true;
@@ -436,8 +387,8 @@ static int type_store(infer_run *r, const build_type *o, graph_type *t) {
     if (o->rank <= 0) return TILEOPT_OK;
     bool any_sym = false;
     for (int32_t i = 0; i < o->rank; i++)
-        if (o->d[i] < 0 && o->s[i]) any_sym = true;
-    uint32_t h = shape_hash(o, any_sym);
+        if (dim_is_named(o->d[i])) any_sym = true;
+    uint32_t h = shape_hash(o);
     if ((uint64_t)(r->n_shapes + 1) * 2 > r->cap_shapes && !shapes_grow(r))
         return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
     uint32_t k = h & (r->cap_shapes - 1);
@@ -450,126 +401,73 @@ static int type_store(infer_run *r, const build_type *o, graph_type *t) {
     arena *a = r->m->arena;
     t->dims = arena_alloc(a, (size_t)o->rank * sizeof *t->dims);
     if (!t->dims) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
-    for (int32_t i = 0; i < o->rank; i++) t->dims[i] = o->d[i];
+    for (int32_t i = 0; i < o->rank; i++) t->dims[i] = stored_num(o->d[i]);
     if (any_sym) {
         t->syms = arena_calloc(a, (size_t)o->rank, sizeof *t->syms);
         if (!t->syms) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
-        for (int32_t i = 0; i < o->rank; i++) t->syms[i] = o->d[i] < 0 ? o->s[i] : NULL;
+        for (int32_t i = 0; i < o->rank; i++) t->syms[i] = stored_sym(o->d[i]);
     }
     r->shapes[k] = (stored_shape){h, o->rank, t->dims, t->syms};
     r->n_shapes++;
     return TILEOPT_OK;
 }
 
-/* Most entries a stored shape value keeps: shapes and repeats, not data. */
-#define SHAPE_VALUE_MAX 64
-
-/* Keep iv on the value (model arena) when every entry is a number or a named dim. */
-static int shape_value_store(graph_model *m, const known_value *iv, graph_value *v,
+/* Keep iv on the value (model arena) when it is an integer tensor of at most
+** SHAPE_VALUE_MAX entries, every one a number or a named dim. */
+static int shape_value_store(graph_model *m, const shape_value *iv, graph_value *v,
                              errbuf *err) {
     v->shape_value = NULL;
-    if (!iv || !iv->v || iv->rank > 1 || iv->n < 1 || iv->n > SHAPE_VALUE_MAX) return TILEOPT_OK;
-    bool any_sym = false;
-    for (int64_t k = 0; k < iv->n; k++) {
-        if (!iv->known[k] && !iv->syms[k]) return TILEOPT_OK;
-        any_sym |= !iv->known[k];
-    }
-    graph_shape_value *sv = arena_alloc(m->arena, sizeof *sv);
-    int64_t *vals = sv ? arena_alloc(m->arena, (size_t)iv->n * sizeof *vals) : NULL;
-    const char **syms = any_sym && vals ? arena_calloc(m->arena, (size_t)iv->n, sizeof *syms)
-                                        : NULL;
-    if (!vals || (any_sym && !syms))
-        return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
-    for (int64_t k = 0; k < iv->n; k++) {
-        vals[k] = iv->known[k] ? iv->v[k] : -1;
-        if (syms && !iv->known[k]) syms[k] = iv->syms[k];
-    }
-    sv->rank = iv->rank;
-    sv->n = (int32_t)iv->n;
-    sv->vals = vals;
-    sv->syms = syms;
+    if (!iv || iv->f || iv->rank > 1 || iv->n < 1 || iv->n > SHAPE_VALUE_MAX) return TILEOPT_OK;
+    for (int32_t k = 0; k < iv->n; k++)
+        if (dim_is_unknown(iv->e[k])) return TILEOPT_OK;
+    shape_value *sv = arena_alloc(m->arena, sizeof *sv);
+    dim *e = sv ? arena_alloc(m->arena, (size_t)iv->n * sizeof *e) : NULL;
+    if (!e) return err_set(err, TILEOPT_NOMEM, "shape inference: out of memory");
+    memcpy(e, iv->e, (size_t)iv->n * sizeof *e);
+    *sv = (shape_value){.elem = iv->elem, .rank = iv->rank, .n = iv->n, .e = e};
     v->shape_value = sv;
     return TILEOPT_OK;
 }
 
-const char *infer_type_str(const graph_type *t, char *buf, size_t cap) {
+/* "float[2,N,?]"; a number that is no size prints as unknown. */
+static const char *type_str(int32_t elem, int32_t rank, const dim *d, char *buf, size_t cap) {
     if (!cap) return buf;
-    size_t len = (size_t)snprintf(buf, cap, "%s", t->elem ? dtype_name(t->elem) : "?");
+    size_t len = (size_t)snprintf(buf, cap, "%s", elem ? dtype_name(elem) : "?");
     if (len >= cap) return buf;
-    if (t->rank < 0) {
+    if (rank < 0) {
         snprintf(buf + len, cap - len, "[unknown shape]");
         return buf;
     }
     len += (size_t)snprintf(buf + len, cap - len, "[");
-    for (int32_t i = 0; i < t->rank && len < cap; i++) {
-        const char *sep = i ? "," : "";
-        if (tdim(t, i) >= 0)
-            len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId64, sep, tdim(t, i));
-        else if (tsym(t, i))
-            len += (size_t)snprintf(buf + len, cap - len, "%s%s", sep, tsym(t, i));
-        else
-            len += (size_t)snprintf(buf + len, cap - len, "%s?", sep);
-    }
+    dim sizes[IR_MAX];
+    for (int32_t i = 0; i < rank; i++) sizes[i] = dim_size(d[i]);
+    if (len < cap) len += dims_print(buf + len, cap - len, sizes, rank);
     if (len < cap) snprintf(buf + len, cap - len, "]");
     return buf;
 }
 
+const char *infer_type_str(const graph_type *t, char *buf, size_t cap) {
+    dim d[IR_MAX];
+    int32_t rank = has_rank(t) ? t->rank : -1;
+    if (rank >= 0) dims_of(t, d);
+    return type_str(t->elem, rank, d, buf, cap);
+}
+
 /* Numpy broadcasting of the given types into o (shape only). */
 static void bcast(build_type *o, const graph_type *const *ts, size_t k) {
-    int32_t rank = 0;
+    dim_bcast b;
+    dim_bcast_start(&b);
     for (size_t j = 0; j < k; j++) {
         if (!has_rank(ts[j])) {
             o->rank = -1;
             return;
         }
-        if (ts[j]->rank > rank) rank = ts[j]->rank;
+        dim d[IR_MAX];
+        dims_of(ts[j], d);
+        dim_bcast_add(&b, d, ts[j]->rank);
     }
-    type_set_rank(o, rank);
-    for (int32_t i = 0; i < rank; i++) {
-        int64_t d = 1;        /* running result: 1 until something bigger is seen */
-        const char *s = NULL;
-        bool unknown = false; /* an anonymous unknown dim that could be 1 or not */
-        for (size_t j = 0; j < k; j++) {
-            const graph_type *t = ts[j];
-            int32_t off = rank - t->rank;
-            if (i < off) continue;
-            int64_t e = tdim(t, i - off);
-            const char *es = tsym(t, i - off);
-            if (e == 1) continue;
-            if (e > 1 || e == 0) {
-                /* a known dim other than 1 decides (the model is assumed valid) */
-                if (d >= 0 && d != 1 && d != e) {
-                    d = -1;
-                    s = NULL;
-                    unknown = true;
-                    break;
-                }
-                d = e;
-                s = NULL;
-                continue;
-            }
-            /* e unknown */
-            if (d != 1 && d >= 0) continue; /* known > 1 wins over an unknown */
-            if (d == 1 && !unknown && !s) {
-                if (es) {
-                    s = es;
-                    d = -1;
-                } else {
-                    unknown = true;
-                    d = -1;
-                }
-                continue;
-            }
-            if (d < 0) {
-                if (es && s && strcmp(es, s) == 0) continue;
-                /* two different unknowns: the result is unknown */
-                s = NULL;
-                unknown = true;
-            }
-        }
-        o->d[i] = d;
-        o->s[i] = (d < 0 && !unknown) ? s : NULL;
-    }
+    o->rank = b.rank;
+    dim_bcast_result(&b, o->d);
 }
 
 /* -------------------------------------------------------- infer functions */
@@ -587,7 +485,7 @@ static void inf_same_bool(node_ctx *c) {
 
 static void inf_identity(node_ctx *c) {
     type_from(&c->out[0], IN(c, 0));
-    if (c->n_in > 0) c->outv[0] = (known_value *)c->inv[0];
+    if (c->n_in > 0) c->outv[0] = (shape_value *)c->inv[0];
 }
 
 static void inf_dropout(node_ctx *c) {
@@ -606,7 +504,7 @@ static void bcast_inputs(node_ctx *c, size_t from, size_t to) {
             c->out[0].rank = -1;
             return;
         }
-        ts[k++] = IN(c, i) ? IN(c, i) : &unknown_type;
+        ts[k++] = IN(c, i);
     }
     bcast(&c->out[0], ts, k);
 }
@@ -616,55 +514,38 @@ typedef enum { AR_ADD, AR_SUB, AR_MUL, AR_DIV, AR_OTHER } arith;
 
 static void arith_values(node_ctx *c, arith op) {
     if (c->n_in != 2 || !c->inv[0] || !c->inv[1]) return;
-    const known_value *a = c->inv[0], *b = c->inv[1];
-    if (!a->v || !b->v) return;
+    const shape_value *a = c->inv[0], *b = c->inv[1];
+    if (a->f || b->f) return;
     if (a->rank > 1 || b->rank > 1) return;
     if (a->n != b->n && a->n != 1 && b->n != 1) return;
     int64_t n = a->n > b->n ? a->n : b->n;
     int32_t rank = a->rank > b->rank ? a->rank : b->rank;
-    known_value *o = known_new(c->r, a->elem, rank, n, false);
+    shape_value *o = known_new(c->r, a->elem, rank, n, false);
     if (!o) return;
     for (int64_t k = 0; k < n; k++) {
-        int64_t ia = a->n == 1 ? 0 : k, ib = b->n == 1 ? 0 : k;
-        bool ka = a->known[ia], kb = b->known[ib];
-        int64_t x = a->v[ia], y = b->v[ib];
-        if (ka && kb) {
+        dim x = a->e[a->n == 1 ? 0 : k], y = b->e[b->n == 1 ? 0 : k];
+        if (dim_is_num(x) && dim_is_num(y)) {
             int64_t z;
             bool ok = true;
             switch (op) {
-            case AR_ADD: ok = !__builtin_add_overflow(x, y, &z); break;
-            case AR_SUB: ok = !__builtin_sub_overflow(x, y, &z); break;
-            case AR_MUL: ok = !__builtin_mul_overflow(x, y, &z); break;
+            case AR_ADD: ok = !__builtin_add_overflow(x.n, y.n, &z); break;
+            case AR_SUB: ok = !__builtin_sub_overflow(x.n, y.n, &z); break;
+            case AR_MUL: ok = !__builtin_mul_overflow(x.n, y.n, &z); break;
             case AR_DIV:
                 /* truncation and floor agree for non-negative operands only */
-                ok = x >= 0 && y > 0;
-                z = ok ? x / y : 0;
+                ok = x.n >= 0 && y.n > 0;
+                z = ok ? x.n / y.n : 0;
                 break;
             default: ok = false; z = 0; break;
             }
-            if (ok) {
-                o->v[k] = z;
-                o->known[k] = 1;
-            }
+            if (ok) known_set(o, k, z);
             continue;
         }
         /* named dims: 4*N, N + 1, and Div(Mul(N, 4), N) back to 4 */
-        sym_poly pa, pb, pr;
-        if (op == AR_OTHER || !sym_in(x, ka, a->syms[ia], &pa) ||
-            !sym_in(y, kb, b->syms[ib], &pb))
-            continue;
-        bool ok = op == AR_ADD   ? sym_add(&pa, &pb, 1, &pr)
-                  : op == AR_SUB ? sym_add(&pa, &pb, -1, &pr)
-                  : op == AR_MUL ? sym_mul(&pa, &pb, &pr)
-                                 : sym_div(&pa, &pb, &pr);
-        int64_t z;
-        const char *zs;
-        if (!ok || !sym_out(c->r, &pr, &z, &zs)) continue;
-        o->syms[k] = zs;
-        if (!zs) {
-            o->v[k] = z;
-            o->known[k] = 1;
-        }
+        static const dim_op ops[] = {[AR_ADD] = DIM_ADD, [AR_SUB] = DIM_SUB,
+                                     [AR_MUL] = DIM_MUL, [AR_DIV] = DIM_DIV};
+        dim z;
+        if (op != AR_OTHER && dim_calc(c->r->m->arena, ops[op], x, y, &z)) o->e[k] = z;
     }
     c->outv[0] = o;
 }
@@ -694,12 +575,12 @@ static void inf_compare(node_ctx *c) {
 
 /* An output value for the tracked integer values of inputs [from, to), which
 ** broadcast entry-wise (each of one entry or n); NULL when some is not tracked. */
-static known_value *values_zip(node_ctx *c, size_t from, size_t to, int32_t elem) {
+static shape_value *values_zip(node_ctx *c, size_t from, size_t to, int32_t elem) {
     int64_t n = 1;
     int32_t rank = 0;
     for (size_t i = from; i < to; i++) {
-        const known_value *v = i < c->n_in ? c->inv[i] : NULL;
-        if (!v || !v->v || v->rank > 1 || (v->n != 1 && n != 1 && v->n != n)) return NULL;
+        const shape_value *v = i < c->n_in ? c->inv[i] : NULL;
+        if (!v || v->f || v->rank > 1 || (v->n != 1 && n != 1 && v->n != n)) return NULL;
         if (v->n != 1) n = v->n;
         if (v->rank > rank) rank = v->rank;
     }
@@ -707,40 +588,21 @@ static known_value *values_zip(node_ctx *c, size_t from, size_t to, int32_t elem
 }
 
 /* Entry k of v broadcast to the zipped length. */
-static int64_t zk(const known_value *v, int64_t k) { return v->n == 1 ? 0 : k; }
-
-/* Is a tracked entry provably >= 0: a number that is, or a polynomial of dims
-** with positive coefficients only? */
-static bool entry_nonneg(const known_value *v, int64_t k) {
-    if (v->known[k]) return v->v[k] >= 0;
-    sym_poly p;
-    if (!v->syms[k] || !sym_parse(v->syms[k], &p)) return false;
-    for (int i = 0; i < p.n; i++)
-        if (p.t[i].coef < 0) return false;
-    return true;
-}
-
-static bool same_entry(const known_value *a, int64_t i, const known_value *b, int64_t j) {
-    if (a->known[i] && b->known[j]) return a->v[i] == b->v[j];
-    return !a->known[i] && !b->known[j] && same_sym(a->syms[i], b->syms[j]);
-}
+static dim zk(const shape_value *v, int64_t k) { return v->e[v->n == 1 ? 0 : k]; }
 
 /* Equal on shape values, as exporters test a shape against -1 before Expand:
 ** equal numbers or the same named dim are equal; a named dim (>= 0) is not a
 ** negative number. */
 static void inf_equal(node_ctx *c) {
     inf_compare(c);
-    known_value *o = c->n_in == 2 ? values_zip(c, 0, 2, DT_BOOL) : NULL;
+    shape_value *o = c->n_in == 2 ? values_zip(c, 0, 2, DT_BOOL) : NULL;
     if (!o) return;
-    const known_value *a = c->inv[0], *b = c->inv[1];
-    for (int64_t k = 0; k < o->n; k++) {
-        int64_t i = zk(a, k), j = zk(b, k);
-        bool neg_vs_dim = (a->known[i] && a->v[i] < 0 && entry_nonneg(b, j)) ||
-                          (b->known[j] && b->v[j] < 0 && entry_nonneg(a, i));
-        if (same_entry(a, i, b, j) || (a->known[i] && b->known[j]) || neg_vs_dim) {
-            o->v[k] = same_entry(a, i, b, j);
-            o->known[k] = 1;
-        }
+    for (int32_t k = 0; k < o->n; k++) {
+        dim x = zk(c->inv[0], k), y = zk(c->inv[1], k);
+        bool neg_vs_dim = (dim_is_num(x) && x.n < 0 && dim_nonneg(y)) ||
+                          (dim_is_num(y) && y.n < 0 && dim_nonneg(x));
+        if (dim_eq(x, y) || (dim_is_num(x) && dim_is_num(y)) || neg_vs_dim)
+            known_set(o, k, dim_eq(x, y));
     }
     c->outv[0] = o;
 }
@@ -750,25 +612,18 @@ static void inf_equal(node_ctx *c) {
 static void inf_minmax(node_ctx *c) {
     inf_bcast(c);
     bool max = op_of(c->n) == OP_Max;
-    known_value *o = c->n_in == 2 ? values_zip(c, 0, 2, in_elem(c, 0)) : NULL;
+    shape_value *o = c->n_in == 2 ? values_zip(c, 0, 2, in_elem(c, 0)) : NULL;
     if (!o) return;
-    const known_value *a = c->inv[0], *b = c->inv[1];
-    for (int64_t k = 0; k < o->n; k++) {
-        int64_t i = zk(a, k), j = zk(b, k);
-        const known_value *pick = NULL;
-        int64_t at = 0;
-        if (same_entry(a, i, b, j) || (a->known[i] && b->known[j])) {
-            bool a_wins = a->known[i] ? (max ? a->v[i] >= b->v[j] : a->v[i] <= b->v[j]) : true;
-            pick = a_wins ? a : b;
-            at = a_wins ? i : j;
-        } else if (b->known[j] && b->v[j] <= 0 && entry_nonneg(a, i)) {
-            pick = max ? a : b;
-            at = max ? i : j;
-        } else if (a->known[i] && a->v[i] <= 0 && entry_nonneg(b, j)) {
-            pick = max ? b : a;
-            at = max ? j : i;
+    for (int32_t k = 0; k < o->n; k++) {
+        dim x = zk(c->inv[0], k), y = zk(c->inv[1], k);
+        if (dim_eq(x, y) || (dim_is_num(x) && dim_is_num(y))) {
+            bool x_wins = dim_is_num(x) ? (max ? x.n >= y.n : x.n <= y.n) : true;
+            o->e[k] = x_wins ? x : y;
+        } else if (dim_is_num(y) && y.n <= 0 && dim_nonneg(x)) {
+            o->e[k] = max ? x : y;
+        } else if (dim_is_num(x) && x.n <= 0 && dim_nonneg(y)) {
+            o->e[k] = max ? y : x;
         }
-        if (pick) known_take(o, k, pick, at);
     }
     c->outv[0] = o;
 }
@@ -777,14 +632,11 @@ static void inf_where(node_ctx *c) {
     bcast_inputs(c, 0, 3);
     c->out[0].elem = in_elem(c, 1) ? in_elem(c, 1) : in_elem(c, 2);
     /* a known condition picks shape-value entries */
-    known_value *o = values_zip(c, 0, 3, c->out[0].elem);
+    shape_value *o = values_zip(c, 0, 3, c->out[0].elem);
     if (!o) return;
-    const known_value *cond = c->inv[0], *a = c->inv[1], *b = c->inv[2];
-    for (int64_t k = 0; k < o->n; k++) {
-        int64_t ic = zk(cond, k);
-        if (!cond->known[ic]) continue;
-        if (cond->v[ic]) known_take(o, k, a, zk(a, k));
-        else known_take(o, k, b, zk(b, k));
+    for (int32_t k = 0; k < o->n; k++) {
+        dim cond = zk(c->inv[0], k);
+        if (dim_is_num(cond)) o->e[k] = zk(cond.n ? c->inv[1] : c->inv[2], k);
     }
     c->outv[0] = o;
 }
@@ -797,28 +649,27 @@ static void inf_cast(node_ctx *c) {
     type_from(&c->out[0], IN(c, 0));
     int64_t to = graph_attr_int(c->n, "to", 0);
     c->out[0].elem = dtype_valid((int32_t)to) ? (int32_t)to : 0;
-    const known_value *a = c->n_in ? c->inv[0] : NULL;
+    const shape_value *a = c->n_in ? c->inv[0] : NULL;
     if (!a || !c->out[0].elem) return;
     int32_t te = c->out[0].elem;
     bool to_int = elem_is_int(te), to_float = te == DT_FLOAT || te == DT_DOUBLE;
     if (!to_int && !to_float) return;
-    known_value *o = known_new(c->r, te, a->rank, a->n, to_float);
+    shape_value *o = known_new(c->r, te, a->rank, a->n, to_float);
     if (!o) return;
     const dtype_info *di = dtype_get(te);
-    for (int64_t k = 0; k < a->n; k++) {
-        if (!a->known[k]) {
-            if (to_int && a->v) o->syms[k] = a->syms[k];
+    for (int32_t k = 0; k < a->n; k++) {
+        if (!dim_is_num(a->e[k])) {
+            if (to_int && !a->f) o->e[k] = a->e[k];
             continue;
         }
         if (to_float) {
-            o->f[k] = a->v ? (double)a->v[k] : a->f[k];
-            if (te == DT_FLOAT) o->f[k] = (float)o->f[k];
-            o->known[k] = 1;
+            double x = a->f ? a->f[k] : (double)a->e[k].n;
+            known_set_float(o, k, te == DT_FLOAT ? (float)x : x);
             continue;
         }
         int64_t x;
-        if (a->v) {
-            x = a->v[k];
+        if (!a->f) {
+            x = a->e[k].n;
         } else {
             double f = a->f[k];
             if (!(fabs(f) < 9.0e18)) return;
@@ -832,8 +683,7 @@ static void inf_cast(node_ctx *c) {
             if (te != DT_BOOL && (x >= ((int64_t)1 << bits) || x < -((int64_t)1 << bits)))
                 continue;
         }
-        o->v[k] = x;
-        o->known[k] = 1;
+        known_set(o, k, x);
     }
     c->outv[0] = o;
 }
@@ -858,8 +708,7 @@ static void inf_shape(node_ctx *c) {
     build_type *o = &c->out[0];
     o->elem = DT_INT64;
     o->rank = 1;
-    o->d[0] = -1;
-    o->s[0] = NULL;
+    o->d[0] = dim_unknown();
     const graph_type *x = IN(c, 0);
     if (!has_rank(x)) return;
     int64_t r = x->rank;
@@ -874,18 +723,10 @@ static void inf_shape(node_ctx *c) {
     if (end < 0) end = 0;
     if (end > r) end = r;
     int64_t n = end > start ? end - start : 0;
-    o->d[0] = n;
-    known_value *iv = known_new(c->r, DT_INT64, 1, n, false);
+    o->d[0] = dim_num(n);
+    shape_value *iv = known_new(c->r, DT_INT64, 1, n, false);
     if (!iv) return;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t d = tdim(x, (int32_t)(start + k));
-        if (d >= 0) {
-            iv->v[k] = d;
-            iv->known[k] = 1;
-        } else {
-            iv->syms[k] = tsym(x, (int32_t)(start + k));
-        }
-    }
+    for (int64_t k = 0; k < n; k++) iv->e[k] = dim_at(x, (int32_t)(start + k));
     c->outv[0] = iv;
 }
 
@@ -895,24 +736,18 @@ static void inf_size(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     uint64_t numel;
     if (x && graph_type_numel(x, &numel) && numel <= INT64_MAX) {
-        known_value *iv = known_new(c->r, DT_INT64, 0, 1, false);
-        if (iv) {
-            iv->v[0] = (int64_t)numel;
-            iv->known[0] = 1;
-        }
+        shape_value *iv = known_new(c->r, DT_INT64, 0, 1, false);
+        if (iv) known_set(iv, 0, (int64_t)numel);
         c->outv[0] = iv;
         return;
     }
-    sym_poly p;
-    int64_t v;
-    const char *s;
-    if (!has_rank(x) || !sym_dims_product(x, 0, x->rank, &p) || !sym_out(c->r, &p, &v, &s))
-        return;
-    known_value *iv = known_new(c->r, DT_INT64, 0, 1, false);
+    dim d[IR_MAX], p;
+    if (!has_rank(x)) return;
+    dims_of(x, d);
+    if (!dim_product(c->r->m->arena, d, x->rank, &p)) return;
+    shape_value *iv = known_new(c->r, DT_INT64, 0, 1, false);
     if (!iv) return;
-    iv->v[0] = v;
-    iv->known[0] = s == NULL;
-    iv->syms[0] = s;
+    iv->e[0] = p;
     c->outv[0] = iv;
 }
 
@@ -920,18 +755,16 @@ static void inf_size(node_ctx *c) {
 ** dim times repeat, as a polynomial (an axis of size 1 takes the repeat's name). */
 static void tile_symbolic(node_ctx *c, const graph_type *x) {
     build_type *o = &c->out[0];
-    const known_value *rv = c->n_in > 1 ? c->inv[1] : NULL;
+    const shape_value *rv = c->n_in > 1 ? c->inv[1] : NULL;
     type_set_rank(o, x->rank);
-    if (!rv || !rv->v || rv->rank != 1 || rv->n != x->rank) return;
+    if (!rv || rv->f || rv->rank != 1 || rv->n != x->rank) return;
     for (int32_t i = 0; i < x->rank; i++) {
-        sym_poly d, r, p;
-        if (rv->known[i] && rv->v[i] < 0) {
+        dim p;
+        if (dim_is_num(rv->e[i]) && rv->e[i].n < 0) {
             type_set_rank(o, x->rank);
             return;
         }
-        if (sym_of_dim(x, i, &d) && sym_in(rv->v[i], rv->known[i], rv->syms[i], &r) &&
-            sym_mul(&d, &r, &p))
-            sym_put_dim(c->r, o, i, &p);
+        if (dim_calc(c->r->m->arena, DIM_MUL, dim_at(x, i), rv->e[i], &p)) o->d[i] = dim_size(p);
     }
 }
 
@@ -975,138 +808,107 @@ static void inf_tile(node_ctx *c) {
     }
     for (int32_t i = 0; i < r; i++) {
         if (rep[i] == 1) continue;
-        if (rep[i] == 0) {
-            o->d[i] = 0;
-            o->s[i] = NULL;
-            continue;
-        }
-        o->d[i] = dmul(o->d[i], rep[i]);
-        o->s[i] = NULL;
+        o->d[i] = rep[i] == 0 ? dim_num(0)
+                  : dim_is_num(o->d[i]) ? size_num(dmul(o->d[i].n, rep[i]))
+                                        : dim_unknown();
     }
-}
-
-/* A graph_type view of a tracked 1-D value (for Expand's shape). */
-static bool known_as_shape(const known_value *iv, graph_type *t, int64_t *dims, const char **syms) {
-    if (!iv || !iv->v || iv->rank != 1 || iv->n > IR_MAX) return false;
-    t->elem = DT_INT64;
-    t->rank = (int32_t)iv->n;
-    t->dims = dims;
-    t->syms = syms;
-    for (int64_t k = 0; k < iv->n; k++) {
-        dims[k] = iv->known[k] ? iv->v[k] : -1;
-        syms[k] = iv->known[k] ? NULL : iv->syms[k];
-        if (iv->known[k] && iv->v[k] < 0) return false;
-    }
-    return true;
 }
 
 static void inf_expand(node_ctx *c) {
     c->out[0].elem = in_elem(c, 0);
-    int64_t dims[IR_MAX];
-    const char *syms[IR_MAX];
-    graph_type st;
-    const known_value *sv = c->n_in > 1 ? c->inv[1] : NULL;
-    if (!known_as_shape(sv, &st, dims, syms)) {
+    const shape_value *sv = c->n_in > 1 ? c->inv[1] : NULL;
+    const graph_type *x = IN(c, 0);
+    bool known = sv && !sv->f && sv->rank == 1 && sv->n <= IR_MAX;
+    for (int32_t k = 0; known && k < sv->n; k++)
+        if (dim_is_num(sv->e[k]) && sv->e[k].n < 0) known = false;
+    if (!known) {
         const graph_type *s = IN(c, 1);
-        const graph_type *x = IN(c, 0);
         /* the rank is still known when the shape's length is */
-        if (s && has_rank(x) && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
-            type_set_rank(&c->out[0], tdim(s, 0) > x->rank ? (int32_t)tdim(s, 0) : x->rank);
+        dim len = s && s->rank == 1 ? dim_at(s, 0) : dim_unknown();
+        if (has_rank(x) && dim_is_num(len) && len.n <= IR_MAX)
+            type_set_rank(&c->out[0], len.n > x->rank ? (int32_t)len.n : x->rank);
         return;
     }
-    const graph_type *ts[2] = {IN(c, 0) ? IN(c, 0) : &unknown_type, &st};
-    bcast(&c->out[0], ts, 2);
-}
-
-/* The -1 dim of Reshape: the input's size divided by the other output dims,
-** exactly, named dims cancelling ([N,16,64] to [N,-1] gives 1024). */
-static void reshape_fill(infer_run *r, const graph_type *x, build_type *o, int32_t neg) {
-    if (!has_rank(x)) return;
-    sym_poly pin, pout, q;
-    if (!sym_dims_product(x, 0, x->rank, &pin)) return;
-    sym_const(1, &pout);
-    for (int32_t i = 0; i < o->rank; i++) {
-        sym_poly d, t;
-        if (i == neg) continue;
-        if (!sym_in(o->d[i], o->d[i] >= 0, o->s[i], &d) || !sym_mul(&pout, &d, &t)) return;
-        pout = t;
+    if (!has_rank(x)) {
+        c->out[0].rank = -1;
+        return;
     }
-    if (sym_div(&pin, &pout, &q)) sym_put_dim(r, o, neg, &q);
+    dim xd[IR_MAX];
+    dims_of(x, xd);
+    dim_bcast b;
+    dim_bcast_start(&b);
+    dim_bcast_add(&b, xd, x->rank);
+    dim_bcast_add(&b, sv->e, sv->n);
+    c->out[0].rank = b.rank;
+    dim_bcast_result(&b, c->out[0].d);
 }
 
 static void inf_reshape(node_ctx *c) {
     build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     const graph_type *x = IN(c, 0);
-    const known_value *sv = NULL;
-    known_value tmp;
-    uint8_t known[IR_MAX];
-    const char *syms[IR_MAX];
+    int64_t n;
+    dim target[IR_MAX];
     if (c->opset < 5) {
         const Onnx__AttributeProto *a = attr_ints(c->n, "shape");
         if (!a || a->n_ints > IR_MAX) return;
-        memset(&tmp, 0, sizeof tmp);
-        tmp.rank = 1;
-        tmp.n = (int64_t)a->n_ints;
-        tmp.v = a->ints;
-        memset(known, 1, sizeof known);
-        memset(syms, 0, sizeof syms);
-        tmp.known = known;
-        tmp.syms = syms;
-        sv = &tmp;
+        n = (int64_t)a->n_ints;
+        for (int64_t i = 0; i < n; i++) target[i] = dim_num(a->ints[i]);
     } else {
-        sv = c->n_in > 1 ? c->inv[1] : NULL;
-    }
-    if (!sv || !sv->v || sv->rank != 1 || sv->n > IR_MAX) {
-        const graph_type *s = IN(c, 1);
-        if (c->opset >= 5 && s && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
-            type_set_rank(o, (int32_t)tdim(s, 0));
-        return;
+        const shape_value *sv = c->n_in > 1 ? c->inv[1] : NULL;
+        if (!sv || sv->f || sv->rank != 1 || sv->n > IR_MAX) {
+            const graph_type *s = IN(c, 1);
+            dim len = s && s->rank == 1 ? dim_at(s, 0) : dim_unknown();
+            if (dim_is_num(len) && len.n <= IR_MAX) type_set_rank(o, (int32_t)len.n);
+            return;
+        }
+        n = sv->n;
+        memcpy(target, sv->e, (size_t)n * sizeof *target);
     }
     bool allowzero = graph_attr_int(c->n, "allowzero", 0) != 0;
-    type_set_rank(o, (int32_t)sv->n);
+    type_set_rank(o, (int32_t)n);
     int32_t neg = -1;
     for (int32_t i = 0; i < o->rank; i++) {
-        if (!sv->known[i]) {
-            o->s[i] = sv->syms[i];
-            continue;
-        }
-        int64_t v = sv->v[i];
-        if (v == 0 && !allowzero) {
+        dim t = target[i];
+        if (!dim_is_num(t)) {
+            o->d[i] = t;
+        } else if (t.n == 0 && !allowzero) {
             if (has_rank(x) && i < x->rank) put_dim(o, i, x, i);
-        } else if (v == -1) {
+        } else if (t.n == -1) {
             if (neg >= 0) { /* two -1: invalid model, say nothing */
                 type_set_rank(o, o->rank);
                 return;
             }
             neg = i;
-        } else if (v >= 0) {
-            o->d[i] = v;
+        } else if (t.n >= 0) {
+            o->d[i] = t;
         } else {
             type_set_rank(o, o->rank);
             return;
         }
     }
-    if (neg >= 0) reshape_fill(c->r, x, o, neg);
+    /* the -1: the input's size divided by the other output dims, exactly,
+    ** named dims cancelling ([N,16,64] to [N,-1] gives 1024) */
+    if (neg >= 0 && has_rank(x)) {
+        dim xd[IR_MAX], others[IR_MAX], q;
+        dims_of(x, xd);
+        int32_t k = 0;
+        for (int32_t i = 0; i < o->rank; i++)
+            if (i != neg) others[k++] = o->d[i];
+        if (dim_quotient(c->r->m->arena, xd, x->rank, others, k, &q)) o->d[neg] = dim_size(q);
+    }
     /* a tracked value keeps its entries through a reshape to rank <= 1 */
-    const known_value *xv = c->n_in ? c->inv[0] : NULL;
+    const shape_value *xv = c->n_in ? c->inv[0] : NULL;
     if (xv && o->rank <= 1) {
-        int64_t n = o->rank == 0 ? 1 : o->d[0];
-        if (n == xv->n) {
-            known_value *ov = known_new(c->r, xv->elem, o->rank, n, xv->f != NULL);
+        int64_t cnt = o->rank == 0 ? 1 : (dim_is_num(o->d[0]) ? o->d[0].n : -1);
+        if (cnt == xv->n) {
+            shape_value *ov = known_new(c->r, xv->elem, o->rank, cnt, xv->f != NULL);
             if (ov) {
-                for (int64_t k = 0; k < n; k++) known_take(ov, k, xv, k);
+                for (int64_t k = 0; k < cnt; k++) known_take(ov, k, xv, k);
                 c->outv[0] = ov;
             }
         }
     }
-}
-
-/* Product of dims [from,to) as dim i of o. */
-static void product_dim(infer_run *r, const graph_type *x, int32_t from, int32_t to,
-                        build_type *o, int32_t i) {
-    sym_poly p;
-    if (sym_dims_product(x, from, to, &p)) sym_put_dim(r, o, i, &p);
 }
 
 static void inf_flatten(node_ctx *c) {
@@ -1175,8 +977,8 @@ static void inf_squeeze(node_ctx *c) {
     bool drop[IR_MAX] = {false};
     if (!present || n == 0) {
         for (int32_t i = 0; i < x->rank; i++) {
-            if (tdim(x, i) < 0) return;
-            drop[i] = tdim(x, i) == 1;
+            if (!dim_is_num(dim_at(x, i))) return;
+            drop[i] = dim_is(dim_at(x, i), 1);
         }
     } else {
         for (int64_t k = 0; k < n; k++) {
@@ -1189,14 +991,11 @@ static void inf_squeeze(node_ctx *c) {
     for (int32_t i = 0; i < x->rank; i++)
         if (!drop[i]) put_dim(o, r++, x, i);
     o->rank = r;
-    const known_value *xv = c->inv[0];
+    const shape_value *xv = c->inv[0];
     if (xv && r == 0 && xv->n == 1) {
-        known_value *ov = known_new(c->r, xv->elem, 0, 1, xv->f != NULL);
+        shape_value *ov = known_new(c->r, xv->elem, 0, 1, xv->f != NULL);
         if (ov) {
-            if (xv->v) ov->v[0] = xv->v[0];
-            else ov->f[0] = xv->f[0];
-            ov->known[0] = xv->known[0];
-            ov->syms[0] = xv->syms[0];
+            known_take(ov, 0, xv, 0);
             c->outv[0] = ov;
         }
     }
@@ -1223,15 +1022,14 @@ static void inf_unsqueeze(node_ctx *c) {
     int32_t j = 0;
     for (int32_t i = 0; i < r; i++) {
         if (ins[i]) {
-            o->d[i] = 1;
-            o->s[i] = NULL;
+            o->d[i] = dim_num(1);
         } else {
             put_dim(o, i, x, j++);
         }
     }
-    const known_value *xv = c->inv[0];
+    const shape_value *xv = c->inv[0];
     if (xv && r == 1) {
-        known_value *ov = known_new(c->r, xv->elem, 1, xv->n, xv->f != NULL);
+        shape_value *ov = known_new(c->r, xv->elem, 1, xv->n, xv->f != NULL);
         if (ov) {
             for (int64_t k = 0; k < xv->n; k++) known_take(ov, k, xv, k);
             c->outv[0] = ov;
@@ -1253,11 +1051,13 @@ static void inf_concat(node_ctx *c) {
     int32_t ax;
     if (!norm_axis(axis, r, &ax)) return;
     type_set_rank(o, r);
-    int64_t sum = 0;
+    /* the axis adds up, named dims too: Concat of [N,..] and [1,..] is [N + 1,..] */
+    dim *along = arena_alloc(c->r->tmp, (c->n_in ? c->n_in : 1) * sizeof *along);
+    bool all = along != NULL;
     for (size_t i = 0; i < c->n_in; i++) {
         const graph_type *t = IN(c, i);
         if (!has_rank(t)) {
-            sum = -1;
+            all = false;
             continue;
         }
         if (t->rank != r) {
@@ -1266,48 +1066,30 @@ static void inf_concat(node_ctx *c) {
         }
         for (int32_t k = 0; k < r; k++) {
             if (k == ax) continue;
-            if (o->d[k] < 0 && !o->s[k]) put_dim(o, k, t, k);
-            else if (o->d[k] < 0 && tdim(t, k) >= 0) put_dim(o, k, t, k);
+            dim d = dim_at(t, k);
+            if (dim_is_unknown(o->d[k]) || (dim_is_named(o->d[k]) && dim_is_num(d))) o->d[k] = d;
         }
-        sum = dadd(sum, tdim(t, ax));
+        if (all) along[i] = dim_at(t, ax);
     }
-    o->d[ax] = sum;
-    o->s[ax] = NULL;
-    if (sum < 0) {
-        /* named dims add up: Concat of [N,..] and [1,..] is [N + 1,..] */
-        sym_poly p, d, t;
-        sym_const(0, &p);
-        bool ok = true;
-        for (size_t i = 0; ok && i < c->n_in; i++) {
-            ok = has_rank(IN(c, i)) && sym_of_dim(IN(c, i), ax, &d) && sym_add(&p, &d, 1, &t);
-            if (ok) p = t;
-        }
-        if (ok) sym_put_dim(c->r, o, ax, &p);
-    }
+    dim sum;
+    if (all && dim_sum(c->r->m->arena, along, (int32_t)c->n_in, &sum)) o->d[ax] = dim_size(sum);
     /* values: concatenation of tracked 1-D values */
     if (r != 1 || c->n_in == 0) return;
     int64_t total = 0;
     bool fl = false;
     for (size_t i = 0; i < c->n_in; i++) {
-        const known_value *v = c->inv[i];
+        const shape_value *v = c->inv[i];
         if (!v || v->rank != 1) return;
         if (i == 0) fl = v->f != NULL;
         else if ((v->f != NULL) != fl) return;
         total += v->n;
         if (total > IV_MAX) return;
     }
-    known_value *ov = known_new(c->r, c->inv[0]->elem, 1, total, fl);
+    shape_value *ov = known_new(c->r, c->inv[0]->elem, 1, total, fl);
     if (!ov) return;
     int64_t k = 0;
-    for (size_t i = 0; i < c->n_in; i++) {
-        const known_value *v = c->inv[i];
-        for (int64_t e = 0; e < v->n; e++, k++) {
-            if (fl) ov->f[k] = v->f[e];
-            else ov->v[k] = v->v[e];
-            ov->known[k] = v->known[e];
-            ov->syms[k] = v->syms[e];
-        }
-    }
+    for (size_t i = 0; i < c->n_in; i++)
+        for (int32_t e = 0; e < c->inv[i]->n; e++, k++) known_take(ov, k, c->inv[i], e);
     c->outv[0] = ov;
 }
 
@@ -1319,8 +1101,7 @@ static void inf_split(node_ctx *c) {
     if (!norm_axis(graph_attr_int(c->n, "axis", 0), x->rank, &ax)) return;
     for (size_t k = 0; k < c->n_out; k++) {
         type_from(&c->out[k], x);
-        c->out[k].d[ax] = -1;
-        c->out[k].s[ax] = NULL;
+        c->out[k].d[ax] = dim_unknown();
     }
     const int64_t *sp = NULL;
     int64_t nsp = 0;
@@ -1336,12 +1117,12 @@ static void inf_split(node_ctx *c) {
     if (sp) {
         if (nsp != (int64_t)c->n_out) return;
         for (size_t k = 0; k < c->n_out; k++)
-            if (sp[k] >= 0) c->out[k].d[ax] = sp[k];
+            if (sp[k] >= 0) c->out[k].d[ax] = dim_num(sp[k]);
         return;
     }
-    int64_t d = tdim(x, ax);
-    int64_t parts = (int64_t)c->n_out;
-    if (d < 0 || parts == 0) return;
+    dim dx = dim_at(x, ax);
+    int64_t d = dx.n, parts = (int64_t)c->n_out;
+    if (!dim_is_num(dx) || parts == 0) return;
     if (graph_attr(c->n, "num_outputs")) {
         /* opset 18: the last chunk may be smaller */
         int64_t chunk = d / parts + (d % parts != 0);
@@ -1349,12 +1130,12 @@ static void inf_split(node_ctx *c) {
             int64_t used;
             if (__builtin_mul_overflow(chunk, k, &used)) return;
             int64_t left = d - used;
-            c->out[k].d[ax] = left < 0 ? 0 : (left < chunk ? left : chunk);
+            c->out[k].d[ax] = dim_num(left < 0 ? 0 : (left < chunk ? left : chunk));
         }
         return;
     }
     if (d % parts) return;
-    for (int64_t k = 0; k < parts; k++) c->out[k].d[ax] = d / parts;
+    for (int64_t k = 0; k < parts; k++) c->out[k].d[ax] = dim_num(d / parts);
 }
 
 static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
@@ -1414,8 +1195,7 @@ static void inf_slice(node_ctx *c) {
                     type_set_rank(o, r);
                     return;
                 }
-                o->d[a] = -1;
-                o->s[a] = NULL;
+                o->d[a] = dim_unknown();
             }
             return;
         }
@@ -1436,28 +1216,24 @@ static void inf_slice(node_ctx *c) {
             type_set_rank(o, r);
             return;
         }
-        int64_t d = tdim(x, a);
+        dim d = dim_at(x, a);
         stepv[a] = step;
-        if (d >= 0) {
-            o->d[a] = slice_len(d, st[k], en[k], step);
-            o->s[a] = NULL;
-            first[a] = slice_first(d, st[k], step);
+        if (dim_is_num(d)) {
+            o->d[a] = dim_num(slice_len(d.n, st[k], en[k], step));
+            first[a] = slice_first(d.n, st[k], step);
         } else {
             /* the whole of an unknown dim keeps its symbol */
             bool whole = step == 1 && st[k] == 0 && en[k] >= INT32_MAX;
-            if (!whole) {
-                o->d[a] = -1;
-                o->s[a] = NULL;
-            }
+            if (!whole) o->d[a] = dim_unknown();
             first[a] = whole ? 0 : -1;
         }
     }
     /* a tracked 1-D value slices entry by entry */
-    const known_value *xv = c->inv[0];
-    if (xv && r == 1 && xv->rank == 1 && o->d[0] >= 0 && first[0] >= 0 && sliced[0]) {
-        known_value *ov = known_new(c->r, xv->elem, 1, o->d[0], xv->f != NULL);
+    const shape_value *xv = c->inv[0];
+    if (xv && r == 1 && xv->rank == 1 && dim_is_num(o->d[0]) && first[0] >= 0 && sliced[0]) {
+        shape_value *ov = known_new(c->r, xv->elem, 1, o->d[0].n, xv->f != NULL);
         if (!ov) return;
-        for (int64_t k = 0; k < o->d[0]; k++) {
+        for (int64_t k = 0; k < o->d[0].n; k++) {
             int64_t i = first[0] + k * stepv[0];
             if (i < 0 || i >= xv->n) return;
             known_take(ov, k, xv, i);
@@ -1480,13 +1256,13 @@ static void inf_gather(node_ctx *c) {
     for (int32_t i = 0; i < ax; i++) put_dim(o, j++, x, i);
     for (int32_t i = 0; i < idx->rank; i++) put_dim(o, j++, idx, i);
     for (int32_t i = ax + 1; i < x->rank; i++) put_dim(o, j++, x, i);
-    const known_value *xv = c->inv[0], *iv = c->inv[1];
-    if (!xv || !iv || xv->rank != 1 || !iv->v || iv->rank > 1) return;
-    known_value *ov = known_new(c->r, xv->elem, iv->rank, iv->n, xv->f != NULL);
+    const shape_value *xv = c->inv[0], *iv = c->inv[1];
+    if (!xv || !iv || xv->rank != 1 || iv->f || iv->rank > 1) return;
+    shape_value *ov = known_new(c->r, xv->elem, iv->rank, iv->n, xv->f != NULL);
     if (!ov) return;
-    for (int64_t k = 0; k < iv->n; k++) {
-        if (!iv->known[k]) return;
-        int64_t i = iv->v[k];
+    for (int32_t k = 0; k < iv->n; k++) {
+        if (!dim_is_num(iv->e[k])) return;
+        int64_t i = iv->e[k].n;
         if (i < 0) i += xv->n;
         if (i < 0 || i >= xv->n) return;
         known_take(ov, k, xv, i);
@@ -1499,44 +1275,36 @@ static void inf_constant_of_shape(node_ctx *c) {
     o->elem = DT_FLOAT;
     const Onnx__AttributeProto *va = graph_attr(c->n, "value");
     if (va && va->t && va->t->has_data_type) o->elem = va->t->data_type;
-    const known_value *sv = c->inv[0];
+    const shape_value *sv = c->inv[0];
     const graph_type *s = IN(c, 0);
-    if (!sv || !sv->v || sv->rank != 1 || sv->n > IR_MAX) {
-        if (s && s->rank == 1 && tdim(s, 0) >= 0 && tdim(s, 0) <= IR_MAX)
-            type_set_rank(o, (int32_t)tdim(s, 0));
+    if (!sv || sv->f || sv->rank != 1 || sv->n > IR_MAX) {
+        dim len = s && s->rank == 1 ? dim_at(s, 0) : dim_unknown();
+        if (dim_is_num(len) && len.n <= IR_MAX) type_set_rank(o, (int32_t)len.n);
         return;
     }
-    type_set_rank(o, (int32_t)sv->n);
+    type_set_rank(o, sv->n);
     int64_t numel = 1;
-    for (int64_t k = 0; k < sv->n; k++) {
-        if (sv->known[k]) {
-            if (sv->v[k] < 0) {
-                type_set_rank(o, o->rank);
-                return;
-            }
-            o->d[k] = sv->v[k];
-            numel = dmul(numel, sv->v[k]);
-        } else {
-            o->s[k] = sv->syms[k];
-            numel = -1;
+    for (int32_t k = 0; k < sv->n; k++) {
+        dim e = sv->e[k];
+        if (dim_is_num(e) && e.n < 0) {
+            type_set_rank(o, o->rank);
+            return;
         }
+        o->d[k] = e;
+        numel = dim_is_num(e) ? dmul(numel, e.n) : -1;
     }
     /* ConstantOfShape([n], 1) feeding Tile's repeats is common: track it */
     if (o->rank != 1 || numel < 0 || numel > IV_MAX) return;
-    known_value *fill = NULL;
+    shape_value *fill = NULL;
     if (va && va->t) fill = known_from_tensor(c->r, va->t);
     else if (!va) {
         fill = known_new(c->r, DT_FLOAT, 0, 1, true);
-        if (fill) fill->known[0] = 1;
+        if (fill) known_set_float(fill, 0, 0.0);
     }
     if (!fill || fill->n != 1) return;
-    known_value *ov = known_new(c->r, fill->elem, 1, numel, fill->f != NULL);
+    shape_value *ov = known_new(c->r, fill->elem, 1, numel, fill->f != NULL);
     if (!ov) return;
-    for (int64_t k = 0; k < numel; k++) {
-        if (fill->v) ov->v[k] = fill->v[0];
-        else ov->f[k] = fill->f[0];
-        ov->known[k] = 1;
-    }
+    for (int64_t k = 0; k < numel; k++) known_take(ov, k, fill, 0);
     c->outv[0] = ov;
 }
 
@@ -1544,37 +1312,32 @@ static void inf_range(node_ctx *c) {
     build_type *o = &c->out[0];
     o->elem = in_elem(c, 0);
     type_set_rank(o, 1);
-    const known_value *a = c->inv[0], *b = c->n_in > 1 ? c->inv[1] : NULL,
-               *d = c->n_in > 2 ? c->inv[2] : NULL;
+    const shape_value *a = c->inv[0], *b = c->n_in > 1 ? c->inv[1] : NULL,
+                      *d = c->n_in > 2 ? c->inv[2] : NULL;
     if (!a || !b || !d || a->n != 1 || b->n != 1 || d->n != 1) return;
-    if (a->v && b->v && d->v && d->known[0] && d->v[0] == 1 && (!a->known[0] || !b->known[0])) {
+    bool ints = !a->f && !b->f && !d->f;
+    if (ints && dim_is(d->e[0], 1) && (!dim_is_num(a->e[0]) || !dim_is_num(b->e[0]))) {
         /* Range(s, l, 1) has max(l - s, 0) entries: l - s when provably >= 0 */
-        sym_poly ps, pl, len;
-        if (!sym_in(a->v[0], a->known[0], a->syms[0], &ps) ||
-            !sym_in(b->v[0], b->known[0], b->syms[0], &pl) || !sym_add(&pl, &ps, -1, &len))
-            return;
-        for (int i = 0; i < len.n; i++)
-            if (len.t[i].coef < 0) return;
-        sym_put_dim(c->r, o, 0, &len);
+        dim len;
+        if (dim_calc(c->r->m->arena, DIM_SUB, b->e[0], a->e[0], &len) && dim_nonneg(len))
+            o->d[0] = dim_size(len);
         return;
     }
-    if (!a->known[0] || !b->known[0] || !d->known[0]) return;
-    if (a->v && b->v && d->v) {
-        int64_t s = a->v[0], l = b->v[0], st = d->v[0];
+    if (!dim_is_num(a->e[0]) || !dim_is_num(b->e[0]) || !dim_is_num(d->e[0])) return;
+    if (ints) {
+        int64_t s = a->e[0].n, l = b->e[0].n, st = d->e[0].n;
         if (st == 0) return;
         int64_t diff;
         if (__builtin_sub_overflow(l, s, &diff)) return;
         if (st == -1 && diff == INT64_MIN) return;
         int64_t n = diff / st + ((diff % st != 0 && ((diff < 0) == (st < 0))) ? 1 : 0);
-        o->d[0] = n > 0 ? n : 0;
-        if (o->d[0] <= IV_MAX) {
-            known_value *ov = known_new(c->r, a->elem, 1, o->d[0], false);
+        if (n < 0) n = 0;
+        o->d[0] = dim_num(n);
+        if (n <= IV_MAX) {
+            shape_value *ov = known_new(c->r, a->elem, 1, n, false);
             if (ov) {
-                for (int64_t k = 0; k < o->d[0]; k++) {
-                    /* within [s, l): no overflow, n being what it is */
-                    ov->v[k] = s + k * st;
-                    ov->known[k] = 1;
-                }
+                /* within [s, l): no overflow, n being what it is */
+                for (int64_t k = 0; k < n; k++) known_set(ov, k, s + k * st);
                 c->outv[0] = ov;
             }
         }
@@ -1585,7 +1348,7 @@ static void inf_range(node_ctx *c) {
         if (st == 0) return;
         double n = ceil((l - s) / st);
         if (!(n < 9.0e15)) return;
-        o->d[0] = n > 0 ? (int64_t)n : 0;
+        o->d[0] = dim_num(n > 0 ? (int64_t)n : 0);
     }
 }
 
@@ -1596,16 +1359,15 @@ static void inf_matmul(node_ctx *c) {
     o->elem = in_elem(c, 0);
     if (!has_rank(a) || !has_rank(b) || a->rank == 0 || b->rank == 0) return;
     /* batch dims: broadcast a[:-2] with b[:-2] */
-    int64_t ad[IR_MAX], bd[IR_MAX];
-    const char *as[IR_MAX], *bs[IR_MAX];
-    graph_type ab = {a->elem, a->rank >= 2 ? a->rank - 2 : 0, ad, as};
-    graph_type bb = {b->elem, b->rank >= 2 ? b->rank - 2 : 0, bd, bs};
-    for (int32_t i = 0; i < ab.rank; i++) { ad[i] = tdim(a, i); as[i] = tsym(a, i); }
-    for (int32_t i = 0; i < bb.rank; i++) { bd[i] = tdim(b, i); bs[i] = tsym(b, i); }
-    const graph_type *ts[2] = {&ab, &bb};
-    bcast(o, ts, 2);
-    if (o->rank < 0) return;
-    int32_t r = o->rank;
+    dim ad[IR_MAX], bd[IR_MAX];
+    dims_of(a, ad);
+    dims_of(b, bd);
+    dim_bcast bc;
+    dim_bcast_start(&bc);
+    dim_bcast_add(&bc, ad, a->rank >= 2 ? a->rank - 2 : 0);
+    dim_bcast_add(&bc, bd, b->rank >= 2 ? b->rank - 2 : 0);
+    dim_bcast_result(&bc, o->d);
+    int32_t r = bc.rank;
     if (a->rank >= 2) {
         if (r + 1 > IR_MAX) { o->rank = -1; return; }
         put_dim(o, r++, a, a->rank - 2);
@@ -1677,7 +1439,7 @@ static void window_dims(node_ctx *c, const graph_type *x, const int64_t *kernel,
                 continue;
             out = (ceil_mode ? ceildiv(span, strides[i]) : floordiv(span, strides[i])) + 1;
         }
-        if (out >= 0) o->d[2 + i] = out;
+        if (out >= 0) o->d[2 + i] = dim_num(out);
     }
 }
 
@@ -1712,11 +1474,12 @@ static void inf_conv_transpose(node_ctx *c) {
     put_dim(o, 0, x, 0);
     int64_t group = graph_attr_int(c->n, "group", 1);
     if (has_rank(w) && w->rank == x->rank && tdim(w, 1) >= 0)
-        o->d[1] = dmul(tdim(w, 1), group);
+        o->d[1] = dim_num(dmul(tdim(w, 1), group));
     const Onnx__AttributeProto *os = graph_attr(c->n, "output_shape");
     if (os && os->n_ints) {
         if (os->n_ints < (size_t)ns) return;
-        for (int32_t i = 0; i < ns; i++) o->d[2 + i] = os->ints[os->n_ints - (size_t)ns + (size_t)i];
+        for (int32_t i = 0; i < ns; i++)
+            o->d[2 + i] = dim_num(os->ints[os->n_ints - (size_t)ns + (size_t)i]);
         return;
     }
     int64_t kernel[IR_MAX], strides[IR_MAX], dil[IR_MAX], opad[IR_MAX], pads[2 * IR_MAX];
@@ -1753,7 +1516,7 @@ static void inf_conv_transpose(node_ctx *c) {
                  __builtin_sub_overflow(out, pads[i + ns], &out)))
                 continue;
         }
-        if (out >= 0) o->d[2 + i] = out;
+        if (out >= 0) o->d[2 + i] = dim_num(out);
     }
 }
 
@@ -1795,20 +1558,14 @@ static void inf_dft(node_ctx *c) {
         return;
     }
     type_from(o, x);
-    int64_t len = x->dims[ax];
-    const char *sym = x->syms ? x->syms[ax] : NULL;
-    if (graph_node_input(c->n, 1)) {
-        sym = NULL;
-        if (!in_scalar_int(c, 1, &len) || len < 1) len = -1;
-    }
-    if (graph_attr_int(c->n, "onesided", 0)) {
-        sym = NULL;
-        if (len >= 0) len = len / 2 + 1;
-    }
+    dim len = dim_at(x, ax);
+    int64_t given;
+    if (graph_node_input(c->n, 1))
+        len = in_scalar_int(c, 1, &given) && given >= 1 ? dim_num(given) : dim_unknown();
+    if (graph_attr_int(c->n, "onesided", 0))
+        len = dim_is_num(len) ? dim_num(len.n / 2 + 1) : dim_unknown();
     o->d[ax] = len;
-    o->s[ax] = sym;
-    o->d[r - 1] = 2;
-    o->s[r - 1] = NULL;
+    o->d[r - 1] = dim_num(2);
 }
 
 /* X [N, C, H, W] sampled at grid [N, Ho, Wo, 2]: [N, C, Ho, Wo] (and N-D alike
@@ -1819,10 +1576,7 @@ static void inf_grid_sample(node_ctx *c) {
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || !has_rank(grid) || x->rank < 3 || grid->rank != x->rank) return;
     type_from(o, x);
-    for (int32_t i = 2; i < x->rank; i++) {
-        o->d[i] = grid->dims[i - 1];
-        o->s[i] = grid->syms ? grid->syms[i - 1] : NULL;
-    }
+    for (int32_t i = 2; i < x->rank; i++) o->d[i] = dim_at(grid, i - 1);
 }
 
 static void inf_global_pool(node_ctx *c) {
@@ -1831,10 +1585,7 @@ static void inf_global_pool(node_ctx *c) {
     o->elem = in_elem(c, 0);
     if (!has_rank(x) || x->rank < 2) return;
     type_from(o, x);
-    for (int32_t i = 2; i < x->rank; i++) {
-        o->d[i] = 1;
-        o->s[i] = NULL;
-    }
+    for (int32_t i = 2; i < x->rank; i++) o->d[i] = dim_num(1);
 }
 
 static void inf_batchnorm(node_ctx *c) {
@@ -1855,10 +1606,8 @@ static void reduced_dims(build_type *o, const graph_type *x, const bool *red, bo
     int32_t r = 0;
     for (int32_t i = 0; i < x->rank; i++) {
         if (!red[i]) put_dim(o, r++, x, i);
-        else if (keep) {
-            o->d[r] = 1;
-            o->s[r++] = NULL;
-        }
+        else if (keep)
+            o->d[r++] = dim_num(1);
     }
     o->rank = r;
 }
@@ -1938,17 +1687,13 @@ static void inf_pad(node_ctx *c) {
         }
         int64_t d = tdim(x, a);
         if (d < 0) {
-            if (pads[k] != 0 || pads[k + nax] != 0) {
-                o->d[a] = -1;
-                o->s[a] = NULL;
-            }
+            if (pads[k] != 0 || pads[k + nax] != 0) o->d[a] = dim_unknown();
             continue;
         }
         int64_t v;
         if (__builtin_add_overflow(d, pads[k], &v) || __builtin_add_overflow(v, pads[k + nax], &v))
             v = -1;
-        o->d[a] = v >= 0 ? v : -1;
-        o->s[a] = NULL;
+        o->d[a] = size_num(v);
     }
 }
 
@@ -1967,7 +1712,7 @@ static void inf_resize(node_ctx *c) {
         const int64_t *sz;
         int64_t n;
         if (in_ints(c, 3, &sz, &n) && n == r)
-            for (int32_t i = 0; i < r; i++) o->d[i] = sz[i] >= 0 ? sz[i] : -1;
+            for (int32_t i = 0; i < r; i++) o->d[i] = size_num(sz[i]);
         return;
     }
     double sc[IR_MAX];
@@ -1989,7 +1734,7 @@ static void inf_resize(node_ctx *c) {
         }
         if (d < 0 || !(sc[i] > 0)) continue;
         double v = floor((double)d * (float)sc[i]);
-        if (v < 9.0e15) o->d[i] = (int64_t)v;
+        if (v < 9.0e15) o->d[i] = dim_num((int64_t)v);
     }
 }
 
@@ -1998,7 +1743,7 @@ static void inf_nonzero(node_ctx *c) {
     build_type *o = &c->out[0];
     o->elem = DT_INT64;
     type_set_rank(o, 2);
-    if (has_rank(x)) o->d[0] = x->rank;
+    if (has_rank(x)) o->d[0] = dim_num(x->rank);
 }
 
 static void inf_topk(node_ctx *c) {
@@ -2019,8 +1764,7 @@ static void inf_topk(node_ctx *c) {
         int32_t e = c->out[j].elem;
         type_from(&c->out[j], x);
         c->out[j].elem = e;
-        c->out[j].d[a] = k >= 0 ? k : -1;
-        c->out[j].s[a] = NULL;
+        c->out[j].d[a] = size_num(k);
     }
 }
 
@@ -2050,10 +1794,7 @@ static void inf_layernorm(node_ctx *c) {
         if (axis < 0 || axis >= x->rank) continue;
         type_from(o, x);
         o->elem = stash;
-        for (int32_t i = (int32_t)axis; i < x->rank; i++) {
-            o->d[i] = 1;
-            o->s[i] = NULL;
-        }
+        for (int32_t i = (int32_t)axis; i < x->rank; i++) o->d[i] = dim_num(1);
     }
 }
 
@@ -2078,9 +1819,9 @@ static void inf_rnn(node_ctx *c) {
         if (k == 0 && !batch_first) put_dim(o, at++, x, seq);
         if (batch_first) put_dim(o, at++, x, batch);
         if (k == 0 && batch_first) put_dim(o, at++, x, seq);
-        o->d[at++] = dirs;
+        o->d[at++] = dim_num(dirs);
         if (!batch_first) put_dim(o, at++, x, batch);
-        o->d[at] = hidden > 0 ? hidden : -1;
+        o->d[at] = hidden > 0 ? dim_num(hidden) : dim_unknown();
     }
 }
 
@@ -2089,7 +1830,7 @@ static void inf_nms(node_ctx *c) {
     build_type *o = &c->out[0];
     o->elem = DT_INT64;
     type_set_rank(o, 2);
-    o->d[1] = 3;
+    o->d[1] = dim_num(3);
 }
 
 /* RoiAlign: [rois, channels, output_height, output_width] of X's type. */
@@ -2101,8 +1842,8 @@ static void inf_roi_align(node_ctx *c) {
     if (has_rank(rois) && rois->rank == 2) put_dim(o, 0, rois, 0);
     if (has_rank(x) && x->rank == 4) put_dim(o, 1, x, 1);
     int64_t h = graph_attr_int(c->n, "output_height", 1), w = graph_attr_int(c->n, "output_width", 1);
-    o->d[2] = h > 0 ? h : -1;
-    o->d[3] = w > 0 ? w : -1;
+    o->d[2] = h > 0 ? dim_num(h) : dim_unknown();
+    o->d[3] = w > 0 ? dim_num(w) : dim_unknown();
 }
 
 /* DepthToSpace / SpaceToDepth: NCHW, channels traded for blocksize^2 space. */
@@ -2118,10 +1859,10 @@ static void inf_depth_space(node_ctx *c) {
     put_dim(o, 0, x, 0);
     bool to_space = graph_node_is(c->n, "DepthToSpace");
     int64_t ch = tdim(x, 1);
-    if (ch >= 0) o->d[1] = to_space ? (ch % b2 ? -1 : ch / b2) : dmul(ch, b2);
+    if (ch >= 0) o->d[1] = size_num(to_space ? (ch % b2 ? -1 : ch / b2) : dmul(ch, b2));
     for (int32_t i = 2; i < 4; i++) {
         int64_t d = tdim(x, i);
-        if (d >= 0) o->d[i] = to_space ? dmul(d, b) : (d % b ? -1 : d / b);
+        if (d >= 0) o->d[i] = size_num(to_space ? dmul(d, b) : (d % b ? -1 : d / b));
     }
 }
 
@@ -2148,10 +1889,8 @@ static void inf_if(node_ctx *c) {
         o->elem = a->elem == b->elem ? a->elem : 0;
         if (!has_rank(a) || !has_rank(b) || a->rank != b->rank) continue;
         type_set_rank(o, a->rank);
-        for (int32_t i = 0; i < a->rank; i++) {
-            if (tdim(a, i) >= 0 && tdim(a, i) == tdim(b, i)) o->d[i] = tdim(a, i);
-            else if (same_sym(tsym(a, i), tsym(b, i))) o->s[i] = tsym(a, i);
-        }
+        for (int32_t i = 0; i < a->rank; i++)
+            if (dim_eq(dim_at(a, i), dim_at(b, i))) o->d[i] = dim_at(a, i);
     }
 }
 
@@ -2222,7 +1961,7 @@ static infer_fn infer_lookup(const Onnx__NodeProto *n) {
 /* ----------------------------------------------------------------- driver */
 
 /* The tracked value behind a value entry (following outer-scope references). */
-static const known_value *value_ival(infer_run *r, value_scope *sc, graph_value *v) {
+static const shape_value *value_ival(infer_run *r, value_scope *sc, graph_value *v) {
     graph *g;
     v = graph_value_home(sc->g, v, &g);
     value_scope *s = sc;
@@ -2254,16 +1993,15 @@ static int merge_declared(infer_run *r, graph *g, const char *name, build_type *
     if (a->rank >= 0 && b->rank >= 0 && a->rank != b->rank) conflict = true;
     if (!conflict && a->rank >= 0 && b->rank >= 0)
         for (int32_t i = 0; i < a->rank; i++)
-            if (a->d[i] >= 0 && b->d[i] >= 0 && a->d[i] != b->d[i]) conflict = true;
+            if (is_size(a->d[i]) && is_size(b->d[i]) && a->d[i].n != b->d[i].n) conflict = true;
     if (conflict && r->strict) {
         char s1[256], s2[256];
-        graph_type ta = {a->elem, a->rank, a->d, a->s}, tb = {b->elem, b->rank,
-                                                           (int64_t *)b->d, (const char **)b->s};
         return err_set(r->err, TILEOPT_INVALID,
                        "value %s%s%s: inferred type %s conflicts with the declared %s", name,
                        g->parent ? " (in a subgraph of node " : "",
                        g->parent ? graph_node_id(g->parent, g->parent_node) : "",
-                       infer_type_str(&ta, s1, sizeof s1), infer_type_str(&tb, s2, sizeof s2));
+                       type_str(a->elem, a->rank, a->d, s1, sizeof s1),
+                       type_str(b->elem, b->rank, b->d, s2, sizeof s2));
     }
     if (!a->elem) a->elem = b->elem;
     else if (b->elem && a->elem != b->elem) a->elem = 0;
@@ -2279,14 +2017,9 @@ static int merge_declared(infer_run *r, graph *g, const char *name, build_type *
         return TILEOPT_OK;
     }
     for (int32_t i = 0; i < a->rank; i++) {
-        if (a->d[i] >= 0 && b->d[i] >= 0 && a->d[i] != b->d[i]) {
-            a->d[i] = -1;
-            a->s[i] = NULL;
-        } else if (a->d[i] < 0 && b->d[i] >= 0) {
-            a->d[i] = b->d[i];
-        } else if (a->d[i] < 0 && !a->s[i]) {
-            a->s[i] = b->s[i];
-        }
+        dim *x = &a->d[i], y = b->d[i];
+        if (is_size(*x) && is_size(y) && x->n != y.n) *x = dim_unknown();
+        else if (!is_size(*x) && (is_size(y) || (!dim_is_named(*x) && dim_is_named(y)))) *x = y;
     }
     return TILEOPT_OK;
 }
@@ -2297,7 +2030,7 @@ static int grow_scratch(infer_run *r, size_t n_in, size_t n_out) {
         const graph_type **a = realloc(r->ins, cap * sizeof *a);
         if (!a) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->ins = a;
-        const known_value **b = realloc(r->inv, cap * sizeof *b);
+        const shape_value **b = realloc(r->inv, cap * sizeof *b);
         if (!b) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->inv = b;
         r->cap_ins = cap;
@@ -2307,7 +2040,7 @@ static int grow_scratch(infer_run *r, size_t n_in, size_t n_out) {
         build_type *a = realloc(r->outs, cap * sizeof *a);
         if (!a) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->outs = a;
-        known_value **b = realloc(r->outv, cap * sizeof *b);
+        shape_value **b = realloc(r->outv, cap * sizeof *b);
         if (!b) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
         r->outv = b;
         r->cap_outs = cap;
