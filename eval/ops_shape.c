@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "eval/eval_impl.h"
+#include "shape/dim.h"
 
 #define KERNEL(name)                                                                   \
     static int name(const Onnx__NodeProto *n, int64_t opset, tensor *const *in,        \
@@ -913,19 +914,28 @@ KERNEL(k_expand) {
     rc = read_ints(in[1], "shape", lim, shape, TENSOR_MAX_RANK, &ns, err);
     if (rc) return rc;
     int32_t r = x->rank > (int32_t)ns ? x->rank : (int32_t)ns;
-    for (int32_t i = 0; i < r; i++) {
-        int32_t xi = i - (r - x->rank), si = i - (r - (int32_t)ns);
-        int64_t a = xi >= 0 ? x->dims[xi] : 1, b = si >= 0 ? shape[si] : 1;
-        if (b < 0)
-            return err_set(err, TILEOPT_INVALID, "shape[%d] = %lld is negative", (int)si,
-                           (long long)b);
-        if (a == b || b == 1) od[i] = a;
-        else if (a == 1) od[i] = b;
-        else
-            return err_set(err, TILEOPT_INVALID,
-                           "cannot broadcast input dim %lld to %lld (output axis %d)",
-                           (long long)a, (long long)b, (int)i);
+    dim d[TENSOR_MAX_RANK];
+    dim_bcast b;
+    dim_bcast_start(&b);
+    for (int32_t i = 0; i < x->rank; i++) d[i] = dim_num(x->dims[i]);
+    dim_bcast_add(&b, d, x->rank);
+    int32_t neg = -1; /* the first negative entry of the shape */
+    for (int32_t i = 0; i < (int32_t)ns; i++) {
+        d[i] = dim_num(shape[i]);
+        if (neg < 0 && shape[i] < 0) neg = i;
     }
+    dim_bcast_add(&b, d, (int32_t)ns);
+    /* whichever comes first along the output axes is the error */
+    if (neg >= 0 && (b.proven || neg + r - (int32_t)ns <= b.clash.out_axis))
+        return err_set(err, TILEOPT_INVALID, "shape[%d] = %lld is negative", (int)neg,
+                       (long long)shape[neg]);
+    if (!b.proven)
+        return err_set(err, TILEOPT_INVALID,
+                       "cannot broadcast input dim %lld to %lld (output axis %d)",
+                       (long long)b.clash.other.n, (long long)b.clash.have.n,
+                       (int)b.clash.out_axis);
+    dim_bcast_result(&b, d);
+    for (int32_t i = 0; i < r; i++) od[i] = d[i].n;
     uint64_t nel;
     if (!dims_numel(od, r, &nel)) return err_set(err, TILEOPT_LIMIT, "output size overflows");
     return view_expand(x, od, (size_t)r, &out[0], err);
