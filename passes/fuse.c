@@ -66,126 +66,67 @@ static const op_info *fz_elementwise(const Onnx__NodeProto *n) {
 /* ---------------------------------------------------------------- shapes */
 
 /*
-** Dims in this pass are numbers: a size (0 or more), FZ_UNKNOWN for a dim
-** nobody knows, or FZ_SYM(k) for the k-th named dim (dim_param) the pass met.
-** Interning names makes equal named dims equal numbers, so a Tile over a
-** dynamic batch goes through the same rules as a static one, and two dims are
-** equal only when they are the same size or the same named dim (fz_dim_eq),
-** never by guess. Named dims beyond FZ_SYMS_MAX stay unknown: fewer rewrites,
-** never a wrong one.
+** Dims in this pass are the shape layer's (shape/dim.h): a number, a named dim
+** or unknown, equal only when they are the same number or the same named dim,
+** never by guess, so a Tile over a dynamic batch goes through the same rules as
+** a static one.
 */
-#define FZ_UNKNOWN (-1)
-#define FZ_SYMS_MAX 256
-#define FZ_SYM(k) (-2 - (int64_t)(k))
-
-typedef struct fz_syms {
-    const char *name[FZ_SYMS_MAX];
-    int n;
-} fz_syms;
-
-static int64_t fz_intern(fz_syms *sy, const char *name) {
-    if (!name) return FZ_UNKNOWN;
-    for (int k = 0; k < sy->n; k++)
-        if (strcmp(sy->name[k], name) == 0) return FZ_SYM(k);
-    if (sy->n == FZ_SYMS_MAX) return FZ_UNKNOWN;
-    sy->name[sy->n] = name;
-    return FZ_SYM(sy->n++);
-}
-
-static const char *fz_sym_name(const fz_syms *sy, int64_t d) {
-    return d <= FZ_SYM(0) && -2 - d < sy->n ? sy->name[-2 - d] : NULL;
-}
-
-static bool fz_dim_eq(int64_t a, int64_t b) { return a == b && a != FZ_UNKNOWN; }
-
-static bool fz_dims_static(const int64_t *d, int32_t rank) {
-    for (int32_t i = 0; i < rank; i++)
-        if (d[i] < 0) return false;
-    return true;
-}
 
 /* Size of an axis of size d repeated r times: a number, a named dim when the
 ** other factor is 1, else unknown. */
-static int64_t fz_dim_mul(int64_t d, int64_t r) {
-    if (r == 1) return d;
-    if (d == 1) return r;
-    if (d == 0 || r == 0) return 0;
+static dim fz_tiled_dim(dim d, dim r) {
+    if (dim_is(r, 1)) return d;
+    if (dim_is(d, 1)) return r;
+    if (dim_is(d, 0) || dim_is(r, 0)) return dim_num(0);
     int64_t p;
-    if (d < 0 || r < 0 || __builtin_mul_overflow(d, r, &p)) return FZ_UNKNOWN;
-    return p;
+    if (!dim_is_num(d) || !dim_is_num(r) || __builtin_mul_overflow(d.n, r.n, &p))
+        return dim_unknown();
+    return dim_num(p);
 }
 
 typedef struct fz_shape {
     int32_t rank;
     int32_t elem;
-    int64_t d[FZ_MAX_RANK];
+    dim d[FZ_MAX_RANK];
 } fz_shape;
 
 /* Elements of a static shape (the callers have checked it fits). */
-static uint64_t fz_numel(const int64_t *d, int32_t rank) {
+static uint64_t fz_numel(const dim *d, int32_t rank) {
     uint64_t n = 1;
-    for (int32_t i = 0; i < rank; i++) n *= (uint64_t)d[i];
+    for (int32_t i = 0; i < rank; i++) n *= (uint64_t)d[i].n;
     return n;
+}
+
+/* The numbers of a static shape. */
+static void fz_nums(const dim *d, int32_t rank, int64_t *out) {
+    for (int32_t i = 0; i < rank; i++) out[i] = d[i].n;
 }
 
 /* Shape of a value (this or an enclosing scope) whose rank shape inference
 ** knows; its dims may be named or unknown. */
-static bool fz_shape_of(fz_syms *sy, graph *g, const char *name, fz_shape *s) {
+static bool fz_shape_of(graph *g, const char *name, fz_shape *s) {
     graph_value *v = name ? graph_resolve(g, name) : NULL;
     if (!v || v->type.rank < 0 || v->type.rank > FZ_MAX_RANK) return false;
     s->rank = v->type.rank;
     s->elem = v->type.elem;
-    for (int32_t i = 0; i < s->rank; i++) {
-        int64_t d = v->type.dims ? v->type.dims[i] : -1;
-        s->d[i] = d >= 0 ? d : fz_intern(sy, v->type.syms ? v->type.syms[i] : NULL);
-    }
-    return true;
-}
-
-/* Numpy broadcast of two shapes; false when they are not known to broadcast. */
-static bool fz_broadcast(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb,
-                         int64_t *out, int32_t *ro) {
-    int32_t r = ra > rb ? ra : rb;
-    for (int32_t i = 0; i < r; i++) {
-        int32_t ia = i - (r - ra), ib = i - (r - rb);
-        int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-        if (fz_dim_eq(da, db) || db == 1) out[i] = da;
-        else if (da == 1) out[i] = db;
-        else return false;
-    }
-    *ro = r;
-    return true;
-}
-
-static bool fz_same_shape(const int64_t *a, int32_t ra, const int64_t *b, int32_t rb) {
-    if (ra != rb) return false;
-    for (int32_t i = 0; i < ra; i++)
-        if (!fz_dim_eq(a[i], b[i])) return false;
+    for (int32_t i = 0; i < s->rank; i++) s->d[i] = dim_at(&v->type, i);
     return true;
 }
 
 /* "[2,N,?]" */
-static void fz_shape_str(const fz_syms *sy, char *buf, size_t cap, const int64_t *d,
-                         int32_t rank) {
-    size_t k = 0;
-    k += (size_t)snprintf(buf, cap, "[");
-    for (int32_t i = 0; i < rank && k < cap; i++) {
-        const char *s = fz_sym_name(sy, d[i]);
-        if (d[i] >= 0) k += (size_t)snprintf(buf + k, cap - k, "%s%" PRId64, i ? "," : "", d[i]);
-        else k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? "," : "", s ? s : "?");
-    }
+static void fz_shape_str(char *buf, size_t cap, const dim *d, int32_t rank) {
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    if (k < cap) k += dims_print(buf + k, cap - k, d, rank);
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
 /* Dims for a report: numbers, named dims as strings, unknown as null. */
-static cJSON *fz_json_dims(const fz_syms *sy, const int64_t *d, int32_t rank) {
+static cJSON *fz_json_dims(const dim *d, int32_t rank) {
     cJSON *a = cJSON_CreateArray();
-    for (int32_t i = 0; a && i < rank; i++) {
-        const char *s = fz_sym_name(sy, d[i]);
-        cJSON_AddItemToArray(a, d[i] >= 0 ? pass_json_int(d[i])
-                                : s      ? cJSON_CreateString(s)
-                                         : cJSON_CreateNull());
-    }
+    for (int32_t i = 0; a && i < rank; i++)
+        cJSON_AddItemToArray(a, dim_is_num(d[i])     ? pass_json_int(d[i].n)
+                                : dim_is_named(d[i]) ? cJSON_CreateString(d[i].sym)
+                                                     : cJSON_CreateNull());
     return a;
 }
 
@@ -195,7 +136,7 @@ static cJSON *fz_json_dims(const fz_syms *sy, const int64_t *d, int32_t rank) {
 ** *found false when they are not constant. Constant repeats that break the spec
 ** make the model invalid (pass_check_repeats, as in fold). */
 static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *name,
-                            const graph_type *xt, int64_t *out, size_t *n, bool *found) {
+                            const graph_type *xt, dim *out, size_t *n, bool *found) {
     *found = false;
     graph_const c;
     if (!graph_const_find(g, name, &c)) return TILEOPT_OK;
@@ -205,7 +146,9 @@ static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *na
     if (rc) return err_prefix(pc->err, "node %s (Tile): repeats '%s': ",
                               graph_node_id(g, node), name);
     rc = pass_check_repeats(pc, g, node, rt, xt);
-    if (!rc) *found = tensor_to_i64(rt, out, FZ_MAX_RANK, n);
+    int64_t v[FZ_MAX_RANK];
+    if (!rc) *found = tensor_to_i64(rt, v, FZ_MAX_RANK, n);
+    for (size_t i = 0; *found && i < *n; i++) out[i] = dim_num(v[i]);
     tensor_free(rt);
     return rc;
 }
@@ -230,8 +173,8 @@ typedef struct fz_tile {
     int32_t node;
     const char *x, *reps, *out;
     fz_shape xs;                 /* d */
-    int64_t r[FZ_MAX_RANK];
-    int64_t t[FZ_MAX_RANK];      /* d * r */
+    dim r[FZ_MAX_RANK];
+    dim t[FZ_MAX_RANK];          /* d * r */
     bool fixed;                  /* d and r all numbers: sizes and the view are known */
     size_t esize;
     uint64_t t_numel;            /* when fixed */
@@ -241,17 +184,13 @@ typedef struct fz_tile {
 ** or a named dim where shape inference tracked the value (Shape -> Gather ->
 ** Concat, as exporters compute a batch repeat), else unknown. Unary ops move
 ** past any Tile; the other rules need the entries they compare. */
-static bool fz_runtime_repeats(fz_syms *sy, graph *g, const char *name, int64_t *out,
-                               size_t *n) {
+static bool fz_runtime_repeats(graph *g, const char *name, dim *out, size_t *n) {
     graph_value *v = graph_resolve(g, name);
     if (!v) return false;
     const shape_value *sv = v->shape_value;
     if (sv && sv->rank == 1 && sv->n <= FZ_MAX_RANK) {
-        for (int32_t i = 0; i < sv->n; i++) {
-            dim e = sv->e[i];
-            /* a negative repeat fails at run time: nothing is known of it */
-            out[i] = dim_is_named(e) ? fz_intern(sy, e.sym) : e.n >= 0 ? e.n : FZ_UNKNOWN;
-        }
+        /* a negative repeat fails at run time: nothing is known of it */
+        for (int32_t i = 0; i < sv->n; i++) out[i] = dim_size(sv->e[i]);
         *n = (size_t)sv->n;
         return true;
     }
@@ -259,7 +198,7 @@ static bool fz_runtime_repeats(fz_syms *sy, graph *g, const char *name, int64_t 
     if (rt->rank != 1 || !rt->dims || rt->dims[0] < 0 || rt->dims[0] > FZ_MAX_RANK)
         return false;
     *n = (size_t)rt->dims[0];
-    for (size_t i = 0; i < *n; i++) out[i] = FZ_UNKNOWN;
+    for (size_t i = 0; i < *n; i++) out[i] = dim_unknown();
     return true;
 }
 
@@ -267,7 +206,7 @@ static bool fz_runtime_repeats(fz_syms *sy, graph *g, const char *name, int64_t 
 ** 1 with *why set when the Tile cannot be analysed; a negated status when the
 ** Tile is invalid (an output too large for any machine is an error, never a
 ** skip). */
-static int fz_read_tile(pass_ctx *pc, fz_syms *sy, graph *g, int32_t i, fz_tile *t,
+static int fz_read_tile(pass_ctx *pc, graph *g, int32_t i, fz_tile *t,
                         char *why, size_t cap) {
     const Onnx__NodeProto *n = graph_node(g, i);
     t->node = i;
@@ -288,12 +227,12 @@ static int fz_read_tile(pass_ctx *pc, fz_syms *sy, graph *g, int32_t i, fz_tile 
     bool found;
     int rc = fz_const_repeats(pc, g, i, t->reps, xv ? &xv->type : NULL, t->r, &nr, &found);
     if (rc) return -rc;
-    if (!found && !fz_runtime_repeats(sy, g, t->reps, t->r, &nr)) {
+    if (!found && !fz_runtime_repeats(g, t->reps, t->r, &nr)) {
         snprintf(why, cap, "repeats '%s' are not a constant int64 tensor, and their "
                  "length is unknown", t->reps);
         return 1;
     }
-    if (!fz_shape_of(sy, g, t->x, &t->xs)) {
+    if (!fz_shape_of(g, t->x, &t->xs)) {
         snprintf(why, cap, "rank of input '%s' unknown (run shape inference or "
                  "declare it in value_info)", t->x);
         return 1;
@@ -311,8 +250,8 @@ static int fz_read_tile(pass_ctx *pc, fz_syms *sy, graph *g, int32_t i, fz_tile 
                  t->xs.rank);
         return 1;
     }
-    for (int32_t k = 0; k < t->xs.rank; k++) t->t[k] = fz_dim_mul(t->xs.d[k], t->r[k]);
-    t->fixed = fz_dims_static(t->xs.d, t->xs.rank) && fz_dims_static(t->r, t->xs.rank);
+    for (int32_t k = 0; k < t->xs.rank; k++) t->t[k] = fz_tiled_dim(t->xs.d[k], t->r[k]);
+    t->fixed = dims_static(t->xs.d, t->xs.rank) && dims_static(t->r, t->xs.rank);
     t->t_numel = t->fixed ? fz_numel(t->t, t->xs.rank) : 0;
     return 0;
 }
@@ -320,7 +259,7 @@ static int fz_read_tile(pass_ctx *pc, fz_syms *sy, graph *g, int32_t i, fz_tile 
 /* Is the Tile a broadcast: does every axis it repeats have size 1? */
 static bool fz_is_broadcast(const fz_tile *t) {
     for (int32_t i = 0; i < t->xs.rank; i++)
-        if (t->r[i] != 1 && t->xs.d[i] != 1) return false;
+        if (!dim_is(t->r[i], 1) && !dim_is(t->xs.d[i], 1)) return false;
     return true;
 }
 
@@ -353,7 +292,6 @@ typedef struct fz_state {
     uint32_t *stamp;         /* per node: last Tile step that planned it */
     size_t cap_nodes;
     uint32_t step;
-    fz_syms sy;              /* the named dims met, numbered */
 } fz_state;
 
 static int fz_grow_nodes(fz_state *st) {
@@ -408,7 +346,7 @@ static uint32_t fz_live_uses(graph *g, const char *name) {
 
 /* Shape of the consumer's output before the rewrite, for the report. */
 static bool fz_consumer_out(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
-                            int64_t *out, int32_t *ro) {
+                            dim *out, int32_t *ro) {
     *ro = t->xs.rank;
     memcpy(out, t->t, (size_t)t->xs.rank * sizeof *out);
     const op_info *e = fz_elementwise(c);
@@ -417,13 +355,8 @@ static bool fz_consumer_out(fz_state *st, const fz_tile *t, const Onnx__NodeProt
         const char *in = graph_node_input(c, k);
         if (!in || strcmp(in, t->out) == 0) continue;
         fz_shape o;
-        int64_t tmp[FZ_MAX_RANK];
-        int32_t rt;
-        if (!fz_shape_of(&st->sy, st->g, in, &o) ||
-            !fz_broadcast(out, *ro, o.d, o.rank, tmp, &rt))
+        if (!fz_shape_of(st->g, in, &o) || !dim_broadcast2(out, *ro, o.d, o.rank, out, ro))
             return false;
-        memcpy(out, tmp, (size_t)rt * sizeof *out);
-        *ro = rt;
     }
     return true;
 }
@@ -486,8 +419,8 @@ static bool fz_invariant(const fz_tile *t, const fz_shape *o) {
     if (o->rank > t->xs.rank) return false;
     for (int32_t j = 0; j < o->rank; j++) {
         int32_t i = j + t->xs.rank - o->rank;
-        if (t->r[i] != 1 ? o->d[j] != 1 : (o->d[j] != 1 && !fz_dim_eq(o->d[j], t->xs.d[i])))
-            return false;
+        bool one = dim_is(o->d[j], 1);
+        if (!dim_is(t->r[i], 1) ? !one : (!one && !dim_eq(o->d[j], t->xs.d[i]))) return false;
     }
     return true;
 }
@@ -499,26 +432,27 @@ static bool fz_redundant(const fz_tile *t, const fz_shape *o, bool uni, int slot
         /* the slope (slot 1) broadcasts to X one way only */
         if (slot != 1 || t->xs.rank > o->rank) return false;
         for (int32_t j = 0; j < t->xs.rank; j++) {
-            int64_t xd = t->xs.d[j], od = o->d[j + o->rank - t->xs.rank];
-            if (xd != 1 && !fz_dim_eq(xd, od)) return false;
+            dim xd = t->xs.d[j], od = o->d[j + o->rank - t->xs.rank];
+            if (!dim_is(xd, 1) && !dim_eq(xd, od)) return false;
         }
         return true;
     }
-    int64_t a[FZ_MAX_RANK], b[FZ_MAX_RANK];
+    dim a[FZ_MAX_RANK], b[FZ_MAX_RANK];
     int32_t ra, rb;
-    return fz_broadcast(t->t, t->xs.rank, o->d, o->rank, a, &ra) &&
-           fz_broadcast(t->xs.d, t->xs.rank, o->d, o->rank, b, &rb) &&
-           fz_same_shape(a, ra, b, rb);
+    return dim_broadcast2(t->t, t->xs.rank, o->d, o->rank, a, &ra) &&
+           dim_broadcast2(t->xs.d, t->xs.rank, o->d, o->rank, b, &rb) &&
+           dims_eq(a, ra, b, rb);
 }
 
 /* Rule 4 preconditions: o is full-size (shape of T) and some axis has both
 ** r_i > 1 and d_i > 1 (otherwise rule 1 covers it). */
 static bool fz_splittable(const fz_tile *t, const fz_shape *o) {
-    if (!t->fixed || !fz_same_shape(t->t, t->xs.rank, o->d, o->rank)) return false;
+    if (!t->fixed || !dims_eq(t->t, t->xs.rank, o->d, o->rank)) return false;
     int32_t split = 0;
     for (int32_t i = 0; i < t->xs.rank; i++) {
-        if (t->r[i] < 1 || t->xs.d[i] < 1) return false;
-        if (t->r[i] > 1 && t->xs.d[i] > 1) split++;
+        int64_t r = t->r[i].n, d = t->xs.d[i].n; /* fixed: numbers */
+        if (r < 1 || d < 1) return false;
+        if (r > 1 && d > 1) split++;
     }
     return split > 0 && t->xs.rank + split <= FZ_MAX_RANK;
 }
@@ -532,12 +466,12 @@ static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
     if (!p || !graph_node_is(p, "Tile")) return TILEOPT_OK;
     fz_tile t2;
     char why[256];
-    int rc = fz_read_tile(st->pc, &st->sy, st->g, i2, &t2, why, sizeof why);
+    int rc = fz_read_tile(st->pc, st->g, i2, &t2, why, sizeof why);
     if (rc < 0) return -rc;
     if (rc) return TILEOPT_OK;
     if (strcmp(t2.x, t->out) == 0 ||
-        !fz_same_shape(t->xs.d, t->xs.rank, t2.xs.d, t2.xs.rank) ||
-        !fz_same_shape(t->r, t->xs.rank, t2.r, t2.xs.rank))
+        !dims_eq(t->xs.d, t->xs.rank, t2.xs.d, t2.xs.rank) ||
+        !dims_eq(t->r, t->xs.rank, t2.r, t2.xs.rank))
         return TILEOPT_OK;
     *tile2 = i2;
     *ok = true;
@@ -546,12 +480,12 @@ static int fz_same_tiling(fz_state *st, const fz_tile *t, const char *name,
 
 /* Why rules 1 and 3 fail against operand shape o (what names it): a broadcast
 ** Tile whose repeated dims o does not carry, or a real tiling o varies along. */
-static void fz_why_varies(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c,
+static void fz_why_varies(const fz_tile *t, const Onnx__NodeProto *c,
                           const char *cid, const char *what, const fz_shape *o,
                           fz_plan *p) {
     char os[160], rs[160];
-    fz_shape_str(&st->sy, os, sizeof os, o->d, o->rank);
-    fz_shape_str(&st->sy, rs, sizeof rs, t->r, t->xs.rank);
+    fz_shape_str(os, sizeof os, o->d, o->rank);
+    fz_shape_str(rs, sizeof rs, t->r, t->xs.rank);
     if (fz_is_broadcast(t))
         snprintf(p->why, sizeof p->why, "consumer %s (%s): %s %s does not carry the "
                  "repeated dims (repeats %s), so the Tile is more than the broadcast the "
@@ -559,7 +493,7 @@ static void fz_why_varies(fz_state *st, const fz_tile *t, const Onnx__NodeProto 
     else
         snprintf(p->why, sizeof p->why, "consumer %s (%s): %s %s %s along the tiled axes: "
                  "a real tiling (repeats %s)", cid, c->op_type, what, os,
-                 t->fixed && fz_dims_static(o->d, o->rank) ? "varies"
+                 t->fixed && dims_static(o->d, o->rank) ? "varies"
                                                            : "is not known to stay the same",
                  rs);
 }
@@ -581,14 +515,14 @@ static int fz_plan_nary(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c
             continue;
         }
         fz_shape s;
-        int64_t b[FZ_MAX_RANK];
+        dim b[FZ_MAX_RANK];
         int32_t rb;
-        if (!fz_shape_of(&st->sy, st->g, in, &s)) {
+        if (!fz_shape_of(st->g, in, &s)) {
             snprintf(p->why, sizeof p->why, "consumer %s (%s): rank of operand '%s' "
                      "unknown", cid, c->op_type, in);
             return TILEOPT_OK;
         }
-        if (!fz_broadcast(o.d, o.rank, s.d, s.rank, b, &rb)) {
+        if (!dim_broadcast2(o.d, o.rank, s.d, s.rank, b, &rb)) {
             snprintf(p->why, sizeof p->why, "consumer %s (%s): operand '%s' does not "
                      "broadcast with the others", cid, c->op_type, in);
             return TILEOPT_OK;
@@ -604,7 +538,7 @@ static int fz_plan_nary(fz_state *st, const fz_tile *t, const Onnx__NodeProto *c
         p->kind = P_R3C;
         return TILEOPT_OK;
     }
-    fz_why_varies(st, t, c, cid, "its other operands broadcast to", &o, p);
+    fz_why_varies(t, c, cid, "its other operands broadcast to", &o, p);
     return TILEOPT_OK;
 }
 
@@ -624,17 +558,17 @@ static int fz_plan_matmul(fz_state *st, const fz_tile *t, const Onnx__NodeProto 
         return TILEOPT_OK;
     }
     fz_shape o;
-    if (!fz_shape_of(&st->sy, st->g, strcmp(a, t->out) == 0 ? b : a, &o) || o.rank < 2 ||
+    if (!fz_shape_of(st->g, strcmp(a, t->out) == 0 ? b : a, &o) || o.rank < 2 ||
         r < 3) {
         snprintf(p->why, sizeof p->why, "consumer %s (MatMul): no batch dims to broadcast "
                  "(or the other operand's rank is unknown)", cid);
         return TILEOPT_OK;
     }
-    int64_t bt[FZ_MAX_RANK], bx[FZ_MAX_RANK];
+    dim bt[FZ_MAX_RANK], bx[FZ_MAX_RANK];
     int32_t rt, rx;
-    if (t->r[r - 1] != 1 || t->r[r - 2] != 1 || !fz_is_broadcast(t) ||
-        !fz_broadcast(t->t, r - 2, o.d, o.rank - 2, bt, &rt) ||
-        !fz_broadcast(t->xs.d, r - 2, o.d, o.rank - 2, bx, &rx) || !fz_same_shape(bt, rt, bx, rx)) {
+    if (!dim_is(t->r[r - 1], 1) || !dim_is(t->r[r - 2], 1) || !fz_is_broadcast(t) ||
+        !dim_broadcast2(t->t, r - 2, o.d, o.rank - 2, bt, &rt) ||
+        !dim_broadcast2(t->xs.d, r - 2, o.d, o.rank - 2, bx, &rx) || !dims_eq(bt, rt, bx, rx)) {
         snprintf(p->why, sizeof p->why, "consumer %s (MatMul) does not broadcast the Tile "
                  "away: it tiles a matrix axis or an axis of size > 1, or the other "
                  "operand's batch dims do not carry the repeats", cid);
@@ -732,7 +666,7 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
     int slot = on0 ? 0 : 1;
     const char *other = on0 ? in1 : in0;
     fz_shape o;
-    if (!fz_shape_of(&st->sy, g, other, &o)) {
+    if (!fz_shape_of(g, other, &o)) {
         snprintf(p->why, sizeof p->why, "consumer %s (%s): rank of operand '%s' "
                  "unknown", cid, c->op_type, other);
         return TILEOPT_OK;
@@ -766,34 +700,20 @@ static int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan 
     }
     char what[160];
     snprintf(what, sizeof what, "operand '%.120s'", other);
-    fz_why_varies(st, t, c, cid, what, &o, p);
+    fz_why_varies(t, c, cid, what, &o, p);
     return TILEOPT_OK;
 }
 
 /* ------------------------------------------------------------- rewrites */
 
-static int fz_set_type(fz_state *st, const char *name, int32_t elem, const int64_t *d,
+static int fz_set_type(fz_state *st, const char *name, int32_t elem, const dim *d,
                        int32_t rank) {
     graph_value *v = graph_find(st->g, name);
     if (!v) return err_set(st->pc->err, TILEOPT_ERROR, "fuse: new value '%s' not indexed",
                            name);
-    int64_t *dims = arena_alloc(st->g->model->arena, (size_t)(rank ? rank : 1) * sizeof *dims);
-    if (!dims) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
-    const char **syms = NULL;
-    for (int32_t i = 0; i < rank; i++) {
-        dims[i] = d[i] >= 0 ? d[i] : -1;
-        const char *s = fz_sym_name(&st->sy, d[i]);
-        if (s && !syms) {
-            syms = arena_alloc(st->g->model->arena, (size_t)rank * sizeof *syms);
-            if (!syms) return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
-            memset(syms, 0, (size_t)rank * sizeof *syms);
-        }
-        if (s) syms[i] = s;
-    }
+    if (!dims_to_type(st->g->model->arena, d, rank, &v->type))
+        return err_set(st->pc->err, TILEOPT_NOMEM, "out of memory");
     v->type.elem = elem;
-    v->type.rank = rank;
-    v->type.dims = dims;
-    v->type.syms = syms;
     return TILEOPT_OK;
 }
 
@@ -807,7 +727,7 @@ static int32_t fz_out_elem(fz_state *st, const Onnx__NodeProto *c, op_out out,
     const char *like = graph_node_input(c, out == OUT_LIKE_IN1 ? 1 : 0);
     if (like && strcmp(like, t->out) == 0) return t->xs.elem;
     fz_shape s;
-    return like && fz_shape_of(&st->sy, st->g, like, &s) ? s.elem : 0;
+    return like && fz_shape_of(st->g, like, &s) ? s.elem : 0;
 }
 
 static const char *fz_hint(graph *g, int32_t node, const char *suffix) {
@@ -828,19 +748,19 @@ static cJSON *fz_report_as(fz_state *st, const fz_tile *t, int32_t ci, const cha
     pass_add_text(a, "tile", graph_node_id(st->g, t->node));
     /* "repeats" holds numbers only; repeats with named or unknown entries go
     ** under their own key, and sizes are then unknown */
-    cJSON_AddItemToObjectCS(a, fz_dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic",
-                            fz_json_dims(&st->sy, t->r, t->xs.rank));
-    cJSON_AddItemToObjectCS(a, "input_shape", fz_json_dims(&st->sy, t->xs.d, t->xs.rank));
-    cJSON_AddItemToObjectCS(a, "tiled_shape", fz_json_dims(&st->sy, t->t, t->xs.rank));
+    cJSON_AddItemToObjectCS(a, dims_static(t->r, t->xs.rank) ? "repeats" : "repeats_symbolic",
+                            fz_json_dims(t->r, t->xs.rank));
+    cJSON_AddItemToObjectCS(a, "input_shape", fz_json_dims(t->xs.d, t->xs.rank));
+    cJSON_AddItemToObjectCS(a, "tiled_shape", fz_json_dims(t->t, t->xs.rank));
     if (!t->fixed) return a;
     int64_t vs[2 * FZ_MAX_RANK], vst[2 * FZ_MAX_RANK];
     int64_t stride = (int64_t)t->esize;
     for (int32_t i = t->xs.rank - 1; i >= 0; i--) {
-        vs[2 * i] = t->r[i];
-        vs[2 * i + 1] = t->xs.d[i];
+        vs[2 * i] = t->r[i].n;
+        vs[2 * i + 1] = t->xs.d[i].n;
         vst[2 * i] = 0;
         vst[2 * i + 1] = stride;
-        stride *= t->xs.d[i];
+        stride *= t->xs.d[i].n;
     }
     cJSON *view = cJSON_AddObjectToObject(a, "view");
     if (view) {
@@ -872,16 +792,16 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
     fz_tile t2 = *t;
     if (p->kind == P_R3T && p->other_tile != t->node) {
         char why[256];
-        int rc = fz_read_tile(pc, &st->sy, g, p->other_tile, &t2, why, sizeof why);
+        int rc = fz_read_tile(pc, g, p->other_tile, &t2, why, sizeof why);
         if (rc < 0) return -rc;
         if (rc) return err_set(pc->err, TILEOPT_ERROR, "fuse: %s", why);
     }
     int32_t elem = fz_out_elem(st, c, fz_elementwise(c)->out, t);
-    int64_t cshape[FZ_MAX_RANK];
+    dim cshape[FZ_MAX_RANK];
     int32_t crank;
     uint64_t el_before = t->t_numel;
     if (t->fixed && fz_consumer_out(st, t, c, cshape, &crank) &&
-        fz_dims_static(cshape, crank))
+        dims_static(cshape, crank))
         el_before = fz_numel(cshape, crank);
 
     const char *ins[8];
@@ -936,11 +856,13 @@ static int fz_sink(fz_state *st, const fz_tile *t, const fz_plan *p) {
     return TILEOPT_OK;
 }
 
-static int fz_shape_init(fz_state *st, const char *hint, const int64_t *d, int32_t rank,
+/* A static shape as an int64 initializer. */
+static int fz_shape_init(fz_state *st, const char *hint, const dim *d, int32_t rank,
                          const char **name) {
-    int64_t n = rank;
-    return graph_add_initializer(st->g, hint, DT_INT64, &n, 1, d,
-                                 (size_t)rank * sizeof *d, name, st->pc->err);
+    int64_t n = rank, v[FZ_MAX_RANK];
+    fz_nums(d, rank, v);
+    return graph_add_initializer(st->g, hint, DT_INT64, &n, 1, v,
+                                 (size_t)rank * sizeof *v, name, st->pc->err);
 }
 
 /* Rule 4: B(T, y) -> Reshape(B(x', y'), shape(T)). */
@@ -950,19 +872,20 @@ static int fz_split(fz_state *st, const fz_tile *t, const fz_plan *p) {
     const Onnx__NodeProto *c = graph_node(g, p->node);
     bool on0 = strcmp(c->input[0], t->out) == 0;
     const char *y = on0 ? c->input[1] : c->input[0];
-    int64_t xd[FZ_MAX_RANK], yd[FZ_MAX_RANK];
+    dim xd[FZ_MAX_RANK], yd[FZ_MAX_RANK];
     int32_t r = 0;
     for (int32_t i = 0; i < t->xs.rank; i++) {
-        if (t->r[i] > 1 && t->xs.d[i] > 1) {
-            xd[r] = 1;
-            yd[r++] = t->r[i];
+        int64_t ri = t->r[i].n, di = t->xs.d[i].n; /* fz_splittable: numbers */
+        if (ri > 1 && di > 1) {
+            xd[r] = dim_num(1);
+            yd[r++] = dim_num(ri);
         }
-        xd[r] = t->xs.d[i];
-        yd[r++] = t->xs.d[i] * (t->r[i] > 1 && t->xs.d[i] > 1 ? 1 : t->r[i]);
+        xd[r] = dim_num(di);
+        yd[r++] = dim_num(di * (ri > 1 && di > 1 ? 1 : ri));
     }
     int32_t elem = fz_out_elem(st, c, fz_elementwise(c)->out, t);
     fz_shape ys;
-    int32_t yelem = fz_shape_of(&st->sy, g, y, &ys) ? ys.elem : 0;
+    int32_t yelem = fz_shape_of(g, y, &ys) ? ys.elem : 0;
     fz_report(st, t, p->node, 4, "split repeat axes, broadcast x", t->t_numel,
               t->t_numel, 0);
 
@@ -1017,7 +940,7 @@ static int fz_shape_reader(fz_state *st, const fz_tile *t, const fz_plan *p) {
     int32_t ni;
     int rc;
     /* a static input shape is a constant, not a Shape node for fold to find */
-    if (fz_dims_static(t->xs.d, t->xs.rank)) {
+    if (dims_static(t->xs.d, t->xs.rank)) {
         if ((rc = fz_shape_init(st, sx, t->xs.d, t->xs.rank, &sx))) return rc;
     } else if (!graph_add_node(g, "Shape", sname, &t->x, 1, &sx, 1, &ni)) {
         return err_set(st->pc->err, TILEOPT_NOMEM, "fuse: cannot add Shape");
@@ -1026,8 +949,8 @@ static int fz_shape_reader(fz_state *st, const fz_tile *t, const fz_plan *p) {
     if (!graph_add_node(g, "Mul", mname, mul_in, 2, &cout, 1, &ni))
         return err_set(st->pc->err, TILEOPT_NOMEM, "fuse: cannot add Mul");
     fz_note_foldable(st->pc, g, mul_in, 2);
-    int64_t rank = t->xs.rank;
-    if (!fz_dims_static(t->xs.d, t->xs.rank) && (rc = fz_set_type(st, sx, DT_INT64, &rank, 1)))
+    dim rank = dim_num(t->xs.rank);
+    if (!dims_static(t->xs.d, t->xs.rank) && (rc = fz_set_type(st, sx, DT_INT64, &rank, 1)))
         return rc;
     return fz_grow_nodes(st);
 }
@@ -1041,7 +964,7 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
         return TILEOPT_OK;
     fz_tile t;
     char why[320];
-    int rc = fz_read_tile(pc, &st->sy, g, ti, &t, why, sizeof why);
+    int rc = fz_read_tile(pc, g, ti, &t, why, sizeof why);
     if (rc < 0) return -rc;
     if (rc) return fz_set_why(st, ti, why);
     bool is_out = graph_value_is_output(g, t.out);
@@ -1067,7 +990,7 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
     if (is_out) {
         /* say what the output is: a real tiling stays whatever rule 5 finds */
         char rs[160];
-        fz_shape_str(&st->sy, rs, sizeof rs, t.r, t.xs.rank);
+        fz_shape_str(rs, sizeof rs, t.r, t.xs.rank);
         snprintf(out_why, sizeof out_why, "it is a graph output%s%s",
                  fz_is_broadcast(&t) ? "" : ": a real tiling, repeats ",
                  fz_is_broadcast(&t) ? "" : rs);
@@ -1115,10 +1038,10 @@ static int fz_tile_step(fz_state *st, int32_t ti) {
         switch (p->kind) {
         case P_R1: {
             const Onnx__NodeProto *c = graph_node(g, p->node);
-            int64_t cs[FZ_MAX_RANK];
+            dim cs[FZ_MAX_RANK];
             int32_t cr;
             uint64_t el = t.fixed && fz_elementwise(c) && fz_consumer_out(st, &t, c, cs, &cr) &&
-                                  fz_dims_static(cs, cr)
+                                  dims_static(cs, cr)
                               ? fz_numel(cs, cr)
                               : 0;
             fz_report(st, &t, p->node, 1,
@@ -1175,12 +1098,14 @@ done:
 static int fz_expand_pays(const fz_tile *t) {
     int32_t last = -1, prev = -1;
     for (int32_t i = 0; i < t->xs.rank; i++) {
-        if (t->xs.d[i] == 1 && t->r[i] == 1) continue;
+        if (dim_is(t->xs.d[i], 1) && dim_is(t->r[i], 1)) continue;
         prev = last;
         last = i;
     }
-    if (last < 0 || t->xs.d[last] != 1 || (prev >= 0 && t->r[prev] != 1)) return 1;
-    return t->r[last] >= FUSE_EXPAND_MIN_REPEATS ? 0 : t->r[last] < 0 ? 2 : 1;
+    if (last < 0 || !dim_is(t->xs.d[last], 1) || (prev >= 0 && !dim_is(t->r[prev], 1)))
+        return 1;
+    dim r = t->r[last];
+    return !dim_is_num(r) ? 2 : r.n >= FUSE_EXPAND_MIN_REPEATS ? 0 : 1;
 }
 
 /* Rule 5: a Tile left over size-1 axes is Expand, the stride-0 view. Sets
@@ -1194,10 +1119,11 @@ static int fz_expand(fz_state *st, int32_t ti, const char *why_kept, int *declin
     fz_tile t;
     char why[320];
     *declined = 0;
-    int rc = fz_read_tile(st->pc, &st->sy, g, ti, &t, why, sizeof why);
+    int rc = fz_read_tile(st->pc, g, ti, &t, why, sizeof why);
     if (rc) return rc < 0 ? -rc : TILEOPT_OK;
     for (int32_t i = 0; i < t.xs.rank; i++)
-        if (t.r[i] == 0 || (t.r[i] != 1 && t.xs.d[i] != 1)) return TILEOPT_OK;
+        if (dim_is(t.r[i], 0) || (!dim_is(t.r[i], 1) && !dim_is(t.xs.d[i], 1)))
+            return TILEOPT_OK;
     if ((*declined = fz_expand_pays(&t))) return TILEOPT_OK;
     /* Expand writes the same bytes in a runtime that materializes it; ours and
     ** any runtime with stride-0 views need not. */

@@ -36,6 +36,24 @@ dim dim_at(const graph_type *t, int32_t i) {
     return n >= 0 ? dim_num(n) : dim_named(t->syms ? t->syms[i] : NULL);
 }
 
+bool dims_to_type(arena *a, const dim *d, int32_t rank, graph_type *t) {
+    int64_t *dims = arena_alloc(a, (size_t)(rank ? rank : 1) * sizeof *dims);
+    if (!dims) return false;
+    const char **syms = NULL;
+    for (int32_t i = 0; i < rank; i++) {
+        dims[i] = dim_stored_n(d[i]);
+        if (dim_is_named(d[i]) && !syms) {
+            syms = arena_calloc(a, (size_t)rank, sizeof *syms);
+            if (!syms) return false;
+        }
+        if (syms) syms[i] = dim_stored_sym(d[i]);
+    }
+    t->rank = rank;
+    t->dims = dims;
+    t->syms = syms;
+    return true;
+}
+
 size_t dims_print(char *buf, size_t cap, const dim *d, int32_t n) {
     size_t k = 0;
     if (cap) buf[0] = 0;

@@ -61,6 +61,12 @@ bool dims_static(const dim *d, int32_t rank);
 
 /* Dim i of a stored type: a number (>= 0), the named dim syms[i], or unknown. */
 dim dim_at(const graph_type *t, int32_t i);
+/* A dim as graph_type stores it: dims[i] (-1 when it is no number) and syms[i]. */
+static inline int64_t dim_stored_n(dim d) { return dim_is_num(d) ? d.n : -1; }
+static inline const char *dim_stored_sym(dim d) { return dim_is_named(d) ? d.sym : NULL; }
+/* t's shape becomes d[0..rank), its arrays allocated in `a` (syms NULL when no
+** dim is named); false when out of memory. */
+bool dims_to_type(arena *a, const dim *d, int32_t rank, graph_type *t);
 
 /* "2,N,?" into buf, the way printf would write it into a buffer of cap bytes;
 ** returns the length the whole text has (>= cap when it was cut). */

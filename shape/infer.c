@@ -336,15 +336,11 @@ typedef struct stored_shape {
     const char **syms;       /* NULL when no dim is named */
 } stored_shape;
 
-/* A dim as graph_type stores it: the number, or -1 and the name (or NULL). */
-static int64_t stored_num(dim d) { return dim_is_num(d) ? d.n : -1; }
-static const char *stored_sym(dim d) { return dim_is_named(d) ? d.sym : NULL; }
-
 static uint32_t shape_hash(const build_type *o) {
     uint32_t h = graph_hash_bytes(GRAPH_HASH_SEED, &o->rank, sizeof o->rank);
     for (int32_t i = 0; i < o->rank; i++) {
-        int64_t n = stored_num(o->d[i]);
-        const char *s = stored_sym(o->d[i]);
+        int64_t n = dim_stored_n(o->d[i]);
+        const char *s = dim_stored_sym(o->d[i]);
         h = graph_hash_bytes(h, &n, sizeof n);
         if (s) h = graph_hash_bytes(h, s, strlen(s));
     }
@@ -354,8 +350,8 @@ static uint32_t shape_hash(const build_type *o) {
 static bool shape_is(const stored_shape *e, const build_type *o, bool any_sym) {
     if (e->rank != o->rank || (e->syms != NULL) != any_sym) return false;
     for (int32_t i = 0; i < o->rank; i++) {
-        if (e->dims[i] != stored_num(o->d[i])) return false;
-        const char *a = e->syms ? e->syms[i] : NULL, *b = stored_sym(o->d[i]);
+        if (e->dims[i] != dim_stored_n(o->d[i])) return false;
+        const char *a = e->syms ? e->syms[i] : NULL, *b = dim_stored_sym(o->d[i]);
         if (a != b && (!a || !b || strcmp(a, b) != 0)) return false;
     }
     return true;
@@ -401,11 +397,11 @@ static int type_store(infer_run *r, const build_type *o, graph_type *t) {
     arena *a = r->m->arena;
     t->dims = arena_alloc(a, (size_t)o->rank * sizeof *t->dims);
     if (!t->dims) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
-    for (int32_t i = 0; i < o->rank; i++) t->dims[i] = stored_num(o->d[i]);
+    for (int32_t i = 0; i < o->rank; i++) t->dims[i] = dim_stored_n(o->d[i]);
     if (any_sym) {
         t->syms = arena_calloc(a, (size_t)o->rank, sizeof *t->syms);
         if (!t->syms) return err_set(r->err, TILEOPT_NOMEM, "shape inference: out of memory");
-        for (int32_t i = 0; i < o->rank; i++) t->syms[i] = stored_sym(o->d[i]);
+        for (int32_t i = 0; i < o->rank; i++) t->syms[i] = dim_stored_sym(o->d[i]);
     }
     r->shapes[k] = (stored_shape){h, o->rank, t->dims, t->syms};
     r->n_shapes++;
