@@ -9,12 +9,16 @@
 **      unless shape inference names the dims and no reader could pick them);
 **   B. the scope: every candidate node, or (--fold-scope tile) the Tile nodes and
 **      the candidates that reach a Tile's inputs through candidate chains;
-**   C. evaluate the scope with the evaluator, under the size policy, and apply
-**      the Tile rewrites that need no values (repeats all 1, Tile of Tile,
-**      repeats made an initializer);
+**   C. fold the scope under the size policy: decide whether a node may fold,
+**      get its outputs (the evaluator; shape inference for what it knows), and
+**      record the result; apply the Tile rewrites that need no values (repeats
+**      all 1, Tile of Tile, repeats made an initializer);
 **   D. (during C) when the last reader of a folded value has been looked at,
 **      make it an initializer if something still reads it, and drop it; the
 **      folded nodes go at the end.
+** A partial value is never a tensor: what is known of it entry by entry is
+** shape inference's (graph_value.shape_value), so a node that picks static
+** entries out of one folds to what inference knows of its output.
 ** Subgraphs go next (they see the outer scope's new initializers), and one
 ** graph_commit at the end sweeps dead nodes, unused initializers and stale
 ** value_info everywhere.
@@ -33,6 +37,7 @@
 ** replaces no constant bytes at all, yet folding it is what makes graphs static. */
 #define FOLD_GROWTH_FLOOR 4096
 
+/* Phase A's verdict on a value: it may become a constant, or a partial shape. */
 enum { VS_NONE = 0, VS_CONST = 1, VS_PARTIAL = 2 };
 /* A node whose outputs are over the size budget but whose readers may all fold
 ** is evaluated anyway and kept (TR_KEPT); when every reader folded it goes too
@@ -48,50 +53,54 @@ static const op_id never_fold[] = {
     OP_SplitToSequence,
 };
 
+/* What the sweep knows of a value. The bookkeeping of readers (remaining,
+** needed, fold_out) is for the values the sweep started with (nv0). */
+typedef struct fold_value {
+    tensor *val;             /* its constant, once read or computed */
+    uint8_t state;           /* phase A's verdict (VS_*) */
+    bool partial;            /* a shape known in part (by shape inference), no tensor */
+    bool needed;             /* a reader did not fold, or a subgraph reads it */
+    bool fold_out;           /* output of a folded node */
+    int32_t remaining;       /* input slots still to be looked at */
+} fold_value;
+
+typedef struct fold_node {
+    op_id op;                /* looked up once (OP_NONE outside the table) */
+    bool sym_only;           /* inference knows the output with named dims and no
+                             ** reader needs it as a partial shape */
+    bool maybe;              /* may fold */
+    bool scope;              /* in the fold scope */
+    bool folded;
+    uint8_t transient;       /* evaluated over the size budget for readers that may
+                             ** fold (TR_*) */
+} fold_node;
+
 typedef struct fold_graph {
     pass_ctx *pc;
     graph *g;
     int64_t opset;
-    uint32_t nv, nn;         /* values and nodes when the sweep started */
-    op_id *ops;              /* per node: its op, looked up once (OP_NONE outside the table) */
-    tensor **val;            /* per value: its constant (or partial shape) */
-    uint8_t *partial;        /* per value: val holds a shape with -1 for unknown dims */
-    uint8_t *vstate;         /* per value: phase A's verdict */
-    uint8_t *sym_only;       /* per node: inference knows the output with named dims
-                             ** and no reader needs it as a partial shape */
-    uint8_t *maybe;          /* per node: may fold */
-    uint8_t *scope;          /* per node: in the fold scope */
+    uint32_t nv, nn;         /* values (grows with the graph's) and nodes of the sweep */
+    uint32_t nv0;            /* values when the sweep started */
+    fold_value *v;
+    fold_node *node;
     bool tiles_open;         /* the model holds a Tile whose repeats are not known yet */
-    uint8_t *folded;         /* per node */
-    uint8_t *transient;      /* per node: evaluated over the size budget for readers
-                             ** that may fold (TR_*) */
-    uint32_t nv0;            /* values when the sweep started (the tables below) */
-    int32_t *remaining;      /* per value: input slots still to be looked at */
-    uint8_t *needed;         /* per value: a reader did not fold, or a subgraph reads it */
-    uint8_t *fold_out;       /* per value: output of a folded node */
     int32_t *order;
     uint32_t count;
 } fold_graph;
 
 /* ---------------------------------------------------------------- helpers */
 
-/* Index of a value; the per-value tables grow with the graph's values (the
-** rewrites add initializers that later nodes read). -1: none, or out of memory. */
+/* Index of a value; the table grows with the graph's values (the rewrites add
+** initializers that later nodes read). -1: none, or out of memory. */
 static int32_t vslot(fold_graph *f, const graph_value *v) {
     if (!v) return -1;
     uint32_t i = (uint32_t)(v - f->g->values);
     if (i >= f->nv) {
         uint32_t nv = f->g->n_values;
-        tensor **val = realloc(f->val, nv * sizeof *val);
-        if (val) f->val = val;
-        uint8_t *partial = val ? realloc(f->partial, nv) : NULL;
-        if (partial) f->partial = partial;
-        uint8_t *vstate = partial ? realloc(f->vstate, nv) : NULL;
-        if (!vstate) return -1;
-        f->vstate = vstate;
-        memset(f->val + f->nv, 0, (nv - f->nv) * sizeof *val);
-        memset(f->partial + f->nv, 0, nv - f->nv);
-        memset(f->vstate + f->nv, 0, nv - f->nv);
+        fold_value *grown = realloc(f->v, nv * sizeof *grown);
+        if (!grown) return -1;
+        memset(grown + f->nv, 0, (nv - f->nv) * sizeof *grown);
+        f->v = grown;
         f->nv = nv;
     }
     return (int32_t)i;
@@ -114,24 +123,24 @@ static bool never_folds(op_id op) {
 
 /* The op of node idx: the sweep's table for the nodes it started with. */
 static op_id op_at(const fold_graph *f, int32_t idx) {
-    return (uint32_t)idx < f->nn ? f->ops[idx] : op_of(graph_node(f->g, idx));
+    return (uint32_t)idx < f->nn ? f->node[idx].op : op_of(graph_node(f->g, idx));
 }
 
-/* The constant behind name, or NULL. *partial tells a partial shape. */
-static int get_const_at(fold_graph *f, int32_t i, tensor **out, bool *partial) {
+/* The constant behind value i, or NULL; *partial tells a partial shape. */
+static void get_const_at(fold_graph *f, int32_t i, tensor **out, bool *partial) {
     *out = NULL;
     *partial = false;
-    if (i < 0) return TILEOPT_OK;
-    if (f->val[i]) {
-        *out = f->val[i];
-        *partial = f->partial[i];
-        return TILEOPT_OK;
+    if (i < 0) return;
+    if (f->v[i].val || f->v[i].partial) {
+        *out = f->v[i].val;
+        *partial = f->v[i].partial;
+        return;
     }
     graph *hg;
     graph_value *hv = graph_value_home(f->g, &f->g->values[i], &hg);
-    if (!graph_value_const(hg, hv)) return TILEOPT_OK;
+    if (!graph_value_const(hg, hv)) return;
     /* Constant nodes of this graph fold as nodes (so the scope decides). */
-    if (hg == f->g && hv->initializer < 0) return TILEOPT_OK;
+    if (hg == f->g && hv->initializer < 0) return;
     tensor *t = NULL;
     errbuf e = {0};
     int rc;
@@ -141,25 +150,24 @@ static int get_const_at(fold_graph *f, int32_t i, tensor **out, bool *partial) {
     } else {
         tensor *outs[1] = {NULL};
         const Onnx__NodeProto *cn = graph_node(hg, hv->producer);
-        if (cn->n_output != 1) return TILEOPT_OK;
+        if (cn->n_output != 1) return;
         rc = eval_node(hg, hv->producer, NULL, 0, outs, 1, &f->pc->opt->eval_lim, NULL, &e);
         t = outs[0];
     }
     if (rc) {
         /* an unreadable constant is the loader's or evaluator's business: not folded */
         tensor_free(t);
-        return TILEOPT_OK;
+        return;
     }
-    f->val[i] = t;
+    f->v[i].val = t;
     *out = t;
-    return TILEOPT_OK;
 }
 
 static uint8_t input_state(fold_graph *f, int32_t node, size_t slot) {
     if (!graph_node_input(graph_node(f->g, node), slot)) return VS_CONST; /* absent optional input */
     int32_t i = vin(f, node, slot);
     if (i < 0) return VS_NONE;
-    if (f->vstate[i]) return f->vstate[i];
+    if (f->v[i].state) return f->v[i].state;
     graph *hg;
     graph_value *hv = graph_value_home(f->g, &f->g->values[i], &hg);
     if (hg != f->g && graph_value_const(hg, hv)) return VS_CONST;
@@ -191,6 +199,20 @@ static void shape_window(const Onnx__NodeProto *n, int64_t opset, int32_t rank, 
     end = end < 0 ? 0 : (end > r ? r : end);
     *s = start;
     *e = end > start ? end : start;
+}
+
+/* Are dims [s, e) of t all numbers? */
+static bool dims_known(const graph_type *t, int64_t s, int64_t e) {
+    for (int64_t d = s; d < e; d++)
+        if (!t->dims || t->dims[d] < 0) return false;
+    return true;
+}
+
+/* Does Shape (or Size) node idx read only static dims of its input type t? */
+static bool reads_static_dims(fold_graph *f, int32_t idx, op_id op, const graph_type *t) {
+    int64_t s = 0, e = t->rank;
+    if (op == OP_Shape) shape_window(graph_node(f->g, idx), f->opset, t->rank, &s, &e);
+    return dims_known(t, s, e);
 }
 
 /* ---------------------------------------------------------------- phase A */
@@ -226,8 +248,8 @@ static int inferred_tensor(fold_graph *f, int32_t idx, tensor **out) {
     return TILEOPT_OK;
 }
 
-/* May input i of n be a partial shape (entries -1 where a dim is unknown)? Only
-** where the op moves entries without computing with them. */
+/* May input i of n be a partial shape? Only where the op moves entries without
+** computing with them. */
 static bool partial_ok(op_id op, size_t i) {
     if (op == OP_Concat) return true;
     if (i != 0) return false;
@@ -243,15 +265,15 @@ static bool symbolic_output(fold_graph *f, int32_t idx) {
     return v && v->shape_value && !shape_value_static(v->shape_value);
 }
 
-/* A partial shape is worth evaluating only for a reader that may pick static
+/* A partial shape is worth looking at only for a reader that may pick static
 ** entries out of it, directly or down a chain of readers that only move
 ** entries. Where shape inference knows a node's output with named dims and no
-** reader could end with numbers only, the partial tensor would say what
-** inference already says. Exporters emit such a chain for every dynamic batch
-** (Shape -> Gather -> Unsqueeze -> Concat -> Tile); at 400k nodes evaluating
-** them was a quarter of fold. Readers come before producers in reverse order,
+** reader could end with numbers only, nothing down the chain can fold.
+** Exporters emit such a chain for every dynamic batch (Shape -> Gather ->
+** Unsqueeze -> Concat -> Tile): leaving them out keeps the sweep from visiting
+** four nodes per batch repeat. Readers come before producers in reverse order,
 ** so one sweep decides every node. A reader inside a subgraph never sees this
-** graph's partial tensors, so it needs none. */
+** graph's partial shapes, so it needs none. */
 static void phase_sym_only(fold_graph *f) {
     graph *g = f->g;
     for (uint32_t k = f->count; k-- > 0;) {
@@ -261,11 +283,11 @@ static void phase_sym_only(fold_graph *f) {
         bool needed = false;
         for (uint32_t u = 0; u < v->n_uses && !needed; u++) {
             int32_t r = v->uses[u].node, i = v->uses[u].input;
-            if (r < 0 || i < 0 || (uint32_t)r >= f->nn || !partial_ok(f->ops[r], (size_t)i))
+            if (r < 0 || i < 0 || (uint32_t)r >= f->nn || !partial_ok(f->node[r].op, (size_t)i))
                 continue;
-            needed = !f->sym_only[r];
+            needed = !f->node[r].sym_only;
         }
-        f->sym_only[idx] = !needed;
+        f->node[idx].sym_only = !needed;
     }
 }
 
@@ -273,13 +295,13 @@ static void phase_candidates(fold_graph *f) {
     graph *g = f->g;
     for (uint32_t i = 0; i < f->nv; i++) {
         graph_value *v = &g->values[i];
-        if (v->outer < 0 && v->initializer >= 0 && graph_value_const(g, v)) f->vstate[i] = VS_CONST;
+        if (v->outer < 0 && v->initializer >= 0 && graph_value_const(g, v)) f->v[i].state = VS_CONST;
     }
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];
         const Onnx__NodeProto *n = graph_node(g, idx);
         if (!n->op_type || !graph_domain_is_default(n->domain) || n->n_output == 0) continue;
-        op_id op = f->ops[idx];
+        op_id op = f->node[idx].op;
         if (graph_node_subgraphs(g, idx) || never_folds(op)) continue;
         uint8_t out = VS_NONE;
         if (op == OP_Constant) {
@@ -288,13 +310,8 @@ static void phase_candidates(fold_graph *f) {
             const graph_type *t = type_in(f, idx, 0);
             if (t && t->rank >= 0) {
                 bool shape = op == OP_Shape;
-                bool all = true;
-                int64_t s = 0, e = t->rank;
-                if (shape) shape_window(n, f->opset, t->rank, &s, &e);
-                for (int64_t d = s; d < e; d++)
-                    if (!t->dims || t->dims[d] < 0) all = false;
-                if (all) out = VS_CONST;
-                else if (shape && !f->sym_only[idx]) out = VS_PARTIAL;
+                if (reads_static_dims(f, idx, op, t)) out = VS_CONST;
+                else if (shape && !f->node[idx].sym_only) out = VS_PARTIAL;
             }
         } else if (n->n_input > 0 && eval_supports_op(op, f->opset)) {
             /* A partial shape passes through ops that only move entries; Gather
@@ -308,14 +325,14 @@ static void phase_candidates(fold_graph *f) {
                 else if (s != VS_CONST) out = VS_NONE;
             }
             if (out && any_partial && !pick) out = VS_PARTIAL;
-            if (any_partial && f->sym_only[idx]) out = VS_NONE;
+            if (any_partial && f->node[idx].sym_only) out = VS_NONE;
         }
         if (out == VS_NONE && n->n_input > 0 && known_by_inference(f, idx)) out = VS_CONST;
         if (out == VS_NONE) continue;
-        f->maybe[idx] = 1;
+        f->node[idx].maybe = true;
         for (size_t o = 0; o < n->n_output; o++) {
             int32_t vi = vout(f, idx, o);
-            if (vi >= 0) f->vstate[vi] = out;
+            if (vi >= 0) f->v[vi].state = out;
         }
     }
 }
@@ -335,15 +352,15 @@ static bool has_tile(graph *g) {
 static void scope_reach(fold_graph *f, const graph_value *v, int32_t *stack, uint32_t *top) {
     if (!v || v->outer >= 0 || v->producer < 0) return;
     int32_t p = v->producer;
-    if ((uint32_t)p >= f->nn || !f->maybe[p] || f->scope[p]) return;
-    f->scope[p] = 1;
+    if ((uint32_t)p >= f->nn || !f->node[p].maybe || f->node[p].scope) return;
+    f->node[p].scope = true;
     stack[(*top)++] = p;
 }
 
 static int phase_scope(fold_graph *f) {
     graph *g = f->g;
     if (f->pc->opt->fold_scope_all) {
-        memcpy(f->scope, f->maybe, f->nn);
+        for (uint32_t i = 0; i < f->nn; i++) f->node[i].scope = f->node[i].maybe;
         return TILEOPT_OK;
     }
     int32_t *stack = malloc((f->nn ? f->nn : 1) * sizeof *stack);
@@ -351,12 +368,12 @@ static int phase_scope(fold_graph *f) {
     uint32_t top = 0;
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];
-        bool root = f->ops[idx] == OP_Tile;
+        bool root = f->node[idx].op == OP_Tile;
         /* a node whose subgraphs hold a Tile: what they read from here counts */
         for (graph *s = graph_node_subgraphs(g, idx); s && !root; s = s->next_sibling)
             root = has_tile(s);
         if (root) {
-            f->scope[idx] = 1;
+            f->node[idx].scope = true;
             stack[top++] = idx;
         }
     }
@@ -367,7 +384,7 @@ static int phase_scope(fold_graph *f) {
     for (uint32_t k = 0; f->tiles_open && k < f->count; k++) {
         int32_t idx = f->order[k];
         const Onnx__NodeProto *n = graph_node(g, idx);
-        op_id op = f->ops[idx];
+        op_id op = f->node[idx].op;
         if (op == OP_NONE || !op_table[op].shape_in || op == OP_Tile || n->n_output < 1)
             continue;
         const graph_type *t = type_out(f, idx, 0);
@@ -397,8 +414,8 @@ static void add_shape(cJSON *a, const char *key, const tensor *t) {
     cJSON_AddItemToObject(a, key, pass_json_ints(t->dims, (size_t)t->rank));
 }
 
-/* Shape from the inferred type: unknown dims come out as -1 (partial). */
-static int shape_tensor(fold_graph *f, int32_t idx, tensor **out, bool *partial) {
+/* Shape of static dims from the inferred type. */
+static int shape_tensor(fold_graph *f, int32_t idx, tensor **out) {
     const Onnx__NodeProto *n = graph_node(f->g, idx);
     const graph_type *t = type_in(f, idx, 0);
     *out = NULL;
@@ -408,15 +425,7 @@ static int shape_tensor(fold_graph *f, int32_t idx, tensor **out, bool *partial)
     int64_t len = e - s;
     int rc = tensor_new(DT_INT64, &len, 1, &f->pc->opt->eval_lim, out, f->pc->err);
     if (rc) return rc;
-    *partial = false;
-    int64_t *d = (int64_t *)(void *)(*out)->data;
-    for (int64_t i = 0; i < len; i++) {
-        d[i] = t->dims ? t->dims[s + i] : -1;
-        if (d[i] < 0) {
-            d[i] = -1;
-            *partial = true;
-        }
-    }
+    if (len) memcpy((*out)->data, t->dims + s, (size_t)len * sizeof *t->dims);
     return TILEOPT_OK;
 }
 
@@ -432,17 +441,14 @@ static int size_value(fold_graph *f, int32_t idx, tensor **out) {
     return TILEOPT_OK;
 }
 
-/* Does a partial shape value still hold unknown (-1) entries? */
-static bool still_partial(const tensor *t) {
-    int64_t v[TENSOR_MAX_RANK];
-    size_t cnt;
-    if (!tensor_to_i64(t, v, TENSOR_MAX_RANK, &cnt)) return true;
-    for (size_t i = 0; i < cnt; i++)
-        if (v[i] < 0) return true;
-    return false;
+/* Bytes a partial shape would take as a tensor, by its inferred type. */
+static uint64_t partial_bytes(fold_graph *f, int32_t vi) {
+    const graph_type *t = type_of_value(f, &f->g->values[vi]);
+    const dtype_info *di = dtype_get(t->elem);
+    uint64_t numel;
+    return di && graph_type_numel(t, &numel) ? numel * di->size : 0;
 }
 
-/* Bytes of a value's inferred type, or 0 when not static. */
 /* The inferred byte size of output slot o of node idx (0 when unknown); false
 ** when a static shape's byte size does not fit in 64 bits, which no machine
 ** could hold. */
@@ -486,7 +492,7 @@ static uint64_t freed_bytes(fold_graph *f, int32_t node, tensor *const *in) {
     uint64_t b = 0;
     for (size_t i = 0; i < n->n_input; i++) {
         int32_t vi = in[i] ? vin(f, node, i) : -1;
-        if (vi < 0 || (uint32_t)vi >= f->nv0 || f->partial[vi]) continue;
+        if (vi < 0 || (uint32_t)vi >= f->nv0) continue;
         const graph_value *v = &f->g->values[vi];
         int32_t slots = 0;
         bool again = false;
@@ -496,8 +502,8 @@ static uint64_t freed_bytes(fold_graph *f, int32_t node, tensor *const *in) {
             slots++;
             again = again || j < i;
         }
-        if (again || v->outer >= 0 || v->output >= 0 || f->needed[vi] ||
-            f->remaining[vi] != slots)
+        if (again || v->outer >= 0 || v->output >= 0 || f->v[vi].needed ||
+            f->v[vi].remaining != slots)
             continue;
         b += tensor_nbytes(in[i]);
     }
@@ -512,8 +518,8 @@ static bool chain_possible(fold_graph *f, int32_t idx) {
         const graph_value *v = graph_node_out(f->g, idx, o);
         for (uint32_t u = 0; v && u < v->n_uses; u++) {
             int32_t r = v->uses[u].node;
-            if (v->uses[u].input >= 0 && r >= 0 && (uint32_t)r < f->nn && f->scope[r] &&
-                f->maybe[r])
+            if (v->uses[u].input >= 0 && r >= 0 && (uint32_t)r < f->nn && f->node[r].scope &&
+                f->node[r].maybe)
                 return true;
         }
     }
@@ -569,183 +575,261 @@ static bool tile_is_redundant_broadcast(fold_graph *f, int32_t idx, const tensor
     return true;
 }
 
-/* Fold node idx if it can be; 1 when folded, 0 when not, <0... never: errors
-** that are not the node's fault (out of memory) come back as a status. */
-static int try_fold(fold_graph *f, int32_t idx, bool *done) {
+/*
+** Folding node idx takes three steps: decide (are its inputs constant, or
+** partial shapes it picks from, or is its output known to shape inference?),
+** evaluate (its outputs, within the size policy) and record (the values for
+** its readers, and the report). A step that leaves the node says why in the
+** report where the reason is worth knowing; errors that are not the node's
+** fault (out of memory) come back as a status.
+*/
+typedef struct fold_try {
+    int32_t idx;
+    const Onnx__NodeProto *n;
+    op_id op;
+    size_t n_in, n_out;
+    tensor **in, **outs;     /* one block: inputs (NULL: not a constant), outputs, */
+    bool *stand_in;          /* and which inputs are stand-ins of partial shapes */
+    uint64_t in_bytes, freed;
+    const char *rule;
+    bool inferred;           /* the output is known to shape inference, not constant */
+    bool in_partial;         /* a partial shape where the op moves entries */
+    bool partial_out;        /* the output is a partial shape: no tensor */
+    bool chain;              /* readers of an over-budget result may fold */
+} fold_try;
+
+/* Decide: false when the node cannot fold. */
+static bool fold_decide(fold_graph *f, fold_try *t) {
+    t->rule = t->op == OP_Constant ? "Constant node -> initializer" : "constant inputs";
+    for (size_t i = 0; i < t->n_in; i++) {
+        if (!graph_node_input(t->n, i)) continue;
+        int32_t vi = vin(f, t->idx, i);
+        bool part;
+        get_const_at(f, vi, &t->in[i], &part);
+        if (part) {
+            /* arithmetic on unknown dims: folds only where they cancel */
+            if (!partial_ok(t->op, i)) {
+                if (!known_by_inference(f, t->idx)) return false;
+                t->inferred = true;
+            } else {
+                t->in_partial = true;
+            }
+            t->in_bytes += partial_bytes(f, vi);
+            continue;
+        }
+        if (!t->in[i]) {
+            /* Shape and Size read only the inferred type of their input */
+            if (t->op == OP_Shape || t->op == OP_Size) continue;
+            if (!known_by_inference(f, t->idx)) return false; /* a failed upstream fold said why */
+            t->inferred = true;
+            continue;
+        }
+        t->in_bytes += tensor_nbytes(t->in[i]);
+    }
+    t->freed = freed_bytes(f, t->idx, t->in);
+    if (t->op == OP_Tile && t->n_in == 2 && t->in[0] &&
+        tile_is_redundant_broadcast(f, t->idx, t->in[0], t->in[1])) {
+        cJSON *a = pass_skip(f->pc, f->g, t->idx, "a broadcast its readers do anyway: "
+                                                  "folding would only store repeated bytes");
+        if (a) cJSON_AddStringToObject(a, "rule", "broadcast");
+        return false;
+    }
+    return true;
+}
+
+/*
+** A node that picks entries out of partial shapes still runs in the evaluator,
+** on stand-ins of their size: what it can take depends on the shapes alone (a
+** Gather index out of range makes the model invalid), and the values it would
+** compute are shape inference's. Stand-ins are zeros, never read as values.
+*/
+static int stand_ins(fold_graph *f, fold_try *t, const eval_limits *lim, bool *all) {
+    *all = true;
+    for (size_t i = 0; i < t->n_in && *all; i++) {
+        int32_t vi = graph_node_input(t->n, i) ? vin(f, t->idx, i) : -1;
+        if (vi < 0 || !f->v[vi].partial) continue;
+        const graph_type *ty = type_of_value(f, &f->g->values[vi]);
+        /* nothing to check it with: inference alone decides */
+        *all = graph_type_static(ty) && dtype_get(ty->elem);
+        if (!*all) break;
+        int rc = tensor_new(ty->elem, ty->dims, ty->rank, lim, &t->in[i], f->pc->err);
+        if (rc) return rc;
+        t->stand_in[i] = true;
+    }
+    return TILEOPT_OK;
+}
+
+/* Evaluate with the evaluator, within the size budget: *go false when the node
+** stays (a skip says why). */
+static int fold_by_evaluator(fold_graph *f, fold_try *t, bool *go) {
     pass_ctx *pc = f->pc;
     graph *g = f->g;
-    const Onnx__NodeProto *n = graph_node(g, idx);
-    op_id op = op_at(f, idx);
     const pass_options *opt = pc->opt;
-    *done = false;
-    size_t n_in = n->n_input, n_out = n->n_output;
-    tensor **in = calloc(n_in + n_out + 1, sizeof *in);
-    if (!in) return err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
-    tensor **outs = in + n_in;
-    uint64_t in_bytes = 0;
-    bool in_partial = false;
-    int rc = TILEOPT_OK;
-    const char *rule = op == OP_Constant ? "Constant node -> initializer"
-                                                    : "constant inputs";
-    bool inferred = false;
-    for (size_t i = 0; i < n_in; i++) {
-        const char *name = graph_node_input(n, i);
-        if (!name) continue;
-        bool part;
-        rc = get_const_at(f, vin(f, idx, i), &in[i], &part);
-        if (rc) goto out;
-        if (!in[i]) {
-            /* Shape and Size read only the inferred type of their input */
-            if (op == OP_Shape || op == OP_Size) continue;
-            if (known_by_inference(f, idx)) {
-                inferred = true;
-                continue;
-            }
-            goto out; /* not constant (a failed upstream fold said why) */
-        }
-        if (part && !partial_ok(op, i)) {
-            /* arithmetic on unknown dims: folds only where they cancel */
-            if (!known_by_inference(f, idx)) goto out;
-            inferred = true;
-        } else if (part) {
-            in_partial = true;
-        }
-        in_bytes += tensor_nbytes(in[i]);
+    int32_t idx = t->idx;
+    *go = false;
+    /* refuse before evaluating when the inferred output size says so */
+    uint64_t predicted = 0;
+    for (size_t o = 0; o < t->n_out; o++) {
+        uint64_t b = 0;
+        if (t->n->output[o][0] &&
+            (!predicted_bytes(f, idx, o, &b) || predicted + b < predicted))
+            return err_set(pc->err, TILEOPT_INVALID,
+                           "node %s (%s): output '%s' has more bytes than fit in 64 bits",
+                           graph_node_id(g, idx), t->n->op_type, t->n->output[o]);
+        predicted += b;
     }
-    uint64_t freed = freed_bytes(f, idx, in);
-    bool chain = false;
-    bool out_partial = false;
-    if (op == OP_Tile && n_in == 2 && in[0] &&
-        tile_is_redundant_broadcast(f, idx, in[0], in[1])) {
-        cJSON *a = pass_skip(pc, g, idx, "a broadcast its readers do anyway: "
-                                         "folding would only store repeated bytes");
-        if (a) cJSON_AddStringToObject(a, "rule", "broadcast");
-        goto out;
+    t->chain = chain_possible(f, idx);
+    if (over_budget(opt, predicted, t->freed) && !t->chain) {
+        skip_over_limit(pc, g, idx, "would take", t->in_bytes, predicted, t->freed);
+        return TILEOPT_OK;
     }
-    if (inferred) {
-        rc = inferred_tensor(f, idx, &outs[0]);
-        rule = "known by shape inference";
-    } else if (op == OP_Shape) {
-        rc = shape_tensor(f, idx, &outs[0], &out_partial);
-        rule = "static shape";
-    } else if (op == OP_Size) {
-        rc = size_value(f, idx, &outs[0]);
-        rule = "static shape";
-    } else {
-        if (in_partial) rule = "static dims of a shape";
-        /* refuse before evaluating when the inferred output size says so */
-        uint64_t predicted = 0;
-        for (size_t o = 0; o < n_out; o++) {
-            uint64_t b = 0;
-            if (n->output[o][0] &&
-                (!predicted_bytes(f, idx, o, &b) || predicted + b < predicted)) {
-                rc = err_set(pc->err, TILEOPT_INVALID,
-                             "node %s (%s): output '%s' has more bytes than fit in 64 bits",
-                             graph_node_id(g, idx), n->op_type, n->output[o]);
-                goto out;
-            }
-            predicted += b;
-        }
-        chain = chain_possible(f, idx);
-        if (over_budget(opt, predicted, freed) && !chain) {
-            skip_over_limit(pc, g, idx, "would take", in_bytes, predicted, freed);
-            goto out;
-        }
-        /* no tensor of the evaluation may outgrow what the fold may keep or the
-        ** inputs it reads (a ConstantOfShape of an unknown-size output fails
-        ** early, not after 4 GiB), unless it is the intermediate of a chain:
-        ** then the evaluator's own limit (--max-tensor-bytes) holds */
-        eval_limits lim = pass_eval_limits(pc);
-        uint64_t base = freed > in_bytes ? freed : in_bytes;
-        uint64_t keep = opt->fold_limit + base < opt->fold_limit ? UINT64_MAX
-                                                                  : opt->fold_limit + base;
-        if (!chain && (!lim.max_tensor_bytes || lim.max_tensor_bytes > keep))
-            lim.max_tensor_bytes = keep;
-        errbuf e = {0};
-        if (eval_node(g, idx, in, n_in, outs, n_out, &lim, NULL, &e) != TILEOPT_OK) {
-            if (e.code == TILEOPT_NOMEM) {
-                rc = err_set(pc->err, TILEOPT_NOMEM, "%s", e.msg);
-                goto out;
-            }
-            /* Constant inputs a node cannot take make the model invalid (it would
-            ** fail the same way in any runtime); limits and gaps are skips. */
-            if (e.code == TILEOPT_INVALID) {
-                rc = err_set(pc->err, TILEOPT_INVALID, "node %s (%s): %s", graph_node_id(g, idx),
-                             graph_node(g, idx)->op_type, e.msg);
-                goto out;
-            }
-            cJSON *a = pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
-            if (a && e.code == TILEOPT_LIMIT) cJSON_AddStringToObject(a, "rule", "fold-limit");
-            goto out;
-        }
+    /* no tensor of the evaluation may outgrow what the fold may keep or the
+    ** inputs it reads (a ConstantOfShape of an unknown-size output fails
+    ** early, not after 4 GiB), unless it is the intermediate of a chain:
+    ** then the evaluator's own limit (--max-tensor-bytes) holds */
+    eval_limits lim = pass_eval_limits(pc);
+    uint64_t base = t->freed > t->in_bytes ? t->freed : t->in_bytes;
+    uint64_t keep = opt->fold_limit + base < opt->fold_limit ? UINT64_MAX
+                                                              : opt->fold_limit + base;
+    if (!t->chain && (!lim.max_tensor_bytes || lim.max_tensor_bytes > keep))
+        lim.max_tensor_bytes = keep;
+    errbuf e = {0};
+    bool check = true;
+    int rc = t->in_partial ? stand_ins(f, t, &lim, &check) : TILEOPT_OK;
+    if (rc) return rc;
+    if (check &&
+        eval_node(g, idx, t->in, t->n_in, t->outs, t->n_out, &lim, NULL, &e) != TILEOPT_OK) {
+        if (e.code == TILEOPT_NOMEM) return err_set(pc->err, TILEOPT_NOMEM, "%s", e.msg);
+        /* Constant inputs a node cannot take make the model invalid (it would
+        ** fail the same way in any runtime); limits and gaps are skips. */
+        if (e.code == TILEOPT_INVALID)
+            return err_set(pc->err, TILEOPT_INVALID, "node %s (%s): %s", graph_node_id(g, idx),
+                           graph_node(g, idx)->op_type, e.msg);
+        cJSON *a = pass_skip(pc, g, idx, "evaluation failed: %s", e.msg);
+        if (a && e.code == TILEOPT_LIMIT) cJSON_AddStringToObject(a, "rule", "fold-limit");
+        return TILEOPT_OK;
     }
-    if (rc) goto out;
+    *go = true;
+    if (!t->in_partial) return TILEOPT_OK;
+    /* what shape inference knows of the output is all there is, numbers or not */
+    free_outs(t->outs, t->n_out);
+    t->partial_out = !known_by_inference(f, idx);
+    return t->partial_out ? TILEOPT_OK : inferred_tensor(f, idx, &t->outs[0]);
+}
+
+/* Evaluate: the outputs, from shape inference where it knows them. */
+static int fold_evaluate(fold_graph *f, fold_try *t, bool *go) {
+    *go = true;
+    if (t->inferred) {
+        t->rule = "known by shape inference";
+        return inferred_tensor(f, t->idx, &t->outs[0]);
+    }
+    if (t->op == OP_Shape) {
+        t->rule = "static shape";
+        const graph_type *x = type_in(f, t->idx, 0);
+        t->partial_out = x && x->rank >= 0 && !reads_static_dims(f, t->idx, t->op, x);
+        return t->partial_out ? TILEOPT_OK : shape_tensor(f, t->idx, &t->outs[0]);
+    }
+    if (t->op == OP_Size) {
+        t->rule = "static shape";
+        return size_value(f, t->idx, &t->outs[0]);
+    }
+    if (t->in_partial) t->rule = "static dims of a shape";
+    return fold_by_evaluator(f, t, go);
+}
+
+/* Record: the outputs become the readers' constants (or partial shapes) and
+** the node folds, unless the size policy keeps it. */
+static void fold_record(fold_graph *f, fold_try *t, bool *done) {
+    pass_ctx *pc = f->pc;
+    graph *g = f->g;
+    const pass_options *opt = pc->opt;
+    int32_t idx = t->idx;
+    /* a partial shape counts the bytes it would take as a tensor */
     uint64_t out_bytes = 0;
-    for (size_t o = 0; o < n_out; o++) {
-        if (!outs[o]) goto out; /* Shape/Size of an unknown type */
-        if (outs[o]->kind != EVAL_TENSOR) goto out; /* Identity of a sequence, say */
-        out_bytes += tensor_nbytes(outs[o]);
+    for (size_t o = 0; o < t->n_out; o++) {
+        int32_t vi = t->partial_out ? vout(f, idx, o) : -1;
+        if (vi >= 0) out_bytes += partial_bytes(f, vi);
+        if (t->partial_out) continue;
+        if (!t->outs[o]) return; /* Shape/Size of an unknown type */
+        if (t->outs[o]->kind != EVAL_TENSOR) return; /* Identity of a sequence, say */
+        out_bytes += tensor_nbytes(t->outs[o]);
     }
-    if (over_budget(opt, out_bytes, freed)) {
-        if (!chain) {
-            skip_over_limit(pc, g, idx, "take", in_bytes, out_bytes, freed);
-            goto out;
-        }
-        /* readers get the values; the node stays unless they all fold */
-        for (size_t o = 0; o < n_out; o++) {
-            int32_t vi = vout(f, idx, o);
-            if (vi < 0) continue;
-            f->val[vi] = outs[o];
-            f->partial[vi] = 0;
-            f->fold_out[vi] = 0;
-            outs[o] = NULL;
-        }
-        f->transient[idx] = TR_KEPT;
-        goto out;
+    bool over = over_budget(opt, out_bytes, t->freed);
+    if (over && !t->chain) {
+        skip_over_limit(pc, g, idx, "take", t->in_bytes, out_bytes, t->freed);
+        return;
     }
-    if (opt->fold_max_growth > 0 && out_bytes > FOLD_GROWTH_FLOOR &&
-        (double)out_bytes > opt->fold_max_growth * (double)in_bytes) {
+    if (!over && opt->fold_max_growth > 0 && out_bytes > FOLD_GROWTH_FLOOR &&
+        (double)out_bytes > opt->fold_max_growth * (double)t->in_bytes) {
         cJSON *a = pass_skip(pc, g, idx,
                              "output takes %" PRIu64 " bytes, more than %g times the %" PRIu64
                              " bytes of constant inputs (--fold-max-growth)",
-                             out_bytes, opt->fold_max_growth, in_bytes);
+                             out_bytes, opt->fold_max_growth, t->in_bytes);
         if (a) {
-            cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+            cJSON_AddNumberToObject(a, "bytes_before", (double)t->in_bytes);
             cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
             cJSON_AddStringToObject(a, "rule", "fold-max-growth");
         }
-        goto out;
+        return;
     }
-    if (in_partial && !out_partial)
-        for (size_t o = 0; o < n_out; o++)
-            if (still_partial(outs[o])) out_partial = true;
-    for (size_t o = 0; o < n_out; o++) {
+    if (over || t->partial_out) {
+        /* readers get the values (a partial shape, to pick static entries
+        ** from); the node stays, over the budget unless they all fold */
+        for (size_t o = 0; o < t->n_out; o++) {
+            int32_t vi = vout(f, idx, o);
+            if (vi < 0) continue;
+            f->v[vi].val = t->outs[o];
+            f->v[vi].partial = t->partial_out;
+            f->v[vi].fold_out = false;
+            t->outs[o] = NULL;
+        }
+        if (over) f->node[idx].transient = TR_KEPT;
+        return;
+    }
+    for (size_t o = 0; o < t->n_out; o++) {
         int32_t vi = vout(f, idx, o);
         if (vi < 0) continue;
-        f->val[vi] = outs[o];
-        f->partial[vi] = out_partial;
-        f->fold_out[vi] = !out_partial;
-        outs[o] = NULL;
+        f->v[vi].val = t->outs[o];
+        f->v[vi].fold_out = true;
+        t->outs[o] = NULL;
     }
-    if (out_partial) goto out; /* kept for Gather/Slice consumers; the node stays */
-    f->folded[idx] = 1;
+    f->node[idx].folded = true;
     *done = true;
     cJSON *a = pass_action(pc, g, idx, "folded");
     if (a) {
-        cJSON_AddStringToObject(a, "rule", rule);
-        cJSON_AddNumberToObject(a, "bytes_before", (double)in_bytes);
+        cJSON_AddStringToObject(a, "rule", t->rule);
+        cJSON_AddNumberToObject(a, "bytes_before", (double)t->in_bytes);
         cJSON_AddNumberToObject(a, "bytes_after", (double)out_bytes);
         int32_t v0 = vout(f, idx, 0);
-        if (v0 >= 0 && f->val[v0]) add_shape(a, "output_shape", f->val[v0]);
+        if (v0 >= 0 && f->v[v0].val) add_shape(a, "output_shape", f->v[v0].val);
         int64_t rep[TENSOR_MAX_RANK];
         size_t nr;
-        if (op == OP_Tile && n->n_input == 2 && in[1] && in[1]->elem == DT_INT64 &&
-            tensor_to_i64(in[1], rep, TENSOR_MAX_RANK, &nr))
+        if (t->op == OP_Tile && t->n->n_input == 2 && t->in[1] && t->in[1]->elem == DT_INT64 &&
+            tensor_to_i64(t->in[1], rep, TENSOR_MAX_RANK, &nr))
             cJSON_AddItemToObject(a, "repeats", pass_json_ints(rep, nr));
     }
-out:
-    free_outs(outs, n_out);
-    free(in);
+}
+
+/* Fold node idx if it can be (*done). */
+static int try_fold(fold_graph *f, int32_t idx, bool *done) {
+    const Onnx__NodeProto *n = graph_node(f->g, idx);
+    fold_try t = {.idx = idx, .n = n, .op = op_at(f, idx), .n_in = n->n_input,
+                  .n_out = n->n_output};
+    *done = false;
+    size_t ptrs = (t.n_in + t.n_out + 1) * sizeof *t.in;
+    t.in = calloc(1, ptrs + t.n_in + 1);
+    if (!t.in) return err_set(f->pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    t.outs = t.in + t.n_in;
+    t.stand_in = (bool *)((char *)t.in + ptrs);
+    bool go = false;
+    int rc = TILEOPT_OK;
+    if (fold_decide(f, &t)) rc = fold_evaluate(f, &t, &go);
+    if (!rc && go) fold_record(f, &t, done);
+    free_outs(t.outs, t.n_out);
+    for (size_t i = 0; i < t.n_in; i++)
+        if (t.stand_in[i]) tensor_free(t.in[i]);
+    free(t.in);
     return rc;
 }
 
@@ -753,7 +837,8 @@ out:
 static bool tile_repeats(fold_graph *f, int32_t idx, int64_t *rep, size_t *cnt) {
     tensor *t;
     bool part;
-    if (get_const_at(f, vin(f, idx, 1), &t, &part) || !t || part) return false;
+    get_const_at(f, vin(f, idx, 1), &t, &part);
+    if (!t || part) return false;
     return t->elem == DT_INT64 && tensor_to_i64(t, rep, TENSOR_MAX_RANK, cnt);
 }
 
@@ -776,7 +861,8 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     ** rather than leave a Tile that fails at run time. */
     tensor *rt;
     bool part;
-    if (!get_const_at(f, vin(f, idx, 1), &rt, &part) && rt && !part) {
+    get_const_at(f, vin(f, idx, 1), &rt, &part);
+    if (rt && !part) {
         int rc = pass_check_repeats(pc, g, idx, rt, type_in(f, idx, 0));
         if (rc) return rc;
     }
@@ -822,12 +908,12 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     /* Tile(Tile(x, a), b) -> Tile(x, a*b) when nobody else reads the inner Tile. */
     graph_value *xv = graph_node_in(g, idx, 0);
     int32_t p = xv && xv->outer < 0 ? xv->producer : -1;
-    if (p >= 0 && (uint32_t)p < f->nn && !f->folded[p] && !graph_node_removed(g, p) &&
+    if (p >= 0 && (uint32_t)p < f->nn && !f->node[p].folded && !graph_node_removed(g, p) &&
         xv->n_uses == 1 && xv->output < 0) {
         Onnx__NodeProto *inner = graph_node(g, p);
         int64_t ra[TENSOR_MAX_RANK];
         size_t na;
-        if (f->ops[p] == OP_Tile && inner->n_input == 2 && graph_node_input(inner, 0) &&
+        if (f->node[p].op == OP_Tile && inner->n_input == 2 && graph_node_input(inner, 0) &&
             tile_repeats(f, p, ra, &na) && na == nr) {
             int64_t prod[TENSOR_MAX_RANK];
             bool ok = true;
@@ -861,7 +947,7 @@ static int tile_rewrite(fold_graph *f, int32_t idx) {
     if (graph_initializer(g, rn)) return TILEOPT_OK;
     graph_value *rv = graph_node_in(g, idx, 1);
     if (rv && rv->outer < 0 && rv->producer >= 0 && (uint32_t)rv->producer < f->nn &&
-        f->folded[rv->producer])
+        f->node[rv->producer].folded)
         return TILEOPT_OK;
     const char *rname;
     int rc = add_int64_initializer(f, "repeats", rep, nr, &rname);
@@ -892,7 +978,7 @@ static int materialize(fold_graph *f, int32_t vi) {
     if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
     tensor *c;
     eval_limits lim = pass_eval_limits(f->pc);
-    int rc = tensor_contiguous(f->val[vi], &lim, &c, err);
+    int rc = tensor_contiguous(f->v[vi].val, &lim, &c, err);
     int32_t p = g->values[vi].producer;
     if (rc && p >= 0)
         return err_prefix(err, "node %s (%s), output '%s': ", graph_node_id(g, p),
@@ -924,11 +1010,11 @@ static int materialize(fold_graph *f, int32_t vi) {
 
 static int release(fold_graph *f, int32_t vi) {
     int rc = TILEOPT_OK;
-    if (f->val[vi] && f->fold_out[vi] && !f->partial[vi] &&
-        (f->needed[vi] || f->g->values[vi].output >= 0))
+    if (f->v[vi].val && f->v[vi].fold_out && (f->v[vi].needed || f->g->values[vi].output >= 0))
         rc = materialize(f, vi);
-    tensor_free(f->val[vi]);
-    f->val[vi] = NULL;
+    tensor_free(f->v[vi].val);
+    f->v[vi].val = NULL;
+    f->v[vi].partial = false;
     return rc;
 }
 
@@ -942,7 +1028,7 @@ static bool readers_gone(fold_graph *f, int32_t idx) {
         for (uint32_t u = 0; u < v->n_uses; u++) {
             int32_t r = v->uses[u].node;
             if (v->uses[u].input < 0 || r < 0 || (uint32_t)r >= f->nn ||
-                !(f->folded[r] || f->transient[r] == TR_GONE))
+                !(f->node[r].folded || f->node[r].transient == TR_GONE))
                 return false;
         }
     }
@@ -954,15 +1040,15 @@ static bool readers_gone(fold_graph *f, int32_t idx) {
 static void settle_chains(fold_graph *f) {
     for (uint32_t k = f->count; k-- > 0;) {
         int32_t idx = f->order[k];
-        if (f->transient[idx] != TR_KEPT || graph_node_removed(f->g, idx)) continue;
+        if (f->node[idx].transient != TR_KEPT || graph_node_removed(f->g, idx)) continue;
         if (!readers_gone(f, idx)) {
             cJSON *a = pass_skip(f->pc, f->g, idx, "outputs over --fold-limit %" PRIu64
                                  ", and not every reader folded", f->pc->opt->fold_limit);
             if (a) cJSON_AddStringToObject(a, "rule", "fold-limit");
             continue;
         }
-        f->transient[idx] = TR_GONE;
-        f->folded[idx] = 1;
+        f->node[idx].transient = TR_GONE;
+        f->node[idx].folded = true;
         cJSON *a = pass_action(f->pc, f->g, idx, "folded");
         if (a) cJSON_AddStringToObject(a, "rule", "inside a constant chain");
     }
@@ -993,20 +1079,20 @@ static int phase_fold(fold_graph *f) {
         }
         bool done = false;
         int rc = TILEOPT_OK;
-        if (f->scope[idx] && f->maybe[idx]) rc = try_fold(f, idx, &done);
-        if (!rc && !done && f->scope[idx] && !f->transient[idx] && op_at(f, idx) == OP_Tile &&
-            f->opset >= 6)
+        const fold_node *fn = &f->node[idx];
+        if (fn->scope && fn->maybe) rc = try_fold(f, idx, &done);
+        if (!rc && !done && fn->scope && !fn->transient && fn->op == OP_Tile && f->opset >= 6)
             rc = tile_rewrite(f, idx);
         for (size_t i = 0; !rc && i < n_in; i++) {
             int32_t vi = ins[i];
             if (vi < 0) continue;
-            if (!done) f->needed[vi] = 1;
-            if (f->remaining[vi] > 0 && --f->remaining[vi] == 0) rc = release(f, vi);
+            if (!done) f->v[vi].needed = true;
+            if (f->v[vi].remaining > 0 && --f->v[vi].remaining == 0) rc = release(f, vi);
         }
         /* folded outputs nobody reads through an input slot: settle them now */
         for (size_t o = 0; !rc && done && o < n->n_output; o++) {
             int32_t vi = vout(f, idx, o);
-            if (vi >= 0 && (uint32_t)vi < f->nv0 && f->remaining[vi] == 0) rc = release(f, vi);
+            if (vi >= 0 && (uint32_t)vi < f->nv0 && f->v[vi].remaining == 0) rc = release(f, vi);
         }
         if (rc) {
             free(ins);
@@ -1018,8 +1104,8 @@ static int phase_fold(fold_graph *f) {
     if (f->count > 4096) pass_progress(f->pc, "fold", f->count, f->count); /* reaches 100% */
     /* readers that were never looked at (none expected) count as not folded */
     for (uint32_t vi = 0; vi < f->nv0; vi++) {
-        if (!f->val[vi]) continue;
-        if (f->remaining[vi] > 0) f->needed[vi] = 1;
+        if (!f->v[vi].val) continue;
+        if (f->v[vi].remaining > 0) f->v[vi].needed = true;
         int rc = release(f, vi);
         if (rc) return rc;
     }
@@ -1027,7 +1113,7 @@ static int phase_fold(fold_graph *f) {
     /* Last folded first: a shared constant's most recent readers go first, which
     ** keeps removal cheap for an index that looks up uses from the back. */
     for (uint32_t k = f->count; k-- > 0;)
-        if (f->folded[f->order[k]]) graph_remove_node(g, f->order[k]);
+        if (f->node[f->order[k]].folded) graph_remove_node(g, f->order[k]);
     return TILEOPT_OK;
 }
 
@@ -1036,34 +1122,19 @@ static int phase_fold(fold_graph *f) {
 static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
     fold_graph f = {.pc = pc, .g = g, .opset = graph_opset(pc->model, ""),
                     .tiles_open = tiles_open};
-    f.nv = g->n_values;
+    f.nv = f.nv0 = g->n_values;
     f.nn = graph_n_nodes(g);
-    size_t nv = f.nv ? f.nv : 1, nn = f.nn ? f.nn : 1;
-    f.val = calloc(nv, sizeof *f.val);
-    f.partial = calloc(nv, 1);
-    f.vstate = calloc(nv, 1);
-    f.sym_only = calloc(nn, 1);
-    f.maybe = calloc(nn, 1);
-    f.scope = calloc(nn, 1);
-    f.folded = calloc(nn, 1);
-    f.transient = calloc(nn, 1);
-    f.order = malloc(nn * sizeof *f.order);
-    f.ops = malloc(nn * sizeof *f.ops);
-    f.nv0 = f.nv;
-    f.remaining = calloc(nv, sizeof *f.remaining);
-    f.needed = calloc(nv, 1);
-    f.fold_out = calloc(nv, 1);
+    f.v = calloc(f.nv ? f.nv : 1, sizeof *f.v);
+    f.node = calloc(f.nn ? f.nn : 1, sizeof *f.node);
+    f.order = malloc((f.nn ? f.nn : 1) * sizeof *f.order);
     int rc = TILEOPT_OK;
-    if (!f.val || !f.partial || !f.vstate || !f.sym_only || !f.maybe || !f.scope || !f.folded ||
-        !f.transient || !f.order || !f.ops ||
-        !f.remaining || !f.needed || !f.fold_out)
-        rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
-    for (uint32_t i = 0; !rc && i < f.nn; i++) f.ops[i] = op_of(graph_node(g, (int32_t)i));
+    if (!f.v || !f.node || !f.order) rc = err_set(pc->err, TILEOPT_NOMEM, "fold: out of memory");
+    for (uint32_t i = 0; !rc && i < f.nn; i++) f.node[i].op = op_of(graph_node(g, (int32_t)i));
     for (uint32_t i = 0; !rc && i < f.nv0; i++) {
         const graph_value *v = &g->values[i];
         for (uint32_t u = 0; u < v->n_uses; u++) {
-            if (v->uses[u].input >= 0) f.remaining[i]++;
-            else f.needed[i] = 1; /* read inside a subgraph */
+            if (v->uses[u].input >= 0) f.v[i].remaining++;
+            else f.v[i].needed = true; /* read inside a subgraph */
         }
     }
     if (!rc) rc = graph_toposort(g, f.order, &f.count, pc->err);
@@ -1073,20 +1144,10 @@ static int fold_one(pass_ctx *pc, graph *g, bool tiles_open) {
         rc = phase_scope(&f);
     }
     if (!rc) rc = phase_fold(&f);
-    for (uint32_t i = 0; f.val && i < f.nv; i++) tensor_free(f.val[i]);
-    free(f.val);
-    free(f.partial);
-    free(f.vstate);
-    free(f.sym_only);
-    free(f.maybe);
-    free(f.scope);
-    free(f.folded);
-    free(f.transient);
+    for (uint32_t i = 0; f.v && i < f.nv; i++) tensor_free(f.v[i].val);
+    free(f.v);
+    free(f.node);
     free(f.order);
-    free(f.ops);
-    free(f.remaining);
-    free(f.needed);
-    free(f.fold_out);
     return rc;
 }
 
