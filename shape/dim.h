@@ -12,10 +12,6 @@
 ** graph_type keeps a shape as two arrays (dims, syms), the form the loader and
 ** the saver share with the public API; dim_at reads a dim out of it, and shape
 ** inference writes its results back in that form.
-**
-** Files call only files before them in symdim -> dim -> infer: the dim type
-** knows the polynomials (tests/harness/file_cycles.py fails on any two files
-** that call each other).
 */
 #ifndef TILEOPT_DIM_H
 #define TILEOPT_DIM_H
