@@ -295,7 +295,8 @@ static void phase_candidates(fold_graph *f) {
     graph *g = f->g;
     for (uint32_t i = 0; i < f->nv; i++) {
         graph_value *v = &g->values[i];
-        if (v->outer < 0 && v->initializer >= 0 && graph_value_const(g, v)) f->v[i].state = VS_CONST;
+        if (v->outer < 0 && v->initializer >= 0 && graph_value_const(g, v))
+            f->v[i].state = VS_CONST;
     }
     for (uint32_t k = 0; k < f->count; k++) {
         int32_t idx = f->order[k];

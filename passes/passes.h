@@ -4,7 +4,7 @@
 
 #include "passes/pass.h"
 
-/* fuse: Tile into the elementwise ops that follow it (passes/fuse.c). */
+/* fuse: Tile into the elementwise ops that follow it (passes/fuse/). */
 int pass_fuse(pass_ctx *pc);
 
 /* upgrade: migrate default-domain nodes to opt->target_opset (passes/upgrade/). */
