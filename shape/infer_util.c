@@ -63,7 +63,7 @@ void type_set_rank(build_type *o, int32_t rank) {
 
 /* Product of dims [from, to) of t as dim i of o. */
 void product_dim(arena *names, const graph_type *t, int32_t from, int32_t to,
-                        build_type *o, int32_t i) {
+                 build_type *o, int32_t i) {
     dim d[IR_MAX], p;
     for (int32_t k = from; k < to; k++) d[k - from] = dim_at(t, k);
     if (dim_product(names, d, to - from, &p)) o->d[i] = dim_size(p);
@@ -186,7 +186,7 @@ void type_from_proto(const Onnx__TypeProto *tp, build_type *o) {
 
 /* Axes from the attribute (before `since`) or input 1; false when unknown. */
 bool get_axes(node_ctx *c, int64_t since, size_t input, const int64_t **v, int64_t *n,
-                     bool *present) {
+              bool *present) {
     if (c->opset < since) {
         const Onnx__AttributeProto *a = graph_attr(c->n, "axes");
         *present = a != NULL;
