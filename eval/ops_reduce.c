@@ -10,12 +10,6 @@
 
 #include "eval/eval_impl.h"
 
-#define KERNEL(name)                                                                   \
-    static int name(const Onnx__NodeProto *n, int64_t opset, tensor *const *in,        \
-                    size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,  \
-                    errbuf *err)
-#define UNUSED(x) (void)(x)
-
 /* --------------------------------------------------------------- Reduce* */
 
 /*
@@ -286,12 +280,12 @@ static int reduce_input(red_kind kind, const Onnx__NodeProto *n, tensor *const *
 /* axes as an attribute (before ReduceSum-13 and the others' opset 18), then as
 ** an input */
 #define REDUCE_KERNELS(name, kind)                                                     \
-    KERNEL(k_##name##_attr) {                                                          \
-        UNUSED(opset);                                                                 \
+    static int k_##name##_attr(KERNEL_PARAMS) {                                        \
+        (void)opset;                                                                   \
         return reduce_attr(kind, n, in, n_in, out, n_out, lim, err);                   \
     }                                                                                  \
-    KERNEL(k_##name##_input) {                                                         \
-        UNUSED(opset);                                                                 \
+    static int k_##name##_input(KERNEL_PARAMS) {                                       \
+        (void)opset;                                                                   \
         return reduce_input(kind, n, in, n_in, out, n_out, lim, err);                  \
     }
 REDUCE_KERNELS(reduce_sum, RED_SUM)
@@ -376,13 +370,13 @@ static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *
     return TILEOPT_OK;
 }
 
-KERNEL(k_argmax) { return do_arg(true, n, opset, in, n_in, out, n_out, lim, err); }
-KERNEL(k_argmin) { return do_arg(false, n, opset, in, n_in, out, n_out, lim, err); }
+static int k_argmax(KERNEL_PARAMS) { return do_arg(true, n, opset, in, n_in, out, n_out, lim, err); }
+static int k_argmin(KERNEL_PARAMS) { return do_arg(false, n, opset, in, n_in, out, n_out, lim, err); }
 
 /* ------------------------------------------------------------------ CumSum */
 
-KERNEL(k_cumsum) {
-    UNUSED(opset);
+static int k_cumsum(KERNEL_PARAMS) {
+    (void)opset;
     int rc = kern_need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];

@@ -158,13 +158,6 @@ static const char *type_str(int32_t elem, int32_t rank, const dim *d, char *buf,
     return buf;
 }
 
-const char *infer_type_str(const graph_type *t, char *buf, size_t cap) {
-    dim d[IR_MAX];
-    int32_t rank = has_rank(t) ? t->rank : -1;
-    if (rank >= 0) dims_of(t, d);
-    return type_str(t->elem, rank, d, buf, cap);
-}
-
 /* --------------------------------------------------------- control flow */
 
 /* If: each output is what both branches agree on (the driver has inferred the
