@@ -99,6 +99,21 @@ static void window_dims(node_ctx *c, const graph_type *x, const int64_t *kernel,
     }
 }
 
+/* The kernel's spatial dims: the attribute, else the weight's; false when
+** neither says. */
+static bool conv_kernel(node_ctx *c, const graph_type *x, const graph_type *w, int32_t ns,
+                        int64_t *kernel) {
+    const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
+    if (ka) {
+        if (ka->n_ints != (size_t)ns) return false;
+        for (int32_t i = 0; i < ns; i++) kernel[i] = ka->ints[i];
+        return true;
+    }
+    if (!has_rank(w) || w->rank != x->rank) return false;
+    for (int32_t i = 0; i < ns; i++) kernel[i] = tdim(w, 2 + i);
+    return true;
+}
+
 void inf_conv(node_ctx *c) {
     const graph_type *x = IN(c, 0), *w = IN(c, 1);
     build_type *o = &c->out[0];
@@ -109,14 +124,7 @@ void inf_conv(node_ctx *c) {
     put_dim(o, 0, x, 0);
     if (has_rank(w) && w->rank == x->rank) put_dim(o, 1, w, 0);
     int64_t kernel[IR_MAX];
-    const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
-    if (ka) {
-        if (ka->n_ints != (size_t)ns) return;
-        for (int32_t i = 0; i < ns; i++) kernel[i] = ka->ints[i];
-    } else {
-        if (!has_rank(w) || w->rank != x->rank) return;
-        for (int32_t i = 0; i < ns; i++) kernel[i] = tdim(w, 2 + i);
-    }
+    if (!conv_kernel(c, x, w, ns, kernel)) return;
     window_dims(c, x, kernel, ns, true, false, o);
 }
 
@@ -139,14 +147,7 @@ void inf_conv_transpose(node_ctx *c) {
         return;
     }
     int64_t kernel[IR_MAX], strides[IR_MAX], dil[IR_MAX], opad[IR_MAX], pads[2 * IR_MAX];
-    const Onnx__AttributeProto *ka = graph_attr(c->n, "kernel_shape");
-    if (ka) {
-        if (ka->n_ints != (size_t)ns) return;
-        for (int32_t i = 0; i < ns; i++) kernel[i] = ka->ints[i];
-    } else {
-        if (!has_rank(w) || w->rank != x->rank) return;
-        for (int32_t i = 0; i < ns; i++) kernel[i] = tdim(w, 2 + i);
-    }
+    if (!conv_kernel(c, x, w, ns, kernel)) return;
     if (!spatial_attr(c->n, "strides", ns, 1, strides) ||
         !spatial_attr(c->n, "dilations", ns, 1, dil) ||
         !spatial_attr(c->n, "output_padding", ns, 0, opad) ||
