@@ -107,7 +107,7 @@ typedef struct dim_clash {
 
 typedef struct dim_bcast {
     int32_t rank;            /* of the result so far */
-    size_t added;
+    size_t added;            /* shapes added so far */
     bool proven;
     dim_clash clash;         /* the first axis that was not proven */
     uint64_t invalid;        /* result axes, last first, where numbers differed */
