@@ -12,9 +12,9 @@
 
 const char dim_unknown_text[] = "?";
 
-bool dim_eq(dim a, dim b) {
-    if (!a.sym || !b.sym) return !a.sym && !b.sym && a.n == b.n;
-    if (a.sym == dim_unknown_text || b.sym == dim_unknown_text) return false;
+bool dim_named_eq(dim a, dim b) {
+    if (!a.sym || !b.sym || a.sym == dim_unknown_text || b.sym == dim_unknown_text)
+        return false;
     return a.sym == b.sym || strcmp(a.sym, b.sym) == 0;
 }
 
@@ -29,11 +29,6 @@ bool dims_static(const dim *d, int32_t rank) {
     for (int32_t i = 0; i < rank; i++)
         if (!dim_is_num(d[i])) return false;
     return true;
-}
-
-dim dim_at(const graph_type *t, int32_t i) {
-    int64_t n = t->dims ? t->dims[i] : -1;
-    return n >= 0 ? dim_num(n) : dim_named(t->syms ? t->syms[i] : NULL);
 }
 
 bool dims_to_type(arena *a, const dim *d, int32_t rank, graph_type *t) {
@@ -106,6 +101,18 @@ bool dim_calc(arena *a, dim_op op, dim x, dim y, dim *out) {
            dim_of_poly(a, &r, out);
 }
 
+/* The sum or product of d[0..n) when they are all numbers, as the polynomials
+** would give it (false on overflow): shapes are mostly numbers, and need no
+** polynomial made. */
+static bool nums_fold(dim_op op, int64_t start, const dim *d, int32_t n, int64_t *r) {
+    *r = start;
+    for (int32_t i = 0; i < n; i++)
+        if (op == DIM_ADD ? __builtin_add_overflow(*r, d[i].n, r)
+                          : __builtin_mul_overflow(*r, d[i].n, r))
+            return false;
+    return true;
+}
+
 /* d[0..n) folded with op from `start`, as one polynomial (texts are made
 ** once, at the end). */
 static bool poly_fold(dim_op op, int64_t start, const dim *d, int32_t n, sym_poly *p) {
@@ -118,18 +125,33 @@ static bool poly_fold(dim_op op, int64_t start, const dim *d, int32_t n, sym_pol
     return true;
 }
 
-bool dim_sum(arena *a, const dim *d, int32_t n, dim *out) {
+static bool dim_fold(arena *a, dim_op op, int64_t start, const dim *d, int32_t n, dim *out) {
+    int64_t r;
     sym_poly p;
-    return poly_fold(DIM_ADD, 0, d, n, &p) && dim_of_poly(a, &p, out);
+    if (!dims_static(d, n)) return poly_fold(op, start, d, n, &p) && dim_of_poly(a, &p, out);
+    if (!nums_fold(op, start, d, n, &r)) return false;
+    *out = dim_num(r);
+    return true;
+}
+
+bool dim_sum(arena *a, const dim *d, int32_t n, dim *out) {
+    return dim_fold(a, DIM_ADD, 0, d, n, out);
 }
 
 bool dim_product(arena *a, const dim *d, int32_t n, dim *out) {
-    sym_poly p;
-    return poly_fold(DIM_MUL, 1, d, n, &p) && dim_of_poly(a, &p, out);
+    return dim_fold(a, DIM_MUL, 1, d, n, out);
 }
 
 bool dim_quotient(arena *a, const dim *num, int32_t nn, const dim *den, int32_t nd,
                   dim *out) {
+    int64_t x, y;
+    if (dims_static(num, nn) && dims_static(den, nd)) {
+        if (!nums_fold(DIM_MUL, 1, num, nn, &x) || !nums_fold(DIM_MUL, 1, den, nd, &y) ||
+            y == 0 || (y == -1 && x == INT64_MIN) || x % y)
+            return false;
+        *out = dim_num(x / y);
+        return true;
+    }
     sym_poly pn, pd, q;
     return poly_fold(DIM_MUL, 1, num, nn, &pn) && poly_fold(DIM_MUL, 1, den, nd, &pd) &&
            sym_div(&pn, &pd, &q) && dim_of_poly(a, &q, out);

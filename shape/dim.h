@@ -49,14 +49,21 @@ static inline bool dim_is(dim d, int64_t v) { return !d.sym && d.n == v; }
 /* A number that is no size (negative) is unknown as a dim. */
 static inline dim dim_size(dim d) { return !d.sym && d.n < 0 ? dim_unknown() : d; }
 
-/* Provably equal: the same number, or the same named dim. */
-bool dim_eq(dim a, dim b);
+/* Provably equal: the same number, or the same named dim (dim_named_eq). */
+bool dim_named_eq(dim a, dim b);
+static inline bool dim_eq(dim a, dim b) {
+    if (!a.sym || !b.sym) return !a.sym && !b.sym && a.n == b.n;
+    return dim_named_eq(a, b);
+}
 bool dims_eq(const dim *a, int32_t ra, const dim *b, int32_t rb);
 /* Every dim a number. */
 bool dims_static(const dim *d, int32_t rank);
 
 /* Dim i of a stored type: a number (>= 0), the named dim syms[i], or unknown. */
-dim dim_at(const graph_type *t, int32_t i);
+static inline dim dim_at(const graph_type *t, int32_t i) {
+    int64_t n = t->dims ? t->dims[i] : -1;
+    return n >= 0 ? dim_num(n) : dim_named(t->syms ? t->syms[i] : NULL);
+}
 /* A dim as graph_type stores it: dims[i] (-1 when it is no number) and syms[i]. */
 static inline int64_t dim_stored_n(dim d) { return dim_is_num(d) ? d.n : -1; }
 static inline const char *dim_stored_sym(dim d) { return dim_is_named(d) ? d.sym : NULL; }

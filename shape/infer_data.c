@@ -355,7 +355,8 @@ void inf_concat(node_ctx *c) {
     if (!norm_axis(axis, r, &ax)) return;
     type_set_rank(o, r);
     /* the axis adds up, named dims too: Concat of [N,..] and [1,..] is [N + 1,..] */
-    dim *along = arena_alloc(c->tmp, (c->n_in ? c->n_in : 1) * sizeof *along);
+    dim few[16];
+    dim *along = c->n_in <= 16 ? few : arena_alloc(c->tmp, c->n_in * sizeof *along);
     bool all = along != NULL;
     for (size_t i = 0; i < c->n_in; i++) {
         const graph_type *t = IN(c, i);
