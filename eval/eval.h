@@ -172,6 +172,8 @@ extern const kernel_def kernel_table_elementwise[];
 extern const size_t kernel_table_elementwise_count;
 extern const kernel_def kernel_table_shape[];
 extern const size_t kernel_table_shape_count;
+extern const kernel_def kernel_table_reduce[];   /* eval/ops_reduce.c: Reduce*, ArgMax, ArgMin, CumSum */
+extern const size_t kernel_table_reduce_count;
 extern const kernel_def kernel_table_linalg[];   /* eval/ops_linalg.c: MatMul, Gemm */
 extern const size_t kernel_table_linalg_count;
 extern const kernel_def kernel_table_conv[];     /* eval/ops_conv.c: Conv */

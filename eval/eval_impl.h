@@ -3,7 +3,7 @@
 ** buffers, uninitialized allocation, layout helpers and the strided loop driver.
 **
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
-** elementwise -> values -> ops_shape -> ops_pad -> ops_linalg -> ops_conv ->
+** elementwise -> values -> ops_shape -> ops_reduce -> ops_pad -> ops_linalg -> ops_conv ->
 ** ops_pool -> ops_norm -> ops_rnn -> ops_resize -> ops_index -> ops_detect ->
 ** ops_quant -> ops_loss -> ops_signal -> ops_string -> ops_random ->
 ** ops_sequence -> exec: the Tile engine only moves bytes, so tensors can
@@ -213,5 +213,30 @@ static inline eval_rng eval_rng_for(const Onnx__NodeProto *n) {
 
 /* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
 int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);
+
+/*
+** The shape kernels' helpers (ops_shape.c), which the reductions (ops_reduce.c)
+** share: the first `need` inputs present and an output to write; out[0] = o on
+** success, o freed on failure (kern_emit_keeping: o keeps c's storage alive, c
+** released either way); an element's size; an axis normalized against rank r;
+** a 0-D or 1-D integer tensor, or an ints attribute, into cap entries; a new
+** contiguous tensor (its shape checked); row-major element strides; a strided
+** copy into contiguous memory; a string output keeping its source alive.
+*/
+int kern_need_io(tensor *const *in, size_t n_in, size_t need, size_t n_out, errbuf *err);
+int kern_emit_result(int rc, tensor *o, tensor **out);
+int kern_emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err);
+size_t kern_esize(int32_t elem);
+int kern_norm_axis(int64_t a, int64_t r, const char *what, int64_t *out, errbuf *err);
+int kern_read_ints(tensor *t, const char *what, const eval_limits *lim, int64_t *out,
+                   size_t cap, size_t *count, errbuf *err);
+int kern_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, size_t cap,
+                   size_t *count, bool *present, errbuf *err);
+int kern_new_tensor(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+                    tensor **out, errbuf *err);
+void kern_row_major(const int64_t *dims, int32_t rank, int64_t *strides);
+void kern_copy_strided(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank,
+                       const int64_t *dims, const int64_t *strides);
+int kern_keep(tensor *o, const tensor *src, errbuf *err);
 
 #endif

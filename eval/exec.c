@@ -61,6 +61,7 @@ static const struct {
 } kernel_tables[] = {
     {kernel_table_elementwise, &kernel_table_elementwise_count},
     {kernel_table_shape, &kernel_table_shape_count},
+    {kernel_table_reduce, &kernel_table_reduce_count},
     {kernel_table_linalg, &kernel_table_linalg_count},
     {kernel_table_conv, &kernel_table_conv_count},
     {kernel_table_pool, &kernel_table_pool_count},

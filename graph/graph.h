@@ -80,19 +80,9 @@ typedef struct graph_use {
     int32_t input;           /* input slot, or -1: used inside the node's subgraph */
 } graph_use;
 
-/*
-** A small integer tensor every entry of which shape inference knows: entry i is
-** the named dim syms[i] when syms and syms[i] are set, else the number vals[i].
-** Shape inference stores it on the value (shape/), so passes can read repeats and
-** shapes computed from Shape without evaluating anything. Values are SSA: what
-** a value holds stays true while passes rewrite around it.
-*/
-typedef struct graph_shape_value {
-    int32_t rank;            /* 0 or 1 */
-    int32_t n;               /* entries */
-    const int64_t *vals;
-    const char *const *syms; /* NULL when every entry is a number */
-} graph_shape_value;
+/* What shape inference knows of a small integer value entry by entry (its
+** shape_value, defined by shape/dim.h, the layer that makes them). */
+struct shape_value;
 
 typedef struct graph_value {
     const char *name;
@@ -109,7 +99,7 @@ typedef struct graph_value {
     uint32_t n_uses, cap_uses;
     graph_use *uses;
     graph_type type;
-    const graph_shape_value *shape_value; /* NULL: not known entry by entry */
+    const struct shape_value *shape_value; /* NULL: not known entry by entry */
     graph *outer_graph;
 } graph_value;
 

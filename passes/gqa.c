@@ -36,8 +36,8 @@
 #include "graph/const.h"
 #include "graph/ops.h"
 #include "passes/passes.h"
+#include "shape/dim.h"
 #include "shape/infer.h"
-#include "shape/symdim.h"
 
 /* The attention tensors are [B, heads, rows, cols]. */
 #define GQA_RANK 4
@@ -54,14 +54,11 @@ static const graph_type *type_of(graph *g, const char *name) {
 }
 
 /* Dim i of t: a number >= 0, or -1 (named or unknown). */
-static int64_t num(const graph_type *t, int32_t i) { return t->dims ? t->dims[i] : -1; }
+static int64_t num(const graph_type *t, int32_t i) { return dim_stored_n(dim_at(t, i)); }
 
 /* Provably the same dim: the same number, or the same named dim. */
 static bool same(const graph_type *a, int32_t i, const graph_type *b, int32_t j) {
-    int64_t x = num(a, i), y = num(b, j);
-    if (x >= 0 || y >= 0) return x == y;
-    const char *s = a->syms ? a->syms[i] : NULL, *t = b->syms ? b->syms[j] : NULL;
-    return s && t && strcmp(s, t) == 0;
+    return dim_eq(dim_at(a, i), dim_at(b, j));
 }
 
 static bool ranked(const graph_type *t, int32_t rank) { return t && t->rank == rank; }
@@ -827,21 +824,16 @@ static const char *chain_copy(emit *e, bool five, int32_t i, const char *was,
 
 /* Bytes of a tensor type: a number, or a formula in its named dims; "" when
 ** not known. */
-static void bytes_text(const graph_type *t, char *buf, size_t cap) {
+static void bytes_text(graph *g, const graph_type *t, char *buf, size_t cap) {
     const dtype_info *d = dtype_get(t->elem);
-    sym_poly p, f, q;
-    sym_const(d ? (int64_t)d->size : 0, &p);
+    dim dims[GQA_RANK + 1], prod;
     buf[0] = '\0';
-    if (!d || t->rank < 0) return;
-    for (int32_t i = 0; i < t->rank; i++) {
-        int64_t x = num(t, i);
-        const char *s = t->syms ? t->syms[i] : NULL;
-        if (x >= 0) sym_const(x, &f);
-        else if (!s || !sym_parse(s, &f)) return;
-        if (!sym_mul(&p, &f, &q)) return;
-        p = q;
-    }
-    if (!sym_render(&p, buf, cap)) buf[0] = '\0';
+    if (!d || t->rank < 0 || t->rank > GQA_RANK) return;
+    for (int32_t i = 0; i < t->rank; i++) dims[i] = dim_at(t, i);
+    dims[t->rank] = dim_num((int64_t)d->size);
+    if (dim_product(g->model->arena, dims, t->rank + 1, &prod) &&
+        dims_print(buf, cap, &prod, 1) >= cap)
+        buf[0] = '\0';
 }
 
 static void record(pass_ctx *pc, graph *g, const region *rg) {
@@ -856,8 +848,8 @@ static void record(pass_ctx *pc, graph *g, const region *rg) {
     json_put_str(a, "scores", rg->first5 >= 0 ? "[B, kv, n, Sq, S] view: an operand varies along Sq"
                                        : "[B, kv, n*Sq, S]");
     char kb[160], vb[160];
-    bytes_text(type_of(g, rg->k.out), kb, sizeof kb);
-    bytes_text(type_of(g, rg->v.out), vb, sizeof vb);
+    bytes_text(g, type_of(g, rg->k.out), kb, sizeof kb);
+    bytes_text(g, type_of(g, rg->v.out), vb, sizeof vb);
     json_put_str(a, "k_bytes_not_materialized", kb[0] ? kb : "unknown");
     json_put_str(a, "v_bytes_not_materialized", vb[0] ? vb : "unknown");
     json_put_str(a, "scores_matmul", graph_node_id(g, rg->mm1));
