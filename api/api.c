@@ -56,17 +56,12 @@ void tileopt_ctx_free(tileopt_ctx *ctx) {
 
 const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
 
-eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what) {
-    eval_limits lim = ctx->opt.eval_lim;
-    lim.progress = ctx->progress;
-    lim.progress_user = ctx->progress_user;
-    lim.run_what = run_what;
-    return lim;
+eval_env api_eval_env(const tileopt_ctx *ctx, const char *run_what) {
+    return eval_env_of(&ctx->opt.lim, ctx->progress, run_what);
 }
 
 void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn, void *user) {
-    ctx->progress = fn;
-    ctx->progress_user = user;
+    ctx->progress = (graph_progress){fn, user};
 }
 
 void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user) {
@@ -97,11 +92,11 @@ static const opt_def options[] = {
     OPT("fold-scope", OPT_SCOPE, opt.fold_scope_all),
     OPT("fuse-split", OPT_BOOL, opt.fuse_split),
     OPT("keep-initializer-inputs", OPT_BOOL, opt.keep_initializer_inputs),
-    OPT("max-tensor-bytes", OPT_BYTES, opt.eval_lim.max_tensor_bytes),
-    OPT("max-eval-bytes", OPT_BYTES, opt.eval_lim.max_total_bytes),
-    OPT("max-eval-steps", OPT_U64, opt.eval_lim.max_steps),
-    OPT("max-depth", OPT_U32, opt.graph_lim.max_depth),
-    OPT("max-rank", OPT_U32, opt.graph_lim.max_rank),
+    OPT("max-tensor-bytes", OPT_BYTES, opt.lim.max_tensor_bytes),
+    OPT("max-eval-bytes", OPT_BYTES, opt.lim.max_eval_bytes),
+    OPT("max-eval-steps", OPT_U64, opt.lim.max_eval_steps),
+    OPT("max-depth", OPT_U32, opt.lim.max_depth),
+    OPT("max-rank", OPT_U32, opt.lim.max_rank),
     OPT("seed", OPT_U64, verify.seed),
     OPT("verify-strict", OPT_BOOL, verify.strict),
     {"input-shape", OPT_SHAPE, 0},
@@ -224,11 +219,6 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         } else {
             memcpy(field, &u, sizeof u);
         }
-        /* The loader enforces the same per-tensor limit as the evaluator. */
-        if (strcmp(name, "max-tensor-bytes") == 0) ctx->opt.graph_lim.max_tensor_bytes = u;
-        /* ...and the same subgraph depth: run's evaluator would stop at its own
-        ** default otherwise. */
-        if (strcmp(name, "max-depth") == 0) ctx->opt.eval_lim.max_depth = (uint32_t)u;
         return TILEOPT_OK;
     case OPT_OPSET:
         if (!parse_u64(value, &u) || u < 1 || u > (uint64_t)opset_table_max_opset) {
@@ -282,19 +272,10 @@ static tileopt_status wrap_model(tileopt_ctx *ctx, graph_model *g, tileopt_model
     return TILEOPT_OK;
 }
 
-/* ctx's load limits with its progress callback. */
-static graph_limits load_limits(const tileopt_ctx *ctx) {
-    graph_limits lim = ctx->opt.graph_lim;
-    lim.progress = ctx->progress;
-    lim.progress_user = ctx->progress_user;
-    return lim;
-}
-
 tileopt_status tileopt_model_load(tileopt_ctx *ctx, const char *path, tileopt_model **out) {
     *out = NULL;
     graph_model *g;
-    graph_limits lim = load_limits(ctx);
-    if (graph_model_load_path(path, &lim, &g, &ctx->err))
+    if (graph_model_load_path(path, &ctx->opt.lim, &ctx->progress, &g, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return wrap_model(ctx, g, out);
 }
@@ -303,8 +284,8 @@ tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const void *data, siz
                                          const char *base_dir, tileopt_model **out) {
     *out = NULL;
     graph_model *g;
-    graph_limits lim = load_limits(ctx);
-    if (graph_model_load_buffer(data, size, base_dir, &lim, &g, &ctx->err))
+    if (graph_model_load_buffer(data, size, base_dir, &ctx->opt.lim, &ctx->progress, &g,
+                                &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return wrap_model(ctx, g, out);
 }
@@ -317,11 +298,10 @@ void tileopt_model_free(tileopt_model *model) {
 
 tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const char *path) {
     model->g->progress = ctx->progress;
-    model->g->progress_user = ctx->progress_user;
     model->g->temp_hook = ctx->temp_hook;
     model->g->temp_user = ctx->temp_user;
     int rc = graph_model_save_path(model->g, path, &ctx->err);
-    model->g->progress = NULL;
+    model->g->progress = (graph_progress){0};
     model->g->temp_hook = NULL;
     if (rc) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
@@ -345,7 +325,7 @@ const char *tileopt_pass_name(size_t i) {
 }
 
 static pass_run_env run_env(const tileopt_ctx *ctx) {
-    return (pass_run_env){&ctx->opt, ctx->progress, ctx->progress_user};
+    return (pass_run_env){&ctx->opt, ctx->progress};
 }
 
 tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {

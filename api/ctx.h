@@ -75,8 +75,7 @@ struct tileopt_ctx {
     errbuf err;
     api_report report;
     pass_results results;    /* the pass runs since the report began */
-    tileopt_progress_fn progress;
-    void *progress_user;
+    graph_progress progress;
     tileopt_temp_fn temp_hook;
     void *temp_user;
 };
@@ -106,9 +105,10 @@ bool api_bits_for(int32_t want, const tensor *t);
 /* "FLOAT [2,3]", "a sequence of 3 FLOAT tensors", "an empty optional" */
 void api_shape_text(const tensor *t, char *buf, size_t cap);
 
-/* ctx's evaluation limits with its progress callback: a run reports its
-** main-graph nodes as run_what, and a big Tile written out its bytes. */
-eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what);
+/* What an evaluation on ctx goes by: its limits and its progress callback; a
+** run reports its main-graph nodes as run_what, a big Tile written out its
+** bytes. */
+eval_env api_eval_env(const tileopt_ctx *ctx, const char *run_what);
 
 /* Release what the report and the pass results hold (tileopt_ctx_free). */
 void api_report_free(tileopt_ctx *ctx);

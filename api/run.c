@@ -35,7 +35,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     int rc = TILEOPT_OK;
     graph *g = model->g->main;
     size_t k = 0;
-    eval_limits lim = api_eval_limits(ctx, "running");
+    eval_env env = api_eval_env(ctx, "running");
     for (size_t i = 0; i < g->pb->n_input && k < n_inputs && !rc; i++) {
         graph_value *v = graph_find(g, g->pb->input[i]->name);
         if (v && v->initializer >= 0) continue;
@@ -53,7 +53,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     tensor **outs = NULL;
     size_t no = 0;
     if (!rc)
-        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &lim, &ctx->err);
+        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &env, &ctx->err);
     for (size_t i = 0; i < n_inputs; i++) tensor_free(in[i]);
     free(in);
     if (rc) return ctx_fail(ctx, &ctx->err);
@@ -63,7 +63,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     for (size_t i = 0; i < no && !rc; i++) {
         /* The caller may free the model first: no output may point into it. */
         tensor *d = NULL;
-        rc = tensor_detach(outs[i], &lim, &d, &ctx->err);
+        rc = tensor_detach(outs[i], &env, &d, &ctx->err);
         if (!rc) rc = api_wrap_tensor(ctx, d, pb->output[i]->name, &res[i]);
     }
     for (size_t i = 0; i < no; i++) tensor_free(outs[i]);
@@ -85,7 +85,8 @@ tileopt_status tileopt_tile(tileopt_ctx *ctx, const tileopt_tensor *input,
     tensor *t = NULL;
     if (!input || (!repeats && n_repeats))
         return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tile: NULL argument"});
-    if (kernel_tile_promoted(input->t, repeats, n_repeats, &ctx->opt.eval_lim, &t, &ctx->err))
+    eval_env env = api_eval_env(ctx, NULL);
+    if (kernel_tile_promoted(input->t, repeats, n_repeats, &env, &t, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return api_wrap_tensor(ctx, t, input->name, out);
 }
@@ -157,10 +158,10 @@ static void fill_random(tensor *t, uint64_t *s) {
 /* A random string tensor: values drawn from a fixed set of static strings, so
 ** the elements can point at them for as long as the program runs. */
 static int random_strings(const int64_t *dims, int32_t rank, uint64_t *s,
-                          const eval_limits *lim, tensor **out, errbuf *err) {
+                          const eval_env *env, tensor **out, errbuf *err) {
     /* numbers, so a Cast from string has something to parse */
     static const char *const words[] = {"0", "1", "-2.5", "0.125", "3"};
-    int rc = tensor_new(DT_STRING, dims, rank, lim, out, err);
+    int rc = tensor_new(DT_STRING, dims, rank, env, out, err);
     if (rc) return rc;
     graph_bytes *v = (graph_bytes *)(void *)(*out)->data;
     for (uint64_t i = 0; i < tensor_numel(*out); i++) {
@@ -282,9 +283,11 @@ static int inputs_sized(tileopt_ctx *ctx, graph_model *m, json_w *w, verify_run 
         tensor *t = NULL;
         int rc;
         if (ty->elem == DT_STRING) {
-            rc = random_strings(dims, ty->rank, &seed, &ctx->opt.eval_lim, &t, &ctx->err);
+            eval_env env = api_eval_env(ctx, NULL);
+            rc = random_strings(dims, ty->rank, &seed, &env, &t, &ctx->err);
         } else {
-            rc = tensor_new(ty->elem, dims, ty->rank, &ctx->opt.eval_lim, &t, &ctx->err);
+            eval_env env = api_eval_env(ctx, NULL);
+            rc = tensor_new(ty->elem, dims, ty->rank, &env, &t, &ctx->err);
             if (!rc) fill_random(t, &seed);
         }
         if (rc) return err_prefix(&ctx->err, "input '%s': ", name);
@@ -401,8 +404,8 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
             goto done;
         }
         err_clear(&e);
-        eval_limits lim = api_eval_limits(ctx, "verify: input model");
-        if (!eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before, &lim,
+        eval_env env = api_eval_env(ctx, "verify: input model");
+        if (!eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before, &env,
                         &e))
             break;
         if (!sized || attempt + 1 == countof(verify_sizes)) {
@@ -414,8 +417,8 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
             goto done;
         }
     }
-    eval_limits lim = api_eval_limits(ctx, "verify: output model");
-    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after, &lim, &e)) {
+    eval_env env = api_eval_env(ctx, "verify: output model");
+    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after, &env, &e)) {
         verdict = TILEOPT_VERDICT_MISMATCH;
         snprintf(why, sizeof why, "the output model fails where the input model runs: %s",
                  e.msg);

@@ -150,7 +150,7 @@ static void drive(const fine *f, uint8_t *po, const uint8_t **pi, size_t n_in,
 }
 
 int ew_run(tensor *out, tensor *const *in, size_t n_in, ew_inner fn, const void *param,
-           const eval_limits *lim, errbuf *err) {
+           const eval_env *env, errbuf *err) {
     if (n_in > EW_MAX_IN) return err_set(err, TILEOPT_ERROR, "too many operands");
     if (tensor_numel(out) == 0) return TILEOPT_OK;
     fine *f = malloc(sizeof *f);
@@ -163,7 +163,7 @@ int ew_run(tensor *out, tensor *const *in, size_t n_in, ew_inner fn, const void 
         /* Incompatible Tile splits: read the views from materialized copies. */
         for (size_t k = 0; k < n_in && !rc; k++) {
             if (tensor_is_paired(in[k])) {
-                rc = tensor_contiguous(in[k], lim, &flat[k], err);
+                rc = tensor_contiguous(in[k], env, &flat[k], err);
                 if (!rc) use[k] = flat[k];
             }
         }

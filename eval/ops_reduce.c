@@ -171,7 +171,7 @@ static red_acc red_post(red_kind k, acc_class work, acc_class out, red_acc a) {
 }
 
 static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
-                     bool keepdims, bool noop_empty, const eval_limits *lim, tensor **out,
+                     bool keepdims, bool noop_empty, const eval_env *env, tensor **out,
                      errbuf *err) {
     int32_t r = x->rank, e = x->elem;
     acc_class cls;
@@ -199,8 +199,8 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
         if (!red[i] || keepdims) od[orank++] = kd[i];
     }
     tensor *o = NULL, *c = NULL;
-    int rc = kern_new_tensor(e, od, orank, lim, &o, err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    int rc = kern_new_tensor(e, od, orank, env, &o, err);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
     if (rc) {
         tensor_free(o);
         return rc;
@@ -249,7 +249,7 @@ static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
 }
 
 static int reduce_attr(red_kind kind, const Onnx__NodeProto *n, tensor *const *in,
-                       size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                       size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                        errbuf *err) {
     int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
@@ -259,22 +259,22 @@ static int reduce_attr(red_kind kind, const Onnx__NodeProto *n, tensor *const *i
     rc = kern_attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
     return do_reduce(kind, in[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0, false,
-                     lim, &out[0], err);
+                     env, &out[0], err);
 }
 
 static int reduce_input(red_kind kind, const Onnx__NodeProto *n, tensor *const *in,
-                        size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                        size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                         errbuf *err) {
     int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
     if (n_in > 1 && in[1]) {
-        rc = kern_read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
+        rc = kern_read_ints(in[1], "axes", env, axes, TENSOR_MAX_RANK, &na, err);
         if (rc) return rc;
     }
     return do_reduce(kind, in[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0,
-                     graph_attr_int(n, "noop_with_empty_axes", 0) != 0, lim, &out[0], err);
+                     graph_attr_int(n, "noop_with_empty_axes", 0) != 0, env, &out[0], err);
 }
 
 /* axes as an attribute (before ReduceSum-13 and the others' opset 18), then as
@@ -282,11 +282,11 @@ static int reduce_input(red_kind kind, const Onnx__NodeProto *n, tensor *const *
 #define REDUCE_KERNELS(name, kind)                                                     \
     static int k_##name##_attr(KERNEL_PARAMS) {                                        \
         (void)opset;                                                                   \
-        return reduce_attr(kind, n, in, n_in, out, n_out, lim, err);                   \
+        return reduce_attr(kind, n, in, n_in, out, n_out, env, err);                   \
     }                                                                                  \
     static int k_##name##_input(KERNEL_PARAMS) {                                       \
         (void)opset;                                                                   \
-        return reduce_input(kind, n, in, n_in, out, n_out, lim, err);                  \
+        return reduce_input(kind, n, in, n_in, out, n_out, env, err);                  \
     }
 REDUCE_KERNELS(reduce_sum, RED_SUM)
 REDUCE_KERNELS(reduce_prod, RED_PROD)
@@ -304,7 +304,7 @@ REDUCE_KERNELS(reduce_log_sum_exp, RED_LOGSUMEXP)
 /* Index of the first (or, select_last_index, the last) extreme along one axis.
 ** NaN counts as the extreme, as in numpy. */
 static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *const *in,
-                  size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                  size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                   errbuf *err) {
     int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
@@ -331,8 +331,8 @@ static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *
         else if (keep) od[orank++] = 1;
     }
     tensor *o = NULL, *c = NULL;
-    rc = kern_new_tensor(DT_INT64, od, orank, lim, &o, err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    rc = kern_new_tensor(DT_INT64, od, orank, env, &o, err);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
     if (rc) {
         tensor_free(o);
         return rc;
@@ -370,8 +370,8 @@ static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *
     return TILEOPT_OK;
 }
 
-static int k_argmax(KERNEL_PARAMS) { return do_arg(true, n, opset, in, n_in, out, n_out, lim, err); }
-static int k_argmin(KERNEL_PARAMS) { return do_arg(false, n, opset, in, n_in, out, n_out, lim, err); }
+static int k_argmax(KERNEL_PARAMS) { return do_arg(true, n, opset, in, n_in, out, n_out, env, err); }
+static int k_argmin(KERNEL_PARAMS) { return do_arg(false, n, opset, in, n_in, out, n_out, env, err); }
 
 /* ------------------------------------------------------------------ CumSum */
 
@@ -387,14 +387,14 @@ static int k_cumsum(KERNEL_PARAMS) {
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
     int64_t av[1], axis = 0;
     size_t na = 0;
-    rc = kern_read_ints(in[1], "axis", lim, av, 1, &na, err);
+    rc = kern_read_ints(in[1], "axis", env, av, 1, &na, err);
     if (!rc) rc = kern_norm_axis(av[0], x->rank, "axis", &axis, err);
     if (rc) return rc;
     bool excl = graph_attr_int(n, "exclusive", 0) != 0;
     bool rev = graph_attr_int(n, "reverse", 0) != 0;
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = kern_new_tensor(x->elem, x->dims, x->rank, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, x->dims, x->rank, env, &o, err);
     if (rc) {
         tensor_free(c);
         return rc;

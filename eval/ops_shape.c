@@ -18,7 +18,7 @@
 
 #define KERNEL(name)                                                                   \
     static int name(const Onnx__NodeProto *n, int64_t opset, tensor *const *in,        \
-                    size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,  \
+                    size_t n_in, tensor **out, size_t n_out, const eval_env *env,  \
                     errbuf *err)
 #define UNUSED(x) (void)(x)
 
@@ -98,7 +98,7 @@ static bool int_at(const tensor *t, uint64_t i, int64_t *v) {
 ** The values of an integer tensor (any rank) as int64 into a malloc'd array
 ** (*vals, *count). `what` names the input in errors.
 */
-static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
+static int read_ints_alloc(tensor *t, const char *what, const eval_env *env,
                            int64_t **vals, size_t *count, errbuf *err) {
     *vals = NULL;
     *count = 0;
@@ -106,7 +106,7 @@ static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
         return err_set(err, TILEOPT_INVALID, "%s must be an integer tensor, not %s", what,
                        dtype_name(t->elem));
     tensor *c = NULL;
-    int rc = tensor_contiguous(t, lim, &c, err);
+    int rc = tensor_contiguous(t, env, &c, err);
     if (rc) return rc;
     uint64_t nel = tensor_numel(c);
     int64_t *v = malloc((nel ? nel : 1) * sizeof *v);
@@ -130,9 +130,9 @@ static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
 
 /* Gather-style indices into an axis of size dim: read (malloc'd into *idx, free
 ** it) and made non-negative; one out of [-dim, dim) is an error. */
-static int read_indices(tensor *ind, int64_t dim, const eval_limits *lim, int64_t **idx,
+static int read_indices(tensor *ind, int64_t dim, const eval_env *env, int64_t **idx,
                         size_t *ni, errbuf *err) {
-    int rc = read_ints_alloc(ind, "indices", lim, idx, ni, err);
+    int rc = read_ints_alloc(ind, "indices", env, idx, ni, err);
     if (rc) return rc;
     for (size_t i = 0; i < *ni; i++) {
         int64_t v = (*idx)[i];
@@ -149,14 +149,14 @@ static int read_indices(tensor *ind, int64_t dim, const eval_limits *lim, int64_
 }
 
 /* A 0-D or 1-D integer tensor into a fixed array of cap entries. */
-int kern_read_ints(tensor *t, const char *what, const eval_limits *lim, int64_t *out,
+int kern_read_ints(tensor *t, const char *what, const eval_env *env, int64_t *out,
                    size_t cap, size_t *count, errbuf *err) {
     if (t->rank > 1)
         return err_set(err, TILEOPT_INVALID, "%s must be 0-D or 1-D, got rank %d", what,
                        (int)t->rank);
     int64_t *v;
     size_t nv;
-    int rc = read_ints_alloc(t, what, lim, &v, &nv, err);
+    int rc = read_ints_alloc(t, what, env, &v, &nv, err);
     if (rc) return rc;
     if (nv > cap) {
         free(v);
@@ -264,36 +264,36 @@ int kern_emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err) {
 ** model at hand; a model with default limits stands in, which only refuses
 ** external data (a Constant never has any that this evaluator could read).
 */
-static int proto_tensor(const Onnx__TensorProto *p, const eval_limits *lim, tensor **out,
+static int proto_tensor(const Onnx__TensorProto *p, const eval_env *env, tensor **out,
                         errbuf *err) {
     graph_model tmp;
     memset(&tmp, 0, sizeof tmp);
     graph_limits_default(&tmp.limits);
-    if (lim && lim->max_tensor_bytes) tmp.limits.max_tensor_bytes = lim->max_tensor_bytes;
-    return tensor_from_proto(&tmp, p, lim, out, err);
+    if (env && env->lim.max_tensor_bytes) tmp.limits.max_tensor_bytes = env->lim.max_tensor_bytes;
+    return tensor_from_proto(&tmp, p, env, out, err);
 }
 
 /* A new contiguous tensor; wraps tensor_new. */
 int kern_new_tensor(int32_t elem, const int64_t *dims, int32_t rank,
-                    const eval_limits *lim, tensor **out, errbuf *err) {
+                    const eval_env *env, tensor **out, errbuf *err) {
     uint64_t nel;
     if (!dims_numel(dims, rank, &nel))
         return err_set(err, TILEOPT_LIMIT, "output shape overflows or has a negative dim");
-    return tensor_new(elem, dims, rank, lim, out, err);
+    return tensor_new(elem, dims, rank, env, out, err);
 }
 
 /* A new 1-D int64 tensor holding v[0..n). */
-static int new_i64_vec(const int64_t *v, size_t n, const eval_limits *lim, tensor **out,
+static int new_i64_vec(const int64_t *v, size_t n, const eval_env *env, tensor **out,
                        errbuf *err) {
     int64_t d = (int64_t)n;
-    int rc = tensor_new(DT_INT64, &d, 1, lim, out, err);
+    int rc = tensor_new(DT_INT64, &d, 1, env, out, err);
     if (rc) return rc;
     if (n) memcpy((*out)->data, v, n * sizeof *v);
     return TILEOPT_OK;
 }
 
-static int new_i64_scalar(int64_t v, const eval_limits *lim, tensor **out, errbuf *err) {
-    int rc = tensor_new(DT_INT64, NULL, 0, lim, out, err);
+static int new_i64_scalar(int64_t v, const eval_env *env, tensor **out, errbuf *err) {
+    int rc = tensor_new(DT_INT64, NULL, 0, env, out, err);
     if (rc) return rc;
     memcpy((*out)->data, &v, sizeof v);
     return TILEOPT_OK;
@@ -311,7 +311,7 @@ KERNEL(k_constant) {
     graph_const_hdr hdr;
     const Onnx__TensorProto *tp;
     if ((rc = graph_constant_value(n, &hdr, &tp, err))) return rc;
-    return proto_tensor(tp, lim, &out[0], err);
+    return proto_tensor(tp, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------ ConstantOfShape */
@@ -325,7 +325,7 @@ KERNEL(k_constant_of_shape) {
     if (in[0]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "input must be 1-D, got rank %d",
                        (int)in[0]->rank);
-    rc = kern_read_ints(in[0], "shape", lim, dims, TENSOR_MAX_RANK, &rank, err);
+    rc = kern_read_ints(in[0], "shape", env, dims, TENSOR_MAX_RANK, &rank, err);
     if (rc) return rc;
     for (size_t i = 0; i < rank; i++)
         if (dims[i] < 0)
@@ -335,21 +335,21 @@ KERNEL(k_constant_of_shape) {
     const Onnx__AttributeProto *a = graph_attr(n, "value");
     if (a) {
         if (!a->t) return err_set(err, TILEOPT_INVALID, "attribute value has no tensor");
-        rc = proto_tensor(a->t, lim, &val, err);
+        rc = proto_tensor(a->t, env, &val, err);
         if (rc) return rc;
         if (tensor_numel(val) != 1) {
             tensor_free(val);
             return err_set(err, TILEOPT_INVALID, "value must hold one element");
         }
         tensor *c = NULL;
-        rc = tensor_contiguous(val, lim, &c, err);
+        rc = tensor_contiguous(val, env, &c, err);
         tensor_free(val);
         if (rc) return rc;
         val = c;
     }
     int32_t elem = val ? val->elem : DT_FLOAT;
     tensor *o = NULL;
-    rc = kern_new_tensor(elem, dims, (int32_t)rank, lim, &o, err);
+    rc = kern_new_tensor(elem, dims, (int32_t)rank, env, &o, err);
     if (rc) {
         tensor_free(val);
         return rc;
@@ -377,7 +377,7 @@ KERNEL(k_shape) {
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
     size_t cnt = end > start ? (size_t)(end - start) : 0;
-    return new_i64_vec(in[0]->dims + start, cnt, lim, &out[0], err);
+    return new_i64_vec(in[0]->dims + start, cnt, env, &out[0], err);
 }
 
 KERNEL(k_size) {
@@ -388,7 +388,7 @@ KERNEL(k_size) {
     uint64_t nel;
     if (!dims_numel(in[0]->dims, in[0]->rank, &nel) || nel > (uint64_t)INT64_MAX)
         return err_set(err, TILEOPT_LIMIT, "element count overflows int64");
-    return new_i64_scalar((int64_t)nel, lim, &out[0], err);
+    return new_i64_scalar((int64_t)nel, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------------ Gather */
@@ -406,7 +406,7 @@ KERNEL(k_gather) {
         return err_set(err, TILEOPT_LIMIT, "output rank exceeds %d", TENSOR_MAX_RANK);
     int64_t *idx;
     size_t ni;
-    rc = read_indices(ind, x->dims[axis], lim, &idx, &ni, err);
+    rc = read_indices(ind, x->dims[axis], env, &idx, &ni, err);
     if (rc) return rc;
     int64_t od[TENSOR_MAX_RANK];
     int32_t orank = 0;
@@ -414,8 +414,8 @@ KERNEL(k_gather) {
     for (int32_t i = 0; i < ind->rank; i++) od[orank++] = ind->dims[i];
     for (int32_t i = (int32_t)axis + 1; i < x->rank; i++) od[orank++] = x->dims[i];
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = kern_new_tensor(x->elem, od, orank, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, od, orank, env, &o, err);
     if (rc) {
         free(idx);
         tensor_free(c);
@@ -473,7 +473,7 @@ KERNEL(k_concat) {
             return err_set(err, TILEOPT_LIMIT, "output dim overflows");
     }
     tensor *o = NULL;
-    rc = kern_new_tensor(x0->elem, od, r, lim, &o, err);
+    rc = kern_new_tensor(x0->elem, od, r, env, &o, err);
     if (rc) return rc;
     size_t es = kern_esize(x0->elem);
     uint64_t outer = 1, inner = es;
@@ -485,7 +485,7 @@ KERNEL(k_concat) {
             tensor_free(o);
             return err_set(err, TILEOPT_NOMEM, "out of memory");
         }
-        for (size_t i = 0; i < n_in && !rc; i++) rc = tensor_contiguous(in[i], lim, &cs[i], err);
+        for (size_t i = 0; i < n_in && !rc; i++) rc = tensor_contiguous(in[i], env, &cs[i], err);
         if (!rc) {
             uint8_t *dst = o->data;
             for (uint64_t a = 0; a < outer; a++)
@@ -504,7 +504,7 @@ KERNEL(k_concat) {
 
 /* ---------------------------------------------------- Unsqueeze, Squeeze */
 
-static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_limits *lim,
+static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_env *env,
                         tensor **out, errbuf *err) {
     int64_t r = x->rank + (int64_t)na;
     if (r > TENSOR_MAX_RANK)
@@ -521,11 +521,11 @@ static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_li
     }
     int64_t od[TENSOR_MAX_RANK];
     for (int64_t i = 0, j = 0; i < r; i++) od[i] = mark[i] ? 1 : x->dims[j++];
-    return view_reshape(x, od, (size_t)r, lim, out, err);
+    return view_reshape(x, od, (size_t)r, env, out, err);
 }
 
 static int do_squeeze(tensor *x, const int64_t *axes, size_t na, bool have_axes,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
+                      const eval_env *env, tensor **out, errbuf *err) {
     bool mark[TENSOR_MAX_RANK] = {false};
     if (have_axes) {
         for (size_t i = 0; i < na; i++) {
@@ -544,7 +544,7 @@ static int do_squeeze(tensor *x, const int64_t *axes, size_t na, bool have_axes,
     size_t r = 0;
     for (int32_t i = 0; i < x->rank; i++)
         if (!mark[i]) od[r++] = x->dims[i];
-    return view_reshape(x, od, r, lim, out, err);
+    return view_reshape(x, od, r, env, out, err);
 }
 
 KERNEL(k_unsqueeze_1) {
@@ -557,7 +557,7 @@ KERNEL(k_unsqueeze_1) {
     rc = kern_attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
     if (!have) return err_set(err, TILEOPT_INVALID, "attribute axes is missing");
-    return do_unsqueeze(in[0], axes, na, lim, &out[0], err);
+    return do_unsqueeze(in[0], axes, na, env, &out[0], err);
 }
 
 KERNEL(k_unsqueeze_13) {
@@ -567,9 +567,9 @@ KERNEL(k_unsqueeze_13) {
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
-    rc = kern_read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
+    rc = kern_read_ints(in[1], "axes", env, axes, TENSOR_MAX_RANK, &na, err);
     if (rc) return rc;
-    return do_unsqueeze(in[0], axes, na, lim, &out[0], err);
+    return do_unsqueeze(in[0], axes, na, env, &out[0], err);
 }
 
 KERNEL(k_squeeze_1) {
@@ -581,7 +581,7 @@ KERNEL(k_squeeze_1) {
     bool have;
     rc = kern_attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
-    return do_squeeze(in[0], axes, na, have, lim, &out[0], err);
+    return do_squeeze(in[0], axes, na, have, env, &out[0], err);
 }
 
 KERNEL(k_squeeze_13) {
@@ -593,16 +593,16 @@ KERNEL(k_squeeze_13) {
     size_t na = 0;
     bool have = n_in > 1 && in[1];
     if (have) {
-        rc = kern_read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
+        rc = kern_read_ints(in[1], "axes", env, axes, TENSOR_MAX_RANK, &na, err);
         if (rc) return rc;
     }
-    return do_squeeze(in[0], axes, na, have, lim, &out[0], err);
+    return do_squeeze(in[0], axes, na, have, env, &out[0], err);
 }
 
 /* ------------------------------------------------------- Reshape, Flatten */
 
 static int do_reshape(tensor *x, const int64_t *shape, size_t ns, bool allowzero,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
+                      const eval_env *env, tensor **out, errbuf *err) {
     int64_t od[TENSOR_MAX_RANK];
     int64_t infer = -1;
     uint64_t known = 1;
@@ -651,7 +651,7 @@ static int do_reshape(tensor *x, const int64_t *shape, size_t ns, bool allowzero
     if (known != nel)
         return err_set(err, TILEOPT_INVALID, "cannot reshape %llu elements into %llu",
                        (unsigned long long)nel, (unsigned long long)known);
-    return view_reshape(x, od, ns, lim, out, err);
+    return view_reshape(x, od, ns, env, out, err);
 }
 
 KERNEL(k_reshape_1) {
@@ -664,7 +664,7 @@ KERNEL(k_reshape_1) {
     rc = kern_attr_ints(n, "shape", shape, TENSOR_MAX_RANK, &ns, &have, err);
     if (rc) return rc;
     if (!have) return err_set(err, TILEOPT_INVALID, "attribute shape is missing");
-    return do_reshape(in[0], shape, ns, false, lim, &out[0], err);
+    return do_reshape(in[0], shape, ns, false, env, &out[0], err);
 }
 
 KERNEL(k_reshape_5) {
@@ -675,10 +675,10 @@ KERNEL(k_reshape_5) {
     if (in[1]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "shape must be 1-D, got rank %d",
                        (int)in[1]->rank);
-    rc = kern_read_ints(in[1], "shape", lim, shape, TENSOR_MAX_RANK, &ns, err);
+    rc = kern_read_ints(in[1], "shape", env, shape, TENSOR_MAX_RANK, &ns, err);
     if (rc) return rc;
     bool allowzero = opset >= 14 && graph_attr_int(n, "allowzero", 0) != 0;
-    return do_reshape(in[0], shape, ns, allowzero, lim, &out[0], err);
+    return do_reshape(in[0], shape, ns, allowzero, env, &out[0], err);
 }
 
 KERNEL(k_flatten) {
@@ -695,14 +695,14 @@ KERNEL(k_flatten) {
         !dims_numel(x->dims + axis, (int32_t)(r - axis), &b))
         return err_set(err, TILEOPT_LIMIT, "shape overflows");
     int64_t od[2] = {(int64_t)a, (int64_t)b};
-    return view_reshape(x, od, 2, lim, &out[0], err);
+    return view_reshape(x, od, 2, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------------ Slice */
 
 static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_t ns,
                     const int64_t *axes, bool have_axes, size_t na, const int64_t *steps,
-                    bool have_steps, size_t nst, const eval_limits *lim, tensor **out,
+                    bool have_steps, size_t nst, const eval_env *env, tensor **out,
                     errbuf *err) {
     int32_t r = x->rank;
     if (ns != (size_t)0 && (int64_t)ns > r)
@@ -746,10 +746,10 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
         len[a] = n;
     }
     tensor *c = NULL, *o = NULL;
-    int rc = kern_new_tensor(x->elem, len, r, lim, &o, err);
+    int rc = kern_new_tensor(x->elem, len, r, env, &o, err);
     if (rc) return rc;
     if (tensor_numel(o)) {
-        rc = tensor_contiguous(x, lim, &c, err);
+        rc = tensor_contiguous(x, env, &c, err);
         if (rc) {
             tensor_free(o);
             return rc;
@@ -789,7 +789,7 @@ KERNEL(k_slice_1) {
     if (rc) return rc;
     if (!hs || !he) return err_set(err, TILEOPT_INVALID, "attributes starts and ends are required");
     if (ns != ne) return err_set(err, TILEOPT_INVALID, "%zu starts but %zu ends", ns, ne);
-    return do_slice(in[0], s, e, ns, a, ha, na, NULL, false, 0, lim, &out[0], err);
+    return do_slice(in[0], s, e, ns, a, ha, na, NULL, false, 0, env, &out[0], err);
 }
 
 KERNEL(k_slice_10) {
@@ -800,13 +800,13 @@ KERNEL(k_slice_10) {
     int64_t s[TENSOR_MAX_RANK], e[TENSOR_MAX_RANK], a[TENSOR_MAX_RANK], p[TENSOR_MAX_RANK];
     size_t ns = 0, ne = 0, na = 0, np = 0;
     bool ha = n_in > 3 && in[3], hp = n_in > 4 && in[4];
-    rc = kern_read_ints(in[1], "starts", lim, s, TENSOR_MAX_RANK, &ns, err);
-    if (!rc) rc = kern_read_ints(in[2], "ends", lim, e, TENSOR_MAX_RANK, &ne, err);
-    if (!rc && ha) rc = kern_read_ints(in[3], "axes", lim, a, TENSOR_MAX_RANK, &na, err);
-    if (!rc && hp) rc = kern_read_ints(in[4], "steps", lim, p, TENSOR_MAX_RANK, &np, err);
+    rc = kern_read_ints(in[1], "starts", env, s, TENSOR_MAX_RANK, &ns, err);
+    if (!rc) rc = kern_read_ints(in[2], "ends", env, e, TENSOR_MAX_RANK, &ne, err);
+    if (!rc && ha) rc = kern_read_ints(in[3], "axes", env, a, TENSOR_MAX_RANK, &na, err);
+    if (!rc && hp) rc = kern_read_ints(in[4], "steps", env, p, TENSOR_MAX_RANK, &np, err);
     if (rc) return rc;
     if (ns != ne) return err_set(err, TILEOPT_INVALID, "%zu starts but %zu ends", ns, ne);
-    return do_slice(in[0], s, e, ns, a, ha, na, p, hp, np, lim, &out[0], err);
+    return do_slice(in[0], s, e, ns, a, ha, na, p, hp, np, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------------ Range */
@@ -832,7 +832,7 @@ KERNEL(k_range) {
             return err_set(err, TILEOPT_INVALID, "input %d must be a scalar", i);
     }
     tensor *c[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3 && !rc; i++) rc = tensor_contiguous(in[i], lim, &c[i], err);
+    for (int i = 0; i < 3 && !rc; i++) rc = tensor_contiguous(in[i], env, &c[i], err);
     tensor *o = NULL;
     if (rc) goto done;
     if (elem == DT_FLOAT || elem == DT_DOUBLE) {
@@ -850,7 +850,7 @@ KERNEL(k_range) {
             goto done;
         }
         int64_t len = cnt > 0 ? (int64_t)cnt : 0;
-        rc = kern_new_tensor(elem, &len, 1, lim, &o, err);
+        rc = kern_new_tensor(elem, &len, 1, env, &o, err);
         if (rc) goto done;
         for (int64_t i = 0; i < len; i++) {
             double v = s + (double)i * d;
@@ -882,7 +882,7 @@ KERNEL(k_range) {
             }
             len = (int64_t)q;
         }
-        rc = kern_new_tensor(elem, &len, 1, lim, &o, err);
+        rc = kern_new_tensor(elem, &len, 1, env, &o, err);
         if (rc) goto done;
         for (int64_t i = 0; i < len; i++) {
             int64_t v = s + i * d;
@@ -911,7 +911,7 @@ KERNEL(k_expand) {
     if (in[1]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "shape must be 1-D, got rank %d",
                        (int)in[1]->rank);
-    rc = kern_read_ints(in[1], "shape", lim, shape, TENSOR_MAX_RANK, &ns, err);
+    rc = kern_read_ints(in[1], "shape", env, shape, TENSOR_MAX_RANK, &ns, err);
     if (rc) return rc;
     int32_t r = x->rank > (int32_t)ns ? x->rank : (int32_t)ns;
     dim d[TENSOR_MAX_RANK];
@@ -975,8 +975,8 @@ KERNEL(k_transpose) {
         bs[i] = rs[perm[i]] * (int64_t)es;
     }
     tensor *c = NULL, *o = NULL;
-    rc = kern_new_tensor(x->elem, od, r, lim, &o, err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    rc = kern_new_tensor(x->elem, od, r, env, &o, err);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
     if (!rc) {
         kern_copy_strided(o->data, c->data, es, r, od, bs);
         rc = kern_keep(o, c, err);
@@ -1006,11 +1006,11 @@ KERNEL(k_gather_elements) {
                            (int)i, (long long)ind->dims[i], (long long)x->dims[i]);
     int64_t *idx;
     size_t ni;
-    rc = read_indices(ind, x->dims[axis], lim, &idx, &ni, err);
+    rc = read_indices(ind, x->dims[axis], env, &idx, &ni, err);
     if (rc) return rc;
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = kern_new_tensor(x->elem, ind->dims, r, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, ind->dims, r, env, &o, err);
     if (rc) {
         free(idx);
         tensor_free(c);
@@ -1038,7 +1038,7 @@ KERNEL(k_gather_elements) {
 
 static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const int64_t *split,
                     size_t ns, bool have_split, tensor **out, size_t n_out,
-                    const eval_limits *lim, errbuf *err) {
+                    const eval_env *env, errbuf *err) {
     if (n_out < 1) return err_set(err, TILEOPT_INVALID, "has no output");
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
     int64_t axis = 0;
@@ -1071,7 +1071,7 @@ static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const in
         }
     }
     tensor *c = NULL;
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
     size_t es = kern_esize(x->elem);
     uint64_t outer = 1, inner = es;
     for (int32_t i = 0; i < x->rank; i++) {
@@ -1083,7 +1083,7 @@ static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const in
         int64_t od[TENSOR_MAX_RANK];
         memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
         od[axis] = len[k];
-        rc = kern_new_tensor(x->elem, od, x->rank, lim, &out[k], err);
+        rc = kern_new_tensor(x->elem, od, x->rank, env, &out[k], err);
         if (rc) break;
         uint64_t blk = (uint64_t)len[k] * inner, row = (uint64_t)dim * inner;
         if (blk)
@@ -1110,7 +1110,7 @@ KERNEL(k_split_2) {
     bool have;
     rc = kern_attr_ints(n, "split", split, sizeof split / sizeof *split, &ns, &have, err);
     if (rc) return rc;
-    return do_split(n, opset, in[0], split, ns, have, out, n_out, lim, err);
+    return do_split(n, opset, in[0], split, ns, have, out, n_out, env, err);
 }
 
 KERNEL(k_split_13) {
@@ -1120,14 +1120,14 @@ KERNEL(k_split_13) {
     size_t ns = 0;
     bool have = n_in > 1 && in[1];
     if (have) {
-        rc = read_ints_alloc(in[1], "split", lim, &split, &ns, err);
+        rc = read_ints_alloc(in[1], "split", env, &split, &ns, err);
         if (rc) return rc;
     }
     const Onnx__AttributeProto *no = graph_attr(n, "num_outputs");
     if (!rc && no && (no->i < 1 || (uint64_t)no->i != n_out))
         rc = err_set(err, TILEOPT_INVALID, "num_outputs is %lld, the node has %zu outputs",
                      (long long)no->i, n_out);
-    if (!rc) rc = do_split(n, opset, in[0], split, ns, have, out, n_out, lim, err);
+    if (!rc) rc = do_split(n, opset, in[0], split, ns, have, out, n_out, env, err);
     free(split);
     return rc;
 }
@@ -1146,14 +1146,14 @@ KERNEL(k_trilu) {
         int64_t kv[1];
         if (tensor_numel(in[1]) != 1)
             return err_set(err, TILEOPT_INVALID, "k must hold one value");
-        rc = kern_read_ints(in[1], "k", lim, kv, 1, &nk, err);
+        rc = kern_read_ints(in[1], "k", env, kv, 1, &nk, err);
         if (rc) return rc;
         k = kv[0];
     }
     bool upper = graph_attr_int(n, "upper", 1) != 0;
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = kern_new_tensor(x->elem, x->dims, x->rank, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, x->dims, x->rank, env, &o, err);
     if (rc) {
         tensor_free(c);
         return rc;

@@ -32,28 +32,37 @@
 typedef struct graph graph;
 typedef struct graph_model graph_model;
 
-/* Progress of a long load or save, in bytes (same shape as tileopt_progress_fn). */
-typedef void (*graph_progress_fn)(void *user, const char *what, uint64_t done,
-                                  uint64_t total);
+/* Who hears how long work is getting on (a load, a save, an evaluation, a
+** pass): the library's callback, tileopt_progress_fn, with its user pointer;
+** fn NULL for nobody. graph_progress_tell is the one place that calls it. */
+typedef struct graph_progress {
+    tileopt_progress_fn fn;
+    void *user;
+} graph_progress;
+static inline void graph_progress_tell(const graph_progress *p, const char *what,
+                                       uint64_t done, uint64_t total) {
+    if (p && p->fn) p->fn(p->user, what, done, total);
+}
 
 /* Told the path of each temporary file a save creates, just before it is
 ** created, and NULL once it is renamed or removed: a program that is killed in
 ** between can remove it (the CLI does, on SIGINT, SIGTERM and SIGHUP). */
 typedef void (*graph_temp_fn)(void *user, const char *tmp_path);
 
-/* Limits the loader enforces, so hostile input fails with an error instead of
-** exhausting the machine. */
+/* Limits, so hostile input fails with an error instead of exhausting the
+** machine: one set for loading a model and for evaluating it (the evaluator
+** takes them through eval/'s environment), so the two can never disagree. */
 typedef struct graph_limits {
-    uint32_t max_depth;      /* subgraph and protobuf message nesting */
+    uint32_t max_depth;      /* subgraph and protobuf message nesting, loaded or run */
     uint32_t max_rank;
-    uint64_t max_tensor_bytes;
+    uint64_t max_tensor_bytes; /* one tensor, read from a file or computed */
+    uint64_t max_eval_bytes;   /* every tensor an evaluation holds at once */
+    /* nodes run plus Loop iterations in one evaluation (a node making a
+    ** sequence counts one more per 64 items); 0 = no limit */
+    uint64_t max_eval_steps;
     /* A model whose serialized size passes this is saved with its big
     ** initializers as external data (protobuf's own limit is 2 GB). */
     uint64_t max_inline_bytes;
-    /* Told how loading a file of LOAD_PROGRESS_BYTES or more is getting on, as
-    ** "loading" (NULL: nobody). */
-    graph_progress_fn progress;
-    void *progress_user;
 } graph_limits;
 #define LOAD_PROGRESS_BYTES ((uint64_t)64 << 20)
 void graph_limits_default(graph_limits *lim);
@@ -160,8 +169,7 @@ struct graph_model {
     graph_limits limits;
     uint64_t file_bytes;     /* size of the serialized input */
     uint64_t saved_bytes;    /* size the last graph_model_save_path wrote, 0 = none */
-    graph_progress_fn progress; /* NULL: none */
-    void *progress_user;
+    graph_progress progress; /* a save's: "saving", "saving data" */
     graph_temp_fn temp_hook;    /* NULL: none */
     void *temp_user;
     /* the input file, mapped, when loaded from a path */
@@ -186,10 +194,13 @@ struct graph_model {
 /* --------------------------------------------------------- load and save */
 
 
-int graph_model_load_path(const char *path, const graph_limits *lim, graph_model **out,
-                          errbuf *err);
+/* Loading a file of LOAD_PROGRESS_BYTES or more tells progress (may be NULL)
+** how it is getting on, as "loading". */
+int graph_model_load_path(const char *path, const graph_limits *lim,
+                          const graph_progress *progress, graph_model **out, errbuf *err);
 int graph_model_load_buffer(const void *data, size_t size, const char *base_dir,
-                            const graph_limits *lim, graph_model **out, errbuf *err);
+                            const graph_limits *lim, const graph_progress *progress,
+                            graph_model **out, errbuf *err);
 void graph_model_free(graph_model *m);
 /* Build the index of the main graph and every subgraph (called by load; call
 ** again after editing the protobuf directly). */

@@ -46,8 +46,8 @@ static void write_all(file_sink *s, const uint8_t *p, size_t n) {
         p += w;
         n -= (size_t)w;
         s->written += (uint64_t)w;
-        if (s->model->progress && s->written >= s->next_report) {
-            s->model->progress(s->model->progress_user, "saving", s->written, s->total);
+        if (s->model->progress.fn && s->written >= s->next_report) {
+            graph_progress_tell(&s->model->progress, "saving", s->written, s->total);
             s->next_report = s->written + PROGRESS_STEP;
         }
     }
@@ -216,8 +216,8 @@ static int pack_to_fd(int fd, void *user, errbuf *err) {
     s->next_report = PROGRESS_STEP;
     protobuf_c_message_pack_to_buffer(&pack->model->pb->base, &s->base);
     sink_flush(s);
-    if (s->model->progress && s->written >= PROGRESS_STEP)
-        s->model->progress(s->model->progress_user, "saving", s->total, s->total);
+    if (s->written >= PROGRESS_STEP)
+        graph_progress_tell(&s->model->progress, "saving", s->total, s->total);
     int rc = s->error ? err_set(err, TILEOPT_IO, "write failed: %s", strerror(s->error))
                       : TILEOPT_OK;
     *pack->written = s->written;
@@ -336,9 +336,9 @@ typedef struct data_progress {
 
 static void data_progress_add(data_progress *p, uint64_t n) {
     p->written += n;
-    if (!p->m->progress || p->total < PROGRESS_STEP) return;
+    if (!p->m->progress.fn || p->total < PROGRESS_STEP) return;
     if (p->written >= p->next || p->written == p->total) {
-        p->m->progress(p->m->progress_user, "saving data", p->written, p->total);
+        graph_progress_tell(&p->m->progress, "saving data", p->written, p->total);
         p->next = p->written + PROGRESS_STEP;
     }
 }

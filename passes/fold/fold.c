@@ -50,8 +50,8 @@ static int materialize(fold_graph *f, int32_t vi) {
     const char *old = graph_strdup(g, g->values[vi].name);
     if (!old) return err_set(err, TILEOPT_NOMEM, "fold: out of memory");
     tensor *c;
-    eval_limits lim = pass_eval_limits(f->pc);
-    int rc = tensor_contiguous(f->v[vi].val, &lim, &c, err);
+    eval_env env = f->pc->eval;
+    int rc = tensor_contiguous(f->v[vi].val, &env, &c, err);
     int32_t p = g->values[vi].producer;
     if (rc && p >= 0)
         return err_prefix(err, "node %s (%s), output '%s': ", graph_node_id(g, p),

@@ -60,12 +60,12 @@ void fd_get_const_at(fold_graph *f, int32_t i, tensor **out, bool *partial) {
     int rc;
     if (hv->initializer >= 0) {
         rc = tensor_from_proto(hg->model, hg->pb->initializer[hv->initializer],
-                               &f->pc->opt->eval_lim, &t, &e);
+                               &f->pc->eval, &t, &e);
     } else {
         tensor *outs[1] = {NULL};
         const Onnx__NodeProto *cn = graph_node(hg, hv->producer);
         if (cn->n_output != 1) return;
-        rc = eval_node(hg, hv->producer, NULL, 0, outs, 1, &f->pc->opt->eval_lim, NULL, &e);
+        rc = eval_node(hg, hv->producer, NULL, 0, outs, 1, &f->pc->eval, NULL, &e);
         t = outs[0];
     }
     if (rc) {
@@ -138,7 +138,7 @@ int fd_inferred_tensor(fold_graph *f, int32_t idx, tensor **out) {
     graph_value *v = graph_node_out(f->g, idx, 0);
     const shape_value *sv = v->shape_value;
     int64_t len = sv->n;
-    int rc = tensor_new(v->type.elem, &len, sv->rank, &f->pc->opt->eval_lim, out, f->pc->err);
+    int rc = tensor_new(v->type.elem, &len, sv->rank, &f->pc->eval, out, f->pc->err);
     if (rc) return rc;
     for (int32_t k = 0; k < sv->n; k++) {
         if (v->type.elem == DT_INT64) {

@@ -25,7 +25,7 @@ static int shape_tensor(fold_graph *f, int32_t idx, tensor **out) {
     int64_t s, e;
     fd_shape_window(n, f->opset, t->rank, &s, &e);
     int64_t len = e - s;
-    int rc = tensor_new(DT_INT64, &len, 1, &f->pc->opt->eval_lim, out, f->pc->err);
+    int rc = tensor_new(DT_INT64, &len, 1, &f->pc->eval, out, f->pc->err);
     if (rc) return rc;
     if (len) memcpy((*out)->data, t->dims + s, (size_t)len * sizeof *t->dims);
     return TILEOPT_OK;
@@ -36,7 +36,7 @@ static int size_value(fold_graph *f, int32_t idx, tensor **out) {
     uint64_t numel;
     *out = NULL;
     if (!t || !graph_type_numel(t, &numel) || numel > INT64_MAX) return TILEOPT_OK;
-    int rc = tensor_new(DT_INT64, NULL, 0, &f->pc->opt->eval_lim, out, f->pc->err);
+    int rc = tensor_new(DT_INT64, NULL, 0, &f->pc->eval, out, f->pc->err);
     if (rc) return rc;
     int64_t v = (int64_t)numel;
     memcpy((*out)->data, &v, sizeof v);
@@ -245,7 +245,7 @@ static bool fold_decide(fold_graph *f, fold_try *t) {
 ** Gather index out of range makes the model invalid), and the values it would
 ** compute are shape inference's. Stand-ins are zeros, never read as values.
 */
-static int stand_ins(fold_graph *f, fold_try *t, const eval_limits *lim, bool *all) {
+static int stand_ins(fold_graph *f, fold_try *t, const eval_env *env, bool *all) {
     *all = true;
     for (size_t i = 0; i < t->n_in && *all; i++) {
         int32_t vi = graph_node_input(t->n, i) ? fd_vin(f, t->idx, i) : -1;
@@ -254,7 +254,7 @@ static int stand_ins(fold_graph *f, fold_try *t, const eval_limits *lim, bool *a
         /* nothing to check it with: inference alone decides */
         *all = graph_type_static(ty) && dtype_get(ty->elem);
         if (!*all) break;
-        int rc = tensor_new(ty->elem, ty->dims, ty->rank, lim, &t->in[i], f->pc->err);
+        int rc = tensor_new(ty->elem, ty->dims, ty->rank, env, &t->in[i], f->pc->err);
         if (rc) return rc;
         t->stand_in[i] = true;
     }
@@ -289,18 +289,18 @@ static int fold_by_evaluator(fold_graph *f, fold_try *t, bool *go) {
     ** inputs it reads (a ConstantOfShape of an unknown-size output fails
     ** early, not after 4 GiB), unless it is the intermediate of a chain:
     ** then the evaluator's own limit (--max-tensor-bytes) holds */
-    eval_limits lim = pass_eval_limits(pc);
+    eval_env env = pc->eval;
     uint64_t base = t->freed > t->in_bytes ? t->freed : t->in_bytes;
     uint64_t keep = opt->fold_limit + base < opt->fold_limit ? UINT64_MAX
                                                               : opt->fold_limit + base;
-    if (!t->chain && (!lim.max_tensor_bytes || lim.max_tensor_bytes > keep))
-        lim.max_tensor_bytes = keep;
+    if (!t->chain && (!env.lim.max_tensor_bytes || env.lim.max_tensor_bytes > keep))
+        env.lim.max_tensor_bytes = keep;
     errbuf e = {0};
     bool check = true;
-    int rc = t->in_partial ? stand_ins(f, t, &lim, &check) : TILEOPT_OK;
+    int rc = t->in_partial ? stand_ins(f, t, &env, &check) : TILEOPT_OK;
     if (rc) return rc;
     if (check &&
-        eval_node(g, idx, t->in, t->n_in, t->outs, t->n_out, &lim, NULL, &e) != TILEOPT_OK) {
+        eval_node(g, idx, t->in, t->n_in, t->outs, t->n_out, &env, NULL, &e) != TILEOPT_OK) {
         if (e.code == TILEOPT_NOMEM) return err_set(pc->err, TILEOPT_NOMEM, "%s", e.msg);
         /* Constant inputs a node cannot take make the model invalid (it would
         ** fail the same way in any runtime); limits and gaps are skips. */

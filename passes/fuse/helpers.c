@@ -95,7 +95,7 @@ static int fz_const_repeats(pass_ctx *pc, graph *g, int32_t node, const char *na
     if (!graph_const_find(g, name, &c)) return TILEOPT_OK;
     const Onnx__TensorProto *tp = c.tensor;
     tensor *rt = NULL;
-    int rc = tensor_from_proto(g->model, tp, &pc->opt->eval_lim, &rt, pc->err);
+    int rc = tensor_from_proto(g->model, tp, &pc->eval, &rt, pc->err);
     if (rc) return err_prefix(pc->err, "node %s (Tile): repeats '%s': ",
                               graph_node_id(g, node), name);
     rc = pass_check_repeats(pc, g, node, rt, xt);

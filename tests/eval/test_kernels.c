@@ -174,10 +174,9 @@ static void tell(void *user, const char *what, uint64_t done, uint64_t total) {
 static void check_sliced(tensor *x, const int64_t *rep, tensor *v) {
     errbuf err;
     told t = {0, 0, 0, true, true};
-    eval_limits lim;
-    eval_limits_default(&lim);
-    lim.progress = tell;
-    lim.progress_user = &t;
+    eval_env lim;
+    eval_env_default(&lim);
+    lim.progress = (graph_progress){tell, &t};
     tensor *plain, *sliced;
     if (rep) {
         assert_int_equal(kernel_tile(x, rep, (size_t)x->rank, NULL, &plain, &err), TILEOPT_OK);
@@ -294,9 +293,9 @@ static void tile_should_reject_output_size_overflow(void **state) {
                      TILEOPT_LIMIT);
     assert_int_equal(view_tile(x, (int64_t[]){big, big}, 2, NULL, &y, &err), TILEOPT_LIMIT);
     /* within int64 but over the tensor byte limit */
-    eval_limits lim;
-    eval_limits_default(&lim);
-    lim.max_tensor_bytes = 1000;
+    eval_env lim;
+    eval_env_default(&lim);
+    lim.lim.max_tensor_bytes = 1000;
     assert_int_equal(kernel_tile(x, (int64_t[]){100, 1}, 2, &lim, &y, &err), TILEOPT_LIMIT);
     assert_null(y);
     tensor_free(x);
