@@ -116,7 +116,14 @@ int fz_plan_consumer(fz_state *st, const fz_tile *t, int32_t ci, fz_plan *p) {
     }
     if (op_of(c) == OP_MatMul) return fz_plan_matmul(st, t, c, cid, p);
     if (op_of(c) == OP_Shape) {
-        if (st->opset >= 15 && (graph_attr(c, "start") || graph_attr(c, "end"))) {
+        /* a window of the whole shape (start 0, no end: what the dynamo
+        ** exporter writes for x.shape) is the whole shape */
+        int64_t r = t->xs.rank;
+        int64_t from = st->opset >= 15 ? graph_attr_int(c, "start", 0) : 0;
+        int64_t to = st->opset >= 15 ? graph_attr_int(c, "end", r) : r;
+        from = from < 0 ? from + r : from;
+        to = to < 0 ? to + r : to;
+        if ((from > 0 ? from : 0) != 0 || (to < r ? to : r) != r) {
             snprintf(p->why, sizeof p->why, "consumer %s (Shape) reads a window of the "
                      "Tile's shape (start/end)", cid);
             return TILEOPT_OK;
