@@ -23,6 +23,10 @@ Every model goes through these stages, each judged on its own:
              ulps of the largest terms of each sum, not of the result: after a
              few dozen layers that is up to 3e-5 of the output's scale here, and
              an element that nearly cancels to zero can differ by 50% of itself
+  eval       tileopt's evaluator (`tileopt run`) gives ONNX Runtime's outputs of the
+             original (the torch stage's tolerance), on the original and, when
+             tileopt changed it, on the output; for PyTorch exports both give
+             PyTorch's own outputs too
   python     the Python package (tileopt.optimize of onnx.load(model)), in an
              interpreter of its own (tests/real/python_stage.py): the ModelProto
              it returns passes the checker and gives the original's outputs in
@@ -200,7 +204,7 @@ class ModelRun:
             if optimized:
                 self.stage("checker", lambda: self.checker(opt))
                 self.stage("ort", lambda: self.ort(opt))
-            self.stage("eval", self.evaluate)
+            self.stage("eval", lambda: self.evaluate(opt if optimized else None))
             if optimized:
                 self.stage("verify", lambda: self.verify(tmp))
             if self.meta.get("expected_outputs"):
@@ -320,19 +324,35 @@ class ModelRun:
         except AssertionError as err:
             raise StageFailure(f"{what} vs ONNX Runtime: {one_line(err)}")
 
-    def evaluate(self):
-        """tileopt's evaluator on the original gives ONNX Runtime's outputs (the
-        torch stage's tolerance: the two add in different orders)."""
+    def evaluate(self, opt):
+        """tileopt's evaluator on the original, and on the output opt when given
+        and not the original's bytes, gives ONNX Runtime's outputs of the
+        original, and PyTorch's saved outputs when there are some (the torch
+        stage's tolerance: they add in different orders)."""
         want, err = self.ort_outputs(self.model)
         if err:
             return f"the original does not run in ONNX Runtime: {err}"
-        try:
-            got = h.run_tileopt(self.model, self.feeds())
-        except AssertionError as e:
-            if "not supported by the evaluator" in str(e):
-                return f"the evaluator lacks an op: {one_line(str(e).split('error: ')[-1], 200)}"
-            raise StageFailure(f"`tileopt run`: {one_line(e, 300)}")
-        self.match_evaluator(got, want, "evaluator")
+        runs = [("evaluator", "`tileopt run`", self.model)]
+        if opt is not None:
+            with open(self.model, "rb") as a, open(opt, "rb") as b:
+                if a.read() != b.read():
+                    runs.append(("evaluator on the output", "`tileopt run` of the output",
+                                 opt))
+        expected = self.expected_outputs() if self.meta.get("expected_outputs") else None
+        for what, cmd, path in runs:
+            try:
+                got = h.run_tileopt(path, self.feeds())
+            except AssertionError as e:
+                if "not supported by the evaluator" in str(e):
+                    return (f"the evaluator lacks an op: "
+                            f"{one_line(str(e).split('error: ')[-1], 200)}")
+                raise StageFailure(f"{cmd}: {one_line(e, 300)}")
+            self.match_evaluator(got, want, what)
+            if expected is not None:
+                try:
+                    assert_close_at_scale(got, expected)
+                except AssertionError as err:
+                    raise StageFailure(f"{what} vs PyTorch: {one_line(err)}")
 
     def verify(self, tmp):
         """`optimize --verify` gives a verdict: match; a mismatch fails, a skip says
@@ -389,10 +409,13 @@ class ModelRun:
         if only_original:
             raise StageFailure("the output was not made (optimize failed)")
 
+    def expected_outputs(self):
+        return [a for _n, a in load_tensors(os.path.join(self.folder, "test_data_set_0"),
+                                            "output")]
+
     def match_torch(self, what, path):
         """ONNX Runtime's outputs of path equal PyTorch's saved outputs."""
-        expected = [a for _n, a in load_tensors(os.path.join(self.folder,
-                                                             "test_data_set_0"), "output")]
+        expected = self.expected_outputs()
         got, err = self.ort_outputs(path)
         if err:
             raise StageFailure(f"{what} does not run in ONNX Runtime: {err}")
