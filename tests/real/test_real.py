@@ -34,6 +34,10 @@ Every model goes through these stages, each judged on its own:
              file's bytes returns what the CLI wrote, and tileopt.run gives
              ONNX Runtime's outputs (the eval stage's tolerance); skipped when
              the build has no Python package
+  repeats    models whose meta.json gives kv_repeats (grouped-query attention):
+             tests/real/gqa_repeats.py finds that many K/V head repeats in the
+             original, and no more in the output; how many the output still
+             holds is reported (a summary line after the table), not judged
   migrate    IR-3 models only (meta.json's ir_version below 4): `optimize
              --target-opset 13`, which raises the IR past 3, exits 0 with a
              report that matches the schema; the output is at opset 13 and IR 4 or
@@ -81,11 +85,12 @@ SRCDIR = os.environ.get("SRCDIR", os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "harness"))
 import harness as h  # noqa: E402
 from validate_report import report_errors  # noqa: E402
+import gqa_repeats  # noqa: E402
 
 CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(SRCDIR, ".cache", "real"))
 KNOWN = os.path.join(HERE, "known_failures.txt")
 STAGES = ["load", "roundtrip", "optimize", "idempotent", "checker", "ort", "torch",
-          "eval", "verify", "python", "migrate"]
+          "eval", "verify", "python", "repeats", "migrate"]
 TOOL_STAGES = ["load", "roundtrip", "optimize", "idempotent", "python", "migrate"]
 MIGRATE_OPSET = 13
 ORT_RTOL, ORT_ATOL = 1e-3, 1e-7
@@ -179,6 +184,7 @@ class ModelRun:
         self.model = os.path.join(self.folder, "model.onnx")
         self.results = {}
         self.seconds = 0.0
+        self.kv_repeats = None  # (in the original, in the output) when counted
 
     def stage(self, name, fn):
         try:
@@ -207,6 +213,8 @@ class ModelRun:
             self.stage("eval", lambda: self.evaluate(opt if optimized else None))
             if optimized:
                 self.stage("verify", lambda: self.verify(tmp))
+            if optimized and "kv_repeats" in self.meta:
+                self.stage("repeats", lambda: self.repeats(opt))
             if self.meta.get("expected_outputs"):
                 if optimized:
                     self.stage("torch", self.torch)
@@ -353,6 +361,18 @@ class ModelRun:
                     assert_close_at_scale(got, expected)
                 except AssertionError as err:
                     raise StageFailure(f"{what} vs PyTorch: {one_line(err)}")
+
+    def repeats(self, opt):
+        """gqa_repeats.py's count of K/V head repeats: in the original as many as
+        meta.json says (else the counter or the export is wrong), in the output
+        no more. How many the output still holds is reported, not judged."""
+        feeds = self.feeds()
+        before = gqa_repeats.find_repeats(self.model, feeds)
+        after = gqa_repeats.find_repeats(opt, feeds)
+        self.kv_repeats = (len(before), len(after))
+        bad = gqa_repeats.judge(self.name, self.meta["kv_repeats"], before, after)
+        if bad:
+            raise StageFailure("; ".join(bad))
 
     def verify(self, tmp):
         """`optimize --verify` gives a verdict: match; a mismatch fails, a skip says
@@ -598,12 +618,13 @@ def main(argv):
               for s in STAGES}
     of = {s: len(models) for s in STAGES}
     of["torch"] = sum(bool(m.meta.get("expected_outputs")) for m in models)
+    of["repeats"] = sum("kv_repeats" in m.meta for m in models)
     of["migrate"] = sum(m.migrates() for m in models)
     label = {"load": "load", "roundtrip": "round trip", "optimize": "optimize",
              "idempotent": "idempotent",
              "checker": "checker", "ort": "ORT match", "torch": "PyTorch match",
              "eval": "evaluator = ORT", "verify": "verify match",
-             "python": "Python package",
+             "python": "Python package", "repeats": "K/V repeats counted",
              "migrate": f"IR-3 migration to {MIGRATE_OPSET}"}
     parts = [f"{label[s]} {counts[s]}/{of[s]}" for s in shown_stages]
     skips = {s: sum(m.results.get(s, (NOT_RUN,))[0] == SKIP for m in models)
@@ -613,6 +634,9 @@ def main(argv):
           f"{len(models)} models from {len(sources)} sources ({', '.join(sources)}), "
           f"{len(missing)} missing; passed: {', '.join(parts)}"
           f"{'; skipped: ' + skip_txt if skip_txt else ''}; {time.time() - t0:.0f}s")
+    counted = [(m.name, *m.kv_repeats) for m in models if m.kv_repeats]
+    if counted:
+        print(gqa_repeats.summary(counted) + " (tests/real/gqa_repeats.py lists them)")
     for n, s in unexpected:
         print(f"UNEXPECTED FAILURE: {n} {s}")
     for n, s in stale:
