@@ -185,9 +185,18 @@ def _modules(torch):
     def attend(q, k, v, mask, c):
         """Eager attention of q [b, heads, s, d] over k, v [b, kv_heads, t, d] with
         the additive mask [b, 1, s, t], K and V repeated to every query head in
-        the family's form."""
+        the family's form. The "folded" form (the benchmark's target, no
+        family's) repeats nothing: each KV head's query heads become rows of one
+        MatMul, q as [b, kv, n * s, d] against K^T [b, kv, d, t]."""
         h, d, kv = c["heads"], c["head_dim"], c["kv_heads"]
         n = h // kv
+        if c["repeat"] == "folded":
+            b, _h, s, _d = q.shape
+            t = k.shape[2]
+            w = torch.matmul(q.reshape(b, kv, n * s, d), k.transpose(2, 3)) / math.sqrt(d)
+            w = w.view(b, kv, n, s, t) + mask[:, :, None]
+            w = F.softmax(w, dim=-1, dtype=torch.float32).view(b, kv, n * s, t)
+            return torch.matmul(w, v).view(b, h, s, d)
         k = repeat_heads(k, n, c["repeat"], h, kv, d)
         v = repeat_heads(v, n, c["repeat"], h, kv, d)
         w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d)
@@ -325,13 +334,19 @@ def _modules(torch):
             logits = self.lm_head(self.norm(x))
             return (logits, *presents) if self.cache else logits
 
-    return AttentionBlock, Decoder
+    return AttentionBlock, Decoder, attend
+
+
+def attend_fn(torch):
+    """attend(q, k, v, mask, c) of the modules: the attention the benchmark's
+    attention-only models export."""
+    return _modules(torch)[2]
 
 
 def build(torch, kw, **over):
     """The module of a recipe's kw, seeded, in eval mode; over changes the family's
     widths (the benchmark's sizes)."""
-    AttentionBlock, Decoder = _modules(torch)
+    AttentionBlock, Decoder, _attend = _modules(torch)
     max_positions = over.pop("max_positions", MAX_POSITIONS)
     c = dict(FAMILIES[kw["family"]], **over)
     torch.manual_seed(SEED)
