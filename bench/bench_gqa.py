@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Grouped-query attention in ONNX Runtime: the exported K/V head repeat against
-tileopt's output of it, and against the form a rewrite should reach.
+tileopt's output of it, and against two forms a rewrite could reach.
 
-Three models per case, timed in one node process, interleaved round by round
+Four models per case, timed in one node process, interleaved round by round
 (bench/ort_time_real.js: the median duration of ORT's own "model_run" event):
 
   orig    torch.onnx's export (TorchScript, opset 17, dynamic batch and
@@ -16,6 +16,9 @@ Three models per case, timed in one node process, interleaved round by round
           [B, kv, n, Sq, T] for the mask and the Softmax, one Reshape back to
           [B, heads, Sq, D]. Built by hand with onnx.helper, and checked with
           np.allclose against orig on the case's inputs before it is timed
+  bcast   nothing repeated either: Q viewed as [B, kv, n, Sq, D] against K^T
+          unsqueezed to [B, kv, 1, D, T], MatMuls that broadcast over the
+          group (by hand too, checked the same way)
 
 Cases: head shapes of Llama-3-8B (32 query heads, 8 KV heads, head size 128),
 Qwen2-7B (28/4/128) and Gemma (8/1/256); decode (one query token over K and V
@@ -25,15 +28,17 @@ the whole 2-layer decoder step (one new token, its cache as optimum exports it:
 past K and V in, Concat with the new token's, present K and V out) of
 tests/real/gqa_models.py at Llama-3-8B widths (hidden 4096, MLP 14336, the same
 heads; the vocabulary cut to 1024 to keep the file under protobuf's 2 GB):
-orig, tileopt, and as its target the same decoder exported with the folded
-attention (gqa_models.py's "folded" form, same weights).
+orig, tileopt, and as target and bcast the same decoder exported with those
+attentions (gqa_models.py's "folded" and "grouped" forms, same weights).
 
 Goals: decode attention >= 4x at 4096 on 1 thread, the decoder step >= 1.2x at
 4096, nothing below 0.97 (prefill included). The ratio columns are orig / model
 (> 1: faster than the export); the goal column judges tileopt, the last one
-the target. "reps" counts the K/V head repeats of each model
-(tests/real/gqa_repeats.py). A tileopt output that is the export byte for byte
-shows "= orig" and is not timed.
+the target. "cpu" gives the same ratios of the median process CPU time per
+run, which other load on the machine disturbs less than the wall time (with 1
+thread; with 2 it also counts ORT's spinning threads). "reps" counts the K/V
+head repeats of each model (tests/real/gqa_repeats.py). A tileopt output that
+is the export byte for byte shows "= orig" and is not timed.
 
     /usr/bin/python3 bench/bench_gqa.py [--tileopt PATH] [--quick] [--no-decoder]
         [--no-attention] [--shapes llama3,qwen2,gemma] [--threads 1,2] [--json FILE]
@@ -130,7 +135,6 @@ def export_attention(torch, c, path):
 def folded_attention(heads, kv, d):
     """The target by hand: the export's inputs and output, nothing repeated."""
     n = heads // kv
-    f32 = TensorProto.FLOAT
     inits = [numpy_helper.from_array(np.array(math.sqrt(d), dtype=np.float32), "scale")]
 
     def const(name, values):
@@ -159,9 +163,15 @@ def folded_attention(heads, kv, d):
         helper.make_node("Reshape", ["o_rows", const("o_heads", [0, heads, -1, d])],
                          ["attn"]),
     ]
+    return _attention_model(nodes, inits, heads, kv, d, "gqa_folded")
+
+
+def _attention_model(nodes, inits, heads, kv, d, name):
+    """A checked model of export_attention's inputs and output around nodes."""
+    f32 = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
     g = helper.make_graph(
-        nodes, "gqa_folded",
+        nodes, name,
         [vi("query", f32, ["batch", heads, "sequence", d]),
          vi("key", f32, ["batch", kv, "total", d]), vi("value", f32, ["batch", kv, "total", d]),
          vi("mask", f32, ["batch", 1, "sequence", "total"])],
@@ -170,6 +180,35 @@ def folded_attention(heads, kv, d):
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     return m
+
+
+def grouped_attention(heads, kv, d):
+    """bcast by hand: Q as [B, kv, n, Sq, D], K and V unsqueezed to one head per
+    group, MatMuls broadcasting over it."""
+    n = heads // kv
+    inits = [numpy_helper.from_array(np.array(math.sqrt(d), dtype=np.float32), "scale")]
+
+    def const(name, values):
+        inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64),
+                                             "shape_" + name))
+        return "shape_" + name
+
+    nodes = [
+        helper.make_node("Reshape", ["query", const("q_groups", [0, kv, n, -1, d])],
+                         ["q_groups"]),
+        helper.make_node("Unsqueeze", ["key", const("axis2", [2])], ["k_group"]),
+        helper.make_node("Transpose", ["k_group"], ["k_t"], perm=[0, 1, 2, 4, 3]),
+        helper.make_node("MatMul", ["q_groups", "k_t"], ["qk"]),
+        helper.make_node("Div", ["qk", "scale"], ["scores"]),
+        helper.make_node("Unsqueeze", ["mask", const("axis1", [1])], ["mask5"]),
+        helper.make_node("Add", ["scores", "mask5"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("Unsqueeze", ["value", "shape_axis2"], ["v_group"]),
+        helper.make_node("MatMul", ["p", "v_group"], ["o_groups"]),
+        helper.make_node("Reshape", ["o_groups", const("o_heads", [0, heads, -1, d])],
+                         ["attn"]),
+    ]
+    return _attention_model(nodes, inits, heads, kv, d, "gqa_grouped")
 
 
 def attention_feeds(heads, kv, d, decode, length, seed=0):
@@ -189,12 +228,13 @@ def attention_feeds(heads, kv, d, decode, length, seed=0):
 
 # ---------------------------------------------------------------- the decoder
 
-def export_decoder(torch, widths, folded, length, path):
+def export_decoder(torch, widths, form, length, path):
     """gqa_models' 2-layer Llama decoder with a cache at Llama-3-8B's heads and
-    the given widths, exported to path. folded: the target's attention."""
+    the given widths, exported to path; form: None (repeat_kv), or the
+    attention of the target ("folded") or bcast ("grouped")."""
     over = dict(widths, heads=32, kv_heads=8, head_dim=128, max_positions=length + 2)
-    if folded:
-        over["repeat"] = "folded"
+    if form:
+        over["repeat"] = form
     kw = {"family": "llama", "form": "decoder", "cache": True}
     m, c = gqa_models.build(torch, kw, **over)
     gqa_models.export(kw, OPSET, path, m=m, c=c)
@@ -209,7 +249,8 @@ def decoder_feeds(torch, kw, c, length):
 # -------------------------------------------------------------------- timing
 
 def time_models(models, feeds, threads, rounds, tmp):
-    """{label: ORT median ms} for the models (label, path), interleaved."""
+    """{label: (ORT median ms, CPU median ms)} for the models (label, path),
+    interleaved."""
     spec_feeds = []
     for i, (name, a) in enumerate(feeds.items()):
         a = np.ascontiguousarray(a)
@@ -231,7 +272,7 @@ def time_models(models, feeds, threads, rounds, tmp):
     out = json.loads(r.stdout)
     for f in glob.glob(os.path.join(prof, "*")):
         os.remove(f)
-    return {k: v["ort_median_ms"] for k, v in out.items()}
+    return {k: (v["ort_median_ms"], v["cpu_median_ms"]) for k, v in out.items()}
 
 
 def optimize(tileopt, src, dst):
@@ -259,7 +300,7 @@ def same_file(a, b):
 
 
 def time_case(paths, feeds, threads, rounds, tmp):
-    """time_models of orig, tileopt and target; a tileopt output that is orig
+    """time_models of every model; a tileopt output that is orig
     byte for byte runs the same by construction: it takes orig's time untimed
     (timing it would measure only this machine's noise)."""
     identical = same_file(paths[0][1], paths[1][1])
@@ -278,19 +319,26 @@ def ratio(a, b):
     return a / b if b > 0 else float("inf")
 
 
+MODELS = ("orig", "tileopt", "target", "bcast")
+
+
 def row(results, case, threads, timed, reps, goal):
     t, identical = timed
-    o, p, g = t["orig"], t["tileopt"], t["target"]
-    rt, rg = ratio(o, p), ratio(o, g)
-    verdict = "ok" if rt >= max(goal, FLOOR) else "MISS"
-    tv = "ok" if rg >= max(goal, FLOOR) else "MISS"
-    tileopt = "= orig" if identical else f"{p:.2f}"
-    print(f"{case:36} {threads:>3} {o:10.2f} {tileopt:>10} {g:10.2f} {rt:7.2f}x {rg:7.2f}x "
-          f"{'/'.join(map(str, reps)):>7}  >={max(goal, FLOOR):<4} {verdict:4} target "
-          f"{tv}", flush=True)
-    results.append({"case": case, "threads": threads, "orig_ms": o, "tileopt_ms": p,
-                    "tileopt_identical": identical, "target_ms": g, "tileopt_ratio": rt,
-                    "target_ratio": rg, "repeats": reps, "goal": max(goal, FLOOR)})
+    ms = {k: t[k][0] for k in MODELS}
+    cpu = {k: t[k][1] for k in MODELS}
+    r = {k: ratio(ms["orig"], ms[k]) for k in MODELS[1:]}
+    rc = {k: ratio(cpu["orig"], cpu[k]) for k in MODELS[1:]}
+    goal = max(goal, FLOOR)
+    verdict = "ok" if r["tileopt"] >= goal else "MISS"
+    tv = "ok" if r["target"] >= goal else "MISS"
+    tileopt = "= orig" if identical else f"{ms['tileopt']:.2f}"
+    print(f"{case:36} {threads:>3} {ms['orig']:9.2f} {tileopt:>9} {ms['target']:9.2f} "
+          f"{ms['bcast']:9.2f} {r['tileopt']:6.2f}x {r['target']:6.2f}x {r['bcast']:6.2f}x "
+          f"{'/'.join(f'{rc[k]:.2f}' for k in MODELS[1:]):>15} "
+          f"{'/'.join(map(str, reps)):>7}  >={goal:<4} {verdict:4} target {tv}", flush=True)
+    results.append({"case": case, "threads": threads, "ms": ms, "cpu_ms": cpu,
+                    "ratio": r, "cpu_ratio": rc, "tileopt_identical": identical,
+                    "repeats": reps, "goal": goal})
 
 
 def main():
@@ -318,19 +366,21 @@ def main():
               {"warmup": 3, "min": 7, "max": 200, "budget_ms": 4000})
     results = []
     print("ONNX Runtime, batch 1; ms: median of ORT's own model_run (thr: intra-op "
-          "threads); ratio: orig / model;\nreps: K/V head repeats in orig/tileopt/target "
-          "(tests/real/gqa_repeats.py); '= orig': tileopt wrote the export's bytes.")
-    print(f"{'case':36} {'thr':>3} {'orig ms':>10} {'tileopt ms':>10} {'target ms':>10} "
-          f"{'tileopt':>8} {'target':>8} {'reps':>7}  goal")
+          "threads); x: orig / model (tileopt, target, bcast);\ncpu: the same ratios of "
+          "the process CPU time; reps: K/V head repeats in orig/tileopt/target/bcast "
+          "(tests/real/gqa_repeats.py);\n'= orig': tileopt wrote the export's bytes "
+          "(not timed).")
+    print(f"{'case':36} {'thr':>3} {'orig':>9} {'tileopt':>9} {'target':>9} {'bcast':>9} "
+          f"{'tileopt':>7} {'target':>7} {'bcast':>7} {'cpu':>15} {'reps':>7}  goal")
     with tempfile.TemporaryDirectory(prefix="bench_gqa_") as tmp:
         for key in shapes:
             label, heads, kv, d = SHAPES[key]
             stem = os.path.join(tmp, key)
-            paths = [("orig", stem + ".onnx"), ("tileopt", stem + ".opt.onnx"),
-                     ("target", stem + ".target.onnx")]
+            paths = [(k, f"{stem}.{k}.onnx") for k in MODELS]
             export_attention(torch, attention_config(heads, kv, d), paths[0][1])
             optimize(tileopt, paths[0][1], paths[1][1])
             onnx.save(folded_attention(heads, kv, d), paths[2][1])
+            onnx.save(grouped_attention(heads, kv, d), paths[3][1])
             reps = repeats_of(paths, attention_feeds(heads, kv, d, True, 16))
             for decoding, lengths in ((True, decode), (False, prefill)):
                 for length in lengths:
@@ -348,11 +398,11 @@ def main():
             lengths = (4096,) if args.quick else DECODE
             top = max(lengths)
             stem = os.path.join(tmp, "decoder")
-            paths = [("orig", stem + ".onnx"), ("tileopt", stem + ".opt.onnx"),
-                     ("target", stem + ".target.onnx")]
-            kw, c = export_decoder(torch, widths, False, top, paths[0][1])
+            paths = [(k, f"{stem}.{k}.onnx") for k in MODELS]
+            kw, c = export_decoder(torch, widths, None, top, paths[0][1])
             optimize(tileopt, paths[0][1], paths[1][1])
-            export_decoder(torch, widths, True, top, paths[2][1])
+            export_decoder(torch, widths, "folded", top, paths[2][1])
+            export_decoder(torch, widths, "grouped", top, paths[3][1])
             reps = repeats_of(paths, decoder_feeds(torch, kw, c, 16))
             what = (f"decoder h{widths['hidden']}")
             for length in lengths:

@@ -6,12 +6,13 @@ of each family (Hugging Face transformers' modeling_llama, modeling_mistral,
 modeling_qwen2, modeling_gemma and modeling_falcon): the attention block alone
 (projections, rotary embeddings, the K/V head repeat, eager attention, output
 projection) and a 2-layer decoder (embedding, pre-norm layers, final norm, LM
-head); Llama's attention block also with repeat_interleave and with .repeat. Each is exported by torch.onnx (TorchScript, torch 1.13) with a dynamic
-batch and sequence, at opsets 14 and 17, without a cache and with one in
-optimum's layout: inputs `past_key_values.{i}.key` / `.value` [batch, kv_heads,
-past, head_dim], outputs `present.{i}.key` / `.value`, K and V concatenated
-with the past along the sequence before they are repeated, as every exporter
-of these families does. Position ids come from the attention mask as
+head); Llama's attention block also with repeat_interleave and with .repeat.
+Each is exported by torch.onnx (TorchScript, torch 1.13) with a dynamic batch
+and sequence, at opsets 14 and 17, without a cache and with one in optimum's
+layout: inputs `past_key_values.{i}.key` / `.value` [batch, kv_heads, past,
+head_dim], outputs `present.{i}.key` / `.value`, K and V concatenated with the
+past along the sequence before they are repeated, as the modeling code of
+these families does. Position ids come from the attention mask as
 generate() computes them, the 4-D mask as transformers' AttentionMaskConverter
 builds it (so the exports carry its Expand over the batch, which is no head
 repeat), with Mistral's sliding window as an additive mask.
@@ -56,17 +57,6 @@ FAMILIES = {
                        theta=10000.0),
     "tile": dict(hidden=96, heads=6, kv_heads=2, head_dim=16, inter=192, vocab=512,
                  norm="rms", act="silu", repeat="tile", theta=10000.0),
-}
-FAMILY_NOTE = {
-    "llama": "Llama (RMSNorm, rotary, repeat_kv, SiLU MLP)",
-    "mistral": "Mistral (Llama with a sliding-window mask of 4)",
-    "qwen2": "Qwen2 (bias on q/k/v, rope theta 1e6, 7 heads on 1 KV head)",
-    "gemma": "Gemma (one KV head, head_dim 32 > hidden/heads, (1+w) RMSNorm, "
-             "GeLU-tanh MLP, scaled embedding)",
-    "falcon": "Falcon-style multi-query (fused QKV, one KV head broadcast_to the "
-              "query heads, LayerNorm, parallel attention and MLP)",
-    "interleave": "Llama with torch.repeat_interleave(k, n, dim=1)",
-    "tile": "Llama with k.repeat(1, n, 1, 1) (Tile; head h reads KV head h mod kv)",
 }
 LAYERS = 2
 MAX_POSITIONS = 64
@@ -185,18 +175,25 @@ def _modules(torch):
     def attend(q, k, v, mask, c):
         """Eager attention of q [b, heads, s, d] over k, v [b, kv_heads, t, d] with
         the additive mask [b, 1, s, t], K and V repeated to every query head in
-        the family's form. The "folded" form (the benchmark's target, no
-        family's) repeats nothing: each KV head's query heads become rows of one
-        MatMul, q as [b, kv, n * s, d] against K^T [b, kv, d, t]."""
+        the family's form. Two forms of no family repeat nothing (the
+        benchmark's targets): "folded" makes each KV head's query heads rows of
+        one MatMul, q as [b, kv, n * s, d] against K^T [b, kv, d, t]; "grouped"
+        multiplies q as [b, kv, n, s, d] by K^T as [b, kv, 1, d, t], a MatMul
+        that broadcasts over the group."""
         h, d, kv = c["heads"], c["head_dim"], c["kv_heads"]
         n = h // kv
-        if c["repeat"] == "folded":
+        if c["repeat"] in ("folded", "grouped"):
             b, _h, s, _d = q.shape
             t = k.shape[2]
-            w = torch.matmul(q.reshape(b, kv, n * s, d), k.transpose(2, 3)) / math.sqrt(d)
-            w = w.view(b, kv, n, s, t) + mask[:, :, None]
-            w = F.softmax(w, dim=-1, dtype=torch.float32).view(b, kv, n * s, t)
-            return torch.matmul(w, v).view(b, h, s, d)
+            if c["repeat"] == "folded":
+                w = torch.matmul(q.reshape(b, kv, n * s, d), k.transpose(2, 3))
+                w = w.view(b, kv, n, s, t)
+            else:
+                w = torch.matmul(q.reshape(b, kv, n, s, d), k[:, :, None].transpose(3, 4))
+            w = F.softmax(w / math.sqrt(d) + mask[:, :, None], dim=-1, dtype=torch.float32)
+            if c["repeat"] == "folded":
+                return torch.matmul(w.view(b, kv, n * s, t), v).view(b, h, s, d)
+            return torch.matmul(w, v[:, :, None]).reshape(b, h, s, d)
         k = repeat_heads(k, n, c["repeat"], h, kv, d)
         v = repeat_heads(v, n, c["repeat"], h, kv, d)
         w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d)
