@@ -374,6 +374,14 @@ tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const 
     return TILEOPT_OK;
 }
 
+tileopt_status tileopt_model_check_output(tileopt_ctx *ctx, tileopt_model *model,
+                                          const char *path) {
+    if (!model || !path)
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_model_check_output: NULL argument"});
+    if (graph_model_check_target(model->g, path, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
 tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx, tileopt_model *model, void **out,
                                          size_t *size) {
     if (graph_model_save_buffer(model->g, out, size, &ctx->err)) return ctx_fail(ctx, &ctx->err);

@@ -463,7 +463,7 @@ static bool same_dir(const char *a, const char *b) {
 /* Refuse, before anything is written, a destination that is the file the model
 ** was loaded from or one of its external data files, however spelled (a
 ** symlink, a hard link): every caller that writes gets the check the CLI makes. */
-static int check_target(graph_model *m, const char *path, errbuf *err) {
+int graph_model_check_target(graph_model *m, const char *path, errbuf *err) {
     struct stat dst, src;
     if (stat(path, &dst) != 0) return TILEOPT_OK; /* a new file is nobody's */
     if (m->path && stat(m->path, &src) == 0 && src.st_dev == dst.st_dev &&
@@ -476,7 +476,7 @@ static int check_target(graph_model *m, const char *path, errbuf *err) {
 }
 
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
-    int checked = check_target(m, path, err);
+    int checked = graph_model_check_target(m, path, err);
     if (checked) return checked;
     relocation r = {m, NULL, 0, 0, NULL, NULL, false, false, NULL, NULL};
     char *copy = strdup(path);

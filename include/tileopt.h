@@ -171,6 +171,11 @@ TILEOPT_API void tileopt_model_free(tileopt_model *model);
 ** is written. */
 TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model,
                                               const char *path);
+/* The check tileopt_model_save makes of its path, alone: TILEOPT_MISUSE when
+** path is the model's own file or one of its external data files, so a caller
+** refuses such an output before any work. */
+TILEOPT_API tileopt_status tileopt_model_check_output(tileopt_ctx *ctx, tileopt_model *model,
+                                                      const char *path);
 /* Serialize to a new buffer (*out, *size), freed with tileopt_free(). Fails with
 ** TILEOPT_LIMIT for models that need external data. */
 TILEOPT_API tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx,

@@ -266,6 +266,8 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     tileopt_model *model = NULL, *before = NULL;
     int rc = EXIT_FAIL;
     tileopt_status st = tileopt_model_load(ctx, a->in, &model);
+    /* OUT naming one of the input's external data files: known once it is loaded */
+    if (!st) st = tileopt_model_check_output(ctx, model, a->out);
     if (!st && a->verify) st = tileopt_model_load(ctx, a->in, &before);
     if (st) {
         rc = cli_fail(ctx, st, NULL);
