@@ -175,8 +175,12 @@ static int bind_proto(tileopt_ctx *ctx, bound_inputs *b, const void *data, size_
     graph_kind kind = next < b->n ? graph_type_kind(b->vi[next]->type, &elem) : GRAPH_KIND_NONE;
     if (kind != GRAPH_KIND_SEQUENCE && kind != GRAPH_KIND_OPTIONAL) kind = GRAPH_KIND_TENSOR;
     tensor *t = NULL;
-    if (value_decode(data, size, kind, elem, &ctx->opt.eval_lim, &t, &ctx->err))
-        return err_prefix(&ctx->err, "%s: ", path);
+    if (value_decode(data, size, kind, elem, &ctx->opt.eval_lim, &t, &ctx->err)) {
+        /* the bytes do not say which message they hold: say what they were read as */
+        if (next == b->n) return err_prefix(&ctx->err, "%s: ", path);
+        return err_prefix(&ctx->err, "%s (read as %s, as graph input '%s' declares): ", path,
+                          value_kind_name(kind), b->v[next]->name);
+    }
     for (size_t i = 0; t->name && i < b->n; i++)
         if (strcmp(b->v[i]->name, t->name) == 0) return bind_at(b, i, t, path, &ctx->err);
     if (next == b->n) {

@@ -30,8 +30,9 @@ static int take_option(void *user, const cli_option *o, const char *value) {
 static int inspect_one(tileopt_ctx *ctx, const char *path, const inspect_args *a,
                        bool several, bool first) {
     tileopt_model *m;
-    tileopt_status st = tileopt_model_load(ctx, path, &m);
-    if (st) return cli_fail(ctx, st, NULL);
+    if (tileopt_model_load(ctx, path, &m) != TILEOPT_OK)
+        return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    tileopt_status st;
     char *text;
     st = a->json ? tileopt_model_inspect(ctx, m, &text)
                  : tileopt_model_describe(ctx, m, a->all ? SIZE_MAX : SHORT_TILE_LIST, &text);

@@ -265,11 +265,16 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
                     size_t n_passes) {
     tileopt_model *model = NULL, *before = NULL;
     int rc = EXIT_FAIL;
+    /* a model that cannot be loaded (--input-shape that does not fit it
+    ** included) fails the run; OUT naming one of its external data files,
+    ** known once it is loaded, is a usage error */
     tileopt_status st = tileopt_model_load(ctx, a->in, &model);
-    /* OUT naming one of the input's external data files: known once it is loaded */
-    if (!st) st = tileopt_model_check_output(ctx, model, a->out);
     if (!st && a->verify) st = tileopt_model_load(ctx, a->in, &before);
     if (st) {
+        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto done;
+    }
+    if ((st = tileopt_model_check_output(ctx, model, a->out))) {
         rc = cli_fail(ctx, st, NULL);
         goto done;
     }

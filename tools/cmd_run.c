@@ -299,7 +299,7 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
     if (isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, cli_progress, NULL);
     tileopt_status st = tileopt_model_load(ctx, model_path, &model);
     if (st) {
-        rc = cli_fail(ctx, st, NULL);
+        rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
     if (r.test_dir) {

@@ -20,10 +20,7 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        cli_print_usage(stderr);
-        return tool_error(EXIT_USAGE, "no command given");
-    }
+    if (argc < 2) return tool_error(EXIT_USAGE, "no command given (optimize, run, inspect)");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         cli_print_usage(stdout);
