@@ -20,8 +20,8 @@ typedef struct inspect_args {
 static int take_option(void *user, const cli_option *o, const char *value) {
     (void)value;
     inspect_args *a = user;
-    if (strcmp(o->name, "--json") == 0) a->json = true;
-    else if (strcmp(o->name, "--all") == 0) a->all = true;
+    if (o->id == ID_JSON) a->json = true;
+    if (o->id == ID_ALL) a->all = true;
     return EXIT_OK;
 }
 

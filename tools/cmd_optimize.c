@@ -396,28 +396,33 @@ int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
 static int take_option(void *user, const cli_option *o, const char *value) {
     opt_cmd *c = user;
     opt_args *a = &c->a;
-    const char *n = o->name;
-    if (strcmp(n, "--output") == 0) a->out = value;
-    else if (strcmp(n, "--passes") == 0) a->passes = value;
-    else if (strcmp(n, "--report") == 0) a->report = value;
-    else if (strcmp(n, "--infer-shapes") == 0) a->infer_shapes = true;
-    else if (strcmp(n, "--quiet") == 0) a->quiet = true;
-    else if (strcmp(n, "--target-opset") == 0) a->target_asked = true;
-    else if (strcmp(n, "--verify-inputs") == 0) a->verify = true;
-    else if (strcmp(n, "--verify") == 0) {
+    switch (o->id) {
+    case ID_OUTPUT: a->out = value; break;
+    case ID_PASSES: a->passes = value; break;
+    case ID_REPORT: a->report = value; break;
+    case ID_INFER_SHAPES: a->infer_shapes = true; break;
+    case ID_QUIET: a->quiet = true; break;
+    case ID_TARGET_OPSET: a->target_asked = true; break;
+    case ID_VERIFY_INPUTS: a->verify = true; break;
+    case ID_VERIFY:
         if (value && strcmp(value, "strict") != 0)
             return tool_error(EXIT_USAGE, "--verify takes =strict or nothing, not '%s'", value);
         a->verify = true;
         a->strict = a->strict || value;
-    } else if (strcmp(n, "--jobs") == 0) {
+        break;
+    case ID_JOBS: {
         char *end;
         long j = strtol(value, &end, 10);
         if (*end || end == value || j < 1 || j > 4096)
             return tool_error(EXIT_USAGE, "--jobs needs a number of jobs from 1 to 4096");
         c->jobs = (int)j;
-    } else if (strcmp(n, "--shard") == 0) {
+        break;
+    }
+    case ID_SHARD:
         if (!parse_shard(value, &c->shard_i, &c->shard_n))
             return tool_error(EXIT_USAGE, "--shard needs I/N with 0 <= I < N");
+        break;
+    default: break; /* the library's options, set already */
     }
     return EXIT_OK;
 }

@@ -227,13 +227,10 @@ typedef struct run_args {
 
 static int take_option(void *user, const cli_option *o, const char *value) {
     run_args *r = user;
-    if (strcmp(o->name, "--test-dir") == 0) {
-        if (r->test_dir) return tool_error(EXIT_USAGE, "--test-dir given twice");
-        r->test_dir = value;
-    } else if (strcmp(o->name, "--output") == 0) {
-        if (r->out) return tool_error(EXIT_USAGE, "--output given twice");
-        r->out = value;
-    } else if (strcmp(o->name, "--random") == 0) {
+    const char **slot = o->id == ID_TEST_DIR ? &r->test_dir : o->id == ID_OUTPUT ? &r->out : NULL;
+    if (slot && *slot) return tool_error(EXIT_USAGE, "%s given twice", o->name);
+    if (slot) *slot = value;
+    if (o->id == ID_RANDOM) {
         r->random = true;
         r->seed = value;
     }

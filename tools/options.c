@@ -36,93 +36,93 @@ const size_t cli_command_count = sizeof cli_commands / sizeof *cli_commands;
 
 #define OPT CMD_OPTIMIZE
 #define LIMIT(name, value, lib, help) \
-    {CMD_EVERY, name, NULL, NULL, value, ARG_REQUIRED, lib, SECTION_LIMITS, COMPLETE_NOTHING, \
+    {ID_LIMIT, CMD_EVERY, name, NULL, NULL, value, ARG_REQUIRED, lib, SECTION_LIMITS, COMPLETE_NOTHING, \
      NULL, help}
 
 const cli_option cli_options[] = {
-    {CMD_EVERY, "--help", "-h", NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
+    {ID_HELP, CMD_EVERY, "--help", "-h", NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "print this help and exit"},
-    {OPT | CMD_RUN, "--output", "-o", NULL, "OUT", ARG_REQUIRED, NULL, SECTION_COMMAND,
+    {ID_OUTPUT, OPT | CMD_RUN, "--output", "-o", NULL, "OUT", ARG_REQUIRED, NULL, SECTION_COMMAND,
      COMPLETE_FILE, NULL,
      "optimize: the optimized model (never IN itself), or the output folder of a batch; "
      "run: OUT.npz gets the outputs as one archive, any other OUT is a folder of "
      "output_N.pb (per data set OUT/test_data_set_N/) (default: optimize's second "
      "operand; run prints the outputs)"},
-    {OPT, "--jobs", "-j", NULL, "N", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
+    {ID_JOBS, OPT, "--jobs", "-j", NULL, "N", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "batch: models optimized at once (default: the number of cores)"},
-    {OPT, "--shard", NULL, NULL, "I/N", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
+    {ID_SHARD, OPT, "--shard", NULL, NULL, "I/N", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "batch: only the I-th (0 to N-1) of N contiguous slices of the sorted model list "
      "(default: all)"},
-    {OPT, "--passes", NULL, NULL, "LIST", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_WORDS,
+    {ID_PASSES, OPT, "--passes", NULL, NULL, "LIST", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_WORDS,
      "upgrade fold fuse gqa none",
      "passes in order, comma-separated, from upgrade, fold, fuse, gqa, or none (load and "
      "save only) (default upgrade,fold,fuse,gqa)"},
-    {OPT, "--target-opset", NULL, NULL, "N", ARG_REQUIRED, "target-opset", SECTION_COMMAND,
+    {ID_TARGET_OPSET, OPT, "--target-opset", NULL, NULL, "N", ARG_REQUIRED, "target-opset", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "the opset upgrade converts to, 1 to 26, up or down (default: the model's own from "
      "opset 7, else 13)"},
-    {OPT, "--keep-initializer-inputs", NULL, NULL, NULL, ARG_NONE, "keep-initializer-inputs",
+    {ID_KEEP_INIT_INPUTS, OPT, "--keep-initializer-inputs", NULL, NULL, NULL, ARG_NONE, "keep-initializer-inputs",
      SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "keep initializers listed as graph inputs when the IR goes past 3 (default: take them "
      "out)"},
-    {OPT, "--fold-scope", NULL, NULL, "tile|all", ARG_REQUIRED, "fold-scope", SECTION_COMMAND,
+    {ID_FOLD_SCOPE, OPT, "--fold-scope", NULL, NULL, "tile|all", ARG_REQUIRED, "fold-scope", SECTION_COMMAND,
      COMPLETE_WORDS, "tile all",
      "fold Tiles and what feeds them, or every constant node (default tile)"},
-    {OPT, "--fold-limit", NULL, NULL, "SIZE", ARG_REQUIRED, "fold-limit", SECTION_COMMAND,
+    {ID_FOLD_LIMIT, OPT, "--fold-limit", NULL, NULL, "SIZE", ARG_REQUIRED, "fold-limit", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "most bytes one fold may add to the model, outputs less the constants that go with it "
      "(default 1M)"},
-    {OPT, "--fold-max-growth", NULL, NULL, "K", ARG_REQUIRED, "fold-max-growth",
+    {ID_FOLD_MAX_GROWTH, OPT, "--fold-max-growth", NULL, NULL, "K", ARG_REQUIRED, "fold-max-growth",
      SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "also refuse outputs over K times their constant inputs (default 0: off)"},
-    {OPT, "--fuse-split", NULL, NULL, NULL, ARG_NONE, "fuse-split", SECTION_COMMAND,
+    {ID_FUSE_SPLIT, OPT, "--fuse-split", NULL, NULL, NULL, ARG_NONE, "fuse-split", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "fuse a Tile into a binary op with a full-size operand by reshaping both to broadcast "
      "(default off)"},
-    {CMD_EVERY, "--input-shape", NULL, "--overwrite-input-shape", "NAME:D1,D2,...",
+    {ID_INPUT_SHAPE, CMD_EVERY, "--input-shape", NULL, "--overwrite-input-shape", "NAME:D1,D2,...",
      ARG_REQUIRED, "input-shape", SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "fix a graph input's dims, and each named dim of it everywhere the model declares it "
      "(repeatable; onnx-simplifier's spelling works too) (default none)"},
-    {OPT, "--infer-shapes", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND,
+    {ID_INFER_SHAPES, OPT, "--infer-shapes", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND,
      COMPLETE_NOTHING, NULL, "write inferred types and shapes into value_info (default off)"},
-    {OPT, "--verify", NULL, NULL, "strict", ARG_OPTIONAL, NULL, SECTION_COMMAND,
+    {ID_VERIFY, OPT, "--verify", NULL, NULL, "strict", ARG_OPTIONAL, NULL, SECTION_COMMAND,
      COMPLETE_WORDS, "strict",
      "run IN and OUT on the same inputs and fail on a difference; without a verdict (an op "
      "the evaluator lacks, inputs the model refuses) a warning says so and the run goes on, "
      "=strict fails instead (default off)"},
-    {OPT, "--verify-inputs", NULL, NULL, "DIR|FILE", ARG_REQUIRED, "verify-inputs",
+    {ID_VERIFY_INPUTS, OPT, "--verify-inputs", NULL, NULL, "DIR|FILE", ARG_REQUIRED, "verify-inputs",
      SECTION_COMMAND, COMPLETE_FILE, "*.@(pb|npy|npz)",
      "verify on these inputs, exactly: an .npz, .npy or .pb file, or a folder of them such "
      "as a test_data_set_0 (repeatable; implies --verify) (default: random inputs)"},
-    {OPT, "--verify-shape", NULL, NULL, "N|NAME:D1,...", ARG_REQUIRED, "verify-shape",
+    {ID_VERIFY_SHAPE, OPT, "--verify-shape", NULL, NULL, "N|NAME:D1,...", ARG_REQUIRED, "verify-shape",
      SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "the size every open dim of verify's random inputs takes, or one input's whole shape "
      "(repeatable) (default: 2 on the leading axis, elsewhere 2, 64, then 512 until IN "
      "runs)"},
-    {OPT, "--seed", NULL, NULL, "N", ARG_REQUIRED, "seed", SECTION_COMMAND, COMPLETE_NOTHING,
+    {ID_SEED, OPT, "--seed", NULL, NULL, "N", ARG_REQUIRED, "seed", SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "seed of verify's random inputs (default 1)"},
-    {OPT, "--report", NULL, NULL, "FILE|DIR|-", ARG_REQUIRED, NULL, SECTION_COMMAND,
+    {ID_REPORT, OPT, "--report", NULL, NULL, "FILE|DIR|-", ARG_REQUIRED, NULL, SECTION_COMMAND,
      COMPLETE_FILE, "*.json",
      "write the JSON report to FILE, or to stdout (-: the summary then goes to stderr); "
      "for a batch a folder: one report per model and batch.json (default none)"},
-    {OPT, "--quiet", "-q", NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING, NULL,
+    {ID_QUIET, OPT, "--quiet", "-q", NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "no progress and no summary; warnings and errors still go to stderr (default: progress "
      "on a terminal, summary on stdout)"},
-    {CMD_RUN, "--random", NULL, NULL, "SEED", ARG_OPTIONAL, NULL, SECTION_COMMAND,
+    {ID_RANDOM, CMD_RUN, "--random", NULL, NULL, "SEED", ARG_OPTIONAL, NULL, SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "random inputs of the declared shapes (floats in [-1, 1), integers in [0, 4]; open "
      "dims 2, or as --input-shape fixes them), seeded (default: seed 1 when given)"},
-    {CMD_RUN, "--test-dir", NULL, NULL, "DIR", ARG_REQUIRED, NULL, SECTION_COMMAND,
+    {ID_TEST_DIR, CMD_RUN, "--test-dir", NULL, NULL, "DIR", ARG_REQUIRED, NULL, SECTION_COMMAND,
      COMPLETE_DIR, NULL,
      "a data set (DIR/input_*.pb, DIR/output_*.pb) or a backend test folder "
      "(DIR/test_data_set_*, and DIR/model.onnx when MODEL is not given): compare the "
      "outputs (floats: rtol 1e-3, atol 1e-7; other types exactly), exit 1 on a mismatch "
      "(default none)"},
-    {CMD_INSPECT, "--json", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND,
+    {ID_JSON, CMD_INSPECT, "--json", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "print one JSON object per model instead, every Tile included (several models: one "
      "array) (default: text)"},
-    {CMD_INSPECT, "--all", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
+    {ID_ALL, CMD_INSPECT, "--all", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "list every Tile (default: the first 10)"},
     LIMIT("--max-tensor-bytes", "SIZE", "max-tensor-bytes",
           "bytes one evaluated or loaded tensor may take (default 4G)"),

@@ -33,7 +33,16 @@ typedef enum cli_section {
     SECTION_LIMITS,          /* resource limits every command takes */
 } cli_section;
 
+/* Which option: what a command's handler switches on. */
+typedef enum cli_id {
+    ID_HELP, ID_OUTPUT, ID_JOBS, ID_SHARD, ID_PASSES, ID_TARGET_OPSET, ID_KEEP_INIT_INPUTS,
+    ID_FOLD_SCOPE, ID_FOLD_LIMIT, ID_FOLD_MAX_GROWTH, ID_FUSE_SPLIT, ID_INPUT_SHAPE,
+    ID_INFER_SHAPES, ID_VERIFY, ID_VERIFY_INPUTS, ID_VERIFY_SHAPE, ID_SEED, ID_REPORT, ID_QUIET,
+    ID_RANDOM, ID_TEST_DIR, ID_JSON, ID_ALL, ID_LIMIT,
+} cli_id;
+
 typedef struct cli_option {
+    cli_id id;
     unsigned commands;       /* CMD_* bits */
     const char *name;        /* "--output" */
     const char *short_name;  /* "-o", or NULL */
