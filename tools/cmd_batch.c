@@ -238,12 +238,14 @@ static void progress(size_t done, size_t failed, size_t total, size_t running) {
 
 /* A path from the disk as printable text: control bytes as \xNN, so a file
 ** name cannot drive the terminal (tool_error does the same for its lines). */
-static void put_path(const char *s) {
+static void put_path_to(FILE *f, const char *s) {
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c < 0x20 || *c == 0x7f) printf("\\x%02x", *c);
-        else putchar(*c);
+        if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\x%02x", *c);
+        else fputc(*c, f);
     }
 }
+
+static void put_path(const char *s) { put_path_to(stdout, s); }
 
 static void print_row(const model *m) {
     char a[32], b[32];
@@ -258,12 +260,28 @@ static void print_row(const model *m) {
     fflush(stdout);
 }
 
+/* The child's warnings, on stderr with the model named: a batch shows them as
+** a single run would, whatever --quiet says. */
+static void forward_warnings(FILE *f, const char *in) {
+    static const char tag[] = "tileopt: warning: ";
+    char line[4096];
+    rewind(f);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, tag, sizeof tag - 1) != 0) continue;
+        cli_progress_clear();
+        fputs(tag, stderr);
+        put_path_to(stderr, in);
+        fprintf(stderr, ": %s%s", line + sizeof tag - 1, strchr(line, '\n') ? "" : "\n");
+    }
+}
+
 /* Collect one finished child into its model row. */
 static void reap(slot *s, model *m, int status) {
     m->seconds = now_s() - s->t0;
     result r;
     ssize_t got = read(s->pipe_fd, &r, sizeof r);
     close(s->pipe_fd);
+    forward_warnings(s->err, m->in);
     read_error(s->err, m->error, sizeof m->error);
     fclose(s->err);
     if (WIFSIGNALED(status)) {

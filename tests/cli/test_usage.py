@@ -137,6 +137,16 @@ def warnings_should_go_to_stderr_whatever_quiet_says():
             assert (cp.stdout == "") == bool(flags), cp.stdout
 
 
+def a_batch_should_show_its_models_warnings():
+    with h.tempdir() as d:
+        src, outdir = legacy_tile_with_int_tiles(d), os.path.join(d, "out")
+        for flags in ((), ("-q",)):
+            cp = h.tileopt("optimize", src, SRC, "-o", outdir, *flags)
+            h.expect_ok(cp)
+            lines = [l for l in cp.stderr.splitlines() if l.startswith("tileopt: warning:")]
+            assert len(lines) == 1 and f"tileopt: warning: {src}: node" in lines[0], cp.stderr
+
+
 def a_report_on_stdout_should_be_json_alone():
     with h.tempdir() as d:
         src, out = legacy_tile_with_int_tiles(d), os.path.join(d, "o.onnx")
