@@ -641,23 +641,24 @@ int npz_decode(const void *bytes, size_t size, const eval_limits *lim, npz_array
         }
         memcpy(name, e.name, e.name_len - 4);
         name[e.name_len - 4] = '\0';
-        out->names[out->n] = name;
+        /* counted at once: npz_free releases it whatever fails next */
+        size_t at_n = out->n++;
+        out->names[at_n] = name;
         if (strlen(name) != e.name_len - 4) {
             rc = err_set(err, TILEOPT_INVALID, "a member's name holds a NUL byte");
             break;
         }
-        for (size_t k = 0; k < out->n && !rc; k++)
+        for (size_t k = 0; k < at_n && !rc; k++)
             if (strcmp(out->names[k], name) == 0)
                 rc = err_set(err, TILEOPT_INVALID, "'%s' is in the archive twice", name);
         const uint8_t *data = NULL;
         uint8_t *owned = NULL;
         if (!rc) rc = zip_member(b, size, &e, name, lim, &data, &owned, err);
         if (!rc) {
-            rc = npy_decode(data, (size_t)e.usize, lim, &out->values[out->n], err);
+            rc = npy_decode(data, (size_t)e.usize, lim, &out->values[at_n], err);
             if (rc) err_prefix(err, "'%s': ", name);
         }
         free(owned);
-        out->n++;
     }
     if (rc) npz_free(out);
     return rc;
