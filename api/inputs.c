@@ -136,6 +136,8 @@ static int bind_at(bound_inputs *b, size_t i, tensor *t, const char *file, errbu
         tensor_free(t);
         return err_prefix(err, "%s: ", file);
     }
+    /* a file of numpy's holds bfloat16 and 8-bit floats as their bits */
+    if (api_bits_for(b->v[i]->type.elem, t)) t->elem = b->v[i]->type.elem;
     b->val[i] = t;
     b->from[i] = strdup(file);
     return b->from[i] ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
