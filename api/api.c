@@ -51,6 +51,10 @@ void tileopt_ctx_free(tileopt_ctx *ctx) {
     api_report_free(ctx);
     for (size_t i = 0; i < ctx->n_input_shapes; i++) free(ctx->input_shapes[i].name);
     free(ctx->input_shapes);
+    for (size_t i = 0; i < ctx->verify.n_shapes; i++) free(ctx->verify.shapes[i].name);
+    free(ctx->verify.shapes);
+    for (size_t i = 0; i < ctx->verify.n_files; i++) free(ctx->verify.files[i]);
+    free(ctx->verify.files);
     free(ctx);
 }
 
@@ -76,6 +80,8 @@ void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user)
 typedef enum opt_kind {
     OPT_U64, OPT_BYTES, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
     OPT_SHAPE,               /* repeatable, kept in the context, not in pass_options */
+    OPT_VERIFY_SHAPE,        /* a size, or a shape like OPT_SHAPE's */
+    OPT_PATH,                /* repeatable, kept in the context */
 } opt_kind;
 
 typedef struct opt_def {
@@ -100,6 +106,8 @@ static const opt_def options[] = {
     OPT("seed", OPT_U64, verify.seed),
     OPT("verify-strict", OPT_BOOL, verify.strict),
     {"input-shape", OPT_SHAPE, 0},
+    {"verify-shape", OPT_VERIFY_SHAPE, 0},
+    {"verify-inputs", OPT_PATH, 0},
 };
 #undef OPT
 
@@ -144,13 +152,19 @@ static bool parse_bytes(const char *s, uint64_t *out) {
     return false;
 }
 
+/* Dims past this are no real input's: a typo, or a size that overflows the
+** element count before any limit could say so. */
+#define SHAPE_DIM_MAX ((int64_t)1 << 40)
+
 /* "NAME:D1,D2,..." (NAME may hold ':' itself, as TensorFlow's "x:0" does: the last
-** one separates; "NAME:" is a scalar). The same name again replaces it. */
-static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
+** one separates; "NAME:" is a scalar) added to the list of option `flag`. The
+** same name again replaces it. */
+static tileopt_status add_shape(tileopt_ctx *ctx, const char *flag, const char *value,
+                                api_input_shape **list, size_t *count) {
     const char *colon = value ? strrchr(value, ':') : NULL;
     if (!colon || colon == value)
         return err_set(&ctx->err, TILEOPT_MISUSE,
-                       "--input-shape takes NAME:D1,D2,... , not '%s'", value ? value : "");
+                       "--%s takes NAME:D1,D2,... , not '%s'", flag, value ? value : "");
     api_input_shape s = {.rank = 0};
     for (const char *p = colon + 1; *p;) {
         char *end;
@@ -159,8 +173,11 @@ static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
         if (d < 0 || errno || (*end && *end != ',') || (*end == ',' && !end[1]) ||
             s.rank == TENSOR_MAX_RANK)
             return err_set(&ctx->err, TILEOPT_MISUSE,
-                           "--input-shape '%s': dims are numbers 0 and up separated by ',' "
-                           "(at most %d)", value, TENSOR_MAX_RANK);
+                           "--%s '%s': dims are numbers 0 and up separated by ',' "
+                           "(at most %d)", flag, value, TENSOR_MAX_RANK);
+        if (d > SHAPE_DIM_MAX)
+            return err_set(&ctx->err, TILEOPT_MISUSE, "--%s '%s': a dim of %lld is over %lld",
+                           flag, value, d, (long long)SHAPE_DIM_MAX);
         s.dims[s.rank++] = d;
         p = *end ? end + 1 : end;
     }
@@ -169,20 +186,45 @@ static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
     if (!s.name) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     memcpy(s.name, value, nlen);
     s.name[nlen] = '\0';
-    for (size_t i = 0; i < ctx->n_input_shapes; i++)
-        if (strcmp(ctx->input_shapes[i].name, s.name) == 0) {
-            free(ctx->input_shapes[i].name);
-            ctx->input_shapes[i] = s;
+    for (size_t i = 0; i < *count; i++)
+        if (strcmp((*list)[i].name, s.name) == 0) {
+            free((*list)[i].name);
+            (*list)[i] = s;
             return TILEOPT_OK;
         }
-    api_input_shape *grown =
-        realloc(ctx->input_shapes, (ctx->n_input_shapes + 1) * sizeof *grown);
+    api_input_shape *grown = realloc(*list, (*count + 1) * sizeof *grown);
     if (!grown) {
         free(s.name);
         return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     }
-    ctx->input_shapes = grown;
-    ctx->input_shapes[ctx->n_input_shapes++] = s;
+    *list = grown;
+    (*list)[(*count)++] = s;
+    return TILEOPT_OK;
+}
+
+/* --verify-shape: a bare size for every open dim, or one input's shape. */
+static tileopt_status set_verify_shape(tileopt_ctx *ctx, const char *value) {
+    if (value && strchr(value, ':'))
+        return add_shape(ctx, "verify-shape", value, &ctx->verify.shapes, &ctx->verify.n_shapes);
+    uint64_t u;
+    if (!parse_u64(value, &u) || u > (uint64_t)SHAPE_DIM_MAX)
+        return err_set(&ctx->err, TILEOPT_MISUSE, "--verify-shape takes a size from 0 to %lld "
+                       "or NAME:D1,D2,..., not '%s'", (long long)SHAPE_DIM_MAX,
+                       value ? value : "");
+    ctx->verify.dim_given = true;
+    ctx->verify.dim = (int64_t)u;
+    return TILEOPT_OK;
+}
+
+static tileopt_status add_path(tileopt_ctx *ctx, const char *value) {
+    if (!value || !*value)
+        return err_set(&ctx->err, TILEOPT_MISUSE, "--verify-inputs takes a file or a folder");
+    char **grown = realloc(ctx->verify.files, (ctx->verify.n_files + 1) * sizeof *grown);
+    if (!grown) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    ctx->verify.files = grown;
+    if (!(grown[ctx->verify.n_files] = strdup(value)))
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    ctx->verify.n_files++;
     return TILEOPT_OK;
 }
 
@@ -191,7 +233,10 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     for (size_t i = 0; i < countof(options); i++)
         if (strcmp(options[i].name, name) == 0) o = &options[i];
     if (!o) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown option '%s'", name);
-    if (o->kind == OPT_SHAPE) return add_input_shape(ctx, value);
+    if (o->kind == OPT_SHAPE)
+        return add_shape(ctx, name, value, &ctx->input_shapes, &ctx->n_input_shapes);
+    if (o->kind == OPT_VERIFY_SHAPE) return set_verify_shape(ctx, value);
+    if (o->kind == OPT_PATH) return add_path(ctx, value);
     uint8_t *field = (uint8_t *)ctx + o->offset;
     uint64_t u;
     switch (o->kind) {
@@ -240,6 +285,8 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         *(bool *)field = value[0] == '1';
         return TILEOPT_OK;
     case OPT_SHAPE:
+    case OPT_VERIFY_SHAPE:
+    case OPT_PATH:
         break;
     case OPT_SCOPE:
         if (strcmp(value, "tile") && strcmp(value, "all")) {
@@ -304,6 +351,14 @@ tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const 
     model->g->progress = (graph_progress){0};
     model->g->temp_hook = NULL;
     if (rc) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_model_check_output(tileopt_ctx *ctx, tileopt_model *model,
+                                          const char *path) {
+    if (!model || !path)
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_model_check_output: NULL argument"});
+    if (graph_model_check_target(model->g, path, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }
 

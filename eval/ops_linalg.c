@@ -1,16 +1,16 @@
 /*
-** Linear algebra: MatMul, Gemm, Det and Einsum. Floating types go through BLAS (OpenBLAS,
-** found by meson): float for FLOAT, FLOAT16 and BFLOAT16, double for DOUBLE.
+** Linear algebra: MatMul, Gemm, Det and Einsum. Floating types go through BLAS (eval/blas.h:
+** OpenBLAS when present): float for FLOAT, FLOAT16 and BFLOAT16, double for DOUBLE.
 ** Integer MatMul/Gemm accumulate in 64 bits and wrap as the element type does.
 ** Also the helpers the other neural-network kernels share (eval_impl.h):
 ** nn_input, nn_output and nn_gemm.
 */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/blas.h"
 #include "eval/eval_impl.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -42,16 +42,7 @@ int nn_output(tensor **w, int32_t elem, const eval_env *env, errbuf *err) {
 void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
              const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
              int64_t ldc) {
-    if (m == 0 || n == 0) return;
-    /* BLAS wants leading dimensions of at least 1 even for empty operands */
-    blasint la = (blasint)(lda > 0 ? lda : 1), lb = (blasint)(ldb > 0 ? ldb : 1);
-    enum CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-    if (elem == DT_DOUBLE)
-        cblas_dgemm(CblasRowMajor, A, B, (blasint)m, (blasint)n, (blasint)k, alpha, a, la, b,
-                    lb, beta, c, (blasint)ldc);
-    else
-        cblas_sgemm(CblasRowMajor, A, B, (blasint)m, (blasint)n, (blasint)k, (float)alpha,
-                    a, la, b, lb, (float)beta, c, (blasint)ldc);
+    blas_gemm(elem == DT_DOUBLE, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static bool blas_dim(int64_t v) { return v >= 0 && v <= INT_MAX; }

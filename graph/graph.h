@@ -207,6 +207,9 @@ void graph_model_free(graph_model *m);
 int graph_model_reindex(graph_model *m, errbuf *err);
 
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err);
+/* TILEOPT_MISUSE when path is the file m was loaded from or one of its external
+** data files, however spelled (graph_model_save_path refuses those). */
+int graph_model_check_target(graph_model *m, const char *path, errbuf *err);
 int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *err);
 /* Serialized size in bytes, as the saver would write it (without external data). */
 size_t graph_model_packed_size(const graph_model *m);

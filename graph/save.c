@@ -247,6 +247,9 @@ typedef struct relocation {
     char *data_path;
     const char *data_name;   /* basename of data_path, the new location */
     bool move_external, move_inline;
+    /* set for the walk that refuses a destination holding the model's own data */
+    const struct stat *target;
+    const char *target_path;
 } relocation;
 
 static int reloc_push(relocation *r, Onnx__TensorProto *t, errbuf *err) {
@@ -269,7 +272,25 @@ static int reloc_push(relocation *r, Onnx__TensorProto *t, errbuf *err) {
     return TILEOPT_OK;
 }
 
+/* A destination that is one of the model's external data files: the rename at
+** the end of the save would replace bytes the model still reads. */
+static int target_check(relocation *r, Onnx__TensorProto *t, errbuf *err) {
+    graph_extent src;
+    errbuf later;            /* a tensor whose extent is bad: the save says why */
+    if (graph_external_extent(r->m, t, &src, &later)) return TILEOPT_OK;
+    struct stat st;
+    bool same = src.path && stat(src.path, &st) == 0 && st.st_dev == r->target->st_dev &&
+                st.st_ino == r->target->st_ino;
+    free(src.path);
+    if (same)
+        return err_set(err, TILEOPT_MISUSE,
+                       "'%s' is the external data of the input model ('%s'): write to another "
+                       "file", r->target_path, t->name ? t->name : "");
+    return TILEOPT_OK;
+}
+
 static int reloc_tensor(relocation *r, Onnx__TensorProto *t, errbuf *err) {
+    if (r->target) return graph_tensor_is_external(t) ? target_check(r, t, err) : TILEOPT_OK;
     if (graph_tensor_is_external(t)) return r->move_external ? reloc_push(r, t, err) : TILEOPT_OK;
     if (r->move_inline && t->has_raw_data && t->raw_data.len >= EXTERNAL_MIN_BYTES)
         return reloc_push(r, t, err);
@@ -439,8 +460,25 @@ static bool same_dir(const char *a, const char *b) {
     return strcmp(ra, rb) == 0;
 }
 
+/* Refuse, before anything is written, a destination that is the file the model
+** was loaded from or one of its external data files, however spelled (a
+** symlink, a hard link): every caller that writes gets the check the CLI makes. */
+int graph_model_check_target(graph_model *m, const char *path, errbuf *err) {
+    struct stat dst, src;
+    if (stat(path, &dst) != 0) return TILEOPT_OK; /* a new file is nobody's */
+    if (m->path && stat(m->path, &src) == 0 && src.st_dev == dst.st_dev &&
+        src.st_ino == dst.st_ino)
+        return err_set(err, TILEOPT_MISUSE, "'%s' is the input model: write to another file",
+                       path);
+    if (!m->base_dir) return TILEOPT_OK;
+    relocation r = {.m = m, .target = &dst, .target_path = path};
+    return reloc_model(&r, err);
+}
+
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err) {
-    relocation r = {m, NULL, 0, 0, NULL, NULL, false, false};
+    int checked = graph_model_check_target(m, path, err);
+    if (checked) return checked;
+    relocation r = {m, NULL, 0, 0, NULL, NULL, false, false, NULL, NULL};
     char *copy = strdup(path);
     size_t dlen = strlen(path) + 16;
     r.data_path = malloc(dlen);

@@ -16,6 +16,9 @@ Every model goes through these stages, each judged on its own:
   ort        ONNX Runtime gives the same outputs for the original and the output
              on the model's seeded inputs (rtol 1e-3, atol 1e-7: the contract's
              tolerance; skipped when the original does not run in ONNX Runtime)
+  verify     `optimize --verify` on random inputs and `--verify-inputs` on the
+             model's test_data_set_0: no mismatch either way, and a match on its
+             own inputs (skipped, with the reason, when they give no verdict)
   torch      PyTorch exports only: ONNX Runtime's outputs of the original and of
              the output both equal PyTorch's own saved outputs, with rtol 1e-3 and
              an atol of 1e-4 times the output's largest magnitude. ORT and PyTorch
@@ -375,17 +378,26 @@ class ModelRun:
             raise StageFailure("; ".join(bad))
 
     def verify(self, tmp):
-        """`optimize --verify` gives a verdict: match; a mismatch fails, a skip says
-        why (the ops the evaluator lacks, or why the model does not run)."""
+        """`optimize --verify` on random inputs and on the model's own
+        (`--verify-inputs` test_data_set_0): a mismatch either way fails; the
+        stage is skipped, with why, when its own inputs give no verdict (random
+        ones may not suit a model: Silero's sample rate must be 8000 or 16000)."""
         out = os.path.join(tmp, "verified.onnx")
         rep = out + ".report.json"
-        run_tool("optimize", self.model, "-o", out, "--verify", "--report", rep, "--quiet")
-        with open(rep) as f:
-            v = json.load(f).get("verify", {})
-        if v.get("verdict") == "skipped":
-            return f"skipped: {v.get('reason') or ', '.join(v.get('ops', []))}"
-        if v.get("verdict") != "match":
-            raise StageFailure(f"verify: {v.get('verdict')}: {one_line(json.dumps(v), 300)}")
+        data = os.path.join(os.path.dirname(self.model), "test_data_set_0")
+        skipped = None
+        for how, flags in (("random inputs", ["--verify"]), ("its inputs", ["--verify-inputs", data])):
+            run_tool("optimize", self.model, "-o", out, *flags, "--report", rep, "--quiet")
+            with open(rep) as f:
+                v = json.load(f).get("verify", {})
+            if v.get("verdict") == "skipped":
+                skipped = f"{how}: {v.get('reason') or ', '.join(v.get('ops', []))}"
+            elif v.get("verdict") != "match":
+                raise StageFailure(f"verify on {how}: {v.get('verdict')}: "
+                                   f"{one_line(json.dumps(v), 300)}")
+            elif how == "its inputs":
+                skipped = None
+        return skipped
 
     def python(self, opt, tmp):
         """The Python package on this model; under the sanitizers its own checks
