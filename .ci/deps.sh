@@ -22,15 +22,18 @@ _apt_install() {
 
 deps_build() {
     # python3-onnx for onnx/onnx-data.proto (SequenceProto, OptionalProto), which
-    # libonnx-dev lacks
+    # libonnx-dev lacks; zlib for .npz archives; OpenBLAS is loaded at run time
+    # (the evaluator has loops of its own without it), cJSON only for the tests
     _apt_install gcc libc6-dev pkg-config meson ninja-build protobuf-c-compiler \
-        libprotobuf-c-dev libcjson-dev libonnx-dev libopenblas-dev python3-onnx
+        libprotobuf-c-dev zlib1g-dev libcjson-dev libonnx-dev libopenblas-dev python3-onnx
 }
 
 deps_test() {
     deps_build
     _apt_install libcmocka-dev python3-onnx python3-numpy python3-jsonschema \
         libonnx-testdata clang libclang-rt-14-dev
+    # cli_docs checks the zsh completion's syntax and the man page's rendering
+    _apt_install zsh man-db
     # The Python package: its extension (Python.h), and pip install . offline
     # through Debian's meson-python.
     _apt_install python3-dev python3-pip python3-mesonpy

@@ -51,22 +51,21 @@ void tileopt_ctx_free(tileopt_ctx *ctx) {
     api_report_free(ctx);
     for (size_t i = 0; i < ctx->n_input_shapes; i++) free(ctx->input_shapes[i].name);
     free(ctx->input_shapes);
+    for (size_t i = 0; i < ctx->verify.n_shapes; i++) free(ctx->verify.shapes[i].name);
+    free(ctx->verify.shapes);
+    for (size_t i = 0; i < ctx->verify.n_files; i++) free(ctx->verify.files[i]);
+    free(ctx->verify.files);
     free(ctx);
 }
 
 const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx) { return ctx ? ctx->err.msg : ""; }
 
-eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what) {
-    eval_limits lim = ctx->opt.eval_lim;
-    lim.progress = ctx->progress;
-    lim.progress_user = ctx->progress_user;
-    lim.run_what = run_what;
-    return lim;
+eval_env api_eval_env(const tileopt_ctx *ctx, const char *run_what) {
+    return eval_env_of(&ctx->opt.lim, ctx->progress, run_what);
 }
 
 void tileopt_ctx_set_progress(tileopt_ctx *ctx, tileopt_progress_fn fn, void *user) {
-    ctx->progress = fn;
-    ctx->progress_user = user;
+    ctx->progress = (graph_progress){fn, user};
 }
 
 void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user) {
@@ -82,6 +81,8 @@ typedef enum opt_kind {
     OPT_U64, OPT_BYTES, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
     OPT_SHAPE,               /* repeatable, kept in the context, not in pass_options */
     OPT_NAME,                /* a file name, kept in the context */
+    OPT_VERIFY_SHAPE,        /* a size, or a shape like OPT_SHAPE's */
+    OPT_PATH,                /* repeatable, kept in the context */
 } opt_kind;
 
 typedef struct opt_def {
@@ -98,15 +99,17 @@ static const opt_def options[] = {
     OPT("fold-scope", OPT_SCOPE, opt.fold_scope_all),
     OPT("fuse-split", OPT_BOOL, opt.fuse_split),
     OPT("keep-initializer-inputs", OPT_BOOL, opt.keep_initializer_inputs),
-    OPT("max-tensor-bytes", OPT_BYTES, opt.eval_lim.max_tensor_bytes),
-    OPT("max-eval-bytes", OPT_BYTES, opt.eval_lim.max_total_bytes),
-    OPT("max-eval-steps", OPT_U64, opt.eval_lim.max_steps),
-    OPT("max-depth", OPT_U32, opt.graph_lim.max_depth),
-    OPT("max-rank", OPT_U32, opt.graph_lim.max_rank),
+    OPT("max-tensor-bytes", OPT_BYTES, opt.lim.max_tensor_bytes),
+    OPT("max-eval-bytes", OPT_BYTES, opt.lim.max_eval_bytes),
+    OPT("max-eval-steps", OPT_U64, opt.lim.max_eval_steps),
+    OPT("max-depth", OPT_U32, opt.lim.max_depth),
+    OPT("max-rank", OPT_U32, opt.lim.max_rank),
     OPT("seed", OPT_U64, verify.seed),
     OPT("verify-strict", OPT_BOOL, verify.strict),
     {"input-shape", OPT_SHAPE, 0},
     OPT("data-name", OPT_NAME, data_name),
+    {"verify-shape", OPT_VERIFY_SHAPE, 0},
+    {"verify-inputs", OPT_PATH, 0},
 };
 #undef OPT
 
@@ -151,13 +154,19 @@ static bool parse_bytes(const char *s, uint64_t *out) {
     return false;
 }
 
+/* Dims past this are no real input's: a typo, or a size that overflows the
+** element count before any limit could say so. */
+#define SHAPE_DIM_MAX ((int64_t)1 << 40)
+
 /* "NAME:D1,D2,..." (NAME may hold ':' itself, as TensorFlow's "x:0" does: the last
-** one separates; "NAME:" is a scalar). The same name again replaces it. */
-static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
+** one separates; "NAME:" is a scalar) added to the list of option `flag`. The
+** same name again replaces it. */
+static tileopt_status add_shape(tileopt_ctx *ctx, const char *flag, const char *value,
+                                api_input_shape **list, size_t *count) {
     const char *colon = value ? strrchr(value, ':') : NULL;
     if (!colon || colon == value)
         return err_set(&ctx->err, TILEOPT_MISUSE,
-                       "--input-shape takes NAME:D1,D2,... , not '%s'", value ? value : "");
+                       "--%s takes NAME:D1,D2,... , not '%s'", flag, value ? value : "");
     api_input_shape s = {.rank = 0};
     for (const char *p = colon + 1; *p;) {
         char *end;
@@ -166,8 +175,11 @@ static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
         if (d < 0 || errno || (*end && *end != ',') || (*end == ',' && !end[1]) ||
             s.rank == TENSOR_MAX_RANK)
             return err_set(&ctx->err, TILEOPT_MISUSE,
-                           "--input-shape '%s': dims are numbers 0 and up separated by ',' "
-                           "(at most %d)", value, TENSOR_MAX_RANK);
+                           "--%s '%s': dims are numbers 0 and up separated by ',' "
+                           "(at most %d)", flag, value, TENSOR_MAX_RANK);
+        if (d > SHAPE_DIM_MAX)
+            return err_set(&ctx->err, TILEOPT_MISUSE, "--%s '%s': a dim of %lld is over %lld",
+                           flag, value, d, (long long)SHAPE_DIM_MAX);
         s.dims[s.rank++] = d;
         p = *end ? end + 1 : end;
     }
@@ -176,20 +188,45 @@ static tileopt_status add_input_shape(tileopt_ctx *ctx, const char *value) {
     if (!s.name) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     memcpy(s.name, value, nlen);
     s.name[nlen] = '\0';
-    for (size_t i = 0; i < ctx->n_input_shapes; i++)
-        if (strcmp(ctx->input_shapes[i].name, s.name) == 0) {
-            free(ctx->input_shapes[i].name);
-            ctx->input_shapes[i] = s;
+    for (size_t i = 0; i < *count; i++)
+        if (strcmp((*list)[i].name, s.name) == 0) {
+            free((*list)[i].name);
+            (*list)[i] = s;
             return TILEOPT_OK;
         }
-    api_input_shape *grown =
-        realloc(ctx->input_shapes, (ctx->n_input_shapes + 1) * sizeof *grown);
+    api_input_shape *grown = realloc(*list, (*count + 1) * sizeof *grown);
     if (!grown) {
         free(s.name);
         return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
     }
-    ctx->input_shapes = grown;
-    ctx->input_shapes[ctx->n_input_shapes++] = s;
+    *list = grown;
+    (*list)[(*count)++] = s;
+    return TILEOPT_OK;
+}
+
+/* --verify-shape: a bare size for every open dim, or one input's shape. */
+static tileopt_status set_verify_shape(tileopt_ctx *ctx, const char *value) {
+    if (value && strchr(value, ':'))
+        return add_shape(ctx, "verify-shape", value, &ctx->verify.shapes, &ctx->verify.n_shapes);
+    uint64_t u;
+    if (!parse_u64(value, &u) || u > (uint64_t)SHAPE_DIM_MAX)
+        return err_set(&ctx->err, TILEOPT_MISUSE, "--verify-shape takes a size from 0 to %lld "
+                       "or NAME:D1,D2,..., not '%s'", (long long)SHAPE_DIM_MAX,
+                       value ? value : "");
+    ctx->verify.dim_given = true;
+    ctx->verify.dim = (int64_t)u;
+    return TILEOPT_OK;
+}
+
+static tileopt_status add_path(tileopt_ctx *ctx, const char *value) {
+    if (!value || !*value)
+        return err_set(&ctx->err, TILEOPT_MISUSE, "--verify-inputs takes a file or a folder");
+    char **grown = realloc(ctx->verify.files, (ctx->verify.n_files + 1) * sizeof *grown);
+    if (!grown) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    ctx->verify.files = grown;
+    if (!(grown[ctx->verify.n_files] = strdup(value)))
+        return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+    ctx->verify.n_files++;
     return TILEOPT_OK;
 }
 
@@ -198,7 +235,10 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     for (size_t i = 0; i < countof(options); i++)
         if (strcmp(options[i].name, name) == 0) o = &options[i];
     if (!o) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown option '%s'", name);
-    if (o->kind == OPT_SHAPE) return add_input_shape(ctx, value);
+    if (o->kind == OPT_SHAPE)
+        return add_shape(ctx, name, value, &ctx->input_shapes, &ctx->n_input_shapes);
+    if (o->kind == OPT_VERIFY_SHAPE) return set_verify_shape(ctx, value);
+    if (o->kind == OPT_PATH) return add_path(ctx, value);
     uint8_t *field = (uint8_t *)ctx + o->offset;
     uint64_t u;
     switch (o->kind) {
@@ -226,11 +266,6 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         } else {
             memcpy(field, &u, sizeof u);
         }
-        /* The loader enforces the same per-tensor limit as the evaluator. */
-        if (strcmp(name, "max-tensor-bytes") == 0) ctx->opt.graph_lim.max_tensor_bytes = u;
-        /* ...and the same subgraph depth: run's evaluator would stop at its own
-        ** default otherwise. */
-        if (strcmp(name, "max-depth") == 0) ctx->opt.eval_lim.max_depth = (uint32_t)u;
         return TILEOPT_OK;
     case OPT_OPSET:
         if (!parse_u64(value, &u) || u < 1 || u > (uint64_t)opset_table_max_opset) {
@@ -252,6 +287,8 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
         *(bool *)field = value[0] == '1';
         return TILEOPT_OK;
     case OPT_SHAPE:
+    case OPT_VERIFY_SHAPE:
+    case OPT_PATH:
         break;
     case OPT_NAME:
         /* one component beside OUT; the save checks the rest (not OUT itself) */
@@ -294,19 +331,10 @@ static tileopt_status wrap_model(tileopt_ctx *ctx, graph_model *g, tileopt_model
     return TILEOPT_OK;
 }
 
-/* ctx's load limits with its progress callback. */
-static graph_limits load_limits(const tileopt_ctx *ctx) {
-    graph_limits lim = ctx->opt.graph_lim;
-    lim.progress = ctx->progress;
-    lim.progress_user = ctx->progress_user;
-    return lim;
-}
-
 tileopt_status tileopt_model_load(tileopt_ctx *ctx, const char *path, tileopt_model **out) {
     *out = NULL;
     graph_model *g;
-    graph_limits lim = load_limits(ctx);
-    if (graph_model_load_path(path, &lim, &g, &ctx->err))
+    if (graph_model_load_path(path, &ctx->opt.lim, &ctx->progress, &g, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return wrap_model(ctx, g, out);
 }
@@ -315,8 +343,8 @@ tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const void *data, siz
                                          const char *base_dir, tileopt_model **out) {
     *out = NULL;
     graph_model *g;
-    graph_limits lim = load_limits(ctx);
-    if (graph_model_load_buffer(data, size, base_dir, &lim, &g, &ctx->err))
+    if (graph_model_load_buffer(data, size, base_dir, &ctx->opt.lim, &ctx->progress, &g,
+                                &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return wrap_model(ctx, g, out);
 }
@@ -329,15 +357,22 @@ void tileopt_model_free(tileopt_model *model) {
 
 tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const char *path) {
     model->g->progress = ctx->progress;
-    model->g->progress_user = ctx->progress_user;
     model->g->temp_hook = ctx->temp_hook;
     model->g->temp_user = ctx->temp_user;
     model->g->data_name = ctx->data_name[0] ? ctx->data_name : NULL;
     int rc = graph_model_save_path(model->g, path, &ctx->err);
-    model->g->progress = NULL;
+    model->g->progress = (graph_progress){0};
     model->g->temp_hook = NULL;
     model->g->data_name = NULL;
     if (rc) return ctx_fail(ctx, &ctx->err);
+    return TILEOPT_OK;
+}
+
+tileopt_status tileopt_model_check_output(tileopt_ctx *ctx, tileopt_model *model,
+                                          const char *path) {
+    if (!model || !path)
+        return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_model_check_output: NULL argument"});
+    if (graph_model_check_target(model->g, path, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }
 
@@ -367,7 +402,7 @@ static void take_load_warning(tileopt_ctx *ctx, tileopt_model *model) {
 }
 
 static pass_run_env run_env(const tileopt_ctx *ctx) {
-    return (pass_run_env){&ctx->opt, ctx->progress, ctx->progress_user};
+    return (pass_run_env){&ctx->opt, ctx->progress};
 }
 
 tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {

@@ -50,6 +50,7 @@ typedef struct api_verify {
     char *json;              /* NULL: no verify since the report began */
     tileopt_verdict verdict;
     char *reason;            /* NULL: none */
+    char *inputs;            /* the inputs it ran on, as the summary says them; NULL: none */
 } api_verify;
 void api_verify_clear(api_verify *v);
 
@@ -65,7 +66,16 @@ typedef struct api_report {
 typedef struct api_verify_options {
     uint64_t seed;           /* of the generated inputs */
     bool strict;             /* no verdict is a failure */
+    bool dim_given;          /* --verify-shape N: every open dim takes dim; else sizes */
+    int64_t dim;             /* are tried in turn (VERIFY_SIZES) */
+    api_input_shape *shapes; /* --verify-shape NAME:D1,...: one input's shape */
+    size_t n_shapes;
+    char **files;            /* --verify-inputs: run on these instead */
+    size_t n_files;
 } api_verify_options;
+
+/* The size an open dim of a generated input takes first (and for run --random). */
+#define API_RANDOM_DIM 2
 
 struct tileopt_ctx {
     pass_options opt;
@@ -75,8 +85,7 @@ struct tileopt_ctx {
     errbuf err;
     api_report report;
     pass_results results;    /* the pass runs since the report began */
-    tileopt_progress_fn progress;
-    void *progress_user;
+    graph_progress progress;
     tileopt_temp_fn temp_hook;
     void *temp_user;
     char data_name[256];     /* "data-name": "" for OUT's name and ".data" */
@@ -107,9 +116,32 @@ bool api_bits_for(int32_t want, const tensor *t);
 /* "FLOAT [2,3]", "a sequence of 3 FLOAT tensors", "an empty optional" */
 void api_shape_text(const tensor *t, char *buf, size_t cap);
 
-/* ctx's evaluation limits with its progress callback: a run reports its
-** main-graph nodes as run_what, and a big Tile written out its bytes. */
-eval_limits api_eval_limits(const tileopt_ctx *ctx, const char *run_what);
+/* What an evaluation on ctx goes by: its limits and its progress callback; a
+** run reports its main-graph nodes as run_what, a big Tile written out its
+** bytes. */
+eval_env api_eval_env(const tileopt_ctx *ctx, const char *run_what);
+
+/* Read a whole regular file of at most max bytes into a new buffer. */
+int api_read_file(const char *path, uint64_t max, void **data, size_t *size, errbuf *err);
+
+/* What graph input v declares, as people read it: "FLOAT [N,3,224,224]". */
+void api_decl_text(const graph_value *v, const Onnx__ValueInfoProto *vi, char *buf, size_t cap);
+/* t fits input v: its element type, rank and static dims (TILEOPT_MISUSE naming
+** the input, what it got and what the model declares). */
+int api_check_input(const graph_value *v, const Onnx__ValueInfoProto *vi, const tensor *t,
+                    errbuf *err);
+/* TILEOPT_MISUSE: the model takes other inputs than the `given` count, listed. */
+int api_inputs_missing(graph *g, size_t given, errbuf *err);
+/* Values for g's inputs from files (tileopt_model_inputs_load): values[i] for
+** input i and from[i] the file that gave it, n of each, all the caller's. */
+int api_inputs_from_files(tileopt_ctx *ctx, graph *g, const char *const *paths, size_t n_paths,
+                          tensor ***values, char ***from, size_t *n);
+/* Random values for g's inputs (the seed and --verify-shape of ctx; open dims
+** `lead` on the leading axis, `inner` elsewhere), each described under
+** "inputs" in w when w is not NULL. why is set (TILEOPT_OK returned) when an
+** input cannot be generated; *sized tells whether some dim took `inner`. */
+int api_random_inputs(tileopt_ctx *ctx, graph *g, int64_t lead, int64_t inner, json_w *w,
+                      tensor ***values, size_t *n, bool *sized, char *why, size_t why_cap);
 
 /* Release what the report and the pass results hold (tileopt_ctx_free). */
 void api_report_free(tileopt_ctx *ctx);

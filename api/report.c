@@ -182,6 +182,7 @@ static void summary_write(json_w *w, const api_summary *s) {
 void api_verify_clear(api_verify *v) {
     free(v->json);
     free(v->reason);
+    free(v->inputs);
     memset(v, 0, sizeof *v);
 }
 
@@ -398,6 +399,10 @@ double tileopt_report_pass_ms(const tileopt_ctx *ctx, size_t i) {
 const char *tileopt_report_pass_error(const tileopt_ctx *ctx, size_t i) {
     const pass_entry *e = entry_at(ctx, i);
     return e ? e->error : NULL;
+}
+
+const char *tileopt_report_verify_inputs(const tileopt_ctx *ctx) {
+    return ctx->report.begun ? ctx->report.verify.inputs : NULL;
 }
 
 tileopt_verdict tileopt_report_verdict(const tileopt_ctx *ctx, const char **reason) {

@@ -16,12 +16,12 @@
 #include "api/ctx.h"
 
 /* The value a symbolic or unknown dim takes in generated inputs: the leading
-** axis (the batch, for every exporter) is VERIFY_DIM; the other axes take the
-** sizes below in turn until the input model runs, since sequences and images
-** shorter than a model's kernels and strides make it fail (an audio model's
-** framing convolution, an OCR model's width). */
-#define VERIFY_DIM 2
-static const int64_t verify_sizes[] = {VERIFY_DIM, 64, 512};
+** axis (the batch, for every exporter) is API_RANDOM_DIM; the other axes take
+** the sizes below in turn until the input model runs, since sequences and
+** images shorter than a model's kernels and strides make it fail (an audio
+** model's framing convolution, an OCR model's width). --verify-shape N gives
+** them all one size instead. */
+static const int64_t verify_sizes[] = {API_RANDOM_DIM, 64, 512};
 
 /* ------------------------------------------------------------------ run */
 
@@ -35,14 +35,19 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     int rc = TILEOPT_OK;
     graph *g = model->g->main;
     size_t k = 0;
-    eval_limits lim = api_eval_limits(ctx, "running");
+    eval_env env = api_eval_env(ctx, "running");
+    /* a missing or mis-shaped input is reported at the input, with what the
+    ** model declares, not deep inside the graph */
+    if (n_inputs != tileopt_model_input_count(model))
+        rc = api_inputs_missing(g, n_inputs, &ctx->err);
     for (size_t i = 0; i < g->pb->n_input && k < n_inputs && !rc; i++) {
         graph_value *v = graph_find(g, g->pb->input[i]->name);
         if (v && v->initializer >= 0) continue;
         tensor *t = inputs[k] ? inputs[k]->t : NULL;
-        in[k] = t ? tensor_ref(t) : NULL;
-        if (t && !in[k]) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-        else if (t && v && api_bits_for(v->type.elem, t)) in[k]->elem = v->type.elem;
+        if (t && v) rc = api_check_input(v, g->pb->input[i], t, &ctx->err);
+        in[k] = t && !rc ? tensor_ref(t) : NULL;
+        if (t && !rc && !in[k]) rc = err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
+        else if (t && !rc && v && api_bits_for(v->type.elem, t)) in[k]->elem = v->type.elem;
         k++;
     }
     for (; k < n_inputs && !rc; k++) {
@@ -53,7 +58,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     tensor **outs = NULL;
     size_t no = 0;
     if (!rc)
-        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &lim, &ctx->err);
+        rc = eval_graph(model->g, in, n_inputs, &outs, &no, &env, &ctx->err);
     for (size_t i = 0; i < n_inputs; i++) tensor_free(in[i]);
     free(in);
     if (rc) return ctx_fail(ctx, &ctx->err);
@@ -63,7 +68,7 @@ tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *model,
     for (size_t i = 0; i < no && !rc; i++) {
         /* The caller may free the model first: no output may point into it. */
         tensor *d = NULL;
-        rc = tensor_detach(outs[i], &lim, &d, &ctx->err);
+        rc = tensor_detach(outs[i], &env, &d, &ctx->err);
         if (!rc) rc = api_wrap_tensor(ctx, d, pb->output[i]->name, &res[i]);
     }
     for (size_t i = 0; i < no; i++) tensor_free(outs[i]);
@@ -85,91 +90,13 @@ tileopt_status tileopt_tile(tileopt_ctx *ctx, const tileopt_tensor *input,
     tensor *t = NULL;
     if (!input || (!repeats && n_repeats))
         return ctx_fail(ctx, &(errbuf){TILEOPT_MISUSE, "tileopt_tile: NULL argument"});
-    if (kernel_tile_promoted(input->t, repeats, n_repeats, &ctx->opt.eval_lim, &t, &ctx->err))
+    eval_env env = api_eval_env(ctx, NULL);
+    if (kernel_tile_promoted(input->t, repeats, n_repeats, &env, &t, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return api_wrap_tensor(ctx, t, input->name, out);
 }
 
 /* ------------------------------------------------------------------ verify */
-
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [-1, 1) */
-static double rng_unit(uint64_t *s) {
-    return (double)(rng_next(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-/*
-** Random values by element type. Floats lie in [-1, 1); integers in [0, 4], so
-** inputs that end up as indices, repeats or shapes stay valid for small dims;
-** 16-bit floats are built from bits (magnitudes 1/16 .. 1); 8-bit floats are
-** small positive finite codes in every variant.
-*/
-static void fill_random(tensor *t, uint64_t *s) {
-    uint64_t n = tensor_numel(t);
-    uint8_t *p = t->data;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t r = rng_next(s);
-        switch (t->elem) {
-        case DT_FLOAT: { float f = (float)rng_unit(s); memcpy(p + 4 * i, &f, 4); break; }
-        case DT_DOUBLE: { double d = rng_unit(s); memcpy(p + 8 * i, &d, 8); break; }
-        case DT_COMPLEX64: {
-            float f[2] = {(float)rng_unit(s), (float)rng_unit(s)};
-            memcpy(p + 8 * i, f, 8);
-            break;
-        }
-        case DT_COMPLEX128: {
-            double d[2] = {rng_unit(s), rng_unit(s)};
-            memcpy(p + 16 * i, d, 16);
-            break;
-        }
-        case DT_FLOAT16: {
-            uint16_t h = (uint16_t)(((r & 1) << 15) | ((11 + (r >> 1) % 4) << 10) |
-                                    ((r >> 8) & 0x3ff));
-            memcpy(p + 2 * i, &h, 2);
-            break;
-        }
-        case DT_BFLOAT16: {
-            uint16_t h = (uint16_t)(((r & 1) << 15) | ((123 + (r >> 1) % 4) << 7) |
-                                    ((r >> 8) & 0x7f));
-            memcpy(p + 2 * i, &h, 2);
-            break;
-        }
-        case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2:
-        case DT_FLOAT8E5M2FNUZ:
-            p[i] = (uint8_t)(r & 0x3f);
-            break;
-        case DT_BOOL: p[i] = (uint8_t)(r & 1); break;
-        case DT_INT8: case DT_UINT8: p[i] = (uint8_t)(r % 5); break;
-        case DT_INT16: case DT_UINT16: { uint16_t v = (uint16_t)(r % 5); memcpy(p + 2 * i, &v, 2); break; }
-        case DT_INT32: case DT_UINT32: { uint32_t v = (uint32_t)(r % 5); memcpy(p + 4 * i, &v, 4); break; }
-        case DT_INT64: case DT_UINT64: { uint64_t v = r % 5; memcpy(p + 8 * i, &v, 8); break; }
-        default: break;
-        }
-    }
-}
-
-/* A random string tensor: values drawn from a fixed set of static strings, so
-** the elements can point at them for as long as the program runs. */
-static int random_strings(const int64_t *dims, int32_t rank, uint64_t *s,
-                          const eval_limits *lim, tensor **out, errbuf *err) {
-    /* numbers, so a Cast from string has something to parse */
-    static const char *const words[] = {"0", "1", "-2.5", "0.125", "3"};
-    int rc = tensor_new(DT_STRING, dims, rank, lim, out, err);
-    if (rc) return rc;
-    graph_bytes *v = (graph_bytes *)(void *)(*out)->data;
-    for (uint64_t i = 0; i < tensor_numel(*out); i++) {
-        const char *w = words[rng_next(s) % 5];
-        v[i].data = (const uint8_t *)w;
-        v[i].len = strlen(w);
-    }
-    return TILEOPT_OK;
-}
 
 typedef struct verify_run {
     tensor **inputs;
@@ -178,131 +105,6 @@ typedef struct verify_run {
     size_t n_before, n_after;
 } verify_run;
 
-/* The size each named dim took: a named dim takes one size in every input, the
-** first place it occurs deciding. */
-typedef struct named_dims {
-    const char **name;
-    int64_t *size;
-    size_t n, cap;
-} named_dims;
-
-static const int64_t *named_find(const named_dims *nd, const char *name) {
-    for (size_t i = 0; i < nd->n; i++)
-        if (strcmp(nd->name[i], name) == 0) return &nd->size[i];
-    return NULL;
-}
-
-static bool named_add(named_dims *nd, const char *name, int64_t size) {
-    if (nd->n == nd->cap) {
-        size_t cap = nd->cap ? nd->cap * 2 : 16;
-        const char **nv = realloc(nd->name, cap * sizeof *nv);
-        if (!nv) return false;
-        nd->name = nv;
-        int64_t *sv = realloc(nd->size, cap * sizeof *sv);
-        if (!sv) return false;
-        nd->size = sv;
-        nd->cap = cap;
-    }
-    nd->name[nd->n] = name;
-    nd->size[nd->n++] = size;
-    return true;
-}
-
-/* Inputs for the graph inputs of m, symbolic dims past the leading axis at
-** size `inner`; written under "inputs". *why set (and TILEOPT_OK returned) when
-** an input's type or rank is unknown. *sized tells whether some dim took
-** `inner`. */
-static int inputs_sized(tileopt_ctx *ctx, graph_model *m, json_w *w, verify_run *vr,
-                        int64_t inner, bool *sized, named_dims *named, char *why,
-                        size_t why_cap) {
-    graph *g = m->main;
-    uint64_t seed = ctx->verify.seed;
-    json_key(w, "inputs");
-    json_array(w);
-    vr->inputs = calloc(g->pb->n_input ? g->pb->n_input : 1, sizeof *vr->inputs);
-    if (!vr->inputs) return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-    for (size_t i = 0; i < g->pb->n_input; i++) {
-        const char *name = g->pb->input[i]->name;
-        graph_value *v = graph_find(g, name);
-        if (!v || v->initializer >= 0) continue;
-        const graph_type *ty = &v->type;
-        graph_kind kind = graph_type_kind(g->pb->input[i]->type, NULL);
-        if (kind != GRAPH_KIND_TENSOR && kind != GRAPH_KIND_NONE) {
-            snprintf(why, why_cap, "input '%s' is %s; verify generates tensors only", name,
-                     value_kind_name(kind));
-            break;
-        }
-        if (!dtype_valid(ty->elem)) {
-            snprintf(why, why_cap, "input '%s' has no known element type", name);
-            break;
-        }
-        if (ty->rank < 0 || ty->rank > TENSOR_MAX_RANK) {
-            snprintf(why, why_cap, "input '%s' has no known rank", name);
-            break;
-        }
-        int64_t dims[TENSOR_MAX_RANK];
-        /* the dims this input leaves open, each once: its own name or name[axis] */
-        char keys[TENSOR_MAX_RANK][256];
-        int64_t key_size[TENSOR_MAX_RANK];
-        int n_keys = 0;
-        for (int32_t k = 0; k < ty->rank; k++) {
-            const char *dn = ty->dims[k] < 0 && ty->syms ? ty->syms[k] : NULL;
-            const int64_t *seen = dn ? named_find(named, dn) : NULL;
-            dims[k] = ty->dims[k] >= 0 ? ty->dims[k]
-                      : seen           ? *seen
-                      : k == 0         ? VERIFY_DIM
-                                       : inner;
-            if (dn && !seen && !named_add(named, dn, dims[k]))
-                return err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
-            if (ty->dims[k] < 0 && !seen && k > 0) *sized = true;
-            if (ty->dims[k] >= 0) continue;
-            char key[256];
-            if (ty->syms && ty->syms[k]) snprintf(key, sizeof key, "%s", ty->syms[k]);
-            else snprintf(key, sizeof key, "%s[%d]", name, (int)k);
-            bool dup = false;
-            for (int j = 0; j < n_keys && !dup; j++) dup = strcmp(keys[j], key) == 0;
-            if (dup) continue;
-            memcpy(keys[n_keys], key, sizeof key);
-            key_size[n_keys++] = dims[k];
-        }
-        json_object(w);
-        json_put_str(w, "name", name);
-        json_put_str(w, "dtype", dtype_name(ty->elem));
-        json_key(w, "shape");
-        json_array(w);
-        for (int32_t k = 0; k < ty->rank; k++) json_num(w, (double)dims[k]);
-        json_end(w);
-        if (n_keys) {
-            json_key(w, "symbolic");
-            json_object(w);
-            for (int j = 0; j < n_keys; j++) json_put_num(w, keys[j], (double)key_size[j]);
-            json_end(w);
-        }
-        json_end(w);
-        tensor *t = NULL;
-        int rc;
-        if (ty->elem == DT_STRING) {
-            rc = random_strings(dims, ty->rank, &seed, &ctx->opt.eval_lim, &t, &ctx->err);
-        } else {
-            rc = tensor_new(ty->elem, dims, ty->rank, &ctx->opt.eval_lim, &t, &ctx->err);
-            if (!rc) fill_random(t, &seed);
-        }
-        if (rc) return err_prefix(&ctx->err, "input '%s': ", name);
-        vr->inputs[vr->n_inputs++] = t;
-    }
-    json_end(w);
-    return TILEOPT_OK;
-}
-
-static int make_inputs(tileopt_ctx *ctx, graph_model *m, json_w *w, verify_run *vr,
-                       int64_t inner, bool *sized, char *why, size_t why_cap) {
-    named_dims named = {0};
-    int rc = inputs_sized(ctx, m, w, vr, inner, sized, &named, why, why_cap);
-    free(named.name);
-    free(named.size);
-    return rc;
-}
-
 static void verify_free(verify_run *vr) {
     for (size_t i = 0; i < vr->n_inputs; i++) tensor_free(vr->inputs[i]);
     for (size_t i = 0; i < vr->n_before; i++) tensor_free(vr->out_before[i]);
@@ -310,6 +112,56 @@ static void verify_free(verify_run *vr) {
     free(vr->inputs);
     free(vr->out_before);
     free(vr->out_after);
+}
+
+/* The name of the i-th input a run binds (no initializer). */
+static const char *bound_name(graph *g, size_t i) {
+    for (size_t k = 0, j = 0; k < g->pb->n_input; k++) {
+        graph_value *v = graph_find(g, g->pb->input[k]->name);
+        if (v && v->initializer >= 0) continue;
+        if (j++ == i) return g->pb->input[k]->name;
+    }
+    return "";
+}
+
+/* Each input file's tensor under "inputs": name, element type, shape, file. */
+static void inputs_json(json_w *w, graph *g, const verify_run *vr, char *const *from) {
+    json_key(w, "inputs");
+    json_array(w);
+    for (size_t i = 0; i < vr->n_inputs; i++) {
+        const tensor *t = vr->inputs[i];
+        json_object(w);
+        json_put_str(w, "name", bound_name(g, i));
+        if (t->kind == EVAL_TENSOR) {
+            json_put_str(w, "dtype", dtype_name(t->elem));
+            json_put_ints(w, "shape", t->dims, (size_t)t->rank);
+        }
+        json_put_str(w, "file", from[i]);
+        json_end(w);
+    }
+    json_end(w);
+}
+
+/* What the summary says of the inputs: "x FLOAT [1,3,64,64] (x.npy), ...", or
+** "random (seed 1): ...". */
+static int inputs_text(tileopt_ctx *ctx, graph *g, const verify_run *vr, char *const *from) {
+    api_verify *v = &ctx->report.verify;
+    free(v->inputs);
+    v->inputs = NULL;
+    char buf[4096];
+    size_t k = from ? 0 : (size_t)snprintf(buf, sizeof buf, "random (seed %" PRIu64 "): ",
+                                           ctx->verify.seed);
+    buf[k] = '\0';
+    for (size_t i = 0; i < vr->n_inputs && k < sizeof buf; i++) {
+        char shape[256];
+        api_shape_text(vr->inputs[i], shape, sizeof shape);
+        const char *name = bound_name(g, i);
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s %s%s%s%s", i ? ", " : "", name,
+                              shape, from ? " (" : "", from ? from[i] : "", from ? ")" : "");
+    }
+    if (!vr->n_inputs) snprintf(buf + k, sizeof buf - k, "no inputs");
+    v->inputs = strdup(buf);
+    return v->inputs ? TILEOPT_OK : err_set(&ctx->err, TILEOPT_NOMEM, "out of memory");
 }
 
 /* The ops of the comma-separated lists of eval_missing_ops, each once, into
@@ -384,38 +236,68 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
         goto done;
     }
     errbuf e;
-    /* each attempt writes "inputs" anew, from here */
-    size_t inputs_at = t.len;
-    json_w before_inputs = w;
-    for (size_t attempt = 0;; attempt++) {
-        bool sized = false;
-        if (!t.failed) t.len = inputs_at;
-        w = before_inputs;
-        verify_free(&vr);
-        memset(&vr, 0, sizeof vr);
-        rc = make_inputs(ctx, before->g, &w, &vr, verify_sizes[attempt], &sized, why,
-                         sizeof why);
-        if (rc) goto done;
-        if (why[0]) {
-            verdict = TILEOPT_VERDICT_SKIPPED;
+    err_clear(&e);
+    char **from = NULL;
+    if (ctx->verify.n_files) {
+        rc = api_inputs_from_files(ctx, before->g->main, (const char *const *)ctx->verify.files,
+                                   ctx->verify.n_files, &vr.inputs, &from, &vr.n_inputs);
+        if (rc) {
+            err_prefix(&ctx->err, "--verify-inputs: ");
             goto done;
         }
-        err_clear(&e);
-        eval_limits lim = api_eval_limits(ctx, "verify: input model");
-        if (!eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before, &lim,
-                        &e))
-            break;
-        if (!sized || attempt + 1 == countof(verify_sizes)) {
-            /* Random inputs need not be valid for every model (data-dependent
-            ** shapes, indices): no verdict either way. */
+        json_put_str(&w, "source", "files");
+        inputs_json(&w, before->g->main, &vr, from);
+        rc = inputs_text(ctx, before->g->main, &vr, from);
+        for (size_t i = 0; i < vr.n_inputs; i++) free(from[i]);
+        free(from);
+        if (rc) goto done;
+        eval_env env = api_eval_env(ctx, "verify: input model");
+        if (eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before, &env,
+                       &e)) {
             verdict = TILEOPT_VERDICT_SKIPPED;
-            snprintf(why, sizeof why, "the input model does not run on generated inputs "
-                     "(--input-shape fixes their dims): %s", e.msg);
+            snprintf(why, sizeof why, "the input model fails on the given inputs: %s", e.msg);
             goto done;
+        }
+    } else {
+        json_put_str(&w, "source", "random");
+        /* each attempt writes "inputs" anew, from here */
+        size_t inputs_at = t.len;
+        json_w before_inputs = w;
+        size_t attempts = ctx->verify.dim_given ? 1 : countof(verify_sizes);
+        for (size_t attempt = 0;; attempt++) {
+            bool sized = false;
+            if (!t.failed) t.len = inputs_at;
+            w = before_inputs;
+            verify_free(&vr);
+            memset(&vr, 0, sizeof vr);
+            int64_t lead = ctx->verify.dim_given ? ctx->verify.dim : API_RANDOM_DIM;
+            int64_t inner = ctx->verify.dim_given ? ctx->verify.dim : verify_sizes[attempt];
+            rc = api_random_inputs(ctx, before->g->main, lead, inner, &w, &vr.inputs,
+                                   &vr.n_inputs, &sized, why, sizeof why);
+            if (!rc) rc = inputs_text(ctx, before->g->main, &vr, NULL);
+            if (rc) goto done;
+            if (why[0]) {
+                verdict = TILEOPT_VERDICT_SKIPPED;
+                goto done;
+            }
+            err_clear(&e);
+            eval_env env = api_eval_env(ctx, "verify: input model");
+            if (!eval_graph(before->g, vr.inputs, vr.n_inputs, &vr.out_before, &vr.n_before,
+                            &env, &e))
+                break;
+            if (!sized || attempt + 1 == attempts) {
+                /* Random inputs need not be valid for every model (data-dependent
+                ** shapes, indices, a sample rate): no verdict either way. */
+                verdict = TILEOPT_VERDICT_SKIPPED;
+                snprintf(why, sizeof why, "the input model does not run on generated inputs "
+                         "(--verify-inputs gives real ones; --input-shape or --verify-shape "
+                         "their dims): %s", e.msg);
+                goto done;
+            }
         }
     }
-    eval_limits lim = api_eval_limits(ctx, "verify: output model");
-    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after, &lim, &e)) {
+    eval_env env = api_eval_env(ctx, "verify: output model");
+    if (eval_graph(after->g, vr.inputs, vr.n_inputs, &vr.out_after, &vr.n_after, &env, &e)) {
         verdict = TILEOPT_VERDICT_MISMATCH;
         snprintf(why, sizeof why, "the output model fails where the input model runs: %s",
                  e.msg);
@@ -492,6 +374,10 @@ done:;
     if (rc == TILEOPT_OK && ctx->verify.strict && verdict == TILEOPT_VERDICT_SKIPPED)
         rc = err_set(&ctx->err, TILEOPT_UNSUPPORTED, "no verdict (--verify=strict): %s", why);
     api_verify *v = &ctx->report.verify;
+    if (!has_verdict) {
+        free(v->inputs);
+        v->inputs = NULL;
+    }
     v->json = api_text_finish(&t);
     v->verdict = has_verdict ? verdict : TILEOPT_VERDICT_NONE;
     v->reason = has_verdict && why[0] ? strdup(why) : NULL;

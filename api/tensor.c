@@ -14,6 +14,7 @@
 
 #include "eval/eval.h"
 #include "api/ctx.h"
+#include "api/npy.h"
 
 /* ------------------------------------------------------- loading and saving */
 
@@ -44,12 +45,15 @@ tileopt_status tileopt_tensor_load_buffer(tileopt_ctx *ctx, const void *data, si
                                           tileopt_tensor **out) {
     *out = NULL;
     tensor *t = NULL;
-    if (tensor_decode(data, size, &ctx->opt.eval_lim, &t, &ctx->err))
+    eval_env env = api_eval_env(ctx, NULL);
+    /* a .npy file says so in its first bytes, which no TensorProto starts with */
+    if (npy_is_npy(data, size) ? npy_decode(data, size, &env, &t, &ctx->err)
+                               : tensor_decode(data, size, &env, &t, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return api_wrap_tensor(ctx, t, t->name, out);
 }
 
-static int read_file(const char *path, uint64_t max, void **data, size_t *size, errbuf *err) {
+int api_read_file(const char *path, uint64_t max, void **data, size_t *size, errbuf *err) {
     *data = NULL;
     *size = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -93,8 +97,8 @@ tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *path, tileopt_t
     void *data;
     size_t size;
     /* a serialized tensor is its data plus a little framing */
-    uint64_t max = ctx->opt.eval_lim.max_tensor_bytes + ((uint64_t)1 << 20);
-    if (read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    uint64_t max = ctx->opt.lim.max_tensor_bytes + ((uint64_t)1 << 20);
+    if (api_read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     tileopt_status rc = tileopt_tensor_load_buffer(ctx, data, size, out);
     free(data);
     if (rc) {
@@ -108,7 +112,11 @@ tileopt_status tileopt_tensor_save(tileopt_ctx *ctx, const tileopt_tensor *t,
                                    const char *path) {
     void *bytes;
     size_t size;
-    if (tensor_encode(t->t, t->name, &bytes, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    size_t len = strlen(path);
+    bool npy = len >= 4 && strcmp(path + len - 4, ".npy") == 0;
+    if (npy ? npy_encode(t->t, &bytes, &size, &ctx->err)
+            : tensor_encode(t->t, t->name, &bytes, &size, &ctx->err))
+        return ctx_fail(ctx, &ctx->err);
     int rc = graph_write_atomic(path, bytes, size, ctx->temp_hook, ctx->temp_user, &ctx->err);
     free(bytes);
     return rc ? ctx_fail(ctx, &ctx->err) : TILEOPT_OK;
@@ -169,10 +177,13 @@ static tileopt_status value_load(tileopt_ctx *ctx, const tileopt_model *model, b
     }
     void *data;
     size_t size;
-    uint64_t max = ctx->opt.eval_lim.max_tensor_bytes + ((uint64_t)1 << 20);
-    if (read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
+    uint64_t max = ctx->opt.lim.max_tensor_bytes + ((uint64_t)1 << 20);
+    if (api_read_file(path, max, &data, &size, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     tensor *t = NULL;
-    int rc = value_decode(data, size, kind, elem, &ctx->opt.eval_lim, &t, &ctx->err);
+    eval_env env = api_eval_env(ctx, NULL);
+    int rc = npy_is_npy(data, size)
+                 ? npy_decode(data, size, &env, &t, &ctx->err)
+                 : value_decode(data, size, kind, elem, &env, &t, &ctx->err);
     free(data);
     if (rc) {
         /* the bytes do not say which message they hold: say what they were read as */
@@ -225,7 +236,8 @@ static tileopt_status new_tensor(tileopt_ctx *ctx, int dtype, const int64_t *dim
                 TENSOR_MAX_RANK);
         return ctx_fail(ctx, &ctx->err);
     }
-    if (tensor_new(dtype, dims, (int32_t)rank, &ctx->opt.eval_lim, out, &ctx->err))
+    eval_env env = api_eval_env(ctx, NULL);
+    if (tensor_new(dtype, dims, (int32_t)rank, &env, out, &ctx->err))
         return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }
@@ -329,7 +341,8 @@ static const tensor *plain_of(tileopt_ctx *ctx, tileopt_tensor *t, int32_t want_
         return NULL;
     }
     if (tensor_is_contiguous(t->t)) return t->t;
-    if (!t->plain && tensor_contiguous(t->t, &ctx->opt.eval_lim, &t->plain, &ctx->err)) {
+    eval_env env = api_eval_env(ctx, NULL);
+    if (!t->plain && tensor_contiguous(t->t, &env, &t->plain, &ctx->err)) {
         ctx_fail(ctx, &ctx->err);
         return NULL;
     }

@@ -52,8 +52,8 @@ static double run_once(kernel_fn add, const Onnx__NodeProto *node, tensor *x,
                        const int64_t *reps, size_t n, tensor *y, bool view,
                        tensor **keep) {
     errbuf err = {0};
-    eval_limits lim;
-    eval_limits_default(&lim);
+    eval_env lim;
+    eval_env_default(&lim);
     double t0 = now_ms();
     tensor *t = NULL, *out = NULL;
     int rc = view ? view_tile(x, reps, n, &lim, &t, &err)

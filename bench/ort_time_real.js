@@ -18,7 +18,11 @@
  * Rounds: as many as fit in B ms at the slowest model's last warm-up time, between R0
  * and R1, so that sub-millisecond models get enough samples to give a stable
  * median. Each session is fed the feeds whose names it takes.
- * stdout: {"label": {"ort_median_ms", "ort_min_ms", "median_ms", "rounds"}...}.
+ * stdout: {"label": {"ort_median_ms", "ort_min_ms", "median_ms", "cpu_median_ms",
+ * "rounds"}...}. cpu_median_ms is the process's user+system CPU time per run:
+ * with 1 intra-op thread it stays close to the work done when other load on the
+ * machine makes the run wait for a core (the wall time and ORT's own time then
+ * count the waits).
  */
 'use strict';
 
@@ -65,7 +69,7 @@ async function main() {
             if (!feeds[n]) throw new Error(`${m.label}: no feed for input ${n}`);
             f[n] = feeds[n];
         }
-        sessions.push({ label: m.label, s, f, times: [] });
+        sessions.push({ label: m.label, s, f, times: [], cpu: [] });
     }
     // The slowest model's time in the last warm-up round (the first rounds pay
     // for allocations) sets the number of rounds.
@@ -83,16 +87,19 @@ async function main() {
                                      Math.ceil((spec.budget_ms || 2000) / Math.max(slowest, 1e-3))));
     for (let k = 0; k < rounds; k++) {
         for (const x of sessions) {
+            const c0 = process.cpuUsage();
             const t0 = process.hrtime.bigint();
             await x.s.run(x.f);
             x.times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+            const c = process.cpuUsage(c0);
+            x.cpu.push((c.user + c.system) / 1e3);
         }
     }
     const out = {};
     for (const [i, x] of sessions.entries()) {
         const runs = profiledRuns(x.s, spec.profile_dir, `real_${i}`).slice(-rounds);
         out[x.label] = { ort_median_ms: median(runs), ort_min_ms: Math.min(...runs),
-                         median_ms: median(x.times), rounds };
+                         median_ms: median(x.times), cpu_median_ms: median(x.cpu), rounds };
     }
     process.stdout.write(JSON.stringify(out) + '\n');
 }

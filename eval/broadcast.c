@@ -12,29 +12,31 @@
 #include <string.h>
 
 #include "eval/eval_impl.h"
+#include "shape/dim.h"
 
 #define MAX_FINE (TENSOR_MAX_RANK * (EW_MAX_IN + 1))
+_Static_assert(TENSOR_MAX_RANK <= DIM_MAX_RANK, "a tensor's shape fits the dim type's");
 
+/* numpy broadcasting of static shapes, through the shape layer's one
+** (dim_bcast): any clash is an invalid model. */
 int ew_broadcast_shape(tensor *const *in, size_t n_in, int64_t *dims, int32_t *rank,
                        errbuf *err) {
-    int32_t r = 0;
-    for (size_t k = 0; k < n_in; k++)
-        if (in[k]->rank > r) r = in[k]->rank;
-    for (int32_t j = 0; j < r; j++) dims[j] = 1;
+    dim_bcast b;
+    dim d[TENSOR_MAX_RANK];
+    dim_bcast_start(&b);
     for (size_t k = 0; k < n_in; k++) {
-        for (int32_t i = 0; i < in[k]->rank; i++) {
-            int32_t j = r - in[k]->rank + i;
-            int64_t d = in[k]->dims[i];
-            if (d == dims[j] || d == 1) continue;
-            if (dims[j] != 1)
-                return err_set(err, TILEOPT_INVALID,
-                               "shapes do not broadcast: input %zu has %lld at axis %d "
-                               "where another has %lld",
-                               k, (long long)d, i, (long long)dims[j]);
-            dims[j] = d;
-        }
+        for (int32_t i = 0; i < in[k]->rank; i++) d[i] = dim_num(in[k]->dims[i]);
+        dim_bcast_add(&b, d, in[k]->rank);
     }
-    *rank = r;
+    if (!b.proven)
+        return err_set(err, TILEOPT_INVALID,
+                       "shapes do not broadcast: input %zu has %lld at axis %d "
+                       "where another has %lld",
+                       b.clash.input, (long long)b.clash.have.n, b.clash.axis,
+                       (long long)b.clash.other.n);
+    dim_bcast_result(&b, d);
+    for (int32_t j = 0; j < b.rank; j++) dims[j] = d[j].n;
+    *rank = b.rank;
     return TILEOPT_OK;
 }
 
@@ -148,7 +150,7 @@ static void drive(const fine *f, uint8_t *po, const uint8_t **pi, size_t n_in,
 }
 
 int ew_run(tensor *out, tensor *const *in, size_t n_in, ew_inner fn, const void *param,
-           const eval_limits *lim, errbuf *err) {
+           const eval_env *env, errbuf *err) {
     if (n_in > EW_MAX_IN) return err_set(err, TILEOPT_ERROR, "too many operands");
     if (tensor_numel(out) == 0) return TILEOPT_OK;
     fine *f = malloc(sizeof *f);
@@ -161,7 +163,7 @@ int ew_run(tensor *out, tensor *const *in, size_t n_in, ew_inner fn, const void 
         /* Incompatible Tile splits: read the views from materialized copies. */
         for (size_t k = 0; k < n_in && !rc; k++) {
             if (tensor_is_paired(in[k])) {
-                rc = tensor_contiguous(in[k], lim, &flat[k], err);
+                rc = tensor_contiguous(in[k], env, &flat[k], err);
                 if (!rc) use[k] = flat[k];
             }
         }

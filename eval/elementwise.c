@@ -688,7 +688,7 @@ static const char *node_name(const Onnx__NodeProto *n) {
 static bool is_half(int32_t elem) { return elem == DT_FLOAT16 || elem == DT_BFLOAT16; }
 
 /* Cast a whole tensor (any view) to another element type. */
-static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **out,
+static int cast_tensor(tensor *x, int32_t to, const eval_env *env, tensor **out,
                        errbuf *err);
 
 /*
@@ -698,7 +698,7 @@ static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **o
 */
 static int run_table(const char *op, const Onnx__NodeProto *node, const ew_inner *tbl,
                      tensor *const *in, size_t n_in, int32_t out_elem, const ew_param *prm,
-                     const eval_limits *lim, tensor **out, errbuf *err) {
+                     const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
     for (size_t k = 0; k < n_in; k++) {
         if (!in[k])
@@ -713,11 +713,11 @@ static int run_table(const char *op, const Onnx__NodeProto *node, const ew_inner
     if (is_half(elem) && tbl[DT_FLOAT]) {
         tensor *f[EW_MAX_IN] = {NULL}, *r = NULL;
         int rc = TILEOPT_OK;
-        for (size_t k = 0; k < n_in && !rc; k++) rc = cast_tensor(in[k], DT_FLOAT, lim, &f[k], err);
-        if (!rc) rc = run_table(op, node, tbl, f, n_in, out_elem == elem ? 0 : out_elem, prm, lim, &r, err);
+        for (size_t k = 0; k < n_in && !rc; k++) rc = cast_tensor(in[k], DT_FLOAT, env, &f[k], err);
+        if (!rc) rc = run_table(op, node, tbl, f, n_in, out_elem == elem ? 0 : out_elem, prm, env, &r, err);
         for (size_t k = 0; k < n_in; k++) tensor_free(f[k]);
         if (!rc && (out_elem == 0 || out_elem == elem)) {
-            rc = cast_tensor(r, elem, lim, out, err);
+            rc = cast_tensor(r, elem, env, out, err);
             tensor_free(r);
         } else if (!rc) {
             *out = r;
@@ -733,9 +733,9 @@ static int run_table(const char *op, const Onnx__NodeProto *node, const ew_inner
     int rc = ew_broadcast_shape(in, n_in, dims, &rank, err);
     if (rc) return err_prefix(err, "%s %s: ", op, node_name(node));
     tensor *t;
-    rc = tensor_alloc(out_elem ? out_elem : elem, dims, rank, lim, &t, err);
+    rc = tensor_alloc(out_elem ? out_elem : elem, dims, rank, env, &t, err);
     if (rc) return err_prefix(err, "%s %s: ", op, node_name(node));
-    rc = ew_run(t, in, n_in, fn, prm, lim, err);
+    rc = ew_run(t, in, n_in, fn, prm, env, err);
     if (rc) {
         tensor_free(t);
         return err_prefix(err, "%s %s: ", op, node_name(node));
@@ -838,7 +838,7 @@ static int cast_to_string(tensor *x, tensor *t, errbuf *err) {
     return rc;
 }
 
-static int cast_tensor_sat(tensor *x, int32_t to, int saturate, const eval_limits *lim,
+static int cast_tensor_sat(tensor *x, int32_t to, int saturate, const eval_env *env,
                            tensor **out, errbuf *err) {
     *out = NULL;
     if (!dtype_valid(to))
@@ -855,7 +855,7 @@ static int cast_tensor_sat(tensor *x, int32_t to, int saturate, const eval_limit
         return err_set(err, TILEOPT_UNSUPPORTED, "Cast from %s to %s is not supported",
                        dtype_name(x->elem), dtype_name(to));
     tensor *t;
-    int rc = tensor_alloc(to, x->dims, x->rank, lim, &t, err);
+    int rc = tensor_alloc(to, x->dims, x->rank, env, &t, err);
     if (rc) return rc;
     ew_param p = {.saturate = saturate};
     if (from_str)
@@ -863,7 +863,7 @@ static int cast_tensor_sat(tensor *x, int32_t to, int saturate, const eval_limit
     else if (to_str)
         rc = cast_to_string(x, t, err);
     else
-        rc = ew_run(t, &x, 1, fn, &p, lim, err);
+        rc = ew_run(t, &x, 1, fn, &p, env, err);
     if (rc) {
         tensor_free(t);
         return rc;
@@ -872,23 +872,23 @@ static int cast_tensor_sat(tensor *x, int32_t to, int saturate, const eval_limit
     return TILEOPT_OK;
 }
 
-static int cast_tensor(tensor *x, int32_t to, const eval_limits *lim, tensor **out,
+static int cast_tensor(tensor *x, int32_t to, const eval_env *env, tensor **out,
                        errbuf *err) {
-    return cast_tensor_sat(x, to, 1, lim, out, err);
+    return cast_tensor_sat(x, to, 1, env, out, err);
 }
 
-int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbuf *err) {
+int eval_cast(tensor *x, int32_t to, const eval_env *env, tensor **out, errbuf *err) {
     /* kernels index what they get as a plain array: a view of the right type
     ** (a Tile or Expand result) is materialized, not just referenced */
-    if (x->elem == to) return tensor_contiguous(x, lim, out, err);
-    return cast_tensor(x, to, lim, out, err);
+    if (x->elem == to) return tensor_contiguous(x, env, out, err);
+    return cast_tensor(x, to, env, out, err);
 }
 
 /* ------------------------------------------------------------ kernels */
 
 #define KERNEL_ARGS                                                                    \
     const Onnx__NodeProto *n, int64_t opset, tensor *const *in, size_t n_in,            \
-        tensor **out, size_t n_out, const eval_limits *lim, errbuf *err
+        tensor **out, size_t n_out, const eval_env *env, errbuf *err
 
 static int need(const Onnx__NodeProto *n, size_t n_in, size_t lo, size_t hi, size_t n_out,
                 errbuf *err) {
@@ -940,7 +940,7 @@ static int binary(KERNEL_ARGS, const ew_inner *tbl, int32_t out_elem) {
     rc = legacy_b(n, opset, in[0], in[1], &b2, err);
     if (rc) return rc;
     tensor *ops[2] = {in[0], b2 ? b2 : in[1]};
-    rc = run_table(n->op_type, n, tbl, ops, 2, out_elem, NULL, lim, &out[0], err);
+    rc = run_table(n->op_type, n, tbl, ops, 2, out_elem, NULL, env, &out[0], err);
     tensor_free(b2);
     return rc;
 }
@@ -949,16 +949,16 @@ static int unary(KERNEL_ARGS, const ew_inner *tbl, const ew_param *prm) {
     (void)opset;
     int rc = need(n, n_in, 1, 1, n_out, err);
     if (rc) return rc;
-    return run_table(n->op_type, n, tbl, in, 1, 0, prm, lim, &out[0], err);
+    return run_table(n->op_type, n, tbl, in, 1, 0, prm, env, &out[0], err);
 }
 
 #define BINARY(name, tbl, oe)                                                          \
     static int k_##name(KERNEL_ARGS) {                                                 \
-        return binary(n, opset, in, n_in, out, n_out, lim, err, tbl, oe);              \
+        return binary(n, opset, in, n_in, out, n_out, env, err, tbl, oe);              \
     }
 #define UNARY(name, tbl)                                                               \
     static int k_##name(KERNEL_ARGS) {                                                 \
-        return unary(n, opset, in, n_in, out, n_out, lim, err, tbl, NULL);             \
+        return unary(n, opset, in, n_in, out, n_out, env, err, tbl, NULL);             \
     }
 BINARY(add, t_add, 0)
 BINARY(sub, t_sub, 0)
@@ -1006,37 +1006,37 @@ UNARY(sign, t_sign)
 static int k_hard_sigmoid(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 0.2f),
                   .beta = graph_attr_float(n, "beta", 0.5f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_hsig, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_hsig, &p);
 }
 static int k_elu(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_elu, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_elu, &p);
 }
 static int k_celu(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_celu, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_celu, &p);
 }
 static int k_selu(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.67326319217681884765625f),
                   .gamma = graph_attr_float(n, "gamma", 1.05070102214813232421875f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_selu, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_selu, &p);
 }
 static int k_is_nan(KERNEL_ARGS) {
     (void)opset;
     int rc = need(n, n_in, 1, 1, n_out, err);
-    return rc ? rc : run_table(n->op_type, n, t_isnan, in, 1, DT_BOOL, NULL, lim, &out[0], err);
+    return rc ? rc : run_table(n->op_type, n, t_isnan, in, 1, DT_BOOL, NULL, env, &out[0], err);
 }
 static int k_is_inf(KERNEL_ARGS) {
     (void)opset;
     ew_param p = {.alpha = (double)graph_attr_int(n, "detect_positive", 1),
                   .beta = (double)graph_attr_int(n, "detect_negative", 1)};
     int rc = need(n, n_in, 1, 1, n_out, err);
-    return rc ? rc : run_table(n->op_type, n, t_isinf, in, 1, DT_BOOL, &p, lim, &out[0], err);
+    return rc ? rc : run_table(n->op_type, n, t_isinf, in, 1, DT_BOOL, &p, env, &out[0], err);
 }
 static int k_shrink(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "lambd", 0.5f),
                   .beta = graph_attr_float(n, "bias", 0.0f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_shrink, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_shrink, &p);
 }
 /* PRelu: before opset 7 a 1-D slope of the channel count applies per channel
 ** (axis 1), which numpy broadcasting reads as a [C, 1, ...] view. */
@@ -1050,11 +1050,11 @@ static int k_prelu(KERNEL_ARGS) {
         slope->dims[0] != 1) {
         int64_t shape[TENSOR_MAX_RANK];
         for (int32_t i = 1; i < x->rank; i++) shape[i - 1] = i == 1 ? slope->dims[0] : 1;
-        rc = view_reshape(slope, shape, (size_t)(x->rank - 1), lim, &view, err);
+        rc = view_reshape(slope, shape, (size_t)(x->rank - 1), env, &view, err);
         if (rc) return err_prefix(err, "PRelu %s: ", node_name(n));
     }
     tensor *ops[2] = {x, view ? view : slope};
-    rc = run_table(n->op_type, n, t_prelu, ops, 2, 0, NULL, lim, &out[0], err);
+    rc = run_table(n->op_type, n, t_prelu, ops, 2, 0, NULL, env, &out[0], err);
     tensor_free(view);
     return rc;
 }
@@ -1064,7 +1064,7 @@ static int k_bit_shift(KERNEL_ARGS) {
     if (!left && !(d && d->s.len == 5 && !memcmp(d->s.data, "RIGHT", 5)))
         return err_set(err, TILEOPT_INVALID, "BitShift %s: direction must be LEFT or RIGHT",
                        node_name(n));
-    return binary(n, opset, in, n_in, out, n_out, lim, err, left ? t_shl : t_shr, 0);
+    return binary(n, opset, in, n_in, out, n_out, env, err, left ? t_shl : t_shr, 0);
 }
 /* CastLike: Cast to the element type of the second input. */
 static int k_cast_like(KERNEL_ARGS) {
@@ -1073,17 +1073,17 @@ static int k_cast_like(KERNEL_ARGS) {
     if (rc) return rc;
     if (!in[0] || !in[1])
         return err_set(err, TILEOPT_INVALID, "CastLike %s: an input is missing", node_name(n));
-    return cast_tensor(in[0], in[1]->elem, lim, &out[0], err);
+    return cast_tensor(in[0], in[1]->elem, env, &out[0], err);
 }
 
 static int k_thresholded_relu(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 1.0f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_thrrelu, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_thrrelu, &p);
 }
 
 static int k_mod(KERNEL_ARGS) {
     int64_t fm = graph_attr_int(n, "fmod", 0);
-    return binary(n, opset, in, n_in, out, n_out, lim, err, fm ? t_mod1 : t_mod0, 0);
+    return binary(n, opset, in, n_in, out, n_out, env, err, fm ? t_mod1 : t_mod0, 0);
 }
 
 /* Pow(T, T1): the exponent takes the base's type first. */
@@ -1095,10 +1095,10 @@ static int k_pow(KERNEL_ARGS) {
     if (in[0]->elem == DT_STRING || in[1]->elem == DT_STRING)
         return err_set(err, TILEOPT_INVALID, "Pow %s: string operand", node_name(n));
     tensor *e;
-    rc = cast_tensor(in[1], in[0]->elem, lim, &e, err);
+    rc = cast_tensor(in[1], in[0]->elem, env, &e, err);
     if (rc) return err_prefix(err, "Pow %s: ", node_name(n));
     tensor *ops[2] = {in[0], e};
-    rc = binary(n, opset, ops, 2, out, n_out, lim, err, t_pow, 0);
+    rc = binary(n, opset, ops, 2, out, n_out, env, err, t_pow, 0);
     tensor_free(e);
     return rc;
 }
@@ -1115,12 +1115,12 @@ static int variadic(KERNEL_ARGS, const ew_inner *tbl) {
                            node_name(n), k);
     if (n_in == 1) {
         tensor *ops[2] = {in[0], in[0]};
-        return run_table(n->op_type, n, tbl, ops, 2, 0, NULL, lim, &out[0], err);
+        return run_table(n->op_type, n, tbl, ops, 2, 0, NULL, env, &out[0], err);
     }
     tensor *acc = NULL;
     for (size_t k = 1; k < n_in; k++) {
         tensor *ops[2] = {acc ? acc : in[0], in[k]}, *r;
-        int rc = run_table(n->op_type, n, tbl, ops, 2, 0, NULL, lim, &r, err);
+        int rc = run_table(n->op_type, n, tbl, ops, 2, 0, NULL, env, &r, err);
         tensor_free(acc);
         if (rc) return rc;
         acc = r;
@@ -1128,7 +1128,7 @@ static int variadic(KERNEL_ARGS, const ew_inner *tbl) {
     out[0] = acc;
     return TILEOPT_OK;
 }
-static int k_max(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, lim, err, t_max); }
+static int k_max(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, env, err, t_max); }
 static int k_sum(KERNEL_ARGS) {
     /* before opset 8 the inputs must have one shape: no broadcasting */
     for (size_t k = 1; opset < 8 && k < n_in; k++) {
@@ -1142,33 +1142,33 @@ static int k_sum(KERNEL_ARGS) {
         out[0] = tensor_ref(in[0]);
         return out[0] ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
     }
-    return variadic(n, opset, in, n_in, out, n_out, lim, err, t_add);
+    return variadic(n, opset, in, n_in, out, n_out, env, err, t_add);
 }
 /* Mean: the sum divided by the count, in the element type. */
 static int k_mean(KERNEL_ARGS) {
-    int rc = k_sum(n, opset, in, n_in, out, n_out, lim, err);
+    int rc = k_sum(n, opset, in, n_in, out, n_out, env, err);
     if (rc || n_in < 2) return rc;
     tensor *cnt = NULL, *c = NULL, *r = NULL;
     int64_t one = 1;
-    rc = tensor_new(DT_DOUBLE, &one, 0, lim, &cnt, err);
+    rc = tensor_new(DT_DOUBLE, &one, 0, env, &cnt, err);
     if (!rc) {
         double k = (double)n_in;
         memcpy(cnt->data, &k, sizeof k);
-        rc = cast_tensor(cnt, out[0]->elem, lim, &c, err);
+        rc = cast_tensor(cnt, out[0]->elem, env, &c, err);
     }
     tensor *ops[2] = {out[0], c};
-    if (!rc) rc = run_table(n->op_type, n, t_div, ops, 2, 0, NULL, lim, &r, err);
+    if (!rc) rc = run_table(n->op_type, n, t_div, ops, 2, 0, NULL, env, &r, err);
     tensor_free(cnt);
     tensor_free(c);
     tensor_free(out[0]);
     out[0] = rc ? NULL : r;
     return rc;
 }
-static int k_min(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, lim, err, t_min); }
+static int k_min(KERNEL_ARGS) { return variadic(n, opset, in, n_in, out, n_out, env, err, t_min); }
 
 static int k_leaky_relu(KERNEL_ARGS) {
     ew_param p = {.alpha = graph_attr_float(n, "alpha", 0.01f)};
-    return unary(n, opset, in, n_in, out, n_out, lim, err, t_leaky, &p);
+    return unary(n, opset, in, n_in, out, n_out, env, err, t_leaky, &p);
 }
 
 /* A bound (double) in the element type, as Clip's table reads it. */
@@ -1225,7 +1225,7 @@ static int k_clip(KERNEL_ARGS) {
             }
         }
     }
-    return run_table("Clip", n, t_clip, in, 1, 0, &p, lim, &out[0], err);
+    return run_table("Clip", n, t_clip, in, 1, 0, &p, env, &out[0], err);
 }
 
 static int k_where(KERNEL_ARGS) {
@@ -1256,8 +1256,8 @@ static int k_where(KERNEL_ARGS) {
     rc = ew_broadcast_shape(in, 3, dims, &rank, err);
     if (rc) return err_prefix(err, "Where %s: ", node_name(n));
     tensor *t;
-    rc = tensor_alloc(in[1]->elem, dims, rank, lim, &t, err);
-    if (!rc) rc = ew_run(t, in, 3, fn, NULL, lim, err);
+    rc = tensor_alloc(in[1]->elem, dims, rank, env, &t, err);
+    if (!rc) rc = ew_run(t, in, 3, fn, NULL, env, err);
     if (!rc && !(tensor_keep(t, in[1]) && tensor_keep(t, in[2])))
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
     if (rc) {
@@ -1283,13 +1283,13 @@ static int k_cast(KERNEL_ARGS) {
     } else {
         to = (int32_t)graph_attr_int(n, "to", -1);
     }
-    rc = cast_tensor_sat(in[0], to, (int)graph_attr_int(n, "saturate", 1), lim, &out[0], err);
+    rc = cast_tensor_sat(in[0], to, (int)graph_attr_int(n, "saturate", 1), env, &out[0], err);
     return rc ? (int)err_prefix(err, "node %s: ", node_name(n)) : rc;
 }
 
 static int k_identity(KERNEL_ARGS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     int rc = need(n, n_in, 1, 1, n_out, err);
     if (rc) return rc;
     if (!in[0]) return err_set(err, TILEOPT_INVALID, "Identity %s: input missing", node_name(n));
@@ -1369,7 +1369,7 @@ static int k_tile(KERNEL_ARGS) {
         rc = op_tile_check_repeats(in[1]->elem, in[1]->rank, rep, c, &xt, err);
         if (rc) return (int)err_prefix(err, "Tile %s: ", node_name(n));
     }
-    rc = view_tile(x, rep, (size_t)x->rank, lim, &out[0], err);
+    rc = view_tile(x, rep, (size_t)x->rank, env, &out[0], err);
     return rc ? (int)err_prefix(err, "node %s: ", node_name(n)) : rc;
 }
 

@@ -47,24 +47,20 @@ typedef struct tensor {
 enum { EVAL_TENSOR = GRAPH_KIND_TENSOR, EVAL_SEQUENCE = GRAPH_KIND_SEQUENCE,
        EVAL_OPTIONAL = GRAPH_KIND_OPTIONAL };
 
-/* Told how a long evaluation is getting on, as tileopt_progress_fn is told. */
-typedef void (*eval_progress_fn)(void *user, const char *what, uint64_t done, uint64_t total);
-
-/* Limits and accounting for one evaluation, and who hears of its progress. */
-typedef struct eval_limits {
-    uint64_t max_tensor_bytes;
-    uint64_t max_total_bytes;
-    uint64_t max_steps;      /* nodes run plus Loop iterations, over the whole run */
-    uint32_t max_depth;
-    /* NULL: nobody. Else a Tile written out in full (kernel or materialized view)
-    ** of TILE_PROGRESS_BYTES or more reports "evaluating NAME" in bytes, and
-    ** eval_graph with run_what set reports it in main-graph nodes run. */
-    eval_progress_fn progress;
-    void *progress_user;
-    const char *run_what;
-} eval_limits;
+/* What one evaluation runs under: the limits (graph/'s, the ones the loader
+** enforces), and who hears of its progress: a Tile written out in full
+** (kernel or materialized view) of TILE_PROGRESS_BYTES or more reports
+** "evaluating NAME" in bytes, and eval_graph with run_what set reports it in
+** main-graph nodes run. */
+typedef struct eval_env {
+    graph_limits lim;
+    graph_progress progress;
+    const char *run_what;    /* NULL: no report of nodes run */
+} eval_env;
 #define TILE_PROGRESS_BYTES ((uint64_t)64 << 20)
-void eval_limits_default(eval_limits *lim);
+/* The environment of an evaluation under lim (NULL: the defaults). */
+eval_env eval_env_of(const graph_limits *lim, graph_progress progress, const char *run_what);
+void eval_env_default(eval_env *env);
 
 /* ------------------------------------------------------------- tensors */
 
@@ -74,14 +70,14 @@ void eval_limits_default(eval_limits *lim);
 void tbuf_cache_drop(void);
 
 /* New contiguous tensor (data zeroed). Checks the size product for overflow and
-** against lim (NULL: defaults). */
-int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+** against env (NULL: defaults). */
+int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_env *env,
                tensor **out, errbuf *err);
 tensor *tensor_ref(tensor *t);          /* a new handle sharing storage */
 void tensor_free(tensor *t);
 bool tensor_is_contiguous(const tensor *t);
 /* Contiguous tensor with the same values (t itself, referenced, when already so). */
-int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *err);
+int tensor_contiguous(tensor *t, const eval_env *env, tensor **out, errbuf *err);
 /* Element i of t, a contiguous STRING tensor owning its storage, becomes a copy
 ** of len bytes (kept NUL-terminated, as every string of the evaluator is). */
 int tensor_set_string(tensor *t, uint64_t i, const void *bytes, size_t len, errbuf *err);
@@ -98,12 +94,12 @@ uint64_t tensor_nbytes(const tensor *t);   /* numel * element size */
 bool tensor_to_i64(const tensor *t, int64_t *out, size_t cap, size_t *count);
 
 /* TensorProto <-> tensor (every storage form, external data included). */
-int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_limits *lim,
+int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_env *env,
                       tensor **out, errbuf *err);
 Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tensor *t,
                                    errbuf *err);
 /* Serialized TensorProto bytes (test-data .pb files), malloc'd. */
-int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor **out,
+int tensor_decode(const void *bytes, size_t size, const eval_env *env, tensor **out,
                   errbuf *err);
 int tensor_encode(const tensor *t, const char *name, void **bytes, size_t *size,
                   errbuf *err);
@@ -127,30 +123,30 @@ const char *value_kind_name(int32_t kind);   /* "a tensor", "an optional", ... (
 ** (its message has none). Sequences of sequences, maps and sparse tensors are
 ** TILEOPT_UNSUPPORTED. tensor_encode writes every kind. */
 int value_decode(const void *bytes, size_t size, int32_t kind, int32_t elem,
-                 const eval_limits *lim, tensor **out, errbuf *err);
+                 const eval_env *env, tensor **out, errbuf *err);
 
 /* --------------------------------------------------------------- views */
 
 /* Tile as a view: never copies. repeats has one entry per axis (strict ONNX). */
-int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_env *env,
               tensor **out, errbuf *err);
 int view_expand(tensor *x, const int64_t *shape, size_t n, tensor **out, errbuf *err);
-int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_limits *lim,
+int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_env *env,
                  tensor **out, errbuf *err);
 
 /* --------------------------------------------------------------- kernels */
 
 /* Materialized Tile (Tile-6/13 semantics), any element type: the fast kernel. */
-int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_env *env,
                 tensor **out, errbuf *err);
 /* Tile-1 (opsets 1-5): repeats = 1 except repeats[axis] = tiles. */
-int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits *lim,
+int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_env *env,
                  tensor **out, errbuf *err);
 
 /* Tile with OpenVINO Tile-1 promotion (tileopt_tile): repeats longer than the
 ** rank give the data leading 1-dims, shorter ones get leading 1s. */
 int kernel_tile_promoted(const tensor *x, const int64_t *repeats, size_t n,
-                         const eval_limits *lim, tensor **out, errbuf *err);
+                         const eval_env *env, tensor **out, errbuf *err);
 
 /*
 ** Op kernels, found by op name through tables: eval/elementwise.c provides
@@ -161,7 +157,7 @@ int kernel_tile_promoted(const tensor *x, const int64_t *repeats, size_t n,
 ** inputs are NULL.
 */
 typedef int (*kernel_fn)(const Onnx__NodeProto *n, int64_t opset, tensor *const *in,
-                         size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                         size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                          errbuf *err);
 typedef struct kernel_def {
     op_id op;
@@ -172,6 +168,8 @@ extern const kernel_def kernel_table_elementwise[];
 extern const size_t kernel_table_elementwise_count;
 extern const kernel_def kernel_table_shape[];
 extern const size_t kernel_table_shape_count;
+extern const kernel_def kernel_table_reduce[];   /* eval/ops_reduce.c: Reduce*, ArgMax, ArgMin, CumSum */
+extern const size_t kernel_table_reduce_count;
 extern const kernel_def kernel_table_linalg[];   /* eval/ops_linalg.c: MatMul, Gemm */
 extern const size_t kernel_table_linalg_count;
 extern const kernel_def kernel_table_conv[];     /* eval/ops_conv.c: Conv */
@@ -228,7 +226,7 @@ int tensor_compare(const tensor *expected, const tensor *actual, double rtol, do
 size_t tensor_format(const tensor *t, uint64_t i, char *buf, size_t cap);
 /* A contiguous copy owning all its bytes (strings included), for tensors that
 ** outlive the model they were computed from. */
-int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err);
+int tensor_detach(tensor *t, const eval_env *env, tensor **out, errbuf *err);
 
 /* -------------------------------------------------------------- evaluator */
 
@@ -243,13 +241,13 @@ bool eval_supports_op(op_id op, int64_t opset);
 */
 typedef struct eval_scope eval_scope;
 int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
-              tensor **outputs, size_t n_outputs, const eval_limits *lim,
+              tensor **outputs, size_t n_outputs, const eval_env *env,
               eval_scope *scope, errbuf *err);
 
 /* Run a whole graph: inputs bind in order to graph inputs that have no
 ** initializer. Intermediates are freed after their last use. */
 int eval_graph(graph_model *m, tensor *const *inputs, size_t n_inputs, tensor ***outputs,
-               size_t *n_outputs, const eval_limits *lim, errbuf *err);
+               size_t *n_outputs, const eval_env *env, errbuf *err);
 
 /* Ops used in the model (recursively) that the evaluator lacks, as a
 ** comma-separated list into buf; returns the count. */

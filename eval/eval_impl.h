@@ -3,7 +3,7 @@
 ** buffers, uninitialized allocation, layout helpers and the strided loop driver.
 **
 ** Files call only files before them in tile -> tensor -> view -> broadcast ->
-** elementwise -> values -> ops_shape -> ops_pad -> ops_linalg -> ops_conv ->
+** elementwise -> values -> ops_shape -> ops_reduce -> ops_pad -> ops_linalg -> ops_conv ->
 ** ops_pool -> ops_norm -> ops_rnn -> ops_resize -> ops_index -> ops_detect ->
 ** ops_quant -> ops_loss -> ops_signal -> ops_string -> ops_random ->
 ** ops_sequence -> exec: the Tile engine only moves bytes, so tensors can
@@ -44,7 +44,7 @@ bool tbuf_keep(tbuf *b, tbuf *dep);
 
 /* Like tensor_new but the data is left uninitialized (kernels that write every
 ** element). String tensors are always zeroed (empty strings). */
-int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_env *env,
                  tensor **out, errbuf *err);
 /* A new handle on the storage of t with a layout the caller fills. */
 tensor *tensor_share(const tensor *t);
@@ -53,8 +53,8 @@ tensor *tensor_share(const tensor *t);
 ** and their handles. */
 uint64_t tensor_storage_bytes(const tensor *t);
 /* A sequence or optional like t whose items are fn of t's items (new handles). */
-int value_map(tensor *t, int (*fn)(tensor *, const eval_limits *, tensor **, errbuf *),
-              const eval_limits *lim, tensor **out, errbuf *err);
+int value_map(tensor *t, int (*fn)(tensor *, const eval_env *, tensor **, errbuf *),
+              const eval_env *env, tensor **out, errbuf *err);
 /* Makes dst keep src's storage alive (strings copied by pointer). */
 bool tensor_keep(tensor *dst, const tensor *src);
 /* Is the layout a pair per axis (Tile view) rather than one axis per dim? */
@@ -80,11 +80,11 @@ int tile_plan(const tensor *x, const int64_t *repeats, size_t n, tile_axis *ax,
 /* Materialize axes ax[0..n) of elements of size esz from src into contiguous dst. */
 void tile_engine(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax,
                  int n);
-/* tile_engine for an output that may be big: with lim's progress set and an
+/* tile_engine for an output that may be big: with env's progress set and an
 ** output of TILE_PROGRESS_BYTES or more, it is written slice by slice and each
 ** slice reported as "evaluating NAME" (name: the value's, "?" when NULL). */
 void tile_fill(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax, int n,
-               const eval_limits *lim, const char *name);
+               const eval_env *env, const char *name);
 /* The same with the instruction set chosen: the best the machine has, AVX2
 ** without the AVX-512 stores, or the SSE2 baseline (tests run every variant). */
 enum { TILE_ISA_BEST, TILE_ISA_AVX2, TILE_ISA_BASE };
@@ -102,7 +102,7 @@ typedef void (*ew_inner)(uint8_t *out, const uint8_t *const *in, const ptrdiff_t
 int ew_broadcast_shape(tensor *const *in, size_t n_in, int64_t *dims, int32_t *rank,
                        errbuf *err);
 int ew_run(tensor *out, tensor *const *in, size_t n_in, ew_inner fn, const void *param,
-           const eval_limits *lim, errbuf *err);
+           const eval_env *env, errbuf *err);
 
 /* float16 / bfloat16 <-> float */
 float eval_f16_to_f32(uint16_t h);
@@ -121,12 +121,12 @@ static inline const char *eval_node_name(const Onnx__NodeProto *n) {
 /* The signature of every kernel in the tables of eval/ (kernel_fn). */
 #define KERNEL_PARAMS                                                                  \
     const Onnx__NodeProto *n, int64_t opset, tensor *const *in, size_t n_in,            \
-        tensor **out, size_t n_out, const eval_limits *lim, errbuf *err
+        tensor **out, size_t n_out, const eval_env *env, errbuf *err
 
 /* x converted to element type `to` as Cast does (saturating 8-bit floats), a
 ** new contiguous tensor; when x has that type already, x's storage shared when
 ** it is contiguous (so never write into the result then), else a copy. */
-int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbuf *err);
+int eval_cast(tensor *x, int32_t to, const eval_env *env, tensor **out, errbuf *err);
 
 /*
 ** The neural-network kernels (ops_linalg, ops_conv, ops_pool, ops_norm) compute
@@ -135,8 +135,8 @@ int eval_cast(tensor *x, int32_t to, const eval_limits *lim, tensor **out, errbu
 ** referenced when it is one already); UNSUPPORTED for other element types.
 ** nn_output: *w converted to elem in place of itself (freed on failure too).
 */
-int nn_input(tensor *t, const char *what, const eval_limits *lim, tensor **out, errbuf *err);
-int nn_output(tensor **w, int32_t elem, const eval_limits *lim, errbuf *err);
+int nn_input(tensor *t, const char *what, const eval_env *env, tensor **out, errbuf *err);
+int nn_output(tensor **w, int32_t elem, const eval_env *env, errbuf *err);
 /* C = alpha op(A) op(B) + beta C, row-major, through BLAS; elem DT_FLOAT or
 ** DT_DOUBLE; dims up to INT_MAX (the callers check). */
 void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
@@ -146,9 +146,9 @@ void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, do
 /* MatMul (numpy rules) and Conv (N, C, spatial... with the node's attributes:
 ** group, strides, dilations, pads, auto_pad) of tensors of one element type,
 ** the integer kernels' float core; b may be NULL. */
-int nn_matmul(const Onnx__NodeProto *n, tensor *a, tensor *b, const eval_limits *lim,
+int nn_matmul(const Onnx__NodeProto *n, tensor *a, tensor *b, const eval_env *env,
               tensor **out, errbuf *err);
-int nn_conv(const Onnx__NodeProto *n, tensor *x, tensor *w, tensor *b, const eval_limits *lim,
+int nn_conv(const Onnx__NodeProto *n, tensor *x, tensor *w, tensor *b, const eval_env *env,
             tensor **out, errbuf *err);
 
 /*
@@ -213,5 +213,30 @@ static inline eval_rng eval_rng_for(const Onnx__NodeProto *n) {
 
 /* Tile-1 repeats from its `tiles`/`axis` inputs: ints, or floats holding whole numbers. */
 int eval_scalar_i64(const tensor *t, const char *what, int64_t *out, errbuf *err);
+
+/*
+** The shape kernels' helpers (ops_shape.c), which the reductions (ops_reduce.c)
+** share: the first `need` inputs present and an output to write; out[0] = o on
+** success, o freed on failure (kern_emit_keeping: o keeps c's storage alive, c
+** released either way); an element's size; an axis normalized against rank r;
+** a 0-D or 1-D integer tensor, or an ints attribute, into cap entries; a new
+** contiguous tensor (its shape checked); row-major element strides; a strided
+** copy into contiguous memory; a string output keeping its source alive.
+*/
+int kern_need_io(tensor *const *in, size_t n_in, size_t need, size_t n_out, errbuf *err);
+int kern_emit_result(int rc, tensor *o, tensor **out);
+int kern_emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err);
+size_t kern_esize(int32_t elem);
+int kern_norm_axis(int64_t a, int64_t r, const char *what, int64_t *out, errbuf *err);
+int kern_read_ints(tensor *t, const char *what, const eval_env *env, int64_t *out,
+                   size_t cap, size_t *count, errbuf *err);
+int kern_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, size_t cap,
+                   size_t *count, bool *present, errbuf *err);
+int kern_new_tensor(int32_t elem, const int64_t *dims, int32_t rank, const eval_env *env,
+                    tensor **out, errbuf *err);
+void kern_row_major(const int64_t *dims, int32_t rank, int64_t *strides);
+void kern_copy_strided(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank,
+                       const int64_t *dims, const int64_t *strides);
+int kern_keep(tensor *o, const tensor *src, errbuf *err);
 
 #endif

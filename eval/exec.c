@@ -28,7 +28,7 @@ struct eval_scope {
     graph *g;
     tensor **vals;           /* per index entry of g */
     eval_scope *parent;
-    const eval_limits *lim;
+    const eval_env *env;
     eval_usage *use;
     uint32_t depth;
 };
@@ -37,10 +37,10 @@ struct eval_scope {
 ** nested Loops multiply it (40 nested Loops of 2 trips, or 10^6 x 10^6); one
 ** count for the whole run bounds them all. */
 static int steps_add(eval_scope *f, uint64_t n, errbuf *err) {
-    if (f->lim->max_steps && (f->use->steps += n) > f->lim->max_steps)
+    if (f->env->lim.max_eval_steps && (f->use->steps += n) > f->env->lim.max_eval_steps)
         return err_set(err, TILEOPT_LIMIT,
                        "the evaluation ran more than %" PRIu64 " nodes and Loop iterations "
-                       "(max-eval-steps)", f->lim->max_steps);
+                       "(max-eval-steps)", f->env->lim.max_eval_steps);
     return TILEOPT_OK;
 }
 static int step(eval_scope *f, errbuf *err) { return steps_add(f, 1, err); }
@@ -61,6 +61,7 @@ static const struct {
 } kernel_tables[] = {
     {kernel_table_elementwise, &kernel_table_elementwise_count},
     {kernel_table_shape, &kernel_table_shape_count},
+    {kernel_table_reduce, &kernel_table_reduce_count},
     {kernel_table_linalg, &kernel_table_linalg_count},
     {kernel_table_conv, &kernel_table_conv_count},
     {kernel_table_pool, &kernel_table_pool_count},
@@ -160,10 +161,10 @@ static uint64_t storage_bytes(const tensor *t) { return tensor_storage_bytes(t);
 static int account(eval_scope *f, const tensor *t, const char *what, errbuf *err) {
     uint64_t b = storage_bytes(t);
     f->use->bytes += b;
-    if (f->lim->max_total_bytes && f->use->bytes > f->lim->max_total_bytes)
+    if (f->env->lim.max_eval_bytes && f->use->bytes > f->env->lim.max_eval_bytes)
         return err_set(err, TILEOPT_LIMIT,
                        "%s: live tensors take %" PRIu64 " bytes, over the limit %" PRIu64,
-                       what, f->use->bytes, f->lim->max_total_bytes);
+                       what, f->use->bytes, f->env->lim.max_eval_bytes);
     return TILEOPT_OK;
 }
 
@@ -177,17 +178,17 @@ static void release(eval_scope *f, tensor **slot) {
 
 /* ------------------------------------------------------------ frames */
 
-static int frame_open(eval_scope *f, graph *g, eval_scope *parent, const eval_limits *lim,
+static int frame_open(eval_scope *f, graph *g, eval_scope *parent, const eval_env *env,
                       eval_usage *use, errbuf *err) {
     memset(f, 0, sizeof *f);
     f->g = g;
     f->parent = parent;
-    f->lim = lim;
+    f->env = env;
     f->use = use;
     f->depth = parent ? parent->depth + 1 : 0;
-    if (lim->max_depth && f->depth > lim->max_depth)
+    if (env->lim.max_depth && f->depth > env->lim.max_depth)
         return err_set(err, TILEOPT_LIMIT, "subgraphs nest deeper than the limit %" PRIu32,
-                       lim->max_depth);
+                       env->lim.max_depth);
     f->vals = calloc(g->n_values ? g->n_values : 1, sizeof *f->vals);
     if (!f->vals) return err_set(err, TILEOPT_NOMEM, "out of memory");
     return TILEOPT_OK;
@@ -217,7 +218,7 @@ static int frame_get_value(eval_scope *f, graph_value *v, const char *name, tens
             if (v->initializer >= 0) {
                 tensor *t = NULL;
                 int rc = tensor_from_proto(f->g->model, f->g->pb->initializer[v->initializer],
-                                           f->lim, &t, err);
+                                           f->env, &t, err);
                 if (rc) return err_prefix(err, "initializer '%s': ", name);
                 f->vals[idx] = t;
                 *out = t;
@@ -380,7 +381,7 @@ static graph *branch(graph *g, int32_t node, const char *attr) {
     return NULL;
 }
 
-static int read_bool(tensor *t, const char *what, const eval_limits *lim, bool *v,
+static int read_bool(tensor *t, const char *what, const eval_env *env, bool *v,
                      errbuf *err) {
     if (t->kind != EVAL_TENSOR)
         return err_set(err, TILEOPT_INVALID, "%s must be a single bool, got %s", what,
@@ -389,7 +390,7 @@ static int read_bool(tensor *t, const char *what, const eval_limits *lim, bool *
         return err_set(err, TILEOPT_INVALID, "%s must be a single bool, got %s with %" PRIu64
                        " elements", what, dtype_name(t->elem), tensor_numel(t));
     tensor *c = NULL;
-    int rc = tensor_contiguous(t, lim, &c, err);
+    int rc = tensor_contiguous(t, env, &c, err);
     if (rc) return rc;
     *v = c->data[0] != 0;
     tensor_free(c);
@@ -398,21 +399,21 @@ static int read_bool(tensor *t, const char *what, const eval_limits *lim, bool *
 
 /* Runs subgraph sg in a frame below parent (a temporary root when NULL). */
 static int run_sub(graph *sg, const exec_plan *plan, eval_scope *parent,
-                   const eval_limits *lim, tensor *const *in, size_t n_in, tensor **outs,
+                   const eval_env *env, tensor *const *in, size_t n_in, tensor **outs,
                    size_t n_outs, errbuf *err) {
     eval_usage own = {0, 0};
     eval_scope f;
-    int rc = frame_open(&f, sg, parent, lim, parent ? parent->use : &own, err);
+    int rc = frame_open(&f, sg, parent, env, parent ? parent->use : &own, err);
     if (!rc) rc = run_frame(&f, plan, in, n_in, outs, n_outs, err);
     frame_close(&f);
     return rc;
 }
 
 static int exec_if(graph *g, int32_t node, tensor *const *in, size_t n_in, tensor **out,
-                   size_t n_out, const eval_limits *lim, eval_scope *scope, errbuf *err) {
+                   size_t n_out, const eval_env *env, eval_scope *scope, errbuf *err) {
     if (n_in < 1 || !in[0]) return err_set(err, TILEOPT_INVALID, "input cond is missing");
     bool c;
-    int rc = read_bool(in[0], "cond", lim, &c, err);
+    int rc = read_bool(in[0], "cond", env, &c, err);
     if (rc) return rc;
     const char *attr = c ? "then_branch" : "else_branch";
     graph *sg = branch(g, node, attr);
@@ -420,13 +421,13 @@ static int exec_if(graph *g, int32_t node, tensor *const *in, size_t n_in, tenso
     if (sg->pb->n_output != n_out)
         return err_set(err, TILEOPT_INVALID, "%s has %zu outputs, the node %zu", attr,
                        sg->pb->n_output, n_out);
-    rc = run_sub(sg, NULL, scope, lim, NULL, 0, out, n_out, err);
+    rc = run_sub(sg, NULL, scope, env, NULL, 0, out, n_out, err);
     return rc ? err_prefix(err, "%s: ", attr) : TILEOPT_OK;
 }
 
-static int new_scalar(int32_t elem, const void *v, size_t size, const eval_limits *lim,
+static int new_scalar(int32_t elem, const void *v, size_t size, const eval_env *env,
                       tensor **out, errbuf *err) {
-    int rc = tensor_new(elem, NULL, 0, lim, out, err);
+    int rc = tensor_new(elem, NULL, 0, env, out, err);
     if (!rc) memcpy((*out)->data, v, size);
     return rc;
 }
@@ -447,7 +448,7 @@ typedef struct scan_acc {
 } scan_acc;
 
 static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_scope *scope,
-                    const eval_limits *lim, errbuf *err) {
+                    const eval_env *env, errbuf *err) {
     if (t->kind != EVAL_TENSOR)
         return err_set(err, TILEOPT_INVALID, "scan output %zu is %s, not a tensor", index,
                        value_kind_name(t->kind));
@@ -477,7 +478,7 @@ static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_sco
         return TILEOPT_OK;
     }
     tensor *c = NULL;
-    int rc = tensor_contiguous(t, lim, &c, err);
+    int rc = tensor_contiguous(t, env, &c, err);
     if (rc) return rc;
     size_t nb = (size_t)tensor_nbytes(c);
     if (s->len + nb > s->cap) {
@@ -502,10 +503,10 @@ static int scan_add(scan_acc *s, int64_t iter, size_t index, tensor *t, eval_sco
     tensor_free(c);
     if (!scope) return TILEOPT_OK;
     scope->use->bytes += nb;
-    if (lim->max_total_bytes && scope->use->bytes > lim->max_total_bytes)
+    if (env->lim.max_eval_bytes && scope->use->bytes > env->lim.max_eval_bytes)
         return err_set(err, TILEOPT_LIMIT,
                        "Loop scan outputs take %zu bytes, over the limit %" PRIu64, s->len,
-                       lim->max_total_bytes);
+                       env->lim.max_eval_bytes);
     return TILEOPT_OK;
 }
 
@@ -517,7 +518,7 @@ static void scan_free(scan_acc *s, eval_scope *scope) {
 }
 
 static int scan_stack(scan_acc *s, graph *body, size_t out_index, int64_t n,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
+                      const eval_env *env, tensor **out, errbuf *err) {
     int64_t dims[TENSOR_MAX_RANK];
     int32_t rank = 1, elem = s->elem;
     dims[0] = n;
@@ -530,12 +531,12 @@ static int scan_stack(scan_acc *s, graph *body, size_t out_index, int64_t n,
             for (int32_t i = 0; i < v->type.rank; i++) dims[1 + i] = v->type.dims[i];
             rank += v->type.rank;
         }
-        return tensor_new(elem, dims, rank, lim, out, err);
+        return tensor_new(elem, dims, rank, env, out, err);
     }
     for (int32_t i = 0; i < s->rank; i++) dims[1 + i] = s->dims[i];
     rank += s->rank;
     tensor *o = NULL;
-    int rc = tensor_alloc(elem, dims, rank, lim, &o, err);
+    int rc = tensor_alloc(elem, dims, rank, env, &o, err);
     if (rc) return rc;
     if (elem != DT_STRING) {
         if (s->len) memcpy(o->data, s->bytes, s->len);
@@ -543,7 +544,7 @@ static int scan_stack(scan_acc *s, graph *body, size_t out_index, int64_t n,
         size_t blk = 0;
         for (int64_t k = 0; k < n && !rc; k++) {
             tensor *c = NULL;
-            rc = tensor_contiguous(s->items[k], lim, &c, err);
+            rc = tensor_contiguous(s->items[k], env, &c, err);
             if (rc) break;
             blk = (size_t)tensor_nbytes(c);
             if (blk) memcpy(o->data + (size_t)k * blk, c->data, blk);
@@ -565,7 +566,7 @@ static int scan_stack(scan_acc *s, graph *body, size_t out_index, int64_t n,
 #define EVAL_MAX_LOOP_ITERATIONS ((int64_t)1 << 20)
 
 static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, tensor **out,
-                     size_t n_out, const eval_limits *lim, eval_scope *scope, errbuf *err) {
+                     size_t n_out, const eval_env *env, eval_scope *scope, errbuf *err) {
     graph *body = branch(g, node, "body");
     if (!body) return err_set(err, TILEOPT_INVALID, "attribute body is missing");
     if (n_in < 2) return err_set(err, TILEOPT_INVALID, "needs inputs M and cond (may be empty)");
@@ -592,13 +593,13 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
         tensor *c = NULL;
         if (in[0]->kind != EVAL_TENSOR || in[0]->elem != DT_INT64 || tensor_numel(in[0]) != 1)
             return err_set(err, TILEOPT_INVALID, "M must be a single int64");
-        rc = tensor_contiguous(in[0], lim, &c, err);
+        rc = tensor_contiguous(in[0], env, &c, err);
         if (rc) return rc;
         memcpy(&trips, c->data, sizeof trips);
         tensor_free(c);
     }
     if (in[1]) {
-        rc = read_bool(in[1], "cond", lim, &cond, err);
+        rc = read_bool(in[1], "cond", env, &cond, err);
         if (rc) return rc;
     }
     size_t nb_in = nc + 2, nb_out = 1 + nc + ns;
@@ -625,12 +626,12 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
             goto done;
         }
         if (scope && (rc = step(scope, err))) goto done;
-        rc = new_scalar(DT_INT64, &it, sizeof it, lim, &bin[0], err);
+        rc = new_scalar(DT_INT64, &it, sizeof it, env, &bin[0], err);
         uint8_t cb = 1;
-        if (!rc) rc = new_scalar(DT_BOOL, &cb, 1, lim, &bin[1], err);
+        if (!rc) rc = new_scalar(DT_BOOL, &cb, 1, env, &bin[1], err);
         if (rc) goto done;
         for (size_t i = 0; i < nc; i++) bin[2 + i] = carried[i];
-        rc = run_sub(body, &plan, scope, lim, bin, nb_in, bout, nb_out, err);
+        rc = run_sub(body, &plan, scope, env, bin, nb_in, bout, nb_out, err);
         tensor_free(bin[0]);
         tensor_free(bin[1]);
         bin[0] = bin[1] = NULL;
@@ -638,14 +639,14 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
             err_prefix(err, "iteration %" PRId64 ": ", it);
             goto done;
         }
-        rc = read_bool(bout[0], "body output cond", lim, &cond, err);
+        rc = read_bool(bout[0], "body output cond", env, &cond, err);
         for (size_t i = 0; i < nc; i++) {
             tensor_free(carried[i]);
             carried[i] = bout[1 + i];
             bout[1 + i] = NULL;
         }
         for (size_t k = 0; k < ns && !rc; k++)
-            rc = scan_add(&scans[k], n_iter, 1 + nc + k, bout[1 + nc + k], scope, lim, err);
+            rc = scan_add(&scans[k], n_iter, 1 + nc + k, bout[1 + nc + k], scope, env, err);
         for (size_t i = 0; i < nb_out; i++) {
             tensor_free(bout[i]);
             bout[i] = NULL;
@@ -654,7 +655,7 @@ static int exec_loop(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
         n_iter++;
     }
     for (size_t k = 0; k < ns && !rc; k++)
-        rc = scan_stack(&scans[k], body, 1 + nc + k, n_iter, lim, &out[nc + k], err);
+        rc = scan_stack(&scans[k], body, 1 + nc + k, n_iter, env, &out[nc + k], err);
     if (rc) goto done;
     for (size_t i = 0; i < nc; i++) {
         out[i] = carried[i];
@@ -683,7 +684,7 @@ done:
 /* ------------------------------------------------------------------- Scan */
 
 /* Slice idx of contiguous t along axis, without that axis. */
-static int slice_axis(tensor *t, int32_t axis, int64_t idx, const eval_limits *lim,
+static int slice_axis(tensor *t, int32_t axis, int64_t idx, const eval_env *env,
                       tensor **out, errbuf *err) {
     int64_t dims[TENSOR_MAX_RANK], outer = 1, inner = 1, len = t->dims[axis];
     int32_t r = 0;
@@ -693,7 +694,7 @@ static int slice_axis(tensor *t, int32_t axis, int64_t idx, const eval_limits *l
         if (i != axis) dims[r++] = t->dims[i];
     }
     tensor *o = NULL;
-    int rc = tensor_alloc(t->elem, dims, r, lim, &o, err);
+    int rc = tensor_alloc(t->elem, dims, r, env, &o, err);
     if (rc) return rc;
     size_t es = tensor_elem_size(t), blk = (size_t)inner * es;
     for (int64_t i = 0; i < outer && blk; i++)
@@ -708,10 +709,10 @@ static int slice_axis(tensor *t, int32_t axis, int64_t idx, const eval_limits *l
 
 /* Copies s (any layout) to index idx along axis of contiguous o, whose other
 ** dims are s's. */
-static int place_axis(tensor *o, int32_t axis, int64_t idx, tensor *s, const eval_limits *lim,
+static int place_axis(tensor *o, int32_t axis, int64_t idx, tensor *s, const eval_env *env,
                       errbuf *err) {
     tensor *c = NULL;
-    int rc = tensor_contiguous(s, lim, &c, err);
+    int rc = tensor_contiguous(s, env, &c, err);
     if (rc) return rc;
     int64_t outer = 1, inner = 1, len = o->dims[axis];
     for (int32_t i = 0; i < o->rank; i++) {
@@ -740,7 +741,7 @@ static int64_t attr_at(const Onnx__AttributeProto *a, size_t i) {
 /* n values stacked along axis (of rank + 1 dims), entry t going to t or, going
 ** backward, to n - 1 - t. */
 static int stack_along(tensor *const *v, int64_t n, int64_t axis, bool backward, graph *body,
-                       size_t body_out, const eval_limits *lim, tensor **out, errbuf *err) {
+                       size_t body_out, const eval_env *env, tensor **out, errbuf *err) {
     int64_t dims[TENSOR_MAX_RANK];
     int32_t rank, elem;
     for (int64_t t = 0; t < n; t++)
@@ -774,9 +775,9 @@ static int stack_along(tensor *const *v, int64_t n, int64_t axis, bool backward,
     memmove(dims + axis + 1, dims + axis, (size_t)(rank - axis) * sizeof *dims);
     dims[axis] = n;
     tensor *o = NULL;
-    int rc = tensor_alloc(elem, dims, rank + 1, lim, &o, err);
+    int rc = tensor_alloc(elem, dims, rank + 1, env, &o, err);
     for (int64_t t = 0; t < n && !rc; t++)
-        rc = place_axis(o, (int32_t)axis, backward ? n - 1 - t : t, v[t], lim, err);
+        rc = place_axis(o, (int32_t)axis, backward ? n - 1 - t : t, v[t], env, err);
     if (rc) {
         tensor_free(o);
         return rc;
@@ -789,7 +790,7 @@ static int stack_along(tensor *const *v, int64_t n, int64_t axis, bool backward,
 ** giving ns final states and ny stacked scan outputs in out. */
 static int scan_run(graph *body, const exec_plan *plan, eval_scope *scope, const scan_dirs *sd,
                     tensor *const *state, size_t ns, tensor *const *xs, size_t nx, size_t ny,
-                    const eval_limits *lim, tensor **out, errbuf *err) {
+                    const eval_env *env, tensor **out, errbuf *err) {
     int64_t T = -1;
     int32_t *axis = calloc(nx ? nx : 1, sizeof *axis);
     tensor **x = calloc(nx ? nx : 1, sizeof *x), **carried = calloc(ns ? ns : 1, sizeof *carried);
@@ -814,7 +815,7 @@ static int scan_run(graph *body, const exec_plan *plan, eval_scope *scope, const
             rc = err_set(err, TILEOPT_INVALID, "scan inputs of lengths %" PRId64 " and %" PRId64,
                          T, xs[i]->dims[a]);
         T = xs[i]->dims[a];
-        if (!rc) rc = tensor_contiguous(xs[i], lim, &x[i], err);
+        if (!rc) rc = tensor_contiguous(xs[i], env, &x[i], err);
     }
     if (rc) goto done;
     if (T < 0) T = 0;
@@ -836,9 +837,9 @@ static int scan_run(graph *body, const exec_plan *plan, eval_scope *scope, const
         if (scope && (rc = step(scope, err))) break;
         for (size_t i = 0; i < ns; i++) bin[i] = carried[i];
         for (size_t i = 0; i < nx && !rc; i++)
-            rc = slice_axis(x[i], axis[i], attr_at(sd->in_dirs, i) ? T - 1 - t : t, lim,
+            rc = slice_axis(x[i], axis[i], attr_at(sd->in_dirs, i) ? T - 1 - t : t, env,
                             &bin[ns + i], err);
-        if (!rc) rc = run_sub(body, plan, scope, lim, bin, ns + nx, bout, ns + ny, err);
+        if (!rc) rc = run_sub(body, plan, scope, env, bin, ns + nx, bout, ns + ny, err);
         for (size_t i = 0; i < nx; i++) {
             tensor_free(bin[ns + i]);
             bin[ns + i] = NULL;
@@ -859,7 +860,7 @@ static int scan_run(graph *body, const exec_plan *plan, eval_scope *scope, const
     }
     for (size_t k = 0; k < ny && !rc; k++)
         rc = stack_along(ys + k * (size_t)T, T, attr_at(sd->out_axes, k),
-                         attr_at(sd->out_dirs, k) != 0, body, ns + k, lim, &out[ns + k], err);
+                         attr_at(sd->out_dirs, k) != 0, body, ns + k, env, &out[ns + k], err);
     for (size_t i = 0; i < ns && !rc; i++) {
         out[i] = carried[i];
         carried[i] = NULL;
@@ -884,7 +885,7 @@ done:
 ** per batch entry, restacked.
 */
 static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, tensor **out,
-                     size_t n_out, const eval_limits *lim, eval_scope *scope, errbuf *err) {
+                     size_t n_out, const eval_env *env, eval_scope *scope, errbuf *err) {
     const Onnx__NodeProto *n = graph_node(g, node);
     graph *body = branch(g, node, "body");
     if (!body) return err_set(err, TILEOPT_INVALID, "attribute body is missing");
@@ -909,7 +910,7 @@ static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
     int rc = plan_build(body, &plan, err);
     if (rc) return rc;
     if (!batched) {
-        rc = scan_run(body, &plan, scope, &sd, in, ns, in + ns, nx, ny, lim, out, err);
+        rc = scan_run(body, &plan, scope, &sd, in, ns, in + ns, nx, ny, env, out, err);
         plan_free(&plan);
         return rc;
     }
@@ -922,7 +923,7 @@ static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
     if (!rc && in[0]) {
         /* a shorter sequence would leave the tail of its scan outputs undefined */
         tensor *l = NULL;
-        rc = eval_cast(in[0], DT_INT64, lim, &l, err);
+        rc = eval_cast(in[0], DT_INT64, env, &l, err);
         const tensor *x0 = in[1 + ns];
         for (uint64_t b = 0; !rc && b < tensor_numel(l); b++)
             if (x0->rank < 2 || ((const int64_t *)(const void *)l->data)[b] != x0->dims[1])
@@ -938,13 +939,13 @@ static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
         for (size_t i = 0; i < nio && !rc; i++) {
             tensor_free(sl[i]);
             sl[i] = NULL;
-            if (!(rc = tensor_contiguous(in[1 + i], lim, &c, err)))
-                rc = slice_axis(c, 0, b, lim, &sl[i], err);
+            if (!(rc = tensor_contiguous(in[1 + i], env, &c, err)))
+                rc = slice_axis(c, 0, b, env, &sl[i], err);
             tensor_free(c);
             c = NULL;
         }
         if (!rc)
-            rc = scan_run(body, &plan, scope, &sd, sl, ns, sl + ns, nx, ny, lim,
+            rc = scan_run(body, &plan, scope, &sd, sl, ns, sl + ns, nx, ny, env,
                           res + (size_t)b * n_out, err);
     }
     for (size_t k = 0; k < n_out && !rc; k++) {
@@ -954,7 +955,7 @@ static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
             break;
         }
         for (int64_t b = 0; b < B; b++) col[b] = res[(size_t)b * n_out + k];
-        rc = stack_along(col, B, 0, false, body, k, lim, &out[k], err);
+        rc = stack_along(col, B, 0, false, body, k, env, &out[k], err);
         free(col);
     }
     for (size_t i = 0; sl && i < nio; i++) tensor_free(sl[i]);
@@ -980,7 +981,7 @@ static int exec_scan(graph *g, int32_t node, tensor *const *in, size_t n_in, ten
 ** when there are none.
 */
 static int exec_sequence_map(graph *g, int32_t node, tensor *const *in, size_t n_in,
-                             tensor **out, size_t n_out, const eval_limits *lim,
+                             tensor **out, size_t n_out, const eval_env *env,
                              eval_scope *scope, errbuf *err) {
     graph *body = branch(g, node, "body");
     if (!body) return err_set(err, TILEOPT_INVALID, "attribute body is missing");
@@ -1013,7 +1014,7 @@ static int exec_sequence_map(graph *g, int32_t node, tensor *const *in, size_t n
         if (scope && (rc = step(scope, err))) break;
         for (size_t j = 0; j < n_in; j++)
             bin[j] = in[j]->kind == EVAL_SEQUENCE ? in[j]->items[i] : in[j];
-        rc = run_sub(body, &plan, scope, lim, bin, n_in, bout, n_out, err);
+        rc = run_sub(body, &plan, scope, env, bin, n_in, bout, n_out, err);
         for (size_t k = 0; k < n_out && !rc; k++) {
             if ((rc = value_put(out[k], i, bout[k], err))) err_prefix(err, "output %zu: ", k);
             held += storage_bytes(bout[k]);
@@ -1023,10 +1024,10 @@ static int exec_sequence_map(graph *g, int32_t node, tensor *const *in, size_t n
             bout[k] = NULL;
         }
         /* what the outputs hold so far counts against the run, as Loop's scans do */
-        if (!rc && scope && lim->max_total_bytes &&
-            scope->use->bytes + held > lim->max_total_bytes)
+        if (!rc && scope && env->lim.max_eval_bytes &&
+            scope->use->bytes + held > env->lim.max_eval_bytes)
             rc = err_set(err, TILEOPT_LIMIT, "the output sequences take %" PRIu64 " bytes, "
-                         "over the limit %" PRIu64, held, lim->max_total_bytes);
+                         "over the limit %" PRIu64, held, env->lim.max_eval_bytes);
         if (rc) err_prefix(err, "item %zu: ", i);
     }
     plan_free(&plan);
@@ -1064,7 +1065,7 @@ static int check_kinds(const char *op, op_id id, const kernel_def *k, tensor *co
 /* k: the node's kernel when the caller looked it up already, else NULL. */
 static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *inputs,
                     size_t n_inputs, tensor **outputs, size_t n_outputs,
-                    const eval_limits *lim, eval_scope *scope, errbuf *err) {
+                    const eval_env *env, eval_scope *scope, errbuf *err) {
     const Onnx__NodeProto *n = graph_node(g, node);
     for (size_t i = 0; i < n_outputs; i++) outputs[i] = NULL;
     if (!graph_domain_is_default(n->domain))
@@ -1088,15 +1089,15 @@ static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *
     int rc = check_kinds(op, id, k, inputs, n_inputs, err);
     if (rc) return rc;
     if (id == OP_If)
-        return exec_if(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
+        return exec_if(g, node, inputs, n_inputs, outputs, n_outputs, env, scope, err);
     if (id == OP_Loop)
-        return exec_loop(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
+        return exec_loop(g, node, inputs, n_inputs, outputs, n_outputs, env, scope, err);
     if (id == OP_Scan)
-        return exec_scan(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
+        return exec_scan(g, node, inputs, n_inputs, outputs, n_outputs, env, scope, err);
     if (id == OP_SequenceMap)
-        return exec_sequence_map(g, node, inputs, n_inputs, outputs, n_outputs, lim, scope,
+        return exec_sequence_map(g, node, inputs, n_inputs, outputs, n_outputs, env, scope,
                                  err);
-    rc = k->fn(n, opset, inputs, n_inputs, outputs, n_outputs, lim, err);
+    rc = k->fn(n, opset, inputs, n_inputs, outputs, n_outputs, env, err);
     if (rc) {
         for (size_t i = 0; i < n_outputs; i++) {
             tensor_free(outputs[i]);
@@ -1120,12 +1121,12 @@ static int node_run(graph *g, int32_t node, const kernel_def *k, tensor *const *
 }
 
 int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
-              tensor **outputs, size_t n_outputs, const eval_limits *lim, eval_scope *scope,
+              tensor **outputs, size_t n_outputs, const eval_env *env, eval_scope *scope,
               errbuf *err) {
-    eval_limits dl;
-    if (!lim) {
-        eval_limits_default(&dl);
-        lim = &dl;
+    eval_env dl;
+    if (!env) {
+        eval_env_default(&dl);
+        env = &dl;
     }
     if (node < 0 || (uint32_t)node >= graph_n_nodes(g))
         return err_set(err, TILEOPT_MISUSE, "node index %" PRId32 " out of range", node);
@@ -1136,14 +1137,14 @@ int eval_node(graph *g, int32_t node, tensor *const *inputs, size_t n_inputs,
         ** it, so the subgraph reads only constants from outside. */
         eval_usage use = {0, 0};
         eval_scope f;
-        rc = frame_open(&f, g, NULL, lim, &use, err);
+        rc = frame_open(&f, g, NULL, env, &use, err);
         if (!rc) {
             f.depth = g->depth;
-            rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, lim, &f, err);
+            rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, env, &f, err);
         }
         frame_close(&f);
     } else {
-        rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, lim, scope, err);
+        rc = node_run(g, node, NULL, inputs, n_inputs, outputs, n_outputs, env, scope, err);
     }
     if (rc)
         return err_prefix(err, "node %s (%s): ", graph_node_id(g, node),
@@ -1230,7 +1231,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
     }
     /* the main graph's nodes are counted for progress, about a hundred times */
     uint32_t report_every = 0;
-    if (f->lim->progress && f->lim->run_what && !f->parent)
+    if (f->env->progress.fn && f->env->run_what && !f->parent)
         report_every = plan->count >= 100 ? plan->count / 100 : 1;
     nin = calloc(plan->max_io, sizeof *nin);
     nout = calloc(plan->max_io, sizeof *nout);
@@ -1254,7 +1255,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
                 goto done;
             }
         }
-        rc = node_run(g, ni, plan->kern[p], nin, n->n_input, nout, n->n_output, f->lim, f,
+        rc = node_run(g, ni, plan->kern[p], nin, n->n_input, nout, n->n_output, f->env, f,
                       err);
         if (rc) {
             err_prefix(err, "node %s (%s): ", graph_node_id(g, ni),
@@ -1285,7 +1286,7 @@ static int run_frame(eval_scope *f, const exec_plan *plan, tensor *const *inputs
         }
         for (int32_t vi = plan->head[p]; vi >= 0; vi = plan->next[vi]) release(f, &f->vals[vi]);
         if (report_every && ((p + 1) % report_every == 0 || p + 1 == plan->count))
-            f->lim->progress(f->lim->progress_user, f->lim->run_what, p + 1, plan->count);
+            graph_progress_tell(&f->env->progress, f->env->run_what, p + 1, plan->count);
     }
     for (size_t o = 0; o < n_outs; o++) {
         tensor *t = NULL;
@@ -1315,13 +1316,13 @@ done:
 }
 
 int eval_graph(graph_model *m, tensor *const *inputs, size_t n_inputs, tensor ***outputs,
-               size_t *n_outputs, const eval_limits *lim, errbuf *err) {
+               size_t *n_outputs, const eval_env *env, errbuf *err) {
     *outputs = NULL;
     *n_outputs = 0;
-    eval_limits dl;
-    if (!lim) {
-        eval_limits_default(&dl);
-        lim = &dl;
+    eval_env dl;
+    if (!env) {
+        eval_env_default(&dl);
+        env = &dl;
     }
     if (!m || !m->main) return err_set(err, TILEOPT_INVALID, "the model has no graph");
     size_t no = m->main->pb->n_output;
@@ -1329,13 +1330,13 @@ int eval_graph(graph_model *m, tensor *const *inputs, size_t n_inputs, tensor **
     if (!outs) return err_set(err, TILEOPT_NOMEM, "out of memory");
     eval_usage use = {0, 0};
     eval_scope f;
-    int rc = frame_open(&f, m->main, NULL, lim, &use, err);
+    int rc = frame_open(&f, m->main, NULL, env, &use, err);
     if (!rc) rc = run_frame(&f, NULL, inputs, n_inputs, outs, no, err);
     frame_close(&f);
     /* Outputs leave contiguous: callers compare and serialize them. */
     for (size_t i = 0; i < no && !rc; i++) {
         tensor *c = NULL;
-        rc = tensor_contiguous(outs[i], lim, &c, err);
+        rc = tensor_contiguous(outs[i], env, &c, err);
         if (!rc) {
             tensor_free(outs[i]);
             outs[i] = c;

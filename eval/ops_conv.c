@@ -138,7 +138,7 @@ static bool is_pointwise(const nn_window *w) {
     return true;
 }
 
-int nn_conv(const Onnx__NodeProto *n, tensor *X, tensor *W, tensor *B, const eval_limits *lim,
+int nn_conv(const Onnx__NodeProto *n, tensor *X, tensor *W, tensor *B, const eval_env *env,
             tensor **out, errbuf *err) {
     const char *nm = eval_node_name(n);
     *out = NULL;
@@ -179,16 +179,16 @@ int nn_conv(const Onnx__NodeProto *n, tensor *X, tensor *W, tensor *B, const eva
         return err_set(err, TILEOPT_LIMIT, "Conv %s: a matrix exceeds what BLAS takes", nm);
     tensor *x = NULL, *wt = NULL, *b = NULL, *o = NULL;
     void *col = NULL;
-    if ((rc = nn_input(X, "Conv", lim, &x, err)) || (rc = nn_input(W, "Conv", lim, &wt, err)) ||
-        (B && (rc = nn_input(B, "Conv", lim, &b, err))) ||
-        (rc = tensor_alloc(x->elem, od, X->rank, lim, &o, err)))
+    if ((rc = nn_input(X, "Conv", env, &x, err)) || (rc = nn_input(W, "Conv", env, &wt, err)) ||
+        (B && (rc = nn_input(B, "Conv", env, &b, err))) ||
+        (rc = tensor_alloc(x->elem, od, X->rank, env, &o, err)))
         goto done;
     size_t es = x->elem == DT_DOUBLE ? 8 : 4;
     bool direct = is_pointwise(&w);
     uint64_t col_bytes;
     if (!direct) {
         if (!eval_mul_u64((uint64_t)rows * (uint64_t)osz, es, &col_bytes) ||
-            (lim && lim->max_tensor_bytes && col_bytes > lim->max_tensor_bytes)) {
+            (env && env->lim.max_tensor_bytes && col_bytes > env->lim.max_tensor_bytes)) {
             rc = err_set(err, TILEOPT_LIMIT, "Conv %s: its im2col matrix is over the tensor "
                          "size limit", nm);
             goto done;
@@ -222,7 +222,7 @@ int nn_conv(const Onnx__NodeProto *n, tensor *X, tensor *W, tensor *B, const eva
                 }
             }
         }
-    rc = nn_output(&o, X->elem, lim, err);
+    rc = nn_output(&o, X->elem, env, err);
 done:
     free(col);
     tensor_free(x);
@@ -240,7 +240,7 @@ static int k_conv(KERNEL_PARAMS) {
     (void)opset;
     if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "Conv %s: needs X and W", eval_node_name(n));
-    return nn_conv(n, in[0], in[1], n_in > 2 ? in[2] : NULL, lim, &out[0], err);
+    return nn_conv(n, in[0], in[1], n_in > 2 ? in[2] : NULL, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------ ConvTranspose */
@@ -371,15 +371,15 @@ static int k_conv_transpose(KERNEL_PARAMS) {
                        nm);
     tensor *x = NULL, *wt = NULL, *b = NULL, *o = NULL;
     void *col = NULL;
-    if ((rc = nn_input(X, "ConvTranspose", lim, &x, err)) ||
-        (rc = nn_input(W, "ConvTranspose", lim, &wt, err)) ||
-        (B && (rc = nn_input(B, "ConvTranspose", lim, &b, err))) ||
-        (rc = tensor_new(x->elem, od, X->rank, lim, &o, err)))
+    if ((rc = nn_input(X, "ConvTranspose", env, &x, err)) ||
+        (rc = nn_input(W, "ConvTranspose", env, &wt, err)) ||
+        (B && (rc = nn_input(B, "ConvTranspose", env, &b, err))) ||
+        (rc = tensor_new(x->elem, od, X->rank, env, &o, err)))
         goto done;
     size_t es = x->elem == DT_DOUBLE ? 8 : 4;
     uint64_t col_bytes;
     if (!eval_mul_u64((uint64_t)rows * (uint64_t)isz, es, &col_bytes) ||
-        (lim && lim->max_tensor_bytes && col_bytes > lim->max_tensor_bytes)) {
+        (env && env->lim.max_tensor_bytes && col_bytes > env->lim.max_tensor_bytes)) {
         rc = err_set(err, TILEOPT_LIMIT, "ConvTranspose %s: its column matrix is over the "
                      "tensor size limit", nm);
         goto done;
@@ -410,7 +410,7 @@ static int k_conv_transpose(KERNEL_PARAMS) {
                             ((const float *)(const void *)b->data)[g * mg + m];
                 }
         }
-    rc = nn_output(&o, X->elem, lim, err);
+    rc = nn_output(&o, X->elem, env, err);
 done:
     free(col);
     tensor_free(x);

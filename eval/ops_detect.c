@@ -50,12 +50,12 @@ static bool nms_before(const void *scores, int64_t a, int64_t b) {
 
 /* An optional scalar input as double (def when absent). */
 static int scalar_in(tensor *const *in, size_t n_in, size_t i, double def,
-                     const eval_limits *lim, double *v, errbuf *err) {
+                     const eval_env *env, double *v, errbuf *err) {
     *v = def;
     if (i >= n_in || !in[i]) return TILEOPT_OK;
     if (tensor_numel(in[i]) != 1) return err_set(err, TILEOPT_INVALID, "input %zu must be one value", i);
     tensor *t = NULL;
-    int rc = eval_cast(in[i], DT_DOUBLE, lim, &t, err);
+    int rc = eval_cast(in[i], DT_DOUBLE, env, &t, err);
     if (!rc) *v = dvals(t)[0];
     tensor_free(t);
     return rc;
@@ -74,9 +74,9 @@ static int k_nms(KERNEL_PARAMS) {
     double maxo, iou_t, score_t;
     bool has_score_t = n_in > 4 && in[4];
     int rc;
-    if ((rc = scalar_in(in, n_in, 2, 0, lim, &maxo, err)) ||
-        (rc = scalar_in(in, n_in, 3, 0, lim, &iou_t, err)) ||
-        (rc = scalar_in(in, n_in, 4, 0, lim, &score_t, err)))
+    if ((rc = scalar_in(in, n_in, 2, 0, env, &maxo, err)) ||
+        (rc = scalar_in(in, n_in, 3, 0, env, &iou_t, err)) ||
+        (rc = scalar_in(in, n_in, 4, 0, env, &score_t, err)))
         return err_prefix(err, "NonMaxSuppression %s: ", nm);
     bool center = graph_attr_int(n, "center_point_box", 0) != 0;
     int64_t nb = B->dims[0], nc = S->dims[1], nbox = B->dims[1];
@@ -84,7 +84,7 @@ static int k_nms(KERNEL_PARAMS) {
     tensor *b = NULL, *s = NULL, *o = NULL;
     int64_t *order = NULL, *sel = NULL, nsel = 0, cap = 0;
     nms_box *boxes = NULL;
-    if ((rc = eval_cast(B, DT_DOUBLE, lim, &b, err)) || (rc = eval_cast(S, DT_DOUBLE, lim, &s, err)))
+    if ((rc = eval_cast(B, DT_DOUBLE, env, &b, err)) || (rc = eval_cast(S, DT_DOUBLE, env, &s, err)))
         goto done;
     order = malloc((size_t)(nbox ? nbox : 1) * 2 * sizeof *order);
     boxes = malloc((size_t)(nbox ? nbox : 1) * sizeof *boxes);
@@ -127,7 +127,7 @@ static int k_nms(KERNEL_PARAMS) {
     free(kept);
     if (rc) goto done;
     int64_t od[2] = {nsel, 3};
-    if ((rc = tensor_alloc(DT_INT64, od, 2, lim, &o, err))) goto done;
+    if ((rc = tensor_alloc(DT_INT64, od, 2, env, &o, err))) goto done;
     if (nsel) memcpy(o->data, sel, (size_t)nsel * 3 * sizeof *sel);
     out[0] = o;
     o = NULL;
@@ -200,8 +200,8 @@ static int k_roi_align(KERNEL_PARAMS) {
         rc = err_set(err, TILEOPT_INVALID, "RoiAlign %s: batch_indices must be integers", nm);
         goto done;
     }
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &x, err)) || (rc = eval_cast(R, DT_DOUBLE, lim, &r, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, od, 4, lim, &y, err)))
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &x, err)) || (rc = eval_cast(R, DT_DOUBLE, env, &r, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, od, 4, env, &y, err)))
         goto done;
     double off = half ? 0.5 : 0;
     for (int64_t q = 0; q < nr; q++) {
@@ -237,7 +237,7 @@ static int k_roi_align(KERNEL_PARAMS) {
                 }
         }
     }
-    rc = nn_output(&y, X->elem, lim, err);
+    rc = nn_output(&y, X->elem, env, err);
     if (!rc) {
         out[0] = y;
         y = NULL;
@@ -319,8 +319,8 @@ static int k_grid_sample(KERNEL_PARAMS) {
     int64_t Ho = G->dims[1], Wo = G->dims[2], od[4] = {N, C, Ho, Wo};
     tensor *x = NULL, *g = NULL, *y = NULL;
     int rc;
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &x, err)) || (rc = eval_cast(G, DT_DOUBLE, lim, &g, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, od, 4, lim, &y, err)))
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &x, err)) || (rc = eval_cast(G, DT_DOUBLE, env, &g, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, od, 4, env, &y, err)))
         goto done;
     for (int64_t b = 0; b < N; b++)
         for (int64_t i = 0; i < Ho; i++)
@@ -364,7 +364,7 @@ static int k_grid_sample(KERNEL_PARAMS) {
                     dvals(y)[((b * C + c) * Ho + i) * Wo + j] = v;
                 }
             }
-    rc = nn_output(&y, X->elem, lim, err);
+    rc = nn_output(&y, X->elem, env, err);
     if (!rc) {
         out[0] = y;
         y = NULL;
@@ -398,9 +398,9 @@ static int k_max_roi_pool(KERNEL_PARAMS) {
     int64_t PH = ps->ints[0], PW = ps->ints[1], nr = R->dims[0];
     int64_t od[4] = {nr, C, PH, PW};
     tensor *x = NULL, *r = NULL, *y = NULL;
-    int rc = eval_cast(X, DT_DOUBLE, lim, &x, err);
-    if (!rc) rc = eval_cast(R, DT_DOUBLE, lim, &r, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, od, 4, lim, &y, err);
+    int rc = eval_cast(X, DT_DOUBLE, env, &x, err);
+    if (!rc) rc = eval_cast(R, DT_DOUBLE, env, &r, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, od, 4, env, &y, err);
     for (int64_t k = 0; !rc && k < nr; k++) {
         const double *roi = dvals(r) + k * 5;
         int64_t b = (int64_t)roi[0];
@@ -431,7 +431,7 @@ static int k_max_roi_pool(KERNEL_PARAMS) {
     }
     tensor_free(x);
     tensor_free(r);
-    if (!rc) rc = nn_output(&y, X->elem, lim, err);
+    if (!rc) rc = nn_output(&y, X->elem, env, err);
     if (rc) {
         tensor_free(y);
         return rc;

@@ -148,9 +148,9 @@ static int k_topk(KERNEL_PARAMS) {
     tensor *x = NULL, *v = NULL, *ix = NULL;
     int64_t *order = NULL;
     int rc;
-    if ((rc = tensor_contiguous(X, lim, &x, err)) ||
-        (rc = tensor_alloc(X->elem, od, X->rank, lim, &v, err)) ||
-        (rc = tensor_alloc(DT_INT64, od, X->rank, lim, &ix, err)))
+    if ((rc = tensor_contiguous(X, env, &x, err)) ||
+        (rc = tensor_alloc(X->elem, od, X->rank, env, &v, err)) ||
+        (rc = tensor_alloc(DT_INT64, od, X->rank, env, &ix, err)))
         goto done;
     if (!(order = malloc((size_t)(len ? len : 1) * 2 * sizeof *order))) {
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -192,14 +192,14 @@ static int k_nonzero(KERNEL_PARAMS) {
     if (!numeric(X->elem) && X->elem != DT_BOOL)
         return err_set(err, TILEOPT_UNSUPPORTED, "NonZero %s: %s", eval_node_name(n),
                        dtype_name(X->elem));
-    int rc = tensor_contiguous(X, lim, &x, err);
+    int rc = tensor_contiguous(X, env, &x, err);
     if (rc) return rc;
     uint64_t total = tensor_numel(x), nnz = 0;
     bool fl = is_float_kind(x->elem);
     for (uint64_t e = 0; e < total; e++) nnz += fl ? get_f64(x, (int64_t)e) != 0 : get_i64(x, (int64_t)e) != 0;
     int32_t r = X->rank ? X->rank : 1;
     int64_t od[2] = {r, (int64_t)nnz};
-    if (!(rc = tensor_alloc(DT_INT64, od, 2, lim, &o, err))) {
+    if (!(rc = tensor_alloc(DT_INT64, od, 2, env, &o, err))) {
         int64_t *ov = (int64_t *)(void *)o->data, idx[TENSOR_MAX_RANK] = {0}, col = 0;
         for (uint64_t e = 0; e < total; e++) {
             bool nz = fl ? get_f64(x, (int64_t)e) != 0 : get_i64(x, (int64_t)e) != 0;
@@ -257,8 +257,8 @@ static int k_gather_nd(KERNEL_PARAMS) {
     int64_t bstride = b ? dstr[b - 1] : 0;
     tensor *d = NULL, *ix = NULL, *o = NULL;
     int rc;
-    if ((rc = tensor_contiguous(D, lim, &d, err)) || (rc = tensor_contiguous(I, lim, &ix, err)) ||
-        (rc = tensor_alloc(D->elem, od, orank, lim, &o, err)))
+    if ((rc = tensor_contiguous(D, env, &d, err)) || (rc = tensor_contiguous(I, env, &ix, err)) ||
+        (rc = tensor_alloc(D->elem, od, orank, env, &o, err)))
         goto done;
     if (!tensor_keep(o, d)) {
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -347,9 +347,9 @@ static int k_scatter_elements(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "%s %s: data, indices and updates do not fit",
                        n->op_type, nm);
     tensor *o = NULL, *dc = NULL, *ix = NULL, *u = NULL;
-    if ((rc = tensor_contiguous(D, lim, &dc, err)) ||
-        (rc = tensor_alloc(D->elem, D->dims, D->rank, lim, &o, err)) ||
-        (rc = tensor_contiguous(I, lim, &ix, err)) || (rc = tensor_contiguous(U, lim, &u, err)))
+    if ((rc = tensor_contiguous(D, env, &dc, err)) ||
+        (rc = tensor_alloc(D->elem, D->dims, D->rank, env, &o, err)) ||
+        (rc = tensor_contiguous(I, env, &ix, err)) || (rc = tensor_contiguous(U, env, &u, err)))
         goto done;
     memcpy(o->data, dc->data, tensor_nbytes(dc));
     int64_t dstr[TENSOR_MAX_RANK], s = 1, idx[TENSOR_MAX_RANK] = {0};
@@ -405,9 +405,9 @@ static int k_scatter_nd(KERNEL_PARAMS) {
     for (int64_t i = kk; i < D->rank; i++) slice *= D->dims[i];
     for (int32_t i = 0; i < I->rank - 1; i++) count *= I->dims[i];
     tensor *o = NULL, *dc = NULL, *ix = NULL, *u = NULL;
-    if ((rc = tensor_contiguous(D, lim, &dc, err)) ||
-        (rc = tensor_alloc(D->elem, D->dims, D->rank, lim, &o, err)) ||
-        (rc = tensor_contiguous(I, lim, &ix, err)) || (rc = tensor_contiguous(U, lim, &u, err)))
+    if ((rc = tensor_contiguous(D, env, &dc, err)) ||
+        (rc = tensor_alloc(D->elem, D->dims, D->rank, env, &o, err)) ||
+        (rc = tensor_contiguous(I, env, &ix, err)) || (rc = tensor_contiguous(U, env, &u, err)))
         goto done;
     memcpy(o->data, dc->data, tensor_nbytes(dc));
     const int64_t *iv = (const int64_t *)(const void *)ix->data;
@@ -435,11 +435,11 @@ done:
 /* ----------------------------------------------------- placement by index */
 
 /* A contiguous copy of t, and the output o of dims/rank and t's type. */
-static int copy_setup(tensor *t, const int64_t *dims, int32_t rank, const eval_limits *lim,
+static int copy_setup(tensor *t, const int64_t *dims, int32_t rank, const eval_env *env,
                       tensor **src, tensor **o, errbuf *err) {
     *src = *o = NULL;
-    int rc = tensor_contiguous(t, lim, src, err);
-    if (!rc) rc = tensor_new(t->elem, dims, rank, lim, o, err);
+    int rc = tensor_contiguous(t, env, src, err);
+    if (!rc) rc = tensor_new(t->elem, dims, rank, env, o, err);
     if (!rc && !tensor_keep(*o, *src)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
     return rc;
 }
@@ -457,7 +457,7 @@ static int finish(int rc, tensor *src, tensor *o, tensor **out) {
 
 /* DepthToSpace (DCR or CRD) and SpaceToDepth on [N, C, H, W]. */
 static int depth_space(const Onnx__NodeProto *n, bool to_space, tensor *const *in, size_t n_in,
-                       tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+                       tensor **out, size_t n_out, const eval_env *env, errbuf *err) {
     const char *nm = eval_node_name(n);
     if (n_in < 1 || !in[0] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: needs an input", n->op_type, nm);
@@ -473,7 +473,7 @@ static int depth_space(const Onnx__NodeProto *n, bool to_space, tensor *const *i
     int64_t od[4] = {N, to_space ? C / (b * b) : C * b * b, to_space ? H * b : H / b,
                      to_space ? W * b : W / b};
     tensor *x, *o;
-    int rc = copy_setup(X, od, 4, lim, &x, &o, err);
+    int rc = copy_setup(X, od, 4, env, &x, &o, err);
     if (rc) return finish(rc, x, o, out);
     size_t es = tensor_elem_size(x);
     int64_t oc = od[1], oh = od[2], ow = od[3];
@@ -501,11 +501,11 @@ static int depth_space(const Onnx__NodeProto *n, bool to_space, tensor *const *i
 
 static int k_depth_to_space(KERNEL_PARAMS) {
     (void)opset;
-    return depth_space(n, true, in, n_in, out, n_out, lim, err);
+    return depth_space(n, true, in, n_in, out, n_out, env, err);
 }
 static int k_space_to_depth(KERNEL_PARAMS) {
     (void)opset;
-    return depth_space(n, false, in, n_in, out, n_out, lim, err);
+    return depth_space(n, false, in, n_in, out, n_out, env, err);
 }
 
 /* Compress: the slices along axis (or of the flattened input) whose condition
@@ -528,7 +528,7 @@ static int k_compress(KERNEL_PARAMS) {
         if (i < axis) outer *= X->dims[i];
         if (i > axis) inner *= X->dims[i];
     }
-    int rc = eval_cast(in[1], DT_BOOL, lim, &cnd, err);
+    int rc = eval_cast(in[1], DT_BOOL, env, &cnd, err);
     if (rc) return rc;
     int64_t nc = (int64_t)tensor_numel(cnd);
     if (nc > len) {
@@ -541,7 +541,7 @@ static int k_compress(KERNEL_PARAMS) {
     int32_t orank = has_axis ? X->rank : 1;
     for (int32_t i = 0; i < orank; i++) od[i] = has_axis ? (i == axis ? kept : X->dims[i]) : kept;
     tensor *x, *o;
-    rc = copy_setup(X, od, orank, lim, &x, &o, err);
+    rc = copy_setup(X, od, orank, env, &x, &o, err);
     if (!rc) {
         size_t es = tensor_elem_size(x), blk = (size_t)inner * es;
         int64_t at = 0;
@@ -562,9 +562,9 @@ static int k_one_hot(KERNEL_PARAMS) {
     if (n_in < 3 || !in[0] || !in[1] || !in[2] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "OneHot %s: needs indices, depth, values", nm);
     tensor *I = in[0], *D = NULL, *V = NULL, *ix = NULL;
-    int rc = eval_cast(in[1], DT_DOUBLE, lim, &D, err);
-    if (!rc) rc = tensor_contiguous(in[2], lim, &V, err);
-    if (!rc) rc = eval_cast(I, DT_DOUBLE, lim, &ix, err);
+    int rc = eval_cast(in[1], DT_DOUBLE, env, &D, err);
+    if (!rc) rc = tensor_contiguous(in[2], env, &V, err);
+    if (!rc) rc = eval_cast(I, DT_DOUBLE, env, &ix, err);
     if (rc) goto fail;
     if (tensor_numel(D) != 1 || tensor_numel(V) != 2 || I->rank >= TENSOR_MAX_RANK) {
         rc = err_set(err, TILEOPT_INVALID, "OneHot %s: depth must be one value, values two", nm);
@@ -586,7 +586,7 @@ static int k_one_hot(KERNEL_PARAMS) {
         if (i > axis) inner *= od[i];
     }
     tensor *o = NULL;
-    if ((rc = tensor_alloc(V->elem, od, r, lim, &o, err))) goto fail;
+    if ((rc = tensor_alloc(V->elem, od, r, env, &o, err))) goto fail;
     size_t es = tensor_elem_size(V);
     for (int64_t p = 0; p < outer; p++)
         for (int64_t k = 0; k < depth; k++)
@@ -617,10 +617,10 @@ static int k_eye_like(KERNEL_PARAMS) {
     int32_t elem = (int32_t)graph_attr_int(n, "dtype", in[0]->elem);
     int64_t k = graph_attr_int(n, "k", 0), rows = in[0]->dims[0], cols = in[0]->dims[1];
     tensor *d = NULL, *o = NULL;
-    int rc = tensor_new(DT_DOUBLE, in[0]->dims, 2, lim, &d, err);
+    int rc = tensor_new(DT_DOUBLE, in[0]->dims, 2, env, &d, err);
     for (int64_t i = 0; !rc && i < rows; i++)
         if (i + k >= 0 && i + k < cols) ((double *)(void *)d->data)[i * cols + i + k] = 1;
-    if (!rc) rc = eval_cast(d, elem, lim, &o, err);
+    if (!rc) rc = eval_cast(d, elem, env, &o, err);
     tensor_free(d);
     if (rc) return rc;
     out[0] = o;
@@ -647,7 +647,7 @@ static int k_reverse_sequence(KERNEL_PARAMS) {
                        "values", nm, (long long)B);
     for (int32_t i = 2; i < X->rank; i++) inner *= X->dims[i];
     tensor *x, *o;
-    int rc = copy_setup(X, X->dims, X->rank, lim, &x, &o, err);
+    int rc = copy_setup(X, X->dims, X->rank, env, &x, &o, err);
     if (rc) return finish(rc, x, o, out);
     size_t es = tensor_elem_size(x), blk = (size_t)inner * es;
     for (int64_t b = 0; b < B && !rc; b++) {
@@ -714,7 +714,7 @@ static int k_unique(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "Unique %s: axis outside rank %d", nm, (int)X->rank);
     tensor *x = NULL, *o[4] = {NULL};
     int64_t *idx = NULL, *tmp = NULL, *first = NULL, *count = NULL, *grp = NULL, *order = NULL;
-    int rc = tensor_contiguous(X, lim, &x, err);
+    int rc = tensor_contiguous(X, env, &x, err);
     if (rc) return rc;
     uniq_ctx c = {x, 1, (int64_t)tensor_numel(x), 1};
     if (by_axis) {
@@ -756,10 +756,10 @@ static int k_unique(KERNEL_PARAMS) {
     if (by_axis) memcpy(yd, X->dims, (size_t)X->rank * sizeof *yd);
     yd[by_axis ? axis : 0] = U;
     int64_t len_d[1] = {U}, inv_d[1] = {c.len};
-    if ((rc = tensor_alloc(X->elem, yd, yr, lim, &o[0], err)) ||
-        (rc = tensor_alloc(DT_INT64, len_d, 1, lim, &o[1], err)) ||
-        (rc = tensor_alloc(DT_INT64, inv_d, 1, lim, &o[2], err)) ||
-        (rc = tensor_alloc(DT_INT64, len_d, 1, lim, &o[3], err)))
+    if ((rc = tensor_alloc(X->elem, yd, yr, env, &o[0], err)) ||
+        (rc = tensor_alloc(DT_INT64, len_d, 1, env, &o[1], err)) ||
+        (rc = tensor_alloc(DT_INT64, inv_d, 1, env, &o[2], err)) ||
+        (rc = tensor_alloc(DT_INT64, len_d, 1, env, &o[3], err)))
         goto done;
     size_t es = tensor_elem_size(x), blk = (size_t)c.inner * es;
     int64_t *iv = (int64_t *)(void *)o[1]->data, *inv = (int64_t *)(void *)o[2]->data;

@@ -1,39 +1,39 @@
 /*
-** Linear algebra: MatMul, Gemm, Det and Einsum. Floating types go through BLAS (OpenBLAS,
-** found by meson): float for FLOAT, FLOAT16 and BFLOAT16, double for DOUBLE.
+** Linear algebra: MatMul, Gemm, Det and Einsum. Floating types go through BLAS (eval/blas.h:
+** OpenBLAS when present): float for FLOAT, FLOAT16 and BFLOAT16, double for DOUBLE.
 ** Integer MatMul/Gemm accumulate in 64 bits and wrap as the element type does.
 ** Also the helpers the other neural-network kernels share (eval_impl.h):
 ** nn_input, nn_output and nn_gemm.
 */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/blas.h"
 #include "eval/eval_impl.h"
 
 /* ------------------------------------------------------------------ helpers */
 
-int nn_input(tensor *t, const char *what, const eval_limits *lim, tensor **out, errbuf *err) {
+int nn_input(tensor *t, const char *what, const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
     switch (t->elem) {
     case DT_FLOAT:
     case DT_DOUBLE:
-        return tensor_contiguous(t, lim, out, err);
+        return tensor_contiguous(t, env, out, err);
     case DT_FLOAT16:
     case DT_BFLOAT16:
-        return eval_cast(t, DT_FLOAT, lim, out, err);
+        return eval_cast(t, DT_FLOAT, env, out, err);
     default:
         return err_set(err, TILEOPT_UNSUPPORTED, "%s: element type %s is not supported",
                        what, dtype_name(t->elem));
     }
 }
 
-int nn_output(tensor **w, int32_t elem, const eval_limits *lim, errbuf *err) {
+int nn_output(tensor **w, int32_t elem, const eval_env *env, errbuf *err) {
     if ((*w)->elem == elem) return TILEOPT_OK;
     tensor *o = NULL;
-    int rc = eval_cast(*w, elem, lim, &o, err);
+    int rc = eval_cast(*w, elem, env, &o, err);
     tensor_free(*w);
     *w = o;
     return rc;
@@ -42,16 +42,7 @@ int nn_output(tensor **w, int32_t elem, const eval_limits *lim, errbuf *err) {
 void nn_gemm(int32_t elem, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
              const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
              int64_t ldc) {
-    if (m == 0 || n == 0) return;
-    /* BLAS wants leading dimensions of at least 1 even for empty operands */
-    blasint la = (blasint)(lda > 0 ? lda : 1), lb = (blasint)(ldb > 0 ? ldb : 1);
-    enum CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-    if (elem == DT_DOUBLE)
-        cblas_dgemm(CblasRowMajor, A, B, (blasint)m, (blasint)n, (blasint)k, alpha, a, la, b,
-                    lb, beta, c, (blasint)ldc);
-    else
-        cblas_sgemm(CblasRowMajor, A, B, (blasint)m, (blasint)n, (blasint)k, (float)alpha,
-                    a, la, b, lb, (float)beta, c, (blasint)ldc);
+    blas_gemm(elem == DT_DOUBLE, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static bool blas_dim(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -157,7 +148,7 @@ static int matmul_int(const mm_plan *p, tensor *a, tensor *b, tensor *o) {
     return TILEOPT_OK;
 }
 
-int nn_matmul(const Onnx__NodeProto *n, tensor *A, tensor *B, const eval_limits *lim,
+int nn_matmul(const Onnx__NodeProto *n, tensor *A, tensor *B, const eval_env *env,
               tensor **out, errbuf *err) {
     tensor *in[2] = {A, B};
     *out = NULL;
@@ -170,17 +161,17 @@ int nn_matmul(const Onnx__NodeProto *n, tensor *A, tensor *B, const eval_limits 
     int32_t elem = in[0]->elem;
     tensor *a = NULL, *b = NULL, *o = NULL;
     if (is_int_elem(elem)) {
-        if (!(rc = tensor_contiguous(in[0], lim, &a, err)) &&
-            !(rc = tensor_contiguous(in[1], lim, &b, err)) &&
-            !(rc = tensor_alloc(elem, p.odims, p.orank, lim, &o, err)))
+        if (!(rc = tensor_contiguous(in[0], env, &a, err)) &&
+            !(rc = tensor_contiguous(in[1], env, &b, err)) &&
+            !(rc = tensor_alloc(elem, p.odims, p.orank, env, &o, err)))
             rc = matmul_int(&p, a, b, o);
     } else {
         if (!blas_dim(p.m) || !blas_dim(p.n) || !blas_dim(p.k))
             rc = err_set(err, TILEOPT_LIMIT, "MatMul %s: a dim exceeds what BLAS takes",
                          eval_node_name(n));
-        if (!rc && !(rc = nn_input(in[0], "MatMul", lim, &a, err)) &&
-            !(rc = nn_input(in[1], "MatMul", lim, &b, err)) &&
-            !(rc = tensor_alloc(a->elem, p.odims, p.orank, lim, &o, err))) {
+        if (!rc && !(rc = nn_input(in[0], "MatMul", env, &a, err)) &&
+            !(rc = nn_input(in[1], "MatMul", env, &b, err)) &&
+            !(rc = tensor_alloc(a->elem, p.odims, p.orank, env, &o, err))) {
             size_t es = a->elem == DT_DOUBLE ? 8 : 4;
             for (int64_t bi = 0; bi < p.batch; bi++) {
                 int64_t oa, ob;
@@ -189,7 +180,7 @@ int nn_matmul(const Onnx__NodeProto *n, tensor *A, tensor *B, const eval_limits 
                         b->data + ob * es, p.n, 0.0, o->data + (size_t)(bi * p.m * p.n) * es,
                         p.n);
             }
-            rc = nn_output(&o, elem, lim, err);
+            rc = nn_output(&o, elem, env, err);
         }
     }
     tensor_free(a);
@@ -206,7 +197,7 @@ static int k_matmul(KERNEL_PARAMS) {
     (void)opset;
     if (n_in != 2 || !in[0] || !in[1] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "MatMul %s: needs two inputs", eval_node_name(n));
-    return nn_matmul(n, in[0], in[1], lim, &out[0], err);
+    return nn_matmul(n, in[0], in[1], env, &out[0], err);
 }
 
 /* --------------------------------------------------------------------- Gemm */
@@ -241,16 +232,16 @@ static int k_gemm(KERNEL_PARAMS) {
     int rc = TILEOPT_OK;
     if (!ints && (!blas_dim(m) || !blas_dim(nn) || !blas_dim(k)))
         rc = err_set(err, TILEOPT_LIMIT, "a dim exceeds what BLAS takes");
-    if (!rc) rc = ints ? tensor_contiguous(A, lim, &a, err) : nn_input(A, "Gemm", lim, &a, err);
-    if (!rc) rc = ints ? tensor_contiguous(B, lim, &b, err) : nn_input(B, "Gemm", lim, &b, err);
-    if (!rc) rc = tensor_new(ints ? elem : a->elem, od, 2, lim, &o, err);
+    if (!rc) rc = ints ? tensor_contiguous(A, env, &a, err) : nn_input(A, "Gemm", env, &a, err);
+    if (!rc) rc = ints ? tensor_contiguous(B, env, &b, err) : nn_input(B, "Gemm", env, &b, err);
+    if (!rc) rc = tensor_new(ints ? elem : a->elem, od, 2, env, &o, err);
     /* Y starts as beta C broadcast to [M, N] */
     if (!rc && C && beta != 0) {
         tensor *ce = NULL, *cw = NULL;
         rc = view_expand(C, od, 2, &ce, err);
         if (!rc && (ce->rank != 2 || ce->dims[0] != m || ce->dims[1] != nn))
             rc = err_set(err, TILEOPT_INVALID, "C does not broadcast to [M, N]");
-        if (!rc) rc = ints ? tensor_contiguous(ce, lim, &cw, err) : nn_input(ce, "Gemm", lim, &cw, err);
+        if (!rc) rc = ints ? tensor_contiguous(ce, env, &cw, err) : nn_input(ce, "Gemm", env, &cw, err);
         tensor_free(ce);
         cv = cw;
         for (int64_t i = 0; !rc && i < m * nn; i++) {
@@ -275,7 +266,7 @@ static int k_gemm(KERNEL_PARAMS) {
     } else if (!rc) {
         nn_gemm(a->elem, ta, tb, m, nn, k, alpha, a->data, ta ? m : k, b->data, tb ? k : nn,
                 1.0, o->data, nn);
-        rc = nn_output(&o, elem, lim, err);
+        rc = nn_output(&o, elem, env, err);
     }
     tensor_free(a);
     tensor_free(b);
@@ -305,8 +296,8 @@ static int k_det(KERNEL_PARAMS) {
     for (int32_t i = 0; i < r - 2; i++) batch *= X->dims[i];
     tensor *x = NULL, *y = NULL;
     double *a = NULL;
-    int rc = eval_cast(X, DT_DOUBLE, lim, &x, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, r - 2, lim, &y, err);
+    int rc = eval_cast(X, DT_DOUBLE, env, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, r - 2, env, &y, err);
     size_t cells = (size_t)(m * m);
     if (!rc && !(a = malloc((cells ? cells : 1) * sizeof *a)))
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -339,7 +330,7 @@ static int k_det(KERNEL_PARAMS) {
     }
     free(a);
     tensor_free(x);
-    if (!rc && X->elem != DT_DOUBLE) rc = nn_output(&y, X->elem, lim, err);
+    if (!rc && X->elem != DT_DOUBLE) rc = nn_output(&y, X->elem, env, err);
     if (rc) {
         tensor_free(y);
         return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "Det %s: ", nm);
@@ -496,7 +487,7 @@ static int k_einsum(KERNEL_PARAMS) {
     tensor *x[ES_MAX_OPERANDS] = {NULL}, *y = NULL;
     bool ints = di->kind != KIND_FLOAT;
     for (size_t o = 0; o < n_in && !rc; o++) {
-        rc = eval_cast(in[o], ints ? DT_INT64 : DT_DOUBLE, lim, &x[o], err);
+        rc = eval_cast(in[o], ints ? DT_INT64 : DT_DOUBLE, env, &x[o], err);
         int64_t s = 1;
         for (int32_t l = 0; l < ES_LABELS; l++) stride[o][l] = 0;
         for (int32_t a = term[o].n - 1; a >= 0; a--) {
@@ -504,7 +495,7 @@ static int k_einsum(KERNEL_PARAMS) {
             s *= in[o]->dims[a];
         }
     }
-    if (!rc) rc = tensor_alloc(ints ? DT_INT64 : DT_DOUBLE, odims, ot.n, lim, &y, err);
+    if (!rc) rc = tensor_alloc(ints ? DT_INT64 : DT_DOUBLE, odims, ot.n, env, &y, err);
     if (rc) goto done;
     int64_t total_out = (int64_t)tensor_numel(y), inner = 1;
     for (int32_t i = n_kept; i < nl; i++)
@@ -545,7 +536,7 @@ static int k_einsum(KERNEL_PARAMS) {
         if (ints) ((int64_t *)(void *)y->data)[e] = acci;
         else ((double *)(void *)y->data)[e] = accf;
     }
-    rc = nn_output(&y, elem, lim, err);
+    rc = nn_output(&y, elem, env, err);
 done:
     for (size_t o = 0; o < n_in; o++) tensor_free(x[o]);
     if (rc) {

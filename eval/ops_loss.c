@@ -19,7 +19,7 @@ typedef enum { LOSS_NONE, LOSS_SUM, LOSS_MEAN } loss_reduction;
 /* The picked-and-weighted losses of -logp (double, (N, C, D) flattened) at the
 ** targets, then reduced as the `reduction` attribute says, into out[0]. */
 static int nll(const Onnx__NodeProto *n, const double *logp, const tensor *score,
-               tensor *target, tensor *weight, const eval_limits *lim, tensor **out,
+               tensor *target, tensor *weight, const eval_env *env, tensor **out,
                errbuf *err) {
     const char *nm = eval_node_name(n);
     const char *red_s = graph_attr_string(n, "reduction", "mean");
@@ -45,13 +45,13 @@ static int nll(const Onnx__NodeProto *n, const double *logp, const tensor *score
         return err_set(err, TILEOPT_INVALID, "%s %s: weight must have C=%lld values", n->op_type,
                        nm, (long long)C);
     tensor *t = NULL, *w = NULL, *y = NULL;
-    int rc = eval_cast(target, DT_INT64, lim, &t, err);
-    if (!rc && weight) rc = eval_cast(weight, DT_DOUBLE, lim, &w, err);
+    int rc = eval_cast(target, DT_INT64, env, &t, err);
+    if (!rc && weight) rc = eval_cast(weight, DT_DOUBLE, env, &w, err);
     if (rc) goto done;
     if (red == LOSS_NONE)
-        rc = tensor_alloc(DT_DOUBLE, target->dims, target->rank, lim, &y, err);
+        rc = tensor_alloc(DT_DOUBLE, target->dims, target->rank, env, &y, err);
     else
-        rc = tensor_alloc(DT_DOUBLE, NULL, 0, lim, &y, err);
+        rc = tensor_alloc(DT_DOUBLE, NULL, 0, env, &y, err);
     if (rc) goto done;
     const int64_t *tv = (const int64_t *)(const void *)t->data;
     const double *wv = w ? dv(w) : NULL;
@@ -76,7 +76,7 @@ static int nll(const Onnx__NodeProto *n, const double *logp, const tensor *score
     if (red == LOSS_SUM) yv[0] = sum;
     /* a mean over no counted target is 0/0, as the reference computes it */
     if (red == LOSS_MEAN) yv[0] = sum / wsum;
-    rc = nn_output(&y, score->elem, lim, err);
+    rc = nn_output(&y, score->elem, env, err);
     if (!rc) out[0] = y;
     y = NULL;
 done:
@@ -103,9 +103,9 @@ static int k_nll_loss(KERNEL_PARAMS) {
     int rc = loss_inputs(n, in, n_in, n_out, err);
     if (rc) return rc;
     tensor *x = NULL;
-    if ((rc = eval_cast(in[0], DT_DOUBLE, lim, &x, err))) return rc;
+    if ((rc = eval_cast(in[0], DT_DOUBLE, env, &x, err))) return rc;
     /* NegativeLogLikelihoodLoss takes log-probabilities already */
-    rc = nll(n, dv(x), in[0], in[1], n_in > 2 ? in[2] : NULL, lim, out, err);
+    rc = nll(n, dv(x), in[0], in[1], n_in > 2 ? in[2] : NULL, env, out, err);
     tensor_free(x);
     return rc;
 }
@@ -117,8 +117,8 @@ static int k_sce_loss(KERNEL_PARAMS) {
     int rc = loss_inputs(n, in, n_in, n_out, err);
     if (rc) return rc;
     tensor *X = in[0], *x = NULL, *lp = NULL;
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &lp, err))) {
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &x, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, env, &lp, err))) {
         tensor_free(x);
         return rc;
     }
@@ -136,9 +136,9 @@ static int k_sce_loss(KERNEL_PARAMS) {
             for (int64_t c = 0; c < C; c++) v[i * C * D + d + c * D] = r[c * D] - mx - ls;
         }
     tensor_free(x);
-    rc = nll(n, v, X, in[1], n_in > 2 ? in[2] : NULL, lim, out, err);
+    rc = nll(n, v, X, in[1], n_in > 2 ? in[2] : NULL, env, out, err);
     if (!rc && n_out > 1) {
-        rc = nn_output(&lp, X->elem, lim, err);
+        rc = nn_output(&lp, X->elem, env, err);
         if (!rc) out[1] = lp;
         lp = NULL;
     }

@@ -12,19 +12,19 @@
 #include "eval/eval_impl.h"
 
 /* A contiguous double copy of t. */
-static int as_double(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) {
-    return eval_cast(t, DT_DOUBLE, lim, out, err);
+static int as_double(tensor *t, const eval_env *env, tensor **out, errbuf *err) {
+    return eval_cast(t, DT_DOUBLE, env, out, err);
 }
 
 static double *dv(tensor *t) { return (double *)(void *)t->data; }
 
 /* x: X as a contiguous double tensor, y: a new double tensor of X's shape
 ** (both NULL on failure). */
-static int double_pair(tensor *X, const eval_limits *lim, tensor **x, tensor **y,
+static int double_pair(tensor *X, const eval_env *env, tensor **x, tensor **y,
                        errbuf *err) {
     *y = NULL;
-    int rc = as_double(X, lim, x, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, y, err);
+    int rc = as_double(X, env, x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, env, y, err);
     if (rc) {
         tensor_free(*x);
         *x = NULL;
@@ -33,8 +33,8 @@ static int double_pair(tensor *X, const eval_limits *lim, tensor **x, tensor **y
 }
 
 /* out[0] = y converted to elem; y freed. */
-static int emit(tensor *y, int32_t elem, const eval_limits *lim, tensor **out, errbuf *err) {
-    int rc = nn_output(&y, elem, lim, err);
+static int emit(tensor *y, int32_t elem, const eval_env *env, tensor **out, errbuf *err) {
+    int rc = nn_output(&y, elem, env, err);
     if (rc) return rc;
     out[0] = y;
     return TILEOPT_OK;
@@ -53,7 +53,7 @@ typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_kind;
 /* Before opset 13 the input is read as 2-D [prod(dims[:axis]), prod(dims[axis:])]
 ** and each row normalized; from 13 on, only along `axis`. */
 static int softmax(const Onnx__NodeProto *n, int64_t opset, sm_kind kind, tensor *const *in,
-                   size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                   size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                    errbuf *err) {
     const char *nm = eval_node_name(n);
     if (n_in < 1 || !in[0] || n_out < 1)
@@ -69,7 +69,7 @@ static int softmax(const Onnx__NodeProto *n, int64_t opset, sm_kind kind, tensor
     int64_t len = opset >= 13 ? (r ? X->dims[axis] : 1) : prod(X->dims, (int32_t)axis, r);
     int64_t inner = opset >= 13 ? prod(X->dims, (int32_t)axis + 1, r) : 1;
     tensor *x = NULL, *y = NULL;
-    int rc = double_pair(X, lim, &x, &y, err);
+    int rc = double_pair(X, env, &x, &y, err);
     if (rc) return rc;
     const double *xv = dv(x);
     double *yv = dv(y);
@@ -95,12 +95,12 @@ static int softmax(const Onnx__NodeProto *n, int64_t opset, sm_kind kind, tensor
                                                : exp(xr[i * inner] - mx) / sum;
         }
     tensor_free(x);
-    return emit(y, X->elem, lim, out, err);
+    return emit(y, X->elem, env, out, err);
 }
 
-static int k_softmax(KERNEL_PARAMS) { return softmax(n, opset, SM_SOFT, in, n_in, out, n_out, lim, err); }
-static int k_log_softmax(KERNEL_PARAMS) { return softmax(n, opset, SM_LOG, in, n_in, out, n_out, lim, err); }
-static int k_hardmax(KERNEL_PARAMS) { return softmax(n, opset, SM_HARD, in, n_in, out, n_out, lim, err); }
+static int k_softmax(KERNEL_PARAMS) { return softmax(n, opset, SM_SOFT, in, n_in, out, n_out, env, err); }
+static int k_log_softmax(KERNEL_PARAMS) { return softmax(n, opset, SM_LOG, in, n_in, out, n_out, env, err); }
+static int k_hardmax(KERNEL_PARAMS) { return softmax(n, opset, SM_HARD, in, n_in, out, n_out, env, err); }
 
 /* ------------------------------------------------------------ batch norm */
 
@@ -132,11 +132,11 @@ static int k_batch_norm(KERNEL_PARAMS) {
                            (unsigned long long)tensor_numel(in[i]), (long long)groups);
     tensor *t[5] = {NULL}, *y = NULL, *rm = NULL, *rv = NULL;
     int rc = TILEOPT_OK;
-    for (size_t i = 0; i < 5 && !rc; i++) rc = as_double(in[i], lim, &t[i], err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &y, err);
+    for (size_t i = 0; i < 5 && !rc; i++) rc = as_double(in[i], env, &t[i], err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, env, &y, err);
     if (!rc && training) {
-        if ((rc = tensor_alloc(DT_DOUBLE, in[3]->dims, in[3]->rank, lim, &rm, err)) ||
-            (rc = tensor_alloc(DT_DOUBLE, in[4]->dims, in[4]->rank, lim, &rv, err)))
+        if ((rc = tensor_alloc(DT_DOUBLE, in[3]->dims, in[3]->rank, env, &rm, err)) ||
+            (rc = tensor_alloc(DT_DOUBLE, in[4]->dims, in[4]->rank, env, &rv, err)))
             goto done;
     }
     if (rc) goto done;
@@ -167,9 +167,9 @@ static int k_batch_norm(KERNEL_PARAMS) {
                 yv[at] = (x[at] - m) * k + b[g];
             }
     }
-    if ((rc = nn_output(&y, X->elem, lim, err))) goto done;
-    if (training && n_out > 1 && (rc = nn_output(&rm, in[3]->elem, lim, err))) goto done;
-    if (training && n_out > 2 && (rc = nn_output(&rv, in[4]->elem, lim, err))) goto done;
+    if ((rc = nn_output(&y, X->elem, env, err))) goto done;
+    if (training && n_out > 1 && (rc = nn_output(&rm, in[3]->elem, env, err))) goto done;
+    if (training && n_out > 2 && (rc = nn_output(&rv, in[4]->elem, env, err))) goto done;
     out[0] = y;
     y = NULL;
     if (training && n_out > 1) {
@@ -206,9 +206,9 @@ static int k_instance_norm(KERNEL_PARAMS) {
     double eps = graph_attr_float(n, "epsilon", 1e-5f);
     tensor *x = NULL, *s = NULL, *b = NULL, *y = NULL;
     int rc;
-    if ((rc = as_double(X, lim, &x, err)) || (rc = as_double(in[1], lim, &s, err)) ||
-        (rc = as_double(in[2], lim, &b, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &y, err)))
+    if ((rc = as_double(X, env, &x, err)) || (rc = as_double(in[1], env, &s, err)) ||
+        (rc = as_double(in[2], env, &b, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, env, &y, err)))
         goto done;
     for (int64_t p = 0; p < N * C; p++) {
         const double *xp = dv(x) + p * sp;
@@ -219,7 +219,7 @@ static int k_instance_norm(KERNEL_PARAMS) {
         double k = dv(s)[p % C] / sqrt((sp ? sq / (double)sp : 0) + eps);
         for (int64_t i = 0; i < sp; i++) yp[i] = (xp[i] - m) * k + dv(b)[p % C];
     }
-    rc = emit(y, X->elem, lim, out, err);
+    rc = emit(y, X->elem, env, out, err);
     y = NULL;
 done:
     tensor_free(x);
@@ -250,14 +250,14 @@ static int k_layer_norm(KERNEL_PARAMS) {
     tensor *x = NULL, *se = NULL, *be = NULL, *s = NULL, *b = NULL, *y = NULL, *mo = NULL,
            *io = NULL;
     int rc;
-    if ((rc = as_double(X, lim, &x, err)) ||
+    if ((rc = as_double(X, env, &x, err)) ||
         (rc = view_expand(in[1], X->dims + axis, (size_t)(r - axis), &se, err)) ||
-        (rc = as_double(se, lim, &s, err)) ||
+        (rc = as_double(se, env, &s, err)) ||
         (B && ((rc = view_expand(B, X->dims + axis, (size_t)(r - axis), &be, err)) ||
-               (rc = as_double(be, lim, &b, err)))) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, lim, &y, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, sd, r, lim, &mo, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, sd, r, lim, &io, err)))
+               (rc = as_double(be, env, &b, err)))) ||
+        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, env, &y, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, sd, r, env, &mo, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, sd, r, env, &io, err)))
         goto done;
     if ((int64_t)tensor_numel(s) != len || (b && (int64_t)tensor_numel(b) != len)) {
         rc = err_set(err, TILEOPT_INVALID, "LayerNormalization %s: Scale or B does not "
@@ -278,8 +278,8 @@ static int k_layer_norm(KERNEL_PARAMS) {
     }
     /* Mean and InvStdDev are in the stash type (float unless stash_type says) */
     int32_t stash = (int32_t)graph_attr_int(n, "stash_type", DT_FLOAT);
-    if ((rc = nn_output(&y, X->elem, lim, err)) ||
-        (rc = nn_output(&mo, stash, lim, err)) || (rc = nn_output(&io, stash, lim, err)))
+    if ((rc = nn_output(&y, X->elem, env, err)) ||
+        (rc = nn_output(&mo, stash, env, err)) || (rc = nn_output(&io, stash, env, err)))
         goto done;
     out[0] = y;
     y = NULL;
@@ -320,7 +320,7 @@ static int k_lrn(KERNEL_PARAMS) {
     int64_t N = X->dims[0], C = X->dims[1], sp = prod(X->dims, 2, X->rank);
     int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
     tensor *x = NULL, *y = NULL;
-    int rc = double_pair(X, lim, &x, &y, err);
+    int rc = double_pair(X, env, &x, &y, err);
     if (rc) return rc;
     for (int64_t i = 0; i < N; i++)
         for (int64_t c = 0; c < C; c++)
@@ -335,7 +335,7 @@ static int k_lrn(KERNEL_PARAMS) {
                 dv(y)[at] = dv(x)[at] / pow(bias + alpha / (double)size * sq, beta);
             }
     tensor_free(x);
-    return emit(y, X->elem, lim, out, err);
+    return emit(y, X->elem, env, out, err);
 }
 
 /* X over its L1 or L2 norm along `axis`; a zero norm leaves zeros (0/0 is
@@ -355,7 +355,7 @@ static int k_lp_norm(KERNEL_PARAMS) {
     int64_t outer = prod(X->dims, 0, (int32_t)axis), len = X->dims[axis];
     int64_t inner = prod(X->dims, (int32_t)axis + 1, r);
     tensor *x = NULL, *y = NULL;
-    int rc = double_pair(X, lim, &x, &y, err);
+    int rc = double_pair(X, env, &x, &y, err);
     if (rc) return rc;
     const double *xv = dv(x);
     double *yv = dv(y);
@@ -372,7 +372,7 @@ static int k_lp_norm(KERNEL_PARAMS) {
                 yv[base + i * inner] = norm == 0 ? 0 : xv[base + i * inner] / norm;
         }
     tensor_free(x);
-    return emit(y, X->elem, lim, out, err);
+    return emit(y, X->elem, env, out, err);
 }
 
 /* (X - mean) / sqrt(var), mean and variance over `axes` (default 0, 2, 3). */
@@ -404,8 +404,8 @@ static int k_mvn(KERNEL_PARAMS) {
     tensor *x = NULL, *y = NULL;
     double *sum = NULL, *sq = NULL;
     int rc;
-    if ((rc = as_double(X, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, lim, &y, err)))
+    if ((rc = as_double(X, env, &x, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, X->dims, r, env, &y, err)))
         goto done;
     sum = calloc((size_t)(groups ? groups : 1), sizeof *sum);
     sq = calloc((size_t)(groups ? groups : 1), sizeof *sq);
@@ -427,7 +427,7 @@ static int k_mvn(KERNEL_PARAMS) {
             for (int32_t i = r - 1; i >= 0 && ++idx[i] == X->dims[i]; i--) idx[i] = 0;
         }
     }
-    rc = emit(y, X->elem, lim, out, err);
+    rc = emit(y, X->elem, env, out, err);
     y = NULL;
 done:
     free(sum);
@@ -444,15 +444,15 @@ done:
 /* Training mode: each element kept with probability 1 - ratio and scaled by
 ** 1 / (1 - ratio), from the node's own random stream; the mask says which. */
 static int dropout_train(const Onnx__NodeProto *n, int64_t opset, tensor *X, double ratio,
-                         tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+                         tensor **out, size_t n_out, const eval_env *env, errbuf *err) {
     if (!(ratio >= 0 && ratio <= 1))
         return err_set(err, TILEOPT_INVALID, "Dropout %s: ratio %g outside [0, 1]",
                        eval_node_name(n), ratio);
     bool want_mask = n_out > 1 && n->output[1] && n->output[1][0];
     tensor *x = NULL, *y = NULL, *m = NULL;
-    int rc = as_double(X, lim, &x, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &y, err);
-    if (!rc && want_mask) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, lim, &m, err);
+    int rc = as_double(X, env, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, env, &y, err);
+    if (!rc && want_mask) rc = tensor_alloc(DT_DOUBLE, X->dims, X->rank, env, &m, err);
     if (!rc) {
         eval_rng r = eval_rng_for(n);
         double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0;
@@ -461,10 +461,10 @@ static int dropout_train(const Onnx__NodeProto *n, int64_t opset, tensor *X, dou
             dv(y)[i] = keep ? dv(x)[i] * scale : 0;
             if (m) dv(m)[i] = keep;
         }
-        rc = nn_output(&y, X->elem, lim, err);
+        rc = nn_output(&y, X->elem, env, err);
     }
     /* the mask: bool from opset 10 on, before it X's type */
-    if (!rc && m) rc = nn_output(&m, opset >= 10 ? DT_BOOL : X->elem, lim, err);
+    if (!rc && m) rc = nn_output(&m, opset >= 10 ? DT_BOOL : X->elem, env, err);
     tensor_free(x);
     if (rc) {
         tensor_free(y);
@@ -488,14 +488,14 @@ static int k_dropout(KERNEL_PARAMS) {
                 return err_set(err, TILEOPT_INVALID, "Dropout %s: training_mode must be one "
                                "bool", nm);
             tensor *t = NULL;
-            int rc = tensor_contiguous(in[2], lim, &t, err);
+            int rc = tensor_contiguous(in[2], env, &t, err);
             if (rc) return rc;
             training = t->data[0] != 0;
             tensor_free(t);
         }
         if (n_in > 1 && in[1]) {
             tensor *r = NULL;
-            int rc = as_double(in[1], lim, &r, err);
+            int rc = as_double(in[1], env, &r, err);
             if (rc) return rc;
             ratio = tensor_numel(r) ? dv(r)[0] : ratio;
             tensor_free(r);
@@ -503,24 +503,24 @@ static int k_dropout(KERNEL_PARAMS) {
     } else if (opset < 7) {
         training = graph_attr_int(n, "is_test", 0) == 0;
     }
-    if (training && ratio != 0) return dropout_train(n, opset, in[0], ratio, out, n_out, lim, err);
+    if (training && ratio != 0) return dropout_train(n, opset, in[0], ratio, out, n_out, env, err);
     out[0] = tensor_ref(in[0]);
     if (!out[0]) return err_set(err, TILEOPT_NOMEM, "out of memory");
     if (n_out > 1 && n->output[1] && n->output[1][0]) {
         /* the mask: bool from opset 10 on, before it X's type */
         tensor *m;
         int rc = tensor_new(opset >= 10 ? DT_BOOL : in[0]->elem, in[0]->dims, in[0]->rank,
-                            lim, &m, err);
+                            env, &m, err);
         if (rc) return rc;
         if (opset >= 10) {
             memset(m->data, 1, tensor_nbytes(m));
         } else {
             tensor *one = NULL, *ones = NULL;
             int64_t d1 = 1;
-            rc = tensor_new(DT_DOUBLE, &d1, 0, lim, &one, err);
+            rc = tensor_new(DT_DOUBLE, &d1, 0, env, &one, err);
             if (!rc) {
                 dv(one)[0] = 1;
-                rc = eval_cast(one, in[0]->elem, lim, &ones, err);
+                rc = eval_cast(one, in[0]->elem, env, &ones, err);
             }
             size_t es = tensor_elem_size(m);
             for (uint64_t i = 0; !rc && i < tensor_numel(m); i++)

@@ -99,14 +99,14 @@ static int k_pad(KERNEL_PARAMS) {
     }
     /* the constant, in the element type */
     tensor *x = NULL, *o = NULL, *cval = NULL, *c0 = NULL;
-    if ((rc = tensor_contiguous(X, lim, &x, err)) ||
-        (rc = tensor_new(X->elem, od, r, lim, &o, err)))
+    if ((rc = tensor_contiguous(X, env, &x, err)) ||
+        (rc = tensor_new(X->elem, od, r, env, &o, err)))
         goto done;
     if (mode == PAD_CONSTANT) {
         tensor *src = opset >= 11 && n_in > 2 && in[2] ? in[2] : NULL;
         if (!src) {
             int64_t one = 1;
-            if ((rc = tensor_new(DT_DOUBLE, &one, 0, lim, &c0, err))) goto done;
+            if ((rc = tensor_new(DT_DOUBLE, &one, 0, env, &c0, err))) goto done;
             double v = opset < 11 ? graph_attr_float(n, "value", 0.0f) : 0.0;
             memcpy(c0->data, &v, sizeof v);
             src = c0;
@@ -115,7 +115,7 @@ static int k_pad(KERNEL_PARAMS) {
             rc = err_set(err, TILEOPT_INVALID, "Pad %s: constant_value must be one value", nm);
             goto done;
         }
-        if ((rc = eval_cast(src, X->elem, lim, &cval, err))) goto done;
+        if ((rc = eval_cast(src, X->elem, env, &cval, err))) goto done;
     }
     size_t es = tensor_elem_size(x);
     int64_t istr[TENSOR_MAX_RANK], s = 1;

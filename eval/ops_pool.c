@@ -29,7 +29,7 @@ static double lp_exponent(const Onnx__NodeProto *n) {
 }
 
 static int pool(const Onnx__NodeProto *n, int64_t opset, pool_kind kind, tensor *const *in,
-                size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                 errbuf *err) {
     const char *nm = eval_node_name(n);
     if (n_in < 1 || !in[0] || n_out < 1)
@@ -59,9 +59,9 @@ static int pool(const Onnx__NodeProto *n, int64_t opset, pool_kind kind, tensor 
         od[2 + d] = w.out[d];
     }
     tensor *x = NULL, *y = NULL, *idx = NULL;
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, od, X->rank, lim, &y, err)) ||
-        (want_idx && (rc = tensor_alloc(DT_INT64, od, X->rank, lim, &idx, err))))
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &x, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, od, X->rank, env, &y, err)) ||
+        (want_idx && (rc = tensor_alloc(DT_INT64, od, X->rank, env, &idx, err))))
         goto done;
     const double *xv = (const double *)(const void *)x->data;
     double *yv = (double *)(void *)y->data;
@@ -119,7 +119,7 @@ static int pool(const Onnx__NodeProto *n, int64_t opset, pool_kind kind, tensor 
             for (int32_t d = ns - 1; d >= 0 && ++o[d] == w.out[d]; d--) o[d] = 0;
         }
     }
-    rc = nn_output(&y, X->elem, lim, err);
+    rc = nn_output(&y, X->elem, env, err);
 done:
     tensor_free(x);
     if (rc) {
@@ -132,9 +132,9 @@ done:
     return TILEOPT_OK;
 }
 
-static int k_max_pool(KERNEL_PARAMS) { return pool(n, opset, POOL_MAX, in, n_in, out, n_out, lim, err); }
-static int k_average_pool(KERNEL_PARAMS) { return pool(n, opset, POOL_AVG, in, n_in, out, n_out, lim, err); }
-static int k_lp_pool(KERNEL_PARAMS) { return pool(n, opset, POOL_LP, in, n_in, out, n_out, lim, err); }
+static int k_max_pool(KERNEL_PARAMS) { return pool(n, opset, POOL_MAX, in, n_in, out, n_out, env, err); }
+static int k_average_pool(KERNEL_PARAMS) { return pool(n, opset, POOL_AVG, in, n_in, out, n_out, env, err); }
+static int k_lp_pool(KERNEL_PARAMS) { return pool(n, opset, POOL_LP, in, n_in, out, n_out, env, err); }
 
 /* MaxUnpool: X's values placed at the flat Indices (as MaxPool gives them)
 ** of the unpooled shape (N, C, (in - 1) * stride + kernel - pads), zeros
@@ -178,11 +178,11 @@ static int k_max_unpool(KERNEL_PARAMS) {
                                "than the unpooled shape", nm);
     }
     tensor *y = NULL, *idx = NULL;
-    if ((rc = tensor_new(X->elem, od, X->rank, lim, &y, err)) ||
-        (rc = eval_cast(I, DT_INT64, lim, &idx, err)))
+    if ((rc = tensor_new(X->elem, od, X->rank, env, &y, err)) ||
+        (rc = eval_cast(I, DT_INT64, env, &idx, err)))
         goto done;
     tensor *x = NULL;
-    if ((rc = tensor_contiguous(X, lim, &x, err))) goto done;
+    if ((rc = tensor_contiguous(X, env, &x, err))) goto done;
     size_t es = tensor_elem_size(X);
     uint64_t total = 1;
     for (int32_t d = 0; d < X->rank; d++) total *= (uint64_t)def[d];
@@ -219,7 +219,7 @@ typedef enum { GLOBAL_AVG, GLOBAL_MAX, GLOBAL_LP } global_kind;
 
 /* Global pooling: one value per (n, c) over every spatial position. */
 static int global_pool(const Onnx__NodeProto *n, global_kind kind, tensor *const *in,
-                       size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                       size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                        errbuf *err) {
     const char *nm = eval_node_name(n);
     if (n_in < 1 || !in[0] || n_out < 1)
@@ -236,8 +236,8 @@ static int global_pool(const Onnx__NodeProto *n, global_kind kind, tensor *const
     }
     tensor *x = NULL, *y = NULL;
     int rc;
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, od, X->rank, lim, &y, err)))
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &x, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, od, X->rank, env, &y, err)))
         goto done;
     const double *xv = (const double *)(const void *)x->data;
     double *yv = (double *)(void *)y->data;
@@ -253,7 +253,7 @@ static int global_pool(const Onnx__NodeProto *n, global_kind kind, tensor *const
                  : kind == GLOBAL_LP ? pow(acc, 1.0 / p)
                                      : acc;
     }
-    rc = nn_output(&y, X->elem, lim, err);
+    rc = nn_output(&y, X->elem, env, err);
 done:
     tensor_free(x);
     if (rc) {
@@ -266,15 +266,15 @@ done:
 
 static int k_global_average_pool(KERNEL_PARAMS) {
     (void)opset;
-    return global_pool(n, GLOBAL_AVG, in, n_in, out, n_out, lim, err);
+    return global_pool(n, GLOBAL_AVG, in, n_in, out, n_out, env, err);
 }
 static int k_global_max_pool(KERNEL_PARAMS) {
     (void)opset;
-    return global_pool(n, GLOBAL_MAX, in, n_in, out, n_out, lim, err);
+    return global_pool(n, GLOBAL_MAX, in, n_in, out, n_out, env, err);
 }
 static int k_global_lp_pool(KERNEL_PARAMS) {
     (void)opset;
-    return global_pool(n, GLOBAL_LP, in, n_in, out, n_out, lim, err);
+    return global_pool(n, GLOBAL_LP, in, n_in, out, n_out, env, err);
 }
 
 const kernel_def kernel_table_pool[] = {

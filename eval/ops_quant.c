@@ -30,7 +30,7 @@ typedef struct qparams {
 } qparams;
 
 static int qparams_read(const Onnx__NodeProto *n, int64_t opset, const tensor *x,
-                        tensor *scale, tensor *zp, const eval_limits *lim, qparams *q,
+                        tensor *scale, tensor *zp, const eval_env *env, qparams *q,
                         errbuf *err) {
     memset(q, 0, sizeof *q);
     q->count = (int64_t)tensor_numel(scale);
@@ -50,8 +50,8 @@ static int qparams_read(const Onnx__NodeProto *n, int64_t opset, const tensor *x
             for (int32_t i = (int32_t)q->axis + 1; i < x->rank; i++) q->inner *= x->dims[i];
         }
     }
-    int rc = eval_cast(scale, DT_DOUBLE, lim, &q->scale, err);
-    if (!rc && zp) rc = eval_cast(zp, DT_DOUBLE, lim, &q->zp, err);
+    int rc = eval_cast(scale, DT_DOUBLE, env, &q->scale, err);
+    if (!rc && zp) rc = eval_cast(zp, DT_DOUBLE, env, &q->zp, err);
     return rc;
 }
 
@@ -88,16 +88,16 @@ static int k_quantize(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_UNSUPPORTED, "QuantizeLinear %s: to %s", nm, dtype_name(to));
     qparams q;
     tensor *x = NULL, *y = NULL;
-    int rc = qparams_read(n, opset, in[0], in[1], zp, lim, &q, err);
-    if (!rc) rc = eval_cast(in[0], DT_DOUBLE, lim, &x, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, lim, &y, err);
+    int rc = qparams_read(n, opset, in[0], in[1], zp, env, &q, err);
+    if (!rc) rc = eval_cast(in[0], DT_DOUBLE, env, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, env, &y, err);
     for (uint64_t e = 0; !rc && e < tensor_numel(x); e++) {
         int64_t k = qidx(&q, e);
         double s = dd(q.scale)[k];
         dd(y)[e] = quantize_one(quot(in[0]->elem != DT_DOUBLE, dd(x)[e], s),
                                 q.zp ? dd(q.zp)[k] : 0, lo, hi);
     }
-    if (!rc) rc = nn_output(&y, to, lim, err);
+    if (!rc) rc = nn_output(&y, to, env, err);
     qparams_free(&q);
     tensor_free(x);
     if (rc) {
@@ -118,14 +118,14 @@ static int k_dequantize(KERNEL_PARAMS) {
                        dtype_name(in[0]->elem));
     qparams q;
     tensor *x = NULL, *y = NULL;
-    int rc = qparams_read(n, opset, in[0], in[1], n_in > 2 ? in[2] : NULL, lim, &q, err);
-    if (!rc) rc = eval_cast(in[0], DT_DOUBLE, lim, &x, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, lim, &y, err);
+    int rc = qparams_read(n, opset, in[0], in[1], n_in > 2 ? in[2] : NULL, env, &q, err);
+    if (!rc) rc = eval_cast(in[0], DT_DOUBLE, env, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, env, &y, err);
     for (uint64_t e = 0; !rc && e < tensor_numel(x); e++) {
         int64_t k = qidx(&q, e);
         dd(y)[e] = (dd(x)[e] - (q.zp ? dd(q.zp)[k] : 0)) * dd(q.scale)[k];
     }
-    if (!rc) rc = nn_output(&y, in[1]->elem, lim, err);
+    if (!rc) rc = nn_output(&y, in[1]->elem, env, err);
     qparams_free(&q);
     tensor_free(x);
     if (rc) {
@@ -143,10 +143,10 @@ static int k_dynamic_quantize(KERNEL_PARAMS) {
     if (n_in < 1 || !in[0] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "DynamicQuantizeLinear %s: needs x", nm);
     tensor *x = NULL, *y = NULL, *s = NULL, *z = NULL;
-    int rc = eval_cast(in[0], DT_DOUBLE, lim, &x, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, lim, &y, err);
-    if (!rc) rc = tensor_new(DT_FLOAT, NULL, 0, lim, &s, err);
-    if (!rc) rc = tensor_new(DT_UINT8, NULL, 0, lim, &z, err);
+    int rc = eval_cast(in[0], DT_DOUBLE, env, &x, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, env, &y, err);
+    if (!rc) rc = tensor_new(DT_FLOAT, NULL, 0, env, &s, err);
+    if (!rc) rc = tensor_new(DT_UINT8, NULL, 0, env, &z, err);
     if (rc) goto done;
     double mn = 0, mx = 0;
     for (uint64_t e = 0; e < tensor_numel(x); e++) {
@@ -160,7 +160,7 @@ static int k_dynamic_quantize(KERNEL_PARAMS) {
     z->data[0] = (uint8_t)zp;
     for (uint64_t e = 0; e < tensor_numel(x); e++)
         dd(y)[e] = scale ? quantize_one(quot(true, dd(x)[e], scale), zp, 0, 255) : zp;
-    rc = nn_output(&y, DT_UINT8, lim, err);
+    rc = nn_output(&y, DT_UINT8, env, err);
 done:
     tensor_free(x);
     if (rc) {
@@ -192,7 +192,7 @@ typedef struct per_axis {
 } per_axis;
 
 static int per_axis_read(const char *what, tensor *t, const tensor *x, int32_t axis,
-                         const eval_limits *lim, per_axis *p, errbuf *err) {
+                         const eval_env *env, per_axis *p, errbuf *err) {
     memset(p, 0, sizeof *p);
     p->count = 1;
     p->inner = 1;
@@ -205,7 +205,7 @@ static int per_axis_read(const char *what, tensor *t, const tensor *x, int32_t a
         p->count = c;
         for (int32_t i = axis + 1; i < x->rank; i++) p->inner *= x->dims[i];
     }
-    return eval_cast(t, DT_DOUBLE, lim, &p->v, err);
+    return eval_cast(t, DT_DOUBLE, env, &p->v, err);
 }
 
 static double per_axis_at(const per_axis *p, uint64_t e, double dflt) {
@@ -214,7 +214,7 @@ static double per_axis_at(const per_axis *p, uint64_t e, double dflt) {
 }
 
 /* x - zp as a new double tensor, zp along `axis` of x (or one value). */
-static int shifted(const char *what, tensor *x, tensor *zp, int32_t axis, const eval_limits *lim,
+static int shifted(const char *what, tensor *x, tensor *zp, int32_t axis, const eval_env *env,
                    tensor **out, errbuf *err) {
     *out = NULL;
     double lo, hi;
@@ -226,9 +226,9 @@ static int shifted(const char *what, tensor *x, tensor *zp, int32_t axis, const 
                        dtype_name(x->elem), dtype_name(zp->elem));
     per_axis z;
     tensor *xv = NULL, *y = NULL;
-    int rc = per_axis_read("zero point", zp, x, axis, lim, &z, err);
-    if (!rc) rc = eval_cast(x, DT_DOUBLE, lim, &xv, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, x->dims, x->rank, lim, &y, err);
+    int rc = per_axis_read("zero point", zp, x, axis, env, &z, err);
+    if (!rc) rc = eval_cast(x, DT_DOUBLE, env, &xv, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, x->dims, x->rank, env, &y, err);
     for (uint64_t e = 0; !rc && e < tensor_numel(x); e++)
         dd(y)[e] = dd(xv)[e] - per_axis_at(&z, e, 0);
     tensor_free(z.v);
@@ -247,11 +247,11 @@ static int32_t col_axis(const tensor *b) { return b->rank >= 2 ? b->rank - 1 : -
 
 /* The exact integer product of A - a_zp and B - b_zp, as double. */
 static int int_matmul(const Onnx__NodeProto *n, tensor *A, tensor *azp, tensor *B, tensor *bzp,
-                      const eval_limits *lim, tensor **acc, errbuf *err) {
+                      const eval_env *env, tensor **acc, errbuf *err) {
     tensor *a = NULL, *b = NULL;
-    int rc = shifted("A", A, azp, row_axis(A), lim, &a, err);
-    if (!rc) rc = shifted("B", B, bzp, col_axis(B), lim, &b, err);
-    if (!rc) rc = nn_matmul(n, a, b, lim, acc, err);
+    int rc = shifted("A", A, azp, row_axis(A), env, &a, err);
+    if (!rc) rc = shifted("B", B, bzp, col_axis(B), env, &b, err);
+    if (!rc) rc = nn_matmul(n, a, b, env, acc, err);
     tensor_free(a);
     tensor_free(b);
     return rc;
@@ -260,14 +260,14 @@ static int int_matmul(const Onnx__NodeProto *n, tensor *A, tensor *azp, tensor *
 /* The exact integer convolution of x - x_zp and w - w_zp (per output channel),
 ** plus the int32 bias when given, as double. */
 static int int_conv(const Onnx__NodeProto *n, tensor *X, tensor *xzp, tensor *W, tensor *wzp,
-                    tensor *B, const eval_limits *lim, tensor **acc, errbuf *err) {
+                    tensor *B, const eval_env *env, tensor **acc, errbuf *err) {
     tensor *x = NULL, *w = NULL, *b = NULL;
     int rc = xzp && tensor_numel(xzp) != 1
                  ? (int)err_set(err, TILEOPT_INVALID, "x's zero point must be one value")
-                 : shifted("x", X, xzp, -1, lim, &x, err);
-    if (!rc) rc = shifted("w", W, wzp, 0, lim, &w, err);
-    if (!rc && B) rc = eval_cast(B, DT_DOUBLE, lim, &b, err);
-    if (!rc) rc = nn_conv(n, x, w, b, lim, acc, err);
+                 : shifted("x", X, xzp, -1, env, &x, err);
+    if (!rc) rc = shifted("w", W, wzp, 0, env, &w, err);
+    if (!rc && B) rc = eval_cast(B, DT_DOUBLE, env, &b, err);
+    if (!rc) rc = nn_conv(n, x, w, b, env, acc, err);
     tensor_free(x);
     tensor_free(w);
     tensor_free(b);
@@ -276,8 +276,8 @@ static int int_conv(const Onnx__NodeProto *n, tensor *X, tensor *xzp, tensor *W,
 
 /* The int32 result of an exact double accumulator. */
 static int emit_int32(const char *op, const Onnx__NodeProto *n, int rc, tensor *acc,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
-    if (!rc) rc = nn_output(&acc, DT_INT32, lim, err);
+                      const eval_env *env, tensor **out, errbuf *err) {
+    if (!rc) rc = nn_output(&acc, DT_INT32, env, err);
     if (rc) {
         tensor_free(acc);
         return rc == TILEOPT_NOMEM ? rc : (int)err_prefix(err, "%s %s: ", op, eval_node_name(n));
@@ -291,9 +291,9 @@ static int k_matmul_integer(KERNEL_PARAMS) {
     if (n_in < 2 || !in[0] || !in[1] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "MatMulInteger %s: needs A and B", eval_node_name(n));
     tensor *acc = NULL;
-    int rc = int_matmul(n, in[0], n_in > 2 ? in[2] : NULL, in[1], n_in > 3 ? in[3] : NULL, lim,
+    int rc = int_matmul(n, in[0], n_in > 2 ? in[2] : NULL, in[1], n_in > 3 ? in[3] : NULL, env,
                         &acc, err);
-    return emit_int32("MatMulInteger", n, rc, acc, lim, out, err);
+    return emit_int32("MatMulInteger", n, rc, acc, env, out, err);
 }
 
 static int k_conv_integer(KERNEL_PARAMS) {
@@ -302,28 +302,28 @@ static int k_conv_integer(KERNEL_PARAMS) {
         return err_set(err, TILEOPT_INVALID, "ConvInteger %s: needs x and w", eval_node_name(n));
     tensor *acc = NULL;
     int rc = int_conv(n, in[0], n_in > 2 ? in[2] : NULL, in[1], n_in > 3 ? in[3] : NULL, NULL,
-                      lim, &acc, err);
-    return emit_int32("ConvInteger", n, rc, acc, lim, out, err);
+                      env, &acc, err);
+    return emit_int32("ConvInteger", n, rc, acc, env, out, err);
 }
 
 /* y = round(acc * scale(e)) + y_zp, saturated to y_zp's type, scale(e) the
 ** product of the input scales over the output scale at output element e. */
 static int requantize(tensor **acc, const per_axis *s1, const per_axis *s2, tensor *ys,
-                      tensor *yzp, const eval_limits *lim, errbuf *err) {
+                      tensor *yzp, const eval_env *env, errbuf *err) {
     if (!ys || !yzp || tensor_numel(ys) != 1 || tensor_numel(yzp) != 1)
         return err_set(err, TILEOPT_INVALID, "y_scale and y_zero_point must be one value each");
     double lo, hi;
     if (!int_range(yzp->elem, &lo, &hi) || yzp->elem == DT_INT32)
         return err_set(err, TILEOPT_UNSUPPORTED, "output type %s", dtype_name(yzp->elem));
     tensor *s = NULL, *z = NULL;
-    int rc = eval_cast(ys, DT_DOUBLE, lim, &s, err);
-    if (!rc) rc = eval_cast(yzp, DT_DOUBLE, lim, &z, err);
+    int rc = eval_cast(ys, DT_DOUBLE, env, &s, err);
+    if (!rc) rc = eval_cast(yzp, DT_DOUBLE, env, &z, err);
     if (!rc) {
         double *v = dd(*acc), y_s = dd(s)[0], y_z = dd(z)[0];
         for (uint64_t e = 0; e < tensor_numel(*acc); e++)
             v[e] = quantize_one(v[e] * (per_axis_at(s1, e, 1) * per_axis_at(s2, e, 1) / y_s),
                                 y_z, lo, hi);
-        rc = nn_output(acc, yzp->elem, lim, err);
+        rc = nn_output(acc, yzp->elem, env, err);
     }
     tensor_free(s);
     tensor_free(z);
@@ -339,20 +339,20 @@ static int k_qlinear_matmul(KERNEL_PARAMS) {
             return err_set(err, TILEOPT_INVALID, "QLinearMatMul %s: needs 8 inputs", nm);
     tensor *acc = NULL;
     per_axis sa = {0}, sb = {0};
-    int rc = int_matmul(n, in[0], in[2], in[3], in[5], lim, &acc, err);
+    int rc = int_matmul(n, in[0], in[2], in[3], in[5], env, &acc, err);
     /* the scales follow the output's rows and columns: per-row values step
     ** every N elements, per-column ones every element */
     if (!rc) {
         int64_t cols = in[3]->rank >= 2 ? in[3]->dims[in[3]->rank - 1] : 1;
         tensor *rows_like = in[0]->rank >= 2 ? in[0] : NULL;
-        rc = per_axis_read("a_scale", in[1], in[0], row_axis(in[0]), lim, &sa, err);
+        rc = per_axis_read("a_scale", in[1], in[0], row_axis(in[0]), env, &sa, err);
         if (!rc && rows_like) sa.inner = cols;
     }
     if (!rc) {
-        rc = per_axis_read("b_scale", in[4], in[3], col_axis(in[3]), lim, &sb, err);
+        rc = per_axis_read("b_scale", in[4], in[3], col_axis(in[3]), env, &sb, err);
         sb.inner = 1;
     }
-    if (!rc) rc = requantize(&acc, &sa, &sb, in[6], in[7], lim, err);
+    if (!rc) rc = requantize(&acc, &sa, &sb, in[6], in[7], env, err);
     tensor_free(sa.v);
     tensor_free(sb.v);
     if (rc) {
@@ -375,12 +375,12 @@ static int k_qlinear_conv(KERNEL_PARAMS) {
     per_axis sx = {0}, sw = {0};
     int rc = tensor_numel(in[1]) != 1
                  ? (int)err_set(err, TILEOPT_INVALID, "x_scale must be one value")
-                 : int_conv(n, in[0], in[2], in[3], in[5], n_in > 8 ? in[8] : NULL, lim, &acc,
+                 : int_conv(n, in[0], in[2], in[3], in[5], n_in > 8 ? in[8] : NULL, env, &acc,
                             err);
-    if (!rc) rc = per_axis_read("x_scale", in[1], in[0], -1, lim, &sx, err);
+    if (!rc) rc = per_axis_read("x_scale", in[1], in[0], -1, env, &sx, err);
     /* per output channel: axis 1 of the output, as axis 0 of w */
-    if (!rc) rc = per_axis_read("w_scale", in[4], acc, 1, lim, &sw, err);
-    if (!rc) rc = requantize(&acc, &sx, &sw, in[6], in[7], lim, err);
+    if (!rc) rc = per_axis_read("w_scale", in[4], acc, 1, env, &sw, err);
+    if (!rc) rc = requantize(&acc, &sx, &sw, in[6], in[7], env, err);
     tensor_free(sx.v);
     tensor_free(sw.v);
     if (rc) {

@@ -32,17 +32,17 @@ typedef enum { DRAW_UNIFORM, DRAW_NORMAL } draw_kind;
 
 /* A tensor of dims filled from the node's stream, as elem. */
 static int draw(const Onnx__NodeProto *n, draw_kind kind, const int64_t *dims, int32_t rank,
-                int32_t elem, const eval_limits *lim, tensor **out, errbuf *err) {
+                int32_t elem, const eval_env *env, tensor **out, errbuf *err) {
     double lo = graph_attr_float(n, "low", 0.0f), hi = graph_attr_float(n, "high", 1.0f);
     double mean = graph_attr_float(n, "mean", 0.0f), scale = graph_attr_float(n, "scale", 1.0f);
     tensor *y = NULL;
-    int rc = tensor_alloc(DT_DOUBLE, dims, rank, lim, &y, err);
+    int rc = tensor_alloc(DT_DOUBLE, dims, rank, env, &y, err);
     if (rc) return rc;
     eval_rng r = eval_rng_for(n);
     double *v = (double *)(void *)y->data;
     for (uint64_t i = 0; i < tensor_numel(y); i++)
         v[i] = kind == DRAW_UNIFORM ? lo + (hi - lo) * eval_rng_unit(&r) : mean + scale * rng_normal(&r);
-    rc = nn_output(&y, elem, lim, err);
+    rc = nn_output(&y, elem, env, err);
     if (rc) return rc;
     out[0] = y;
     return TILEOPT_OK;
@@ -50,7 +50,7 @@ static int draw(const Onnx__NodeProto *n, draw_kind kind, const int64_t *dims, i
 
 /* RandomUniform and RandomNormal: the shape comes from the `shape` attribute. */
 static int from_attr(const Onnx__NodeProto *n, draw_kind kind, tensor **out, size_t n_out,
-                     const eval_limits *lim, errbuf *err) {
+                     const eval_env *env, errbuf *err) {
     const Onnx__AttributeProto *s = graph_attr(n, "shape");
     if (!s || s->n_ints > TENSOR_MAX_RANK || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: needs a shape of at most %d dims",
@@ -64,35 +64,35 @@ static int from_attr(const Onnx__NodeProto *n, draw_kind kind, tensor **out, siz
     }
     int32_t elem;
     int rc = out_type(n, DT_FLOAT, &elem, err);
-    return rc ? rc : draw(n, kind, dims, (int32_t)s->n_ints, elem, lim, out, err);
+    return rc ? rc : draw(n, kind, dims, (int32_t)s->n_ints, elem, env, out, err);
 }
 
 /* The *Like forms: the input's shape, and its type unless `dtype` says otherwise. */
 static int like(const Onnx__NodeProto *n, draw_kind kind, tensor *const *in, size_t n_in,
-                tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+                tensor **out, size_t n_out, const eval_env *env, errbuf *err) {
     if (n_in < 1 || !in[0] || n_out < 1)
         return err_set(err, TILEOPT_INVALID, "%s %s: needs an input", n->op_type,
                        eval_node_name(n));
     int32_t elem;
     int rc = out_type(n, in[0]->elem, &elem, err);
-    return rc ? rc : draw(n, kind, in[0]->dims, in[0]->rank, elem, lim, out, err);
+    return rc ? rc : draw(n, kind, in[0]->dims, in[0]->rank, elem, env, out, err);
 }
 
 static int k_random_uniform(KERNEL_PARAMS) {
     (void)opset, (void)in, (void)n_in;
-    return from_attr(n, DRAW_UNIFORM, out, n_out, lim, err);
+    return from_attr(n, DRAW_UNIFORM, out, n_out, env, err);
 }
 static int k_random_normal(KERNEL_PARAMS) {
     (void)opset, (void)in, (void)n_in;
-    return from_attr(n, DRAW_NORMAL, out, n_out, lim, err);
+    return from_attr(n, DRAW_NORMAL, out, n_out, env, err);
 }
 static int k_random_uniform_like(KERNEL_PARAMS) {
     (void)opset;
-    return like(n, DRAW_UNIFORM, in, n_in, out, n_out, lim, err);
+    return like(n, DRAW_UNIFORM, in, n_in, out, n_out, env, err);
 }
 static int k_random_normal_like(KERNEL_PARAMS) {
     (void)opset;
-    return like(n, DRAW_NORMAL, in, n_in, out, n_out, lim, err);
+    return like(n, DRAW_NORMAL, in, n_in, out, n_out, env, err);
 }
 
 /* 1 with probability p (the input), else 0, as `dtype` (default: the input's). */
@@ -105,8 +105,8 @@ static int k_bernoulli(KERNEL_PARAMS) {
     if (!dtype_valid(elem) || elem == DT_STRING)
         return err_set(err, TILEOPT_INVALID, "Bernoulli %s: dtype %d", nm, (int)elem);
     tensor *p = NULL, *y = NULL;
-    int rc = eval_cast(in[0], DT_DOUBLE, lim, &p, err);
-    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, lim, &y, err);
+    int rc = eval_cast(in[0], DT_DOUBLE, env, &p, err);
+    if (!rc) rc = tensor_alloc(DT_DOUBLE, in[0]->dims, in[0]->rank, env, &y, err);
     if (rc) {
         tensor_free(p);
         return rc;
@@ -116,7 +116,7 @@ static int k_bernoulli(KERNEL_PARAMS) {
     double *v = (double *)(void *)y->data;
     for (uint64_t i = 0; i < tensor_numel(y); i++) v[i] = eval_rng_unit(&r) < pv[i] ? 1.0 : 0.0;
     tensor_free(p);
-    rc = nn_output(&y, elem, lim, err);
+    rc = nn_output(&y, elem, env, err);
     if (rc) return rc;
     out[0] = y;
     return TILEOPT_OK;
@@ -138,8 +138,8 @@ static int k_multinomial(KERNEL_PARAMS) {
     int64_t B = in[0]->dims[0], C = in[0]->dims[1], dims[2] = {B, samples};
     tensor *x = NULL, *y = NULL;
     double *cdf = NULL;
-    int rc = eval_cast(in[0], DT_DOUBLE, lim, &x, err);
-    if (!rc) rc = tensor_alloc(DT_INT64, dims, 2, lim, &y, err);
+    int rc = eval_cast(in[0], DT_DOUBLE, env, &x, err);
+    if (!rc) rc = tensor_alloc(DT_INT64, dims, 2, env, &y, err);
     if (!rc && !(cdf = malloc((size_t)(C ? C : 1) * sizeof *cdf)))
         rc = err_set(err, TILEOPT_NOMEM, "out of memory");
     eval_rng r = eval_rng_for(n);
@@ -157,7 +157,7 @@ static int k_multinomial(KERNEL_PARAMS) {
     }
     free(cdf);
     tensor_free(x);
-    if (!rc) rc = nn_output(&y, elem, lim, err);
+    if (!rc) rc = nn_output(&y, elem, env, err);
     if (rc) {
         tensor_free(y);
         return rc;

@@ -159,12 +159,12 @@ static bool axis_taps(const rs_opts *o, int64_t x, double scale, double lout, in
 }
 
 /* Floats of an optional float input (empty: count 0). */
-static int float_values(tensor *t, const eval_limits *lim, double *out, int64_t cap,
+static int float_values(tensor *t, const eval_env *env, double *out, int64_t cap,
                         int64_t *count, errbuf *err) {
     *count = 0;
     if (!t) return TILEOPT_OK;
     tensor *d = NULL;
-    int rc = eval_cast(t, DT_DOUBLE, lim, &d, err);
+    int rc = eval_cast(t, DT_DOUBLE, env, &d, err);
     if (rc) return rc;
     int64_t n = (int64_t)tensor_numel(d);
     if (n > cap) {
@@ -179,7 +179,7 @@ static int float_values(tensor *t, const eval_limits *lim, double *out, int64_t 
 }
 
 static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, size_t n_in,
-                  tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+                  tensor **out, size_t n_out, const eval_env *env, errbuf *err) {
     if (n_in < 1 || !in[0] || n_out < 1) return err_set(err, TILEOPT_INVALID, "needs X");
     tensor *X = in[0];
     int32_t r = X->rank;
@@ -204,9 +204,9 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
         t_sizes = n_in > 3 ? in[3] : NULL;
     }
     /* Upsample-7's scales came from its attribute above */
-    if ((t_scales && (rc = float_values(t_scales, lim, scales, TENSOR_MAX_RANK, &ns, err))) ||
+    if ((t_scales && (rc = float_values(t_scales, env, scales, TENSOR_MAX_RANK, &ns, err))) ||
         (o.coord == CT_TF_CROP &&
-         (rc = float_values(t_roi, lim, roi, 2 * TENSOR_MAX_RANK, &nroi, err))))
+         (rc = float_values(t_roi, env, roi, 2 * TENSOR_MAX_RANK, &nroi, err))))
         return rc;
     if (t_sizes && tensor_numel(t_sizes) &&
         !tensor_to_i64(t_sizes, sizes, TENSOR_MAX_RANK, &nsz))
@@ -235,7 +235,7 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
     uint8_t *outside[TENSOR_MAX_RANK] = {NULL};
     int64_t *idx = NULL;
     double *wts = NULL;
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &cur, err))) return rc;
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &cur, err))) return rc;
     for (int32_t a = 0; a < r && !rc; a++) {
         int64_t lin = cur->dims[a], lout = od[a];
         bool identity = lin == lout && scales[a] == 1 && o.coord != CT_TF_CROP;
@@ -257,7 +257,7 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
         memcpy(nd, cur->dims, (size_t)r * sizeof *nd);
         nd[a] = lout;
         tensor *next = NULL;
-        rc = tensor_new(DT_DOUBLE, nd, r, lim, &next, err);
+        rc = tensor_new(DT_DOUBLE, nd, r, env, &next, err);
         if (!rc) {
             int64_t outer = 1, inner = 1;
             for (int32_t i = 0; i < a; i++) outer *= nd[i];
@@ -295,7 +295,7 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
         }
     }
     for (int32_t a = 0; a < r; a++) free(outside[a]);
-    if (!rc) rc = nn_output(&cur, X->elem, lim, err);
+    if (!rc) rc = nn_output(&cur, X->elem, env, err);
     if (rc) {
         tensor_free(cur);
         return rc;
@@ -305,7 +305,7 @@ static int resize(const Onnx__NodeProto *n, int64_t opset, tensor *const *in, si
 }
 
 static int k_resize(KERNEL_PARAMS) {
-    int rc = resize(n, opset, in, n_in, out, n_out, lim, err);
+    int rc = resize(n, opset, in, n_in, out, n_out, env, err);
     return rc && rc != TILEOPT_NOMEM ? (int)err_prefix(err, "%s %s: ", n->op_type, eval_node_name(n)) : rc;
 }
 

@@ -183,7 +183,7 @@ static void run_direction(const rnn_io *io, cell_kind kind, int d, bool reverse,
 }
 
 static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *const *in,
-               size_t n_in, tensor **out, size_t n_out, const eval_limits *lim, errbuf *err) {
+               size_t n_in, tensor **out, size_t n_out, const eval_env *env, errbuf *err) {
     const char *nm = eval_node_name(n);
     if (n_in < 3 || !in[0] || !in[1] || !in[2])
         return err_set(err, TILEOPT_INVALID, "%s %s: needs X, W and R", n->op_type, nm);
@@ -233,14 +233,14 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
     for (int i = 0; i < 8 && !rc; i++) {
         if ((size_t)i >= n_in || !in[i] || i == idx_len) continue;
         if ((i == idx_c0 || i == idx_p) && kind != CELL_LSTM) continue;
-        rc = eval_cast(in[i], DT_DOUBLE, lim, &t[i], err);
+        rc = eval_cast(in[i], DT_DOUBLE, env, &t[i], err);
     }
     for (int i = idx_h0; !rc && batch_first && i <= idx_c0; i++) {
         /* batch first: initial states are [batch, directions, hidden] */
         if (!t[i] || t[i]->rank != 3) continue;
         tensor *st;
         int64_t d[3] = {t[i]->dims[1], t[i]->dims[0], t[i]->dims[2]};
-        rc = tensor_alloc(DT_DOUBLE, d, 3, lim, &st, err);
+        rc = tensor_alloc(DT_DOUBLE, d, 3, env, &st, err);
         for (int64_t bi = 0; !rc && bi < d[1]; bi++)
             for (int64_t di = 0; di < d[0]; di++)
                 memcpy((double *)(void *)st->data + (di * d[1] + bi) * d[2],
@@ -255,7 +255,7 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
         /* X [batch, seq, in] -> [seq, batch, in] by a copy */
         tensor *xt;
         int64_t d[3] = {io.seq, io.batch, io.in_size};
-        rc = tensor_alloc(DT_DOUBLE, d, 3, lim, &xt, err);
+        rc = tensor_alloc(DT_DOUBLE, d, 3, env, &xt, err);
         for (int64_t s = 0; !rc && s < io.seq; s++)
             for (int64_t bi = 0; bi < io.batch; bi++)
                 memcpy((double *)(void *)xt->data + (s * io.batch + bi) * io.in_size,
@@ -301,9 +301,9 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
         io.lens = lv;
     }
     int64_t yd[4] = {io.seq, dirs, io.batch, hidden}, hd[3] = {dirs, io.batch, hidden};
-    if ((rc = tensor_new(DT_DOUBLE, yd, 4, lim, &y, err)) ||
-        (rc = tensor_new(DT_DOUBLE, hd, 3, lim, &yh, err)) ||
-        (kind == CELL_LSTM && (rc = tensor_new(DT_DOUBLE, hd, 3, lim, &yc, err))))
+    if ((rc = tensor_new(DT_DOUBLE, yd, 4, env, &y, err)) ||
+        (rc = tensor_new(DT_DOUBLE, hd, 3, env, &yh, err)) ||
+        (kind == CELL_LSTM && (rc = tensor_new(DT_DOUBLE, hd, 3, env, &yc, err))))
         goto done;
     size_t sb = (size_t)(io.seq * io.batch), bh = (size_t)(io.batch * hidden);
     xw = malloc((sb ? sb : 1) * (size_t)GH * sizeof *xw);
@@ -342,9 +342,9 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
         /* Y to [batch, seq, dirs, hidden], Y_h and Y_c to [batch, dirs, hidden] */
         tensor *yt = NULL, *ht = NULL, *ct = NULL;
         int64_t yd2[4] = {io.batch, io.seq, dirs, hidden}, hd2[3] = {io.batch, dirs, hidden};
-        if ((rc = tensor_alloc(DT_DOUBLE, yd2, 4, lim, &yt, err)) ||
-            (rc = tensor_alloc(DT_DOUBLE, hd2, 3, lim, &ht, err)) ||
-            (yc && (rc = tensor_alloc(DT_DOUBLE, hd2, 3, lim, &ct, err)))) {
+        if ((rc = tensor_alloc(DT_DOUBLE, yd2, 4, env, &yt, err)) ||
+            (rc = tensor_alloc(DT_DOUBLE, hd2, 3, env, &ht, err)) ||
+            (yc && (rc = tensor_alloc(DT_DOUBLE, hd2, 3, env, &ct, err)))) {
             tensor_free(yt);
             tensor_free(ht);
             goto done;
@@ -372,8 +372,8 @@ static int rnn(const Onnx__NodeProto *n, int64_t opset, cell_kind kind, tensor *
         yh = ht;
         yc = ct;
     }
-    if ((rc = nn_output(&y, elem, lim, err)) || (rc = nn_output(&yh, elem, lim, err)) ||
-        (yc && (rc = nn_output(&yc, elem, lim, err))))
+    if ((rc = nn_output(&y, elem, env, err)) || (rc = nn_output(&yh, elem, env, err)) ||
+        (yc && (rc = nn_output(&yc, elem, env, err))))
         goto done;
     tensor *res[3] = {y, yh, yc};
     for (size_t i = 0; i < 3; i++) {
@@ -399,9 +399,9 @@ done:
     return rc;
 }
 
-static int k_rnn(KERNEL_PARAMS) { return rnn(n, opset, CELL_RNN, in, n_in, out, n_out, lim, err); }
-static int k_gru(KERNEL_PARAMS) { return rnn(n, opset, CELL_GRU, in, n_in, out, n_out, lim, err); }
-static int k_lstm(KERNEL_PARAMS) { return rnn(n, opset, CELL_LSTM, in, n_in, out, n_out, lim, err); }
+static int k_rnn(KERNEL_PARAMS) { return rnn(n, opset, CELL_RNN, in, n_in, out, n_out, env, err); }
+static int k_gru(KERNEL_PARAMS) { return rnn(n, opset, CELL_GRU, in, n_in, out, n_out, env, err); }
+static int k_lstm(KERNEL_PARAMS) { return rnn(n, opset, CELL_LSTM, in, n_in, out, n_out, env, err); }
 
 const kernel_def kernel_table_rnn[] = {
     {OP_RNN, 1, k_rnn},

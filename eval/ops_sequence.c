@@ -29,8 +29,8 @@ static int need(const Onnx__NodeProto *n, tensor *const *in, size_t n_in, size_t
     return TILEOPT_OK;
 }
 
-static int new_i64(int64_t v, const eval_limits *lim, tensor **out, errbuf *err) {
-    int rc = tensor_new(DT_INT64, NULL, 0, lim, out, err);
+static int new_i64(int64_t v, const eval_env *env, tensor **out, errbuf *err) {
+    int rc = tensor_new(DT_INT64, NULL, 0, env, out, err);
     if (!rc) memcpy((*out)->data, &v, sizeof v);
     return rc;
 }
@@ -61,7 +61,7 @@ static int position(const Onnx__NodeProto *n, const tensor *p, size_t len, bool 
 
 static int k_identity(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     if (n_in < 1 || !in[0])
         return err_set(err, TILEOPT_INVALID, "%s: input missing", eval_node_name(n));
@@ -74,7 +74,7 @@ static int k_seq_empty(KERNEL_PARAMS) {
     (void)in;
     (void)n_in;
     (void)n_out;
-    (void)lim;
+    (void)env;
     int64_t dt = graph_attr_int(n, "dtype", DT_FLOAT);
     if (dt <= 0 || dt > INT32_MAX || !dtype_valid((int32_t)dt))
         return err_set(err, TILEOPT_INVALID, "%s: dtype %" PRId64 " is no element type",
@@ -84,7 +84,7 @@ static int k_seq_empty(KERNEL_PARAMS) {
 
 static int k_seq_construct(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     int rc = TILEOPT_OK;
     for (size_t i = 0; i < n_in && !rc; i++) rc = need(n, in, n_in, i, EVAL_TENSOR, err);
@@ -97,7 +97,7 @@ static int k_seq_construct(KERNEL_PARAMS) {
 
 static int k_seq_insert(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     int rc = need(n, in, n_in, 0, EVAL_SEQUENCE, err);
     if (!rc) rc = need(n, in, n_in, 1, EVAL_TENSOR, err);
@@ -114,7 +114,7 @@ static int k_seq_insert(KERNEL_PARAMS) {
 
 static int k_seq_at(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     int rc = need(n, in, n_in, 0, EVAL_SEQUENCE, err);
     if (!rc) rc = need(n, in, n_in, 1, EVAL_TENSOR, err);
@@ -127,7 +127,7 @@ static int k_seq_at(KERNEL_PARAMS) {
 
 static int k_seq_erase(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     int rc = need(n, in, n_in, 0, EVAL_SEQUENCE, err);
     if (rc) return rc;
@@ -148,7 +148,7 @@ static int k_seq_length(KERNEL_PARAMS) {
     (void)opset;
     (void)n_out;
     int rc = need(n, in, n_in, 0, EVAL_SEQUENCE, err);
-    return rc ? rc : new_i64((int64_t)in[0]->n_items, lim, &out[0], err);
+    return rc ? rc : new_i64((int64_t)in[0]->n_items, env, &out[0], err);
 }
 
 /* --------------------------------------------------- ConcatFromSequence */
@@ -205,7 +205,7 @@ static int k_concat_from_seq(KERNEL_PARAMS) {
     int32_t rank = 0;
     rc = concat_dims(n, s, new_axis, &axis, dims, &rank, err);
     tensor *o = NULL;
-    if (!rc) rc = tensor_alloc(s->elem, dims, rank, lim, &o, err);
+    if (!rc) rc = tensor_alloc(s->elem, dims, rank, env, &o, err);
     if (rc) return rc;
     /* rows of the output: outer slabs, each the items' slabs side by side */
     size_t es = tensor_elem_size(o), outer = 1, inner = es, row = 0;
@@ -216,7 +216,7 @@ static int k_concat_from_seq(KERNEL_PARAMS) {
     size_t off = 0;
     for (size_t i = 0; i < s->n_items && !rc; i++) {
         tensor *c = NULL;
-        rc = tensor_contiguous(s->items[i], lim, &c, err);
+        rc = tensor_contiguous(s->items[i], env, &c, err);
         if (rc) break;
         size_t blk = (new_axis ? 1 : (size_t)c->dims[axis]) * inner;
         for (size_t k = 0; k < outer && blk; k++)
@@ -249,7 +249,7 @@ static int64_t split_len(const split_plan *p, size_t i) {
 }
 
 static int split_plan_make(const Onnx__NodeProto *n, tensor *split, int64_t len,
-                           const eval_limits *lim, split_plan *p, errbuf *err) {
+                           const eval_env *env, split_plan *p, errbuf *err) {
     const char *nm = eval_node_name(n);
     memset(p, 0, sizeof *p);
     p->chunk = 1;
@@ -260,7 +260,7 @@ static int split_plan_make(const Onnx__NodeProto *n, tensor *split, int64_t len,
         if (split->kind != EVAL_TENSOR || !ints || split->rank > 1)
             return err_set(err, TILEOPT_INVALID, "%s: split must be an int32 or int64 scalar "
                            "or 1-D tensor", nm);
-        int rc = eval_cast(split, DT_INT64, lim, &sp, err);
+        int rc = eval_cast(split, DT_INT64, env, &sp, err);
         if (rc) return rc;
         const int64_t *v = (const int64_t *)(const void *)sp->data;
         for (uint64_t i = 0; i < tensor_numel(sp); i++)
@@ -296,7 +296,7 @@ static int split_plan_make(const Onnx__NodeProto *n, tensor *split, int64_t len,
 /* Rows [start, start + len) along axis of contiguous x: outer slabs of the
 ** axis (dims before it) copied out, the axis dropped when squeeze. */
 static int split_chunk(tensor *x, int32_t axis, int64_t start, int64_t len, bool squeeze,
-                       const eval_limits *lim, tensor **out, errbuf *err) {
+                       const eval_env *env, tensor **out, errbuf *err) {
     int64_t dims[TENSOR_MAX_RANK];
     int32_t r = 0;
     size_t outer = 1, inner = tensor_elem_size(x);
@@ -307,7 +307,7 @@ static int split_chunk(tensor *x, int32_t axis, int64_t start, int64_t len, bool
         else if (!squeeze) dims[r++] = len;
     }
     tensor *o = NULL;
-    int rc = tensor_alloc(x->elem, dims, r, lim, &o, err);
+    int rc = tensor_alloc(x->elem, dims, r, env, &o, err);
     if (rc) return rc;
     size_t blk = (size_t)len * inner, row = (size_t)x->dims[axis] * inner;
     for (size_t k = 0; k < outer && blk; k++)
@@ -335,15 +335,15 @@ static int k_split_to_seq(KERNEL_PARAMS) {
     /* keepdims only counts without split: chunks of 1 may lose the axis */
     bool squeeze = !split && graph_attr_int(n, "keepdims", 1) == 0;
     split_plan p;
-    rc = split_plan_make(n, split, x->dims[axis], lim, &p, err);
+    rc = split_plan_make(n, split, x->dims[axis], env, &p, err);
     if (rc) return rc;
     tensor *c = NULL;
     rc = value_new(EVAL_SEQUENCE, x->elem, p.count, &out[0], err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
     int64_t start = 0;
     for (size_t i = 0; i < p.count && !rc; i++) {
         tensor *part = NULL;
-        rc = split_chunk(c, (int32_t)axis, start, split_len(&p, i), squeeze, lim, &part, err);
+        rc = split_chunk(c, (int32_t)axis, start, split_len(&p, i), squeeze, env, &part, err);
         if (!rc) rc = value_put(out[0], i, part, err);
         tensor_free(part);
         start += split_len(&p, i);
@@ -357,7 +357,7 @@ static int k_split_to_seq(KERNEL_PARAMS) {
 
 static int k_optional(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     if (n_in > 0 && in[0]) {
         int rc = value_new(EVAL_OPTIONAL, in[0]->elem, 1, &out[0], err);
@@ -379,14 +379,14 @@ static int k_optional_has(KERNEL_PARAMS) {
     (void)n;
     (void)n_out;
     bool has = n_in > 0 && in[0] && (in[0]->kind != EVAL_OPTIONAL || in[0]->n_items > 0);
-    int rc = tensor_new(DT_BOOL, NULL, 0, lim, &out[0], err);
+    int rc = tensor_new(DT_BOOL, NULL, 0, env, &out[0], err);
     if (!rc) out[0]->data[0] = has;
     return rc;
 }
 
 static int k_optional_get(KERNEL_PARAMS) {
     (void)opset;
-    (void)lim;
+    (void)env;
     (void)n_out;
     if (n_in < 1 || !in[0])
         return err_set(err, TILEOPT_INVALID, "%s: input missing", eval_node_name(n));

@@ -14,10 +14,11 @@
 #include <string.h>
 
 #include "eval/eval_impl.h"
+#include "shape/dim.h"
 
 #define KERNEL(name)                                                                   \
     static int name(const Onnx__NodeProto *n, int64_t opset, tensor *const *in,        \
-                    size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,  \
+                    size_t n_in, tensor **out, size_t n_out, const eval_env *env,  \
                     errbuf *err)
 #define UNUSED(x) (void)(x)
 
@@ -37,13 +38,13 @@ static int need_output(size_t n_out, errbuf *err) {
 }
 
 /* The common prologue: the first `need` inputs present and an output to write. */
-static int need_io(tensor *const *in, size_t n_in, size_t need, size_t n_out, errbuf *err) {
+int kern_need_io(tensor *const *in, size_t n_in, size_t need, size_t n_out, errbuf *err) {
     int rc = need_inputs(in, n_in, need, err);
     return rc ? rc : need_output(n_out, err);
 }
 
 /* The common epilogue: out[0] = o on success; o freed on failure. */
-static int emit_result(int rc, tensor *o, tensor **out) {
+int kern_emit_result(int rc, tensor *o, tensor **out) {
     if (rc) {
         tensor_free(o);
         return rc;
@@ -52,13 +53,13 @@ static int emit_result(int rc, tensor *o, tensor **out) {
     return TILEOPT_OK;
 }
 
-static size_t esize(int32_t elem) {
+size_t kern_esize(int32_t elem) {
     const dtype_info *d = dtype_get(elem);
     return d ? d->size : 0;
 }
 
 /* Normalize an axis against rank r (valid range [-r, r-1]). */
-static int norm_axis(int64_t a, int64_t r, const char *what, int64_t *out, errbuf *err) {
+int kern_norm_axis(int64_t a, int64_t r, const char *what, int64_t *out, errbuf *err) {
     if (a < -r || a >= r)
         return err_set(err, TILEOPT_INVALID, "%s %lld out of range for rank %lld", what,
                        (long long)a, (long long)r);
@@ -73,7 +74,7 @@ static bool is_int_type(int32_t elem) {
 
 /* Element i of a contiguous integer tensor as int64. */
 static bool int_at(const tensor *t, uint64_t i, int64_t *v) {
-    const uint8_t *p = t->data + i * esize(t->elem);
+    const uint8_t *p = t->data + i * kern_esize(t->elem);
     switch (t->elem) {
     case DT_INT8: { int8_t x; memcpy(&x, p, 1); *v = x; return true; }
     case DT_UINT8: { uint8_t x; memcpy(&x, p, 1); *v = x; return true; }
@@ -97,7 +98,7 @@ static bool int_at(const tensor *t, uint64_t i, int64_t *v) {
 ** The values of an integer tensor (any rank) as int64 into a malloc'd array
 ** (*vals, *count). `what` names the input in errors.
 */
-static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
+static int read_ints_alloc(tensor *t, const char *what, const eval_env *env,
                            int64_t **vals, size_t *count, errbuf *err) {
     *vals = NULL;
     *count = 0;
@@ -105,7 +106,7 @@ static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
         return err_set(err, TILEOPT_INVALID, "%s must be an integer tensor, not %s", what,
                        dtype_name(t->elem));
     tensor *c = NULL;
-    int rc = tensor_contiguous(t, lim, &c, err);
+    int rc = tensor_contiguous(t, env, &c, err);
     if (rc) return rc;
     uint64_t nel = tensor_numel(c);
     int64_t *v = malloc((nel ? nel : 1) * sizeof *v);
@@ -129,9 +130,9 @@ static int read_ints_alloc(tensor *t, const char *what, const eval_limits *lim,
 
 /* Gather-style indices into an axis of size dim: read (malloc'd into *idx, free
 ** it) and made non-negative; one out of [-dim, dim) is an error. */
-static int read_indices(tensor *ind, int64_t dim, const eval_limits *lim, int64_t **idx,
+static int read_indices(tensor *ind, int64_t dim, const eval_env *env, int64_t **idx,
                         size_t *ni, errbuf *err) {
-    int rc = read_ints_alloc(ind, "indices", lim, idx, ni, err);
+    int rc = read_ints_alloc(ind, "indices", env, idx, ni, err);
     if (rc) return rc;
     for (size_t i = 0; i < *ni; i++) {
         int64_t v = (*idx)[i];
@@ -148,14 +149,14 @@ static int read_indices(tensor *ind, int64_t dim, const eval_limits *lim, int64_
 }
 
 /* A 0-D or 1-D integer tensor into a fixed array of cap entries. */
-static int read_ints(tensor *t, const char *what, const eval_limits *lim, int64_t *out,
-                     size_t cap, size_t *count, errbuf *err) {
+int kern_read_ints(tensor *t, const char *what, const eval_env *env, int64_t *out,
+                   size_t cap, size_t *count, errbuf *err) {
     if (t->rank > 1)
         return err_set(err, TILEOPT_INVALID, "%s must be 0-D or 1-D, got rank %d", what,
                        (int)t->rank);
     int64_t *v;
     size_t nv;
-    int rc = read_ints_alloc(t, what, lim, &v, &nv, err);
+    int rc = read_ints_alloc(t, what, env, &v, &nv, err);
     if (rc) return rc;
     if (nv > cap) {
         free(v);
@@ -169,8 +170,8 @@ static int read_ints(tensor *t, const char *what, const eval_limits *lim, int64_
 }
 
 /* An ints attribute into out (cap entries); *present tells whether it is set. */
-static int attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, size_t cap,
-                     size_t *count, bool *present, errbuf *err) {
+int kern_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, size_t cap,
+                   size_t *count, bool *present, errbuf *err) {
     const Onnx__AttributeProto *a = graph_attr(n, name);
     *count = 0;
     *present = a != NULL;
@@ -202,7 +203,7 @@ static bool dims_numel(const int64_t *dims, int32_t rank, uint64_t *out) {
 }
 
 /* Row-major element strides of a shape. */
-static void row_major(const int64_t *dims, int32_t rank, int64_t *strides) {
+void kern_row_major(const int64_t *dims, int32_t rank, int64_t *strides) {
     int64_t s = 1;
     for (int32_t i = rank - 1; i >= 0; i--) {
         strides[i] = s;
@@ -214,8 +215,8 @@ static void row_major(const int64_t *dims, int32_t rank, int64_t *strides) {
 ** Copy a strided source into contiguous dst: rank axes of dims, with byte strides
 ** (negative allowed) from src. The caller guarantees every address is in range.
 */
-static void copy_strided(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank,
-                         const int64_t *dims, const int64_t *strides) {
+void kern_copy_strided(uint8_t *dst, const uint8_t *src, size_t es, int32_t rank,
+                       const int64_t *dims, const int64_t *strides) {
     uint64_t total = 1;
     for (int32_t i = 0; i < rank; i++) total *= (uint64_t)dims[i];
     if (total == 0) return;
@@ -245,17 +246,17 @@ static void copy_strided(uint8_t *dst, const uint8_t *src, size_t es, int32_t ra
 }
 
 /* A string output copied by pointer keeps its source's storage alive. */
-static int keep(tensor *o, const tensor *src, errbuf *err) {
+int kern_keep(tensor *o, const tensor *src, errbuf *err) {
     if (!tensor_keep(o, src)) return err_set(err, TILEOPT_NOMEM, "out of memory");
     return TILEOPT_OK;
 }
 
 /* The common tail of copying kernels: out[0] = o, which keeps c's storage alive
 ** (string contents point into it); c itself is released either way. */
-static int emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err) {
-    int rc = keep(o, c, err);
+int kern_emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err) {
+    int rc = kern_keep(o, c, err);
     tensor_free(c);
-    return emit_result(rc, o, out);
+    return kern_emit_result(rc, o, out);
 }
 
 /*
@@ -263,36 +264,36 @@ static int emit_keeping(tensor *o, tensor *c, tensor **out, errbuf *err) {
 ** model at hand; a model with default limits stands in, which only refuses
 ** external data (a Constant never has any that this evaluator could read).
 */
-static int proto_tensor(const Onnx__TensorProto *p, const eval_limits *lim, tensor **out,
+static int proto_tensor(const Onnx__TensorProto *p, const eval_env *env, tensor **out,
                         errbuf *err) {
     graph_model tmp;
     memset(&tmp, 0, sizeof tmp);
     graph_limits_default(&tmp.limits);
-    if (lim && lim->max_tensor_bytes) tmp.limits.max_tensor_bytes = lim->max_tensor_bytes;
-    return tensor_from_proto(&tmp, p, lim, out, err);
+    if (env && env->lim.max_tensor_bytes) tmp.limits.max_tensor_bytes = env->lim.max_tensor_bytes;
+    return tensor_from_proto(&tmp, p, env, out, err);
 }
 
 /* A new contiguous tensor; wraps tensor_new. */
-static int new_tensor(int32_t elem, const int64_t *dims, int32_t rank,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
+int kern_new_tensor(int32_t elem, const int64_t *dims, int32_t rank,
+                    const eval_env *env, tensor **out, errbuf *err) {
     uint64_t nel;
     if (!dims_numel(dims, rank, &nel))
         return err_set(err, TILEOPT_LIMIT, "output shape overflows or has a negative dim");
-    return tensor_new(elem, dims, rank, lim, out, err);
+    return tensor_new(elem, dims, rank, env, out, err);
 }
 
 /* A new 1-D int64 tensor holding v[0..n). */
-static int new_i64_vec(const int64_t *v, size_t n, const eval_limits *lim, tensor **out,
+static int new_i64_vec(const int64_t *v, size_t n, const eval_env *env, tensor **out,
                        errbuf *err) {
     int64_t d = (int64_t)n;
-    int rc = tensor_new(DT_INT64, &d, 1, lim, out, err);
+    int rc = tensor_new(DT_INT64, &d, 1, env, out, err);
     if (rc) return rc;
     if (n) memcpy((*out)->data, v, n * sizeof *v);
     return TILEOPT_OK;
 }
 
-static int new_i64_scalar(int64_t v, const eval_limits *lim, tensor **out, errbuf *err) {
-    int rc = tensor_new(DT_INT64, NULL, 0, lim, out, err);
+static int new_i64_scalar(int64_t v, const eval_env *env, tensor **out, errbuf *err) {
+    int rc = tensor_new(DT_INT64, NULL, 0, env, out, err);
     if (rc) return rc;
     memcpy((*out)->data, &v, sizeof v);
     return TILEOPT_OK;
@@ -310,21 +311,21 @@ KERNEL(k_constant) {
     graph_const_hdr hdr;
     const Onnx__TensorProto *tp;
     if ((rc = graph_constant_value(n, &hdr, &tp, err))) return rc;
-    return proto_tensor(tp, lim, &out[0], err);
+    return proto_tensor(tp, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------ ConstantOfShape */
 
 KERNEL(k_constant_of_shape) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t dims[TENSOR_MAX_RANK];
     size_t rank;
     if (in[0]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "input must be 1-D, got rank %d",
                        (int)in[0]->rank);
-    rc = read_ints(in[0], "shape", lim, dims, TENSOR_MAX_RANK, &rank, err);
+    rc = kern_read_ints(in[0], "shape", env, dims, TENSOR_MAX_RANK, &rank, err);
     if (rc) return rc;
     for (size_t i = 0; i < rank; i++)
         if (dims[i] < 0)
@@ -334,21 +335,21 @@ KERNEL(k_constant_of_shape) {
     const Onnx__AttributeProto *a = graph_attr(n, "value");
     if (a) {
         if (!a->t) return err_set(err, TILEOPT_INVALID, "attribute value has no tensor");
-        rc = proto_tensor(a->t, lim, &val, err);
+        rc = proto_tensor(a->t, env, &val, err);
         if (rc) return rc;
         if (tensor_numel(val) != 1) {
             tensor_free(val);
             return err_set(err, TILEOPT_INVALID, "value must hold one element");
         }
         tensor *c = NULL;
-        rc = tensor_contiguous(val, lim, &c, err);
+        rc = tensor_contiguous(val, env, &c, err);
         tensor_free(val);
         if (rc) return rc;
         val = c;
     }
     int32_t elem = val ? val->elem : DT_FLOAT;
     tensor *o = NULL;
-    rc = new_tensor(elem, dims, (int32_t)rank, lim, &o, err);
+    rc = kern_new_tensor(elem, dims, (int32_t)rank, env, &o, err);
     if (rc) {
         tensor_free(val);
         return rc;
@@ -356,18 +357,18 @@ KERNEL(k_constant_of_shape) {
     if (val) {
         /* one element broadcast over the output: the Tile engine's fill */
         tile_axis ax = {1, 0, (int64_t)tensor_numel(o)};
-        tile_engine(o->data, val->data, esize(elem), &ax, 1);
-        rc = keep(o, val, err);
+        tile_engine(o->data, val->data, kern_esize(elem), &ax, 1);
+        rc = kern_keep(o, val, err);
         tensor_free(val);
     }
-    return emit_result(rc, o, out);
+    return kern_emit_result(rc, o, out);
 }
 
 /* ------------------------------------------------------------- Shape, Size */
 
 KERNEL(k_shape) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t r = in[0]->rank;
     int64_t start = graph_attr_int(n, "start", 0), end = graph_attr_int(n, "end", r);
@@ -376,36 +377,36 @@ KERNEL(k_shape) {
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
     size_t cnt = end > start ? (size_t)(end - start) : 0;
-    return new_i64_vec(in[0]->dims + start, cnt, lim, &out[0], err);
+    return new_i64_vec(in[0]->dims + start, cnt, env, &out[0], err);
 }
 
 KERNEL(k_size) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     uint64_t nel;
     if (!dims_numel(in[0]->dims, in[0]->rank, &nel) || nel > (uint64_t)INT64_MAX)
         return err_set(err, TILEOPT_LIMIT, "element count overflows int64");
-    return new_i64_scalar((int64_t)nel, lim, &out[0], err);
+    return new_i64_scalar((int64_t)nel, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------------ Gather */
 
 KERNEL(k_gather) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 2, n_out, err);
+    int rc = kern_need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0], *ind = in[1];
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "data must have rank >= 1");
     int64_t axis = 0;
-    rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
+    rc = kern_norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
     if (rc) return rc;
     if (x->rank - 1 + ind->rank > TENSOR_MAX_RANK)
         return err_set(err, TILEOPT_LIMIT, "output rank exceeds %d", TENSOR_MAX_RANK);
     int64_t *idx;
     size_t ni;
-    rc = read_indices(ind, x->dims[axis], lim, &idx, &ni, err);
+    rc = read_indices(ind, x->dims[axis], env, &idx, &ni, err);
     if (rc) return rc;
     int64_t od[TENSOR_MAX_RANK];
     int32_t orank = 0;
@@ -413,14 +414,14 @@ KERNEL(k_gather) {
     for (int32_t i = 0; i < ind->rank; i++) od[orank++] = ind->dims[i];
     for (int32_t i = (int32_t)axis + 1; i < x->rank; i++) od[orank++] = x->dims[i];
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = new_tensor(x->elem, od, orank, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, od, orank, env, &o, err);
     if (rc) {
         free(idx);
         tensor_free(c);
         return rc;
     }
-    size_t es = esize(x->elem);
+    size_t es = kern_esize(x->elem);
     uint64_t outer = 1, inner = es;
     for (int64_t i = 0; i < axis; i++) outer *= (uint64_t)x->dims[i];
     for (int32_t i = (int32_t)axis + 1; i < x->rank; i++) inner *= (uint64_t)x->dims[i];
@@ -433,7 +434,7 @@ KERNEL(k_gather) {
         }
     }
     free(idx);
-    return emit_keeping(o, c, out, err);
+    return kern_emit_keeping(o, c, out, err);
 }
 
 /* ------------------------------------------------------------------ Concat */
@@ -450,7 +451,7 @@ KERNEL(k_concat) {
     int32_t r = x0->rank;
     if (r < 1) return err_set(err, TILEOPT_INVALID, "inputs must have rank >= 1");
     int64_t axis = 0;
-    rc = norm_axis(aa ? aa->i : 1, r, "axis", &axis, err);
+    rc = kern_norm_axis(aa ? aa->i : 1, r, "axis", &axis, err);
     if (rc) return rc;
     int64_t od[TENSOR_MAX_RANK];
     memcpy(od, x0->dims, (size_t)r * sizeof *od);
@@ -472,9 +473,9 @@ KERNEL(k_concat) {
             return err_set(err, TILEOPT_LIMIT, "output dim overflows");
     }
     tensor *o = NULL;
-    rc = new_tensor(x0->elem, od, r, lim, &o, err);
+    rc = kern_new_tensor(x0->elem, od, r, env, &o, err);
     if (rc) return rc;
-    size_t es = esize(x0->elem);
+    size_t es = kern_esize(x0->elem);
     uint64_t outer = 1, inner = es;
     for (int64_t d = 0; d < axis; d++) outer *= (uint64_t)od[d];
     for (int32_t d = (int32_t)axis + 1; d < r; d++) inner *= (uint64_t)od[d];
@@ -484,7 +485,7 @@ KERNEL(k_concat) {
             tensor_free(o);
             return err_set(err, TILEOPT_NOMEM, "out of memory");
         }
-        for (size_t i = 0; i < n_in && !rc; i++) rc = tensor_contiguous(in[i], lim, &cs[i], err);
+        for (size_t i = 0; i < n_in && !rc; i++) rc = tensor_contiguous(in[i], env, &cs[i], err);
         if (!rc) {
             uint8_t *dst = o->data;
             for (uint64_t a = 0; a < outer; a++)
@@ -494,16 +495,16 @@ KERNEL(k_concat) {
                     dst += blk;
                 }
         }
-        for (size_t i = 0; i < n_in && !rc; i++) rc = keep(o, cs[i], err);
+        for (size_t i = 0; i < n_in && !rc; i++) rc = kern_keep(o, cs[i], err);
         for (size_t i = 0; i < n_in; i++) tensor_free(cs[i]);
         free(cs);
     }
-    return emit_result(rc, o, out);
+    return kern_emit_result(rc, o, out);
 }
 
 /* ---------------------------------------------------- Unsqueeze, Squeeze */
 
-static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_limits *lim,
+static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_env *env,
                         tensor **out, errbuf *err) {
     int64_t r = x->rank + (int64_t)na;
     if (r > TENSOR_MAX_RANK)
@@ -512,7 +513,7 @@ static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_li
     bool mark[TENSOR_MAX_RANK] = {false};
     for (size_t i = 0; i < na; i++) {
         int64_t a = 0;
-        int rc = norm_axis(axes[i], r, "axes value", &a, err);
+        int rc = kern_norm_axis(axes[i], r, "axes value", &a, err);
         if (rc) return rc;
         if (mark[a])
             return err_set(err, TILEOPT_INVALID, "axis %lld repeated", (long long)axes[i]);
@@ -520,16 +521,16 @@ static int do_unsqueeze(tensor *x, const int64_t *axes, size_t na, const eval_li
     }
     int64_t od[TENSOR_MAX_RANK];
     for (int64_t i = 0, j = 0; i < r; i++) od[i] = mark[i] ? 1 : x->dims[j++];
-    return view_reshape(x, od, (size_t)r, lim, out, err);
+    return view_reshape(x, od, (size_t)r, env, out, err);
 }
 
 static int do_squeeze(tensor *x, const int64_t *axes, size_t na, bool have_axes,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
+                      const eval_env *env, tensor **out, errbuf *err) {
     bool mark[TENSOR_MAX_RANK] = {false};
     if (have_axes) {
         for (size_t i = 0; i < na; i++) {
             int64_t a = 0;
-            int rc = norm_axis(axes[i], x->rank, "axes value", &a, err);
+            int rc = kern_norm_axis(axes[i], x->rank, "axes value", &a, err);
             if (rc) return rc;
             if (x->dims[a] != 1)
                 return err_set(err, TILEOPT_INVALID, "cannot squeeze axis %lld of size %lld",
@@ -543,65 +544,65 @@ static int do_squeeze(tensor *x, const int64_t *axes, size_t na, bool have_axes,
     size_t r = 0;
     for (int32_t i = 0; i < x->rank; i++)
         if (!mark[i]) od[r++] = x->dims[i];
-    return view_reshape(x, od, r, lim, out, err);
+    return view_reshape(x, od, r, env, out, err);
 }
 
 KERNEL(k_unsqueeze_1) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
     bool have;
-    rc = attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
+    rc = kern_attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
     if (!have) return err_set(err, TILEOPT_INVALID, "attribute axes is missing");
-    return do_unsqueeze(in[0], axes, na, lim, &out[0], err);
+    return do_unsqueeze(in[0], axes, na, env, &out[0], err);
 }
 
 KERNEL(k_unsqueeze_13) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_io(in, n_in, 2, n_out, err);
+    int rc = kern_need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
-    rc = read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
+    rc = kern_read_ints(in[1], "axes", env, axes, TENSOR_MAX_RANK, &na, err);
     if (rc) return rc;
-    return do_unsqueeze(in[0], axes, na, lim, &out[0], err);
+    return do_unsqueeze(in[0], axes, na, env, &out[0], err);
 }
 
 KERNEL(k_squeeze_1) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
     bool have;
-    rc = attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
+    rc = kern_attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
     if (rc) return rc;
-    return do_squeeze(in[0], axes, na, have, lim, &out[0], err);
+    return do_squeeze(in[0], axes, na, have, env, &out[0], err);
 }
 
 KERNEL(k_squeeze_13) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t axes[TENSOR_MAX_RANK];
     size_t na = 0;
     bool have = n_in > 1 && in[1];
     if (have) {
-        rc = read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
+        rc = kern_read_ints(in[1], "axes", env, axes, TENSOR_MAX_RANK, &na, err);
         if (rc) return rc;
     }
-    return do_squeeze(in[0], axes, na, have, lim, &out[0], err);
+    return do_squeeze(in[0], axes, na, have, env, &out[0], err);
 }
 
 /* ------------------------------------------------------- Reshape, Flatten */
 
 static int do_reshape(tensor *x, const int64_t *shape, size_t ns, bool allowzero,
-                      const eval_limits *lim, tensor **out, errbuf *err) {
+                      const eval_env *env, tensor **out, errbuf *err) {
     int64_t od[TENSOR_MAX_RANK];
     int64_t infer = -1;
     uint64_t known = 1;
@@ -650,38 +651,38 @@ static int do_reshape(tensor *x, const int64_t *shape, size_t ns, bool allowzero
     if (known != nel)
         return err_set(err, TILEOPT_INVALID, "cannot reshape %llu elements into %llu",
                        (unsigned long long)nel, (unsigned long long)known);
-    return view_reshape(x, od, ns, lim, out, err);
+    return view_reshape(x, od, ns, env, out, err);
 }
 
 KERNEL(k_reshape_1) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t shape[TENSOR_MAX_RANK];
     size_t ns = 0;
     bool have;
-    rc = attr_ints(n, "shape", shape, TENSOR_MAX_RANK, &ns, &have, err);
+    rc = kern_attr_ints(n, "shape", shape, TENSOR_MAX_RANK, &ns, &have, err);
     if (rc) return rc;
     if (!have) return err_set(err, TILEOPT_INVALID, "attribute shape is missing");
-    return do_reshape(in[0], shape, ns, false, lim, &out[0], err);
+    return do_reshape(in[0], shape, ns, false, env, &out[0], err);
 }
 
 KERNEL(k_reshape_5) {
-    int rc = need_io(in, n_in, 2, n_out, err);
+    int rc = kern_need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     int64_t shape[TENSOR_MAX_RANK];
     size_t ns = 0;
     if (in[1]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "shape must be 1-D, got rank %d",
                        (int)in[1]->rank);
-    rc = read_ints(in[1], "shape", lim, shape, TENSOR_MAX_RANK, &ns, err);
+    rc = kern_read_ints(in[1], "shape", env, shape, TENSOR_MAX_RANK, &ns, err);
     if (rc) return rc;
     bool allowzero = opset >= 14 && graph_attr_int(n, "allowzero", 0) != 0;
-    return do_reshape(in[0], shape, ns, allowzero, lim, &out[0], err);
+    return do_reshape(in[0], shape, ns, allowzero, env, &out[0], err);
 }
 
 KERNEL(k_flatten) {
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     int64_t r = x->rank, axis = graph_attr_int(n, "axis", 1);
@@ -694,14 +695,14 @@ KERNEL(k_flatten) {
         !dims_numel(x->dims + axis, (int32_t)(r - axis), &b))
         return err_set(err, TILEOPT_LIMIT, "shape overflows");
     int64_t od[2] = {(int64_t)a, (int64_t)b};
-    return view_reshape(x, od, 2, lim, &out[0], err);
+    return view_reshape(x, od, 2, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------------ Slice */
 
 static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_t ns,
                     const int64_t *axes, bool have_axes, size_t na, const int64_t *steps,
-                    bool have_steps, size_t nst, const eval_limits *lim, tensor **out,
+                    bool have_steps, size_t nst, const eval_env *env, tensor **out,
                     errbuf *err) {
     int32_t r = x->rank;
     if (ns != (size_t)0 && (int64_t)ns > r)
@@ -719,7 +720,7 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
     }
     for (size_t k = 0; k < ns; k++) {
         int64_t a = have_axes ? axes[k] : (int64_t)k;
-        int rc = norm_axis(a, r, "axes value", &a, err);
+        int rc = kern_norm_axis(a, r, "axes value", &a, err);
         if (rc) return rc;
         if (seen[a]) return err_set(err, TILEOPT_INVALID, "axis %lld repeated", (long long)a);
         seen[a] = true;
@@ -745,17 +746,17 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
         len[a] = n;
     }
     tensor *c = NULL, *o = NULL;
-    int rc = new_tensor(x->elem, len, r, lim, &o, err);
+    int rc = kern_new_tensor(x->elem, len, r, env, &o, err);
     if (rc) return rc;
     if (tensor_numel(o)) {
-        rc = tensor_contiguous(x, lim, &c, err);
+        rc = tensor_contiguous(x, env, &c, err);
         if (rc) {
             tensor_free(o);
             return rc;
         }
-        size_t es = esize(x->elem);
+        size_t es = kern_esize(x->elem);
         int64_t rs[TENSOR_MAX_RANK], bs[TENSOR_MAX_RANK];
-        row_major(x->dims, r, rs);
+        kern_row_major(x->dims, r, rs);
         int64_t off = 0;
         for (int32_t i = 0; i < r; i++) {
             off += st[i] * rs[i] * (int64_t)es;
@@ -763,8 +764,8 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
             ** single element never moves along the axis */
             bs[i] = len[i] > 1 ? step[i] * rs[i] * (int64_t)es : 0;
         }
-        copy_strided(o->data, c->data + off, es, r, len, bs);
-        rc = keep(o, c, err);
+        kern_copy_strided(o->data, c->data + off, es, r, len, bs);
+        rc = kern_keep(o, c, err);
         tensor_free(c);
         if (rc) {
             tensor_free(o);
@@ -777,35 +778,35 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
 
 KERNEL(k_slice_1) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     int64_t s[TENSOR_MAX_RANK], e[TENSOR_MAX_RANK], a[TENSOR_MAX_RANK];
     size_t ns, ne, na;
     bool hs, he, ha;
-    rc = attr_ints(n, "starts", s, TENSOR_MAX_RANK, &ns, &hs, err);
-    if (!rc) rc = attr_ints(n, "ends", e, TENSOR_MAX_RANK, &ne, &he, err);
-    if (!rc) rc = attr_ints(n, "axes", a, TENSOR_MAX_RANK, &na, &ha, err);
+    rc = kern_attr_ints(n, "starts", s, TENSOR_MAX_RANK, &ns, &hs, err);
+    if (!rc) rc = kern_attr_ints(n, "ends", e, TENSOR_MAX_RANK, &ne, &he, err);
+    if (!rc) rc = kern_attr_ints(n, "axes", a, TENSOR_MAX_RANK, &na, &ha, err);
     if (rc) return rc;
     if (!hs || !he) return err_set(err, TILEOPT_INVALID, "attributes starts and ends are required");
     if (ns != ne) return err_set(err, TILEOPT_INVALID, "%zu starts but %zu ends", ns, ne);
-    return do_slice(in[0], s, e, ns, a, ha, na, NULL, false, 0, lim, &out[0], err);
+    return do_slice(in[0], s, e, ns, a, ha, na, NULL, false, 0, env, &out[0], err);
 }
 
 KERNEL(k_slice_10) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_io(in, n_in, 3, n_out, err);
+    int rc = kern_need_io(in, n_in, 3, n_out, err);
     if (rc) return rc;
     int64_t s[TENSOR_MAX_RANK], e[TENSOR_MAX_RANK], a[TENSOR_MAX_RANK], p[TENSOR_MAX_RANK];
     size_t ns = 0, ne = 0, na = 0, np = 0;
     bool ha = n_in > 3 && in[3], hp = n_in > 4 && in[4];
-    rc = read_ints(in[1], "starts", lim, s, TENSOR_MAX_RANK, &ns, err);
-    if (!rc) rc = read_ints(in[2], "ends", lim, e, TENSOR_MAX_RANK, &ne, err);
-    if (!rc && ha) rc = read_ints(in[3], "axes", lim, a, TENSOR_MAX_RANK, &na, err);
-    if (!rc && hp) rc = read_ints(in[4], "steps", lim, p, TENSOR_MAX_RANK, &np, err);
+    rc = kern_read_ints(in[1], "starts", env, s, TENSOR_MAX_RANK, &ns, err);
+    if (!rc) rc = kern_read_ints(in[2], "ends", env, e, TENSOR_MAX_RANK, &ne, err);
+    if (!rc && ha) rc = kern_read_ints(in[3], "axes", env, a, TENSOR_MAX_RANK, &na, err);
+    if (!rc && hp) rc = kern_read_ints(in[4], "steps", env, p, TENSOR_MAX_RANK, &np, err);
     if (rc) return rc;
     if (ns != ne) return err_set(err, TILEOPT_INVALID, "%zu starts but %zu ends", ns, ne);
-    return do_slice(in[0], s, e, ns, a, ha, na, p, hp, np, lim, &out[0], err);
+    return do_slice(in[0], s, e, ns, a, ha, na, p, hp, np, env, &out[0], err);
 }
 
 /* ------------------------------------------------------------------ Range */
@@ -821,7 +822,7 @@ static int scalar_double(const tensor *t, double *v) {
 KERNEL(k_range) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_io(in, n_in, 3, n_out, err);
+    int rc = kern_need_io(in, n_in, 3, n_out, err);
     if (rc) return rc;
     int32_t elem = in[0]->elem;
     for (int i = 0; i < 3; i++) {
@@ -831,7 +832,7 @@ KERNEL(k_range) {
             return err_set(err, TILEOPT_INVALID, "input %d must be a scalar", i);
     }
     tensor *c[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3 && !rc; i++) rc = tensor_contiguous(in[i], lim, &c[i], err);
+    for (int i = 0; i < 3 && !rc; i++) rc = tensor_contiguous(in[i], env, &c[i], err);
     tensor *o = NULL;
     if (rc) goto done;
     if (elem == DT_FLOAT || elem == DT_DOUBLE) {
@@ -849,7 +850,7 @@ KERNEL(k_range) {
             goto done;
         }
         int64_t len = cnt > 0 ? (int64_t)cnt : 0;
-        rc = new_tensor(elem, &len, 1, lim, &o, err);
+        rc = kern_new_tensor(elem, &len, 1, env, &o, err);
         if (rc) goto done;
         for (int64_t i = 0; i < len; i++) {
             double v = s + (double)i * d;
@@ -881,7 +882,7 @@ KERNEL(k_range) {
             }
             len = (int64_t)q;
         }
-        rc = new_tensor(elem, &len, 1, lim, &o, err);
+        rc = kern_new_tensor(elem, &len, 1, env, &o, err);
         if (rc) goto done;
         for (int64_t i = 0; i < len; i++) {
             int64_t v = s + i * d;
@@ -894,7 +895,7 @@ KERNEL(k_range) {
     }
 done:
     for (int i = 0; i < 3; i++) tensor_free(c[i]);
-    return emit_result(rc, o, out);
+    return kern_emit_result(rc, o, out);
 }
 
 /* ------------------------------------------------------------------ Expand */
@@ -902,7 +903,7 @@ done:
 KERNEL(k_expand) {
     UNUSED(opset);
     UNUSED(n);
-    int rc = need_io(in, n_in, 2, n_out, err);
+    int rc = kern_need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     int64_t shape[TENSOR_MAX_RANK], od[TENSOR_MAX_RANK];
@@ -910,22 +911,31 @@ KERNEL(k_expand) {
     if (in[1]->rank != 1)
         return err_set(err, TILEOPT_INVALID, "shape must be 1-D, got rank %d",
                        (int)in[1]->rank);
-    rc = read_ints(in[1], "shape", lim, shape, TENSOR_MAX_RANK, &ns, err);
+    rc = kern_read_ints(in[1], "shape", env, shape, TENSOR_MAX_RANK, &ns, err);
     if (rc) return rc;
     int32_t r = x->rank > (int32_t)ns ? x->rank : (int32_t)ns;
-    for (int32_t i = 0; i < r; i++) {
-        int32_t xi = i - (r - x->rank), si = i - (r - (int32_t)ns);
-        int64_t a = xi >= 0 ? x->dims[xi] : 1, b = si >= 0 ? shape[si] : 1;
-        if (b < 0)
-            return err_set(err, TILEOPT_INVALID, "shape[%d] = %lld is negative", (int)si,
-                           (long long)b);
-        if (a == b || b == 1) od[i] = a;
-        else if (a == 1) od[i] = b;
-        else
-            return err_set(err, TILEOPT_INVALID,
-                           "cannot broadcast input dim %lld to %lld (output axis %d)",
-                           (long long)a, (long long)b, (int)i);
+    dim d[TENSOR_MAX_RANK];
+    dim_bcast b;
+    dim_bcast_start(&b);
+    for (int32_t i = 0; i < x->rank; i++) d[i] = dim_num(x->dims[i]);
+    dim_bcast_add(&b, d, x->rank);
+    int32_t neg = -1; /* the first negative entry of the shape */
+    for (int32_t i = 0; i < (int32_t)ns; i++) {
+        d[i] = dim_num(shape[i]);
+        if (neg < 0 && shape[i] < 0) neg = i;
     }
+    dim_bcast_add(&b, d, (int32_t)ns);
+    /* whichever comes first along the output axes is the error */
+    if (neg >= 0 && (b.proven || neg + r - (int32_t)ns <= b.clash.out_axis))
+        return err_set(err, TILEOPT_INVALID, "shape[%d] = %lld is negative", (int)neg,
+                       (long long)shape[neg]);
+    if (!b.proven)
+        return err_set(err, TILEOPT_INVALID,
+                       "cannot broadcast input dim %lld to %lld (output axis %d)",
+                       (long long)b.clash.other.n, (long long)b.clash.have.n,
+                       (int)b.clash.out_axis);
+    dim_bcast_result(&b, d);
+    for (int32_t i = 0; i < r; i++) od[i] = d[i].n;
     uint64_t nel;
     if (!dims_numel(od, r, &nel)) return err_set(err, TILEOPT_LIMIT, "output size overflows");
     return view_expand(x, od, (size_t)r, &out[0], err);
@@ -935,14 +945,14 @@ KERNEL(k_expand) {
 
 KERNEL(k_transpose) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     int32_t r = x->rank;
     int64_t perm[TENSOR_MAX_RANK];
     size_t np;
     bool have;
-    rc = attr_ints(n, "perm", perm, TENSOR_MAX_RANK, &np, &have, err);
+    rc = kern_attr_ints(n, "perm", perm, TENSOR_MAX_RANK, &np, &have, err);
     if (rc) return rc;
     if (!have) {
         np = (size_t)r;
@@ -958,391 +968,28 @@ KERNEL(k_transpose) {
         seen[perm[i]] = true;
     }
     int64_t od[TENSOR_MAX_RANK], rs[TENSOR_MAX_RANK], bs[TENSOR_MAX_RANK];
-    size_t es = esize(x->elem);
-    row_major(x->dims, r, rs);
+    size_t es = kern_esize(x->elem);
+    kern_row_major(x->dims, r, rs);
     for (int32_t i = 0; i < r; i++) {
         od[i] = x->dims[perm[i]];
         bs[i] = rs[perm[i]] * (int64_t)es;
     }
     tensor *c = NULL, *o = NULL;
-    rc = new_tensor(x->elem, od, r, lim, &o, err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
+    rc = kern_new_tensor(x->elem, od, r, env, &o, err);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
     if (!rc) {
-        copy_strided(o->data, c->data, es, r, od, bs);
-        rc = keep(o, c, err);
+        kern_copy_strided(o->data, c->data, es, r, od, bs);
+        rc = kern_keep(o, c, err);
     }
     tensor_free(c);
-    return emit_result(rc, o, out);
+    return kern_emit_result(rc, o, out);
 }
-
-/* --------------------------------------------------------------- Reduce* */
-
-/*
-** ReduceSum and ReduceProd belong to shape subgraphs; the other Reduce ops come
-** with them because the same loop serves them all. Floats
-** accumulate in double, signed integers in int64 and unsigned in uint64
-** (wrapping like the fixed-width types do); the result is stored back in the
-** input's type.
-*/
-typedef enum {
-    RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_MEAN,
-    /* sums of a transformed value, some with a final transform */
-    RED_L1, RED_L2, RED_SUMSQ, RED_LOGSUM, RED_LOGSUMEXP
-} red_kind;
-
-/* Kinds whose result needs floating point even for integer inputs. */
-static bool red_float_math(red_kind k) {
-    return k == RED_L2 || k == RED_LOGSUM || k == RED_LOGSUMEXP;
-}
-
-static bool red_is_sum(red_kind k) {
-    return k != RED_PROD && k != RED_MAX && k != RED_MIN;
-}
-
-typedef union red_acc {
-    double d;
-    int64_t i;
-    uint64_t u;
-} red_acc;
-
-typedef enum { ACC_F, ACC_I, ACC_U } acc_class;
-
-static bool red_class(int32_t e, acc_class *c) {
-    const dtype_info *d = dtype_get(e);
-    if (!d) return false;
-    if (e == DT_FLOAT || e == DT_DOUBLE || e == DT_FLOAT16 || e == DT_BFLOAT16) *c = ACC_F;
-    else if (d->kind == KIND_SINT) *c = ACC_I;
-    else if (d->kind == KIND_UINT) *c = ACC_U;
-    else return false;
-    return true;
-}
-
-static red_acc red_load(int32_t e, const uint8_t *p) {
-    red_acc a;
-    switch (e) {
-    case DT_FLOAT: { float f; memcpy(&f, p, 4); a.d = f; break; }
-    case DT_DOUBLE: memcpy(&a.d, p, 8); break;
-    case DT_FLOAT16: { uint16_t h; memcpy(&h, p, 2); a.d = eval_f16_to_f32(h); break; }
-    case DT_BFLOAT16: { uint16_t h; memcpy(&h, p, 2); a.d = eval_bf16_to_f32(h); break; }
-    case DT_INT8: { int8_t x; memcpy(&x, p, 1); a.i = x; break; }
-    case DT_INT16: { int16_t x; memcpy(&x, p, 2); a.i = x; break; }
-    case DT_INT32: { int32_t x; memcpy(&x, p, 4); a.i = x; break; }
-    case DT_INT64: memcpy(&a.i, p, 8); break;
-    case DT_UINT8: a.u = *p; break;
-    case DT_UINT16: { uint16_t x; memcpy(&x, p, 2); a.u = x; break; }
-    case DT_UINT32: { uint32_t x; memcpy(&x, p, 4); a.u = x; break; }
-    default: memcpy(&a.u, p, 8); break;
-    }
-    return a;
-}
-
-static void red_store(int32_t e, uint8_t *p, red_acc a) {
-    switch (e) {
-    case DT_FLOAT: { float f = (float)a.d; memcpy(p, &f, 4); break; }
-    case DT_DOUBLE: memcpy(p, &a.d, 8); break;
-    case DT_FLOAT16: { uint16_t h = eval_f32_to_f16((float)a.d); memcpy(p, &h, 2); break; }
-    case DT_BFLOAT16: { uint16_t h = eval_f32_to_bf16((float)a.d); memcpy(p, &h, 2); break; }
-    case DT_INT8: case DT_UINT8: *p = (uint8_t)a.u; break;
-    case DT_INT16: case DT_UINT16: { uint16_t x = (uint16_t)a.u; memcpy(p, &x, 2); break; }
-    case DT_INT32: case DT_UINT32: { uint32_t x = (uint32_t)a.u; memcpy(p, &x, 4); break; }
-    default: memcpy(p, &a.u, 8); break;
-    }
-}
-
-/* The identity of the reduction (max and min of nothing: -inf / +inf, or the
-** type's extreme for integers). */
-static red_acc red_init(red_kind k, acc_class c, int32_t e) {
-    red_acc a;
-    a.u = 0;
-    unsigned bits = 8u * dtype_get(e)->size;
-    switch (k) {
-    case RED_PROD:
-        if (c == ACC_F) a.d = 1.0;
-        else a.u = 1;
-        break;
-    case RED_MAX:
-        if (c == ACC_F) a.d = -INFINITY;
-        else if (c == ACC_I) a.i = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
-        else a.u = 0;
-        break;
-    case RED_MIN:
-        if (c == ACC_F) a.d = INFINITY;
-        else if (c == ACC_I) a.i = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
-        else a.u = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
-        break;
-    default:
-        if (c == ACC_F) a.d = 0.0;
-        break;
-    }
-    return a;
-}
-
-static red_acc red_step(red_kind k, acc_class c, red_acc a, red_acc v) {
-    switch (c) {
-    case ACC_F:
-        if (red_is_sum(k)) a.d += v.d;
-        else if (k == RED_PROD) a.d *= v.d;
-        else if (isnan(v.d) || isnan(a.d)) a.d = NAN;
-        else if (k == RED_MAX ? v.d > a.d : v.d < a.d) a.d = v.d;
-        break;
-    case ACC_I:
-        if (red_is_sum(k)) a.u += v.u;
-        else if (k == RED_PROD) a.u *= v.u;
-        else if (k == RED_MAX ? v.i > a.i : v.i < a.i) a.i = v.i;
-        break;
-    case ACC_U:
-        if (red_is_sum(k)) a.u += v.u;
-        else if (k == RED_PROD) a.u *= v.u;
-        else if (k == RED_MAX ? v.u > a.u : v.u < a.u) a.u = v.u;
-        break;
-    }
-    return a;
-}
-
-/* The per-element transform of L1, L2, SumSquare and LogSumExp. */
-static red_acc red_pre(red_kind k, acc_class c, red_acc v) {
-    switch (k) {
-    case RED_L1:
-        if (c == ACC_F) v.d = fabs(v.d);
-        else if (c == ACC_I && v.i < 0) v.u = (uint64_t)0 - v.u;
-        break;
-    case RED_L2: case RED_SUMSQ:
-        if (c == ACC_F) v.d *= v.d;
-        else v.u *= v.u;
-        break;
-    case RED_LOGSUMEXP:
-        v.d = exp(v.d);
-        break;
-    default:
-        break;
-    }
-    return v;
-}
-
-/* The final transform, and back from double for integer outputs. */
-static red_acc red_post(red_kind k, acc_class work, acc_class out, red_acc a) {
-    if (work != ACC_F) return a;
-    if (k == RED_L2) a.d = sqrt(a.d);
-    else if (k == RED_LOGSUM || k == RED_LOGSUMEXP) a.d = log(a.d);
-    if (out == ACC_F) return a;
-    double d = isnan(a.d) ? 0.0 : trunc(a.d);
-    if (out == ACC_I)
-        a.i = d >= 9.2233720368547758e18    ? INT64_MAX
-              : d <= -9.2233720368547758e18 ? INT64_MIN
-                                            : (int64_t)d;
-    else
-        a.u = d >= 1.8446744073709552e19 ? UINT64_MAX : d <= 0 ? 0 : (uint64_t)d;
-    return a;
-}
-
-static int do_reduce(red_kind kind, tensor *x, const int64_t *axes, size_t na,
-                     bool keepdims, bool noop_empty, const eval_limits *lim, tensor **out,
-                     errbuf *err) {
-    int32_t r = x->rank, e = x->elem;
-    acc_class cls;
-    if (!red_class(e, &cls))
-        return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(e));
-    if (na == 0 && noop_empty) {
-        *out = tensor_ref(x);
-        return *out ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
-    }
-    bool red[TENSOR_MAX_RANK] = {false};
-    for (size_t i = 0; i < na; i++) {
-        int64_t a = 0;
-        int rc = norm_axis(axes[i], r, "axes value", &a, err);
-        if (rc) return rc;
-        red[a] = true;
-    }
-    if (na == 0)
-        for (int32_t i = 0; i < r; i++) red[i] = true;
-    int64_t od[TENSOR_MAX_RANK], kd[TENSOR_MAX_RANK];
-    int32_t orank = 0;
-    uint64_t group = 1; /* input elements per output element */
-    for (int32_t i = 0; i < r; i++) {
-        kd[i] = red[i] ? 1 : x->dims[i];
-        if (red[i]) group *= (uint64_t)x->dims[i];
-        if (!red[i] || keepdims) od[orank++] = kd[i];
-    }
-    tensor *o = NULL, *c = NULL;
-    int rc = new_tensor(e, od, orank, lim, &o, err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    uint64_t onel = tensor_numel(o), nel = tensor_numel(c);
-    size_t es = esize(e);
-    red_acc *acc = malloc((onel ? onel : 1) * sizeof *acc);
-    if (!acc) {
-        tensor_free(o);
-        tensor_free(c);
-        return err_set(err, TILEOPT_NOMEM, "out of memory");
-    }
-    acc_class work = red_float_math(kind) ? ACC_F : cls;
-    red_acc init = red_init(kind, work, e);
-    for (uint64_t i = 0; i < onel; i++) acc[i] = init;
-    /* output element strides per input axis (0 on reduced axes) */
-    int64_t ks[TENSOR_MAX_RANK], os[TENSOR_MAX_RANK], idx[TENSOR_MAX_RANK] = {0};
-    row_major(kd, r, ks);
-    for (int32_t i = 0; i < r; i++) os[i] = red[i] ? 0 : ks[i];
-    uint64_t oi = 0;
-    for (uint64_t i = 0; i < nel; i++) {
-        red_acc v = red_load(e, c->data + i * es);
-        if (work == ACC_F && cls != ACC_F) v.d = cls == ACC_I ? (double)v.i : (double)v.u;
-        acc[oi] = red_step(kind, work, acc[oi], red_pre(kind, work, v));
-        for (int32_t ax = r - 1; ax >= 0; ax--) {
-            oi += (uint64_t)os[ax];
-            if (++idx[ax] < x->dims[ax]) break;
-            oi -= (uint64_t)os[ax] * (uint64_t)x->dims[ax];
-            idx[ax] = 0;
-        }
-    }
-    for (uint64_t i = 0; i < onel; i++) {
-        red_acc a = acc[i];
-        if (kind == RED_MEAN) {
-            /* the mean of nothing is NaN for floats, 0 for integers */
-            if (cls == ACC_F) a.d = group ? a.d / (double)group : NAN;
-            else if (cls == ACC_I) a.i = group ? (int64_t)a.u / (int64_t)group : 0;
-            else a.u = group ? a.u / group : 0;
-        }
-        red_store(e, o->data + i * es, red_post(kind, work, cls, a));
-    }
-    free(acc);
-    tensor_free(c);
-    *out = o;
-    return TILEOPT_OK;
-}
-
-static int reduce_attr(red_kind kind, const Onnx__NodeProto *n, tensor *const *in,
-                       size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
-                       errbuf *err) {
-    int rc = need_io(in, n_in, 1, n_out, err);
-    if (rc) return rc;
-    int64_t axes[TENSOR_MAX_RANK];
-    size_t na = 0;
-    bool have;
-    rc = attr_ints(n, "axes", axes, TENSOR_MAX_RANK, &na, &have, err);
-    if (rc) return rc;
-    return do_reduce(kind, in[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0, false,
-                     lim, &out[0], err);
-}
-
-static int reduce_input(red_kind kind, const Onnx__NodeProto *n, tensor *const *in,
-                        size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
-                        errbuf *err) {
-    int rc = need_io(in, n_in, 1, n_out, err);
-    if (rc) return rc;
-    int64_t axes[TENSOR_MAX_RANK];
-    size_t na = 0;
-    if (n_in > 1 && in[1]) {
-        rc = read_ints(in[1], "axes", lim, axes, TENSOR_MAX_RANK, &na, err);
-        if (rc) return rc;
-    }
-    return do_reduce(kind, in[0], axes, na, graph_attr_int(n, "keepdims", 1) != 0,
-                     graph_attr_int(n, "noop_with_empty_axes", 0) != 0, lim, &out[0], err);
-}
-
-/* axes as an attribute (before ReduceSum-13 and the others' opset 18), then as
-** an input */
-#define REDUCE_KERNELS(name, kind)                                                     \
-    KERNEL(k_##name##_attr) {                                                          \
-        UNUSED(opset);                                                                 \
-        return reduce_attr(kind, n, in, n_in, out, n_out, lim, err);                   \
-    }                                                                                  \
-    KERNEL(k_##name##_input) {                                                         \
-        UNUSED(opset);                                                                 \
-        return reduce_input(kind, n, in, n_in, out, n_out, lim, err);                  \
-    }
-REDUCE_KERNELS(reduce_sum, RED_SUM)
-REDUCE_KERNELS(reduce_prod, RED_PROD)
-REDUCE_KERNELS(reduce_max, RED_MAX)
-REDUCE_KERNELS(reduce_min, RED_MIN)
-REDUCE_KERNELS(reduce_mean, RED_MEAN)
-REDUCE_KERNELS(reduce_l1, RED_L1)
-REDUCE_KERNELS(reduce_l2, RED_L2)
-REDUCE_KERNELS(reduce_sum_square, RED_SUMSQ)
-REDUCE_KERNELS(reduce_log_sum, RED_LOGSUM)
-REDUCE_KERNELS(reduce_log_sum_exp, RED_LOGSUMEXP)
-
-/* ------------------------------------------------------------ ArgMax, ArgMin */
-
-/* Index of the first (or, select_last_index, the last) extreme along one axis.
-** NaN counts as the extreme, as in numpy. */
-static int do_arg(bool is_max, const Onnx__NodeProto *n, int64_t opset, tensor *const *in,
-                  size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
-                  errbuf *err) {
-    int rc = need_io(in, n_in, 1, n_out, err);
-    if (rc) return rc;
-    tensor *x = in[0];
-    acc_class cls;
-    if (!red_class(x->elem, &cls))
-        return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(x->elem));
-    if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
-    int64_t axis = 0;
-    rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
-    if (rc) return rc;
-    if (x->dims[axis] == 0)
-        return err_set(err, TILEOPT_INVALID, "cannot take Arg%s over an empty axis",
-                       is_max ? "Max" : "Min");
-    bool keep = graph_attr_int(n, "keepdims", 1) != 0;
-    bool last = opset >= 12 && graph_attr_int(n, "select_last_index", 0) != 0;
-    int64_t od[TENSOR_MAX_RANK];
-    int32_t orank = 0;
-    uint64_t outer = 1, inner = 1, len = (uint64_t)x->dims[axis];
-    for (int32_t i = 0; i < x->rank; i++) {
-        if (i < axis) outer *= (uint64_t)x->dims[i];
-        if (i > axis) inner *= (uint64_t)x->dims[i];
-        if (i != axis) od[orank++] = x->dims[i];
-        else if (keep) od[orank++] = 1;
-    }
-    tensor *o = NULL, *c = NULL;
-    rc = new_tensor(DT_INT64, od, orank, lim, &o, err);
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
-    if (rc) {
-        tensor_free(o);
-        return rc;
-    }
-    size_t es = esize(x->elem);
-    int64_t *res = (int64_t *)(void *)o->data;
-    for (uint64_t a = 0; a < outer; a++)
-        for (uint64_t b = 0; b < inner; b++) {
-            const uint8_t *base = c->data + (a * len * inner + b) * es;
-            red_acc best = red_load(x->elem, base);
-            uint64_t bi = 0;
-            for (uint64_t j = 1; j < len; j++) {
-                red_acc v = red_load(x->elem, base + j * inner * es);
-                bool better, equal;
-                if (cls == ACC_F) {
-                    if (isnan(best.d)) break;
-                    better = isnan(v.d) || (is_max ? v.d > best.d : v.d < best.d);
-                    equal = v.d == best.d;
-                } else if (cls == ACC_I) {
-                    better = is_max ? v.i > best.i : v.i < best.i;
-                    equal = v.i == best.i;
-                } else {
-                    better = is_max ? v.u > best.u : v.u < best.u;
-                    equal = v.u == best.u;
-                }
-                if (better || (last && equal)) {
-                    best = v;
-                    bi = j;
-                }
-            }
-            res[a * inner + b] = (int64_t)bi;
-        }
-    tensor_free(c);
-    out[0] = o;
-    return TILEOPT_OK;
-}
-
-KERNEL(k_argmax) { return do_arg(true, n, opset, in, n_in, out, n_out, lim, err); }
-KERNEL(k_argmin) { return do_arg(false, n, opset, in, n_in, out, n_out, lim, err); }
 
 /* ------------------------------------------------------------ GatherElements */
 
 KERNEL(k_gather_elements) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 2, n_out, err);
+    int rc = kern_need_io(in, n_in, 2, n_out, err);
     if (rc) return rc;
     tensor *x = in[0], *ind = in[1];
     int32_t r = x->rank;
@@ -1351,7 +998,7 @@ KERNEL(k_gather_elements) {
         return err_set(err, TILEOPT_INVALID, "indices have rank %d, data %d", (int)ind->rank,
                        (int)r);
     int64_t axis = 0;
-    rc = norm_axis(graph_attr_int(n, "axis", 0), r, "axis", &axis, err);
+    rc = kern_norm_axis(graph_attr_int(n, "axis", 0), r, "axis", &axis, err);
     if (rc) return rc;
     for (int32_t i = 0; i < r; i++)
         if (i != axis && ind->dims[i] > x->dims[i])
@@ -1359,19 +1006,19 @@ KERNEL(k_gather_elements) {
                            (int)i, (long long)ind->dims[i], (long long)x->dims[i]);
     int64_t *idx;
     size_t ni;
-    rc = read_indices(ind, x->dims[axis], lim, &idx, &ni, err);
+    rc = read_indices(ind, x->dims[axis], env, &idx, &ni, err);
     if (rc) return rc;
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = new_tensor(x->elem, ind->dims, r, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, ind->dims, r, env, &o, err);
     if (rc) {
         free(idx);
         tensor_free(c);
         return rc;
     }
-    size_t es = esize(x->elem);
+    size_t es = kern_esize(x->elem);
     int64_t ds[TENSOR_MAX_RANK], pos[TENSOR_MAX_RANK] = {0};
-    row_major(x->dims, r, ds);
+    kern_row_major(x->dims, r, ds);
     int64_t off = 0; /* data offset (elements) of pos, without the axis term */
     for (size_t i = 0; i < ni; i++) {
         memcpy(o->data + i * es, c->data + (size_t)(off + idx[i] * ds[axis]) * es, es);
@@ -1384,18 +1031,18 @@ KERNEL(k_gather_elements) {
         }
     }
     free(idx);
-    return emit_keeping(o, c, out, err);
+    return kern_emit_keeping(o, c, out, err);
 }
 
 /* ------------------------------------------------------------------ Split */
 
 static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const int64_t *split,
                     size_t ns, bool have_split, tensor **out, size_t n_out,
-                    const eval_limits *lim, errbuf *err) {
+                    const eval_env *env, errbuf *err) {
     if (n_out < 1) return err_set(err, TILEOPT_INVALID, "has no output");
     if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
     int64_t axis = 0;
-    int rc = norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
+    int rc = kern_norm_axis(graph_attr_int(n, "axis", 0), x->rank, "axis", &axis, err);
     if (rc) return rc;
     int64_t dim = x->dims[axis];
     int64_t *len = calloc(n_out, sizeof *len);
@@ -1424,8 +1071,8 @@ static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const in
         }
     }
     tensor *c = NULL;
-    if (!rc) rc = tensor_contiguous(x, lim, &c, err);
-    size_t es = esize(x->elem);
+    if (!rc) rc = tensor_contiguous(x, env, &c, err);
+    size_t es = kern_esize(x->elem);
     uint64_t outer = 1, inner = es;
     for (int32_t i = 0; i < x->rank; i++) {
         if (i < axis) outer *= (uint64_t)x->dims[i];
@@ -1436,13 +1083,13 @@ static int do_split(const Onnx__NodeProto *n, int64_t opset, tensor *x, const in
         int64_t od[TENSOR_MAX_RANK];
         memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
         od[axis] = len[k];
-        rc = new_tensor(x->elem, od, x->rank, lim, &out[k], err);
+        rc = kern_new_tensor(x->elem, od, x->rank, env, &out[k], err);
         if (rc) break;
         uint64_t blk = (uint64_t)len[k] * inner, row = (uint64_t)dim * inner;
         if (blk)
             for (uint64_t a = 0; a < outer; a++)
                 memcpy(out[k]->data + a * blk, c->data + a * row + (uint64_t)start * inner, blk);
-        rc = keep(out[k], c, err);
+        rc = kern_keep(out[k], c, err);
         start += len[k];
     }
     tensor_free(c);
@@ -1461,9 +1108,9 @@ KERNEL(k_split_2) {
     int64_t split[TENSOR_MAX_RANK * 4];
     size_t ns = 0;
     bool have;
-    rc = attr_ints(n, "split", split, sizeof split / sizeof *split, &ns, &have, err);
+    rc = kern_attr_ints(n, "split", split, sizeof split / sizeof *split, &ns, &have, err);
     if (rc) return rc;
-    return do_split(n, opset, in[0], split, ns, have, out, n_out, lim, err);
+    return do_split(n, opset, in[0], split, ns, have, out, n_out, env, err);
 }
 
 KERNEL(k_split_13) {
@@ -1473,14 +1120,14 @@ KERNEL(k_split_13) {
     size_t ns = 0;
     bool have = n_in > 1 && in[1];
     if (have) {
-        rc = read_ints_alloc(in[1], "split", lim, &split, &ns, err);
+        rc = read_ints_alloc(in[1], "split", env, &split, &ns, err);
         if (rc) return rc;
     }
     const Onnx__AttributeProto *no = graph_attr(n, "num_outputs");
     if (!rc && no && (no->i < 1 || (uint64_t)no->i != n_out))
         rc = err_set(err, TILEOPT_INVALID, "num_outputs is %lld, the node has %zu outputs",
                      (long long)no->i, n_out);
-    if (!rc) rc = do_split(n, opset, in[0], split, ns, have, out, n_out, lim, err);
+    if (!rc) rc = do_split(n, opset, in[0], split, ns, have, out, n_out, env, err);
     free(split);
     return rc;
 }
@@ -1489,7 +1136,7 @@ KERNEL(k_split_13) {
 
 KERNEL(k_trilu) {
     UNUSED(opset);
-    int rc = need_io(in, n_in, 1, n_out, err);
+    int rc = kern_need_io(in, n_in, 1, n_out, err);
     if (rc) return rc;
     tensor *x = in[0];
     if (x->rank < 2) return err_set(err, TILEOPT_INVALID, "input must have rank >= 2");
@@ -1499,19 +1146,19 @@ KERNEL(k_trilu) {
         int64_t kv[1];
         if (tensor_numel(in[1]) != 1)
             return err_set(err, TILEOPT_INVALID, "k must hold one value");
-        rc = read_ints(in[1], "k", lim, kv, 1, &nk, err);
+        rc = kern_read_ints(in[1], "k", env, kv, 1, &nk, err);
         if (rc) return rc;
         k = kv[0];
     }
     bool upper = graph_attr_int(n, "upper", 1) != 0;
     tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = new_tensor(x->elem, x->dims, x->rank, lim, &o, err);
+    rc = tensor_contiguous(x, env, &c, err);
+    if (!rc) rc = kern_new_tensor(x->elem, x->dims, x->rank, env, &o, err);
     if (rc) {
         tensor_free(c);
         return rc;
     }
-    size_t es = esize(x->elem);
+    size_t es = kern_esize(x->elem);
     int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
     uint64_t mats = tensor_numel(x) / (rows && cols ? (uint64_t)(rows * cols) : 1);
     if (rows && cols)
@@ -1524,56 +1171,7 @@ KERNEL(k_trilu) {
                     size_t at = ((size_t)m * (size_t)(rows * cols) + (size_t)(i * cols + j)) * es;
                     if (keepv) memcpy(o->data + at, c->data + at, es);
                 }
-    return emit_keeping(o, c, out, err);
-}
-
-/* ------------------------------------------------------------------ CumSum */
-
-KERNEL(k_cumsum) {
-    UNUSED(opset);
-    int rc = need_io(in, n_in, 2, n_out, err);
-    if (rc) return rc;
-    tensor *x = in[0];
-    acc_class cls;
-    if (!red_class(x->elem, &cls))
-        return err_set(err, TILEOPT_UNSUPPORTED, "type %s not supported", dtype_name(x->elem));
-    if (tensor_numel(in[1]) != 1) return err_set(err, TILEOPT_INVALID, "axis must hold one value");
-    if (x->rank < 1) return err_set(err, TILEOPT_INVALID, "input must have rank >= 1");
-    int64_t av[1], axis = 0;
-    size_t na = 0;
-    rc = read_ints(in[1], "axis", lim, av, 1, &na, err);
-    if (!rc) rc = norm_axis(av[0], x->rank, "axis", &axis, err);
-    if (rc) return rc;
-    bool excl = graph_attr_int(n, "exclusive", 0) != 0;
-    bool rev = graph_attr_int(n, "reverse", 0) != 0;
-    tensor *c = NULL, *o = NULL;
-    rc = tensor_contiguous(x, lim, &c, err);
-    if (!rc) rc = new_tensor(x->elem, x->dims, x->rank, lim, &o, err);
-    if (rc) {
-        tensor_free(c);
-        return rc;
-    }
-    size_t es = esize(x->elem);
-    uint64_t outer = 1, inner = 1, len = (uint64_t)x->dims[axis];
-    for (int32_t i = 0; i < x->rank; i++) {
-        if (i < axis) outer *= (uint64_t)x->dims[i];
-        if (i > axis) inner *= (uint64_t)x->dims[i];
-    }
-    for (uint64_t a = 0; a < outer; a++)
-        for (uint64_t b = 0; b < inner; b++) {
-            red_acc s = red_init(RED_SUM, cls, x->elem);
-            for (uint64_t t = 0; t < len; t++) {
-                uint64_t j = rev ? len - 1 - t : t;
-                size_t at = (size_t)((a * len + j) * inner + b) * es;
-                red_acc v = red_load(x->elem, c->data + at);
-                if (excl) red_store(x->elem, o->data + at, s);
-                s = red_step(RED_SUM, cls, s, v);
-                if (!excl) red_store(x->elem, o->data + at, s);
-            }
-        }
-    tensor_free(c);
-    out[0] = o;
-    return TILEOPT_OK;
+    return kern_emit_keeping(o, c, out, err);
 }
 
 /* ------------------------------------------------------------------ table */
@@ -1597,32 +1195,9 @@ const kernel_def kernel_table_shape[] = {
     {OP_Range, 11, k_range},
     {OP_Expand, 8, k_expand},
     {OP_Transpose, 1, k_transpose},
-    {OP_ReduceSum, 1, k_reduce_sum_attr},
-    {OP_ReduceSum, 13, k_reduce_sum_input},
-    {OP_ReduceProd, 1, k_reduce_prod_attr},
-    {OP_ReduceProd, 18, k_reduce_prod_input},
-    {OP_ReduceMax, 1, k_reduce_max_attr},
-    {OP_ReduceMax, 18, k_reduce_max_input},
-    {OP_ReduceMin, 1, k_reduce_min_attr},
-    {OP_ReduceMin, 18, k_reduce_min_input},
-    {OP_ReduceMean, 1, k_reduce_mean_attr},
-    {OP_ReduceMean, 18, k_reduce_mean_input},
-    {OP_ReduceL1, 1, k_reduce_l1_attr},
-    {OP_ReduceL1, 18, k_reduce_l1_input},
-    {OP_ReduceL2, 1, k_reduce_l2_attr},
-    {OP_ReduceL2, 18, k_reduce_l2_input},
-    {OP_ReduceSumSquare, 1, k_reduce_sum_square_attr},
-    {OP_ReduceSumSquare, 18, k_reduce_sum_square_input},
-    {OP_ReduceLogSum, 1, k_reduce_log_sum_attr},
-    {OP_ReduceLogSum, 18, k_reduce_log_sum_input},
-    {OP_ReduceLogSumExp, 1, k_reduce_log_sum_exp_attr},
-    {OP_ReduceLogSumExp, 18, k_reduce_log_sum_exp_input},
-    {OP_ArgMax, 1, k_argmax},
-    {OP_ArgMin, 1, k_argmin},
     {OP_GatherElements, 11, k_gather_elements},
     {OP_Split, 2, k_split_2},
     {OP_Split, 13, k_split_13},
     {OP_Trilu, 14, k_trilu},
-    {OP_CumSum, 11, k_cumsum},
 };
 const size_t kernel_table_shape_count = countof(kernel_table_shape);

@@ -67,7 +67,7 @@ static int int_input(const Onnx__NodeProto *n, tensor *t, const char *what, int6
 
 /* The value of a scalar float input. */
 static int float_input(const Onnx__NodeProto *n, tensor *t, const char *what,
-                       const eval_limits *lim, double *v, errbuf *err) {
+                       const eval_env *env, double *v, errbuf *err) {
     if (!is_signal_type(t->elem))
         return err_set(err, TILEOPT_INVALID, "%s %s: %s has element type %s, expected a "
                        "float", n->op_type, eval_node_name(n), what, dtype_name(t->elem));
@@ -75,7 +75,7 @@ static int float_input(const Onnx__NodeProto *n, tensor *t, const char *what,
         return err_set(err, TILEOPT_INVALID, "%s %s: %s must be a scalar", n->op_type,
                        eval_node_name(n), what);
     tensor *c = NULL;
-    int rc = eval_cast(t, DT_DOUBLE, lim, &c, err);
+    int rc = eval_cast(t, DT_DOUBLE, env, &c, err);
     if (rc) return rc;
     memcpy(v, c->data, sizeof *v);
     tensor_free(c);
@@ -149,13 +149,13 @@ static void fft_plan_free(fft_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-static int fft_plan_make(const Onnx__NodeProto *n, uint64_t len, const eval_limits *lim,
+static int fft_plan_make(const Onnx__NodeProto *n, uint64_t len, const eval_env *env,
                          fft_plan *p, errbuf *err) {
     memset(p, 0, sizeof *p);
-    eval_limits dl;
-    if (!lim) {
-        eval_limits_default(&dl);
-        lim = &dl;
+    eval_env dl;
+    if (!env) {
+        eval_env_default(&dl);
+        env = &dl;
     }
     bool pow2 = (len & (len - 1)) == 0;
     uint64_t m = 1, values = 0, bytes = 0;
@@ -166,7 +166,7 @@ static int fft_plan_make(const Onnx__NodeProto *n, uint64_t len, const eval_limi
               (pow2 || (eval_add_u64(values, len, &values) &&
                         eval_add_u64(values, 2 * m, &values))) &&
               eval_mul_u64(values, sizeof(cplx), &bytes) && bytes <= SIZE_MAX;
-    if (!ok || (lim->max_tensor_bytes && bytes > lim->max_tensor_bytes))
+    if (!ok || (env->lim.max_tensor_bytes && bytes > env->lim.max_tensor_bytes))
         return err_set(err, TILEOPT_LIMIT, "%s %s: the scratch space of a transform of length "
                        "%llu is over the tensor size limit", n->op_type, eval_node_name(n),
                        (unsigned long long)len);
@@ -303,10 +303,10 @@ static int k_dft(KERNEL_PARAMS) {
     od[r - 1] = 2;
     tensor *x = NULL, *y = NULL;
     fft_plan p = {0};
-    if ((rc = eval_cast(X, DT_DOUBLE, lim, &x, err)) ||
-        (rc = tensor_alloc(DT_DOUBLE, od, r, lim, &y, err)))
+    if ((rc = eval_cast(X, DT_DOUBLE, env, &x, err)) ||
+        (rc = tensor_alloc(DT_DOUBLE, od, r, env, &y, err)))
         goto done;
-    if (outer && inner && (rc = fft_plan_make(n, (uint64_t)L, lim, &p, err))) goto done;
+    if (outer && inner && (rc = fft_plan_make(n, (uint64_t)L, env, &p, err))) goto done;
     const double *xv = dv(x);
     double *yv = dv(y);
     uint64_t take = (uint64_t)(len < L ? len : L), ulen = (uint64_t)len, uol = (uint64_t)out_len;
@@ -324,7 +324,7 @@ static int k_dft(KERNEL_PARAMS) {
                 v[1] = p.sig[k].im;
             }
         }
-    rc = nn_output(&y, X->elem, lim, err);
+    rc = nn_output(&y, X->elem, env, err);
     if (!rc) out[0] = y;
     y = NULL;
 done:
@@ -384,11 +384,11 @@ static int k_stft(KERNEL_PARAMS) {
     int64_t od[4] = {S->dims[0], frames, bins, 2};
     tensor *x = NULL, *w = NULL, *y = NULL;
     fft_plan p = {0};
-    if ((rc = eval_cast(S, DT_DOUBLE, lim, &x, err)) ||
-        (W && (rc = eval_cast(W, DT_DOUBLE, lim, &w, err))) ||
-        (rc = tensor_alloc(DT_DOUBLE, od, 4, lim, &y, err)))
+    if ((rc = eval_cast(S, DT_DOUBLE, env, &x, err)) ||
+        (W && (rc = eval_cast(W, DT_DOUBLE, env, &w, err))) ||
+        (rc = tensor_alloc(DT_DOUBLE, od, 4, env, &y, err)))
         goto done;
-    if (S->dims[0] && (rc = fft_plan_make(n, (uint64_t)F, lim, &p, err))) goto done;
+    if (S->dims[0] && (rc = fft_plan_make(n, (uint64_t)F, env, &p, err))) goto done;
     const double *xv = dv(x), *wv = w ? dv(w) : NULL;
     double *yv = dv(y);
     for (int64_t b = 0; b < S->dims[0]; b++)
@@ -405,7 +405,7 @@ static int k_stft(KERNEL_PARAMS) {
                 v[2 * k + 1] = p.sig[k].im;
             }
         }
-    rc = nn_output(&y, S->elem, lim, err);
+    rc = nn_output(&y, S->elem, env, err);
     if (!rc) out[0] = y;
     y = NULL;
 done:
@@ -423,7 +423,7 @@ done:
 ** [0, size): N = size when periodic, size - 1 when symmetric.
 */
 static int window(const Onnx__NodeProto *n, double a0, double a1, double a2, tensor *const *in,
-                  size_t n_in, tensor **out, size_t n_out, const eval_limits *lim,
+                  size_t n_in, tensor **out, size_t n_out, const eval_env *env,
                   errbuf *err) {
     const char *nm = eval_node_name(n);
     if (n_in != 1 || !in[0] || n_out < 1)
@@ -442,7 +442,7 @@ static int window(const Onnx__NodeProto *n, double a0, double a1, double a2, ten
         return err_set(err, TILEOPT_INVALID, "%s %s: output_datatype %lld is not a numeric "
                        "type", n->op_type, nm, (long long)dt);
     tensor *y = NULL;
-    if ((rc = tensor_alloc(DT_DOUBLE, &size, 1, lim, &y, err))) return rc;
+    if ((rc = tensor_alloc(DT_DOUBLE, &size, 1, env, &y, err))) return rc;
     double *v = dv(y), N = (double)(periodic ? size : size - 1);
     /* A symmetric window of one point is 0/0 by the formula (NaN in ONNX's
     ** later reference); numpy, scipy and torch give the window's peak, 1. */
@@ -452,24 +452,24 @@ static int window(const Onnx__NodeProto *n, double a0, double a1, double a2, ten
             double t = 2 * pi * (double)k / N;
             v[k] = a0 - a1 * cos(t) + a2 * cos(2 * t);
         }
-    rc = nn_output(&y, (int32_t)dt, lim, err);
+    rc = nn_output(&y, (int32_t)dt, env, err);
     if (!rc) out[0] = y;
     return rc;
 }
 
 static int k_hann(KERNEL_PARAMS) {
     (void)opset;
-    return window(n, 0.5, 0.5, 0, in, n_in, out, n_out, lim, err);
+    return window(n, 0.5, 0.5, 0, in, n_in, out, n_out, env, err);
 }
 
 static int k_hamming(KERNEL_PARAMS) {
     (void)opset;
-    return window(n, 25.0 / 46, 21.0 / 46, 0, in, n_in, out, n_out, lim, err);
+    return window(n, 25.0 / 46, 21.0 / 46, 0, in, n_in, out, n_out, env, err);
 }
 
 static int k_blackman(KERNEL_PARAMS) {
     (void)opset;
-    return window(n, 0.42, 0.5, 0.08, in, n_in, out, n_out, lim, err);
+    return window(n, 0.42, 0.5, 0.08, in, n_in, out, n_out, env, err);
 }
 
 /* -------------------------------------------------------- MelWeightMatrix */
@@ -497,8 +497,8 @@ static int k_mel_weight_matrix(KERNEL_PARAMS) {
     if ((rc = int_input(n, in[0], "num_mel_bins", &nmb, err)) ||
         (rc = int_input(n, in[1], "dft_length", &dft_len, err)) ||
         (rc = int_input(n, in[2], "sample_rate", &rate, err)) ||
-        (rc = float_input(n, in[3], "lower_edge_hertz", lim, &lo, err)) ||
-        (rc = float_input(n, in[4], "upper_edge_hertz", lim, &hi, err)))
+        (rc = float_input(n, in[3], "lower_edge_hertz", env, &lo, err)) ||
+        (rc = float_input(n, in[4], "upper_edge_hertz", env, &hi, err)))
         return rc;
     if (nmb < 0 || dft_len < 1 || rate < 1)
         return err_set(err, TILEOPT_INVALID, "MelWeightMatrix %s: num_mel_bins %lld, "
@@ -515,7 +515,7 @@ static int k_mel_weight_matrix(KERNEL_PARAMS) {
     tensor *y = NULL;
     int64_t *edge = NULL;
     /* zeroed: the triangles cover only part of each column */
-    if ((rc = tensor_new(DT_DOUBLE, od, 2, lim, &y, err))) return rc;
+    if ((rc = tensor_new(DT_DOUBLE, od, 2, env, &y, err))) return rc;
     uint64_t n_edges = (uint64_t)nmb + 2;
     /* the matrix fits the limits, so the nmb + 2 edges fit memory */
     if (nmb && !(edge = malloc(n_edges * sizeof *edge))) {
@@ -545,7 +545,7 @@ static int k_mel_weight_matrix(KERNEL_PARAMS) {
             for (int64_t j = l; j <= c; j++) v[j * nmb + i] = (double)(j - l) / (double)(c - l);
         for (int64_t j = c; j < h; j++) v[j * nmb + i] = (double)(h - j) / (double)(h - c);
     }
-    rc = nn_output(&y, (int32_t)dt, lim, err);
+    rc = nn_output(&y, (int32_t)dt, env, err);
     if (!rc) out[0] = y;
     y = NULL;
 done:

@@ -269,7 +269,7 @@ static int k_string_normalizer(KERNEL_PARAMS) {
             str_set_add(&stop, sw->strings[i].data, sw->strings[i].len);
     }
 
-    if ((rc = eval_cast(X, DT_STRING, lim, &x, err))) goto done;
+    if ((rc = eval_cast(X, DT_STRING, env, &x, err))) goto done;
     const graph_bytes *s = (const graph_bytes *)(const void *)x->data;
     uint64_t C = tensor_numel(x), kept = 0;
     if (!(keep = malloc(C ? (size_t)C : 1))) goto nomem;
@@ -291,7 +291,7 @@ static int k_string_normalizer(KERNEL_PARAMS) {
     }
 
     int64_t dims[2] = {1, kept ? (int64_t)kept : 1};
-    if ((rc = tensor_alloc(DT_STRING, dims + (X->rank == 1), X->rank, lim, &y, err))) goto done;
+    if ((rc = tensor_alloc(DT_STRING, dims + (X->rank == 1), X->rank, env, &y, err))) goto done;
     graph_bytes *o = (graph_bytes *)(void *)y->data;
     for (uint64_t i = 0, j = 0; i < C; i++) {
         if (!keep[i]) continue;
@@ -543,7 +543,7 @@ static int k_tfidf(KERNEL_PARAMS) {
     uint64_t *cnt = NULL;
     if ((rc = tf_build(n, &p, &t, &strs, err))) goto done;
     int64_t dims[2] = {rows, p.out_size};
-    if ((rc = tensor_alloc(DT_FLOAT, dims + (X->rank < 2), X->rank < 2 ? 1 : 2, lim, &y, err)))
+    if ((rc = tensor_alloc(DT_FLOAT, dims + (X->rank < 2), X->rank < 2 ? 1 : 2, env, &y, err)))
         goto done;
     uint64_t cbytes;
     if (!eval_mul_u64((uint64_t)p.out_size, sizeof *cnt, &cbytes) || cbytes > SIZE_MAX ||
@@ -551,11 +551,11 @@ static int k_tfidf(KERNEL_PARAMS) {
         goto nomem;
     const int64_t *kv;
     if (ints) {
-        if ((rc = eval_cast(X, DT_INT64, lim, &x, err))) goto done;
+        if ((rc = eval_cast(X, DT_INT64, env, &x, err))) goto done;
         kv = (const int64_t *)(const void *)x->data;
     } else {
         /* items outside the pool get -1, which no interned string has */
-        if ((rc = eval_cast(X, DT_STRING, lim, &x, err))) goto done;
+        if ((rc = eval_cast(X, DT_STRING, env, &x, err))) goto done;
         uint64_t numel = tensor_numel(x), kb;
         if (!eval_mul_u64(numel ? numel : 1, sizeof *keys, &kb) || kb > SIZE_MAX ||
             !(keys = malloc((size_t)kb)))

@@ -10,17 +10,14 @@
 #error "raw_data is little-endian; tileopt assumes a little-endian host"
 #endif
 
-void eval_limits_default(eval_limits *lim) {
-    lim->max_tensor_bytes = (uint64_t)4 << 30;
-    lim->max_total_bytes = graph_memory_budget(1);
-    /* About 4 s of the smallest nodes (1 us each in a release build); a real
-    ** model's run takes thousands of steps, a long Loop a few hundred thousand. */
-    lim->max_steps = (uint64_t)1 << 22;
-    lim->max_depth = 64;
-    lim->progress = NULL;
-    lim->progress_user = NULL;
-    lim->run_what = NULL;
+eval_env eval_env_of(const graph_limits *lim, graph_progress progress, const char *run_what) {
+    eval_env env = {.progress = progress, .run_what = run_what};
+    if (lim) env.lim = *lim;
+    else graph_limits_default(&env.lim);
+    return env;
 }
+
+void eval_env_default(eval_env *env) { *env = eval_env_of(NULL, (graph_progress){0}, NULL); }
 
 /* ------------------------------------------------------------------ tbuf */
 
@@ -232,7 +229,7 @@ static void set_plain_layout(tensor *t, size_t esz) {
 }
 
 static int check_shape(int32_t elem, const int64_t *dims, int32_t rank,
-                       const eval_limits *lim, uint64_t *bytes, errbuf *err) {
+                       const eval_env *env, uint64_t *bytes, errbuf *err) {
     const dtype_info *d = dtype_get(elem);
     if (!d) return err_set(err, TILEOPT_INVALID, "unknown element type %d", elem);
     if (rank < 0 || rank > TENSOR_MAX_RANK)
@@ -247,24 +244,24 @@ static int check_shape(int32_t elem, const int64_t *dims, int32_t rank,
     uint64_t b;
     if (!eval_mul_u64(n, d->size, &b) || b > SIZE_MAX / 2)
         return err_set(err, TILEOPT_LIMIT, "tensor size overflows");
-    eval_limits dl;
-    if (!lim) {
-        eval_limits_default(&dl);
-        lim = &dl;
+    eval_env dl;
+    if (!env) {
+        eval_env_default(&dl);
+        env = &dl;
     }
-    if (lim->max_tensor_bytes && b > lim->max_tensor_bytes)
+    if (env->lim.max_tensor_bytes && b > env->lim.max_tensor_bytes)
         return err_set(err, TILEOPT_LIMIT,
                        "tensor of %llu bytes exceeds the limit of %llu (max-tensor-bytes)",
-                       (unsigned long long)b, (unsigned long long)lim->max_tensor_bytes);
+                       (unsigned long long)b, (unsigned long long)env->lim.max_tensor_bytes);
     *bytes = b;
     return TILEOPT_OK;
 }
 
 static int tensor_make(int32_t elem, const int64_t *dims, int32_t rank,
-                       const eval_limits *lim, bool zero, tensor **out, errbuf *err) {
+                       const eval_env *env, bool zero, tensor **out, errbuf *err) {
     *out = NULL;
     uint64_t bytes;
-    int rc = check_shape(elem, dims, rank, lim, &bytes, err);
+    int rc = check_shape(elem, dims, rank, env, &bytes, err);
     if (rc) return rc;
     tensor *t = calloc(1, sizeof *t);
     if (!t) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -283,14 +280,14 @@ static int tensor_make(int32_t elem, const int64_t *dims, int32_t rank,
     return TILEOPT_OK;
 }
 
-int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+int tensor_new(int32_t elem, const int64_t *dims, int32_t rank, const eval_env *env,
                tensor **out, errbuf *err) {
-    return tensor_make(elem, dims, rank, lim, true, out, err);
+    return tensor_make(elem, dims, rank, env, true, out, err);
 }
 
-int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_limits *lim,
+int tensor_alloc(int32_t elem, const int64_t *dims, int32_t rank, const eval_env *env,
                  tensor **out, errbuf *err) {
-    return tensor_make(elem, dims, rank, lim, false, out, err);
+    return tensor_make(elem, dims, rank, env, false, out, err);
 }
 
 int tensor_set_string(tensor *t, uint64_t i, const void *bytes, size_t len, errbuf *err) {
@@ -468,13 +465,13 @@ void value_share(tensor *v, size_t i, const tensor *w, size_t j) {
 }
 
 /* A new value of t's kind whose items are fn of t's items (fn makes new handles). */
-int value_map(tensor *t, int (*fn)(tensor *, const eval_limits *, tensor **, errbuf *),
-              const eval_limits *lim, tensor **out, errbuf *err) {
+int value_map(tensor *t, int (*fn)(tensor *, const eval_env *, tensor **, errbuf *),
+              const eval_env *env, tensor **out, errbuf *err) {
     tensor *v = NULL;
     int rc = value_new(t->kind, t->elem, t->n_items, &v, err);
     for (size_t i = 0; i < t->n_items && !rc; i++) {
         tensor *x = NULL;
-        rc = fn(t->items[i], lim, &x, err);
+        rc = fn(t->items[i], env, &x, err);
         if (!rc) rc = value_put(v, i, x, err);
         tensor_free(x);
     }
@@ -533,9 +530,9 @@ bool tensor_is_contiguous(const tensor *t) {
     return true;
 }
 
-int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) {
+int tensor_contiguous(tensor *t, const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
-    if (t->kind != EVAL_TENSOR) return value_map(t, tensor_contiguous, lim, out, err);
+    if (t->kind != EVAL_TENSOR) return value_map(t, tensor_contiguous, env, out, err);
     if (tensor_is_contiguous(t)) {
         tensor *c = tensor_share(t);
         if (!c) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -548,9 +545,9 @@ int tensor_contiguous(tensor *t, const eval_limits *lim, tensor **out, errbuf *e
         return err_set(err, TILEOPT_ERROR, "tensor %s: unsupported view layout",
                        t->name ? t->name : "?");
     tensor *c;
-    int rc = tensor_alloc(t->elem, t->dims, t->rank, lim, &c, err);
+    int rc = tensor_alloc(t->elem, t->dims, t->rank, env, &c, err);
     if (rc) return rc;
-    tile_fill(c->data, t->data, tensor_elem_size(t), ax, t->rank, lim, t->name);
+    tile_fill(c->data, t->data, tensor_elem_size(t), ax, t->rank, env, t->name);
     if (!tensor_keep(c, t)) {
         tensor_free(c);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -613,10 +610,10 @@ bool tensor_to_i64(const tensor *t, int64_t *out, size_t cap, size_t *count) {
 ** borrowed but misaligned for the element type, or when `copy` asks (the source
 ** goes away: tensor_decode). */
 static int tensor_from_data(graph_tensor_data *d, const char *name, bool copy,
-                            const eval_limits *lim, tensor **out, errbuf *err) {
+                            const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
     uint64_t bytes;
-    int rc = check_shape(d->elem, d->dims, d->rank, lim, &bytes, err);
+    int rc = check_shape(d->elem, d->dims, d->rank, env, &bytes, err);
     if (rc) goto fail;
     if (bytes != d->nbytes) {
         rc = err_set(err, TILEOPT_INVALID,
@@ -684,13 +681,13 @@ fail:
     return rc;
 }
 
-int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_limits *lim,
+int tensor_from_proto(graph_model *m, const Onnx__TensorProto *p, const eval_env *env,
                       tensor **out, errbuf *err) {
     *out = NULL;
     graph_tensor_data d;
     int rc = graph_tensor_read(m, p, &d, err);
     if (rc) return rc;
-    return tensor_from_data(&d, p->name, false, lim, out, err);
+    return tensor_from_data(&d, p->name, false, env, out, err);
 }
 
 Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tensor *t,
@@ -712,19 +709,19 @@ Onnx__TensorProto *tensor_to_proto(graph_model *m, const char *name, const tenso
 
 /* graph_tensor_decode's callback: the tensor, copied (the proto goes away). */
 typedef struct decode_arg {
-    const eval_limits *lim;
+    const eval_env *env;
     tensor **out;
 } decode_arg;
 
 static int decoded(graph_tensor_data *d, const char *name, void *arg, errbuf *err) {
     decode_arg *a = arg;
-    return tensor_from_data(d, name, true, a->lim, a->out, err);
+    return tensor_from_data(d, name, true, a->env, a->out, err);
 }
 
-int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor **out,
+int tensor_decode(const void *bytes, size_t size, const eval_env *env, tensor **out,
                   errbuf *err) {
     *out = NULL;
-    decode_arg a = {lim, out};
+    decode_arg a = {env, out};
     return graph_tensor_decode(bytes, size, decoded, &a, err);
 }
 
@@ -734,10 +731,10 @@ int tensor_decode(const void *bytes, size_t size, const eval_limits *lim, tensor
 ** are a clear refusal below, many more the wire check's limit. */
 #define VALUE_MAX_LEVELS 8
 
-static int from_value_data(graph_value_data *d, int32_t elem, const eval_limits *lim,
+static int from_value_data(graph_value_data *d, int32_t elem, const eval_env *env,
                            tensor **out, errbuf *err) {
     if (d->kind == GRAPH_KIND_TENSOR)
-        return tensor_from_data(&d->tensor, d->name, true, lim, out, err);
+        return tensor_from_data(&d->tensor, d->name, true, env, out, err);
     tensor *v = NULL;
     int rc = value_new(d->kind, 0, d->n_items, &v, err);
     for (size_t i = 0; i < d->n_items && !rc; i++) {
@@ -748,7 +745,7 @@ static int from_value_data(graph_value_data *d, int32_t elem, const eval_limits 
             break;
         }
         tensor *x = NULL;
-        rc = from_value_data(&d->items[i], elem, lim, &x, err);
+        rc = from_value_data(&d->items[i], elem, env, &x, err);
         if (!rc) rc = value_put(v, i, x, err);
         tensor_free(x);
         if (rc) err_prefix(err, "item %zu: ", i);
@@ -764,20 +761,20 @@ static int from_value_data(graph_value_data *d, int32_t elem, const eval_limits 
 
 typedef struct value_arg {
     int32_t elem;
-    const eval_limits *lim;
+    const eval_env *env;
     tensor **out;
 } value_arg;
 
 static int value_decoded(graph_value_data *d, void *arg, errbuf *err) {
     value_arg *a = arg;
-    return from_value_data(d, a->elem, a->lim, a->out, err);
+    return from_value_data(d, a->elem, a->env, a->out, err);
 }
 
 int value_decode(const void *bytes, size_t size, int32_t kind, int32_t elem,
-                 const eval_limits *lim, tensor **out, errbuf *err) {
+                 const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
-    if (kind == EVAL_TENSOR) return tensor_decode(bytes, size, lim, out, err);
-    value_arg a = {elem, lim, out};
+    if (kind == EVAL_TENSOR) return tensor_decode(bytes, size, env, out, err);
+    value_arg a = {elem, env, out};
     return graph_value_decode(bytes, size, (graph_kind)kind, VALUE_MAX_LEVELS, value_decoded,
                               &a, err);
 }

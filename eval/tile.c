@@ -238,7 +238,7 @@ void tile_engine_isa(int isa, uint8_t *dst, const uint8_t *src, size_t esz, cons
 #define TILE_SLICE_BYTES ((uint64_t)16 << 20)
 
 typedef struct fill_job {
-    const eval_limits *lim;
+    const eval_env *env;
     char what[128];
     size_t esz;
     uint64_t done, total, next;
@@ -247,7 +247,7 @@ typedef struct fill_job {
 static void fill_advance(fill_job *j, uint64_t n) {
     j->done += n;
     if (j->done >= j->next || j->done == j->total) {
-        j->lim->progress(j->lim->progress_user, j->what, j->done, j->total);
+        graph_progress_tell(&j->env->progress, j->what, j->done, j->total);
         j->next = j->done + TILE_SLICE_BYTES;
     }
 }
@@ -302,17 +302,17 @@ static void fill_sliced(fill_job *j, uint8_t *dst, const uint8_t *src, const til
 }
 
 void tile_fill(uint8_t *dst, const uint8_t *src, size_t esz, const tile_axis *ax, int n,
-               const eval_limits *lim, const char *name) {
+               const eval_env *env, const char *name) {
     uint64_t total = out_bytes(ax, n, esz);
-    if (!lim || !lim->progress || total < TILE_PROGRESS_BYTES) {
+    if (!env || !env->progress.fn || total < TILE_PROGRESS_BYTES) {
         tile_engine(dst, src, esz, ax, n);
         return;
     }
-    fill_job j = {.lim = lim, .esz = esz, .total = total, .next = TILE_SLICE_BYTES};
+    fill_job j = {.env = env, .esz = esz, .total = total, .next = TILE_SLICE_BYTES};
     int len = snprintf(j.what, sizeof j.what, "evaluating %s", name ? name : "?");
     /* a name from the model goes to a terminal: no control bytes */
     for (int i = 0; i < len && j.what[i]; i++)
         if ((unsigned char)j.what[i] < 0x20 || j.what[i] == 0x7f) j.what[i] = '?';
-    lim->progress(lim->progress_user, j.what, 0, total);
+    graph_progress_tell(&env->progress, j.what, 0, total);
     fill_sliced(&j, dst, src, ax, n);
 }

@@ -174,11 +174,11 @@ int tensor_compare(const tensor *expected, const tensor *actual, double rtol, do
     return TILEOPT_OK;
 }
 
-int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) {
+int tensor_detach(tensor *t, const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
-    if (t->kind != EVAL_TENSOR) return value_map(t, tensor_detach, lim, out, err);
+    if (t->kind != EVAL_TENSOR) return value_map(t, tensor_detach, env, out, err);
     tensor *c = NULL;
-    int rc = tensor_contiguous(t, lim, &c, err);
+    int rc = tensor_contiguous(t, env, &c, err);
     if (rc) return rc;
     if (c->buf && c->elem != DT_STRING) {
         c->name = NULL; /* a name would point into the model, which may go first */
@@ -189,17 +189,17 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) 
     ** 1 MiB string 100,000 times is 100 GB here, though the view shared one copy.
     ** The limit counts those bytes, not only the 16-byte element headers. */
     if (c->elem == DT_STRING) {
-        const eval_limits *l = lim;
-        eval_limits dflt;
+        const eval_env *l = env;
+        eval_env dflt;
         if (!l) {
-            eval_limits_default(&dflt);
+            eval_env_default(&dflt);
             l = &dflt;
         }
         /* The smaller limit that is set, and its flag, for the message. */
-        uint64_t cap = l->max_tensor_bytes;
+        uint64_t cap = l->lim.max_tensor_bytes;
         const char *flag = "max-tensor-bytes";
-        if (l->max_total_bytes && (!cap || l->max_total_bytes < cap)) {
-            cap = l->max_total_bytes;
+        if (l->lim.max_eval_bytes && (!cap || l->lim.max_eval_bytes < cap)) {
+            cap = l->lim.max_eval_bytes;
             flag = "max-eval-bytes";
         }
         const graph_bytes *s = (const graph_bytes *)(const void *)c->data;
@@ -215,7 +215,7 @@ int tensor_detach(tensor *t, const eval_limits *lim, tensor **out, errbuf *err) 
         }
     }
     tensor *o = NULL;
-    rc = tensor_alloc(c->elem, c->dims, c->rank, lim, &o, err);
+    rc = tensor_alloc(c->elem, c->dims, c->rank, env, &o, err);
     if (rc) {
         tensor_free(c);
         return rc;

@@ -56,9 +56,9 @@ int tile_plan(const tensor *x, const int64_t *repeats, size_t n, tile_axis *ax,
     return TILEOPT_OK;
 }
 
-int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+int view_tile(tensor *x, const int64_t *repeats, size_t n, const eval_env *env,
               tensor **out, errbuf *err) {
-    (void)lim; /* a view allocates nothing */
+    (void)env; /* a view allocates nothing */
     *out = NULL;
     tile_axis ax[TENSOR_MAX_RANK];
     int64_t dims[TENSOR_MAX_RANK];
@@ -110,7 +110,7 @@ int view_expand(tensor *x, const int64_t *shape, size_t n, tensor **out, errbuf 
     return TILEOPT_OK;
 }
 
-int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_limits *lim,
+int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_env *env,
                  tensor **out, errbuf *err) {
     *out = NULL;
     if (n > TENSOR_MAX_RANK)
@@ -128,7 +128,7 @@ int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_limits *l
                        "Reshape: %llu elements cannot take a shape of %llu",
                        (unsigned long long)tensor_numel(x), (unsigned long long)numel);
     tensor *c;
-    int rc = tensor_contiguous(x, lim, &c, err); /* a reference when x is contiguous */
+    int rc = tensor_contiguous(x, env, &c, err); /* a reference when x is contiguous */
     if (rc) return rc;
     c->rank = (int32_t)n;
     c->vrank = (int32_t)n;
@@ -144,7 +144,7 @@ int view_reshape(tensor *x, const int64_t *shape, size_t n, const eval_limits *l
 
 /* ---------------------------------------------------------------- kernels */
 
-int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_limits *lim,
+int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_env *env,
                 tensor **out, errbuf *err) {
     *out = NULL;
     tile_axis ax[TENSOR_MAX_RANK];
@@ -152,9 +152,9 @@ int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_li
     int rc = tile_plan(x, repeats, n, ax, dims, err);
     if (rc) return rc;
     tensor *t;
-    rc = tensor_alloc(x->elem, dims, x->rank, lim, &t, err);
+    rc = tensor_alloc(x->elem, dims, x->rank, env, &t, err);
     if (rc) return err_prefix(err, "Tile: ");
-    tile_fill(t->data, x->data, tensor_elem_size(x), ax, x->rank, lim, x->name);
+    tile_fill(t->data, x->data, tensor_elem_size(x), ax, x->rank, env, x->name);
     if (!tensor_keep(t, x)) {
         tensor_free(t);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -163,7 +163,7 @@ int kernel_tile(const tensor *x, const int64_t *repeats, size_t n, const eval_li
     return TILEOPT_OK;
 }
 
-int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits *lim,
+int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_env *env,
                  tensor **out, errbuf *err) {
     *out = NULL;
     if (x->rank == 0)
@@ -177,11 +177,11 @@ int kernel_tile1(const tensor *x, int64_t tiles, int64_t axis, const eval_limits
     int64_t rep[TENSOR_MAX_RANK];
     for (int32_t i = 0; i < x->rank; i++) rep[i] = 1;
     rep[axis] = tiles;
-    return kernel_tile(x, rep, (size_t)x->rank, lim, out, err);
+    return kernel_tile(x, rep, (size_t)x->rank, env, out, err);
 }
 
 int kernel_tile_promoted(const tensor *x, const int64_t *repeats, size_t n,
-                         const eval_limits *lim, tensor **out, errbuf *err) {
+                         const eval_env *env, tensor **out, errbuf *err) {
     *out = NULL;
     if (n > TENSOR_MAX_RANK)
         return err_set(err, TILEOPT_LIMIT, "Tile: %zu repeats, over the rank limit %d", n,
@@ -207,12 +207,12 @@ int kernel_tile_promoted(const tensor *x, const int64_t *repeats, size_t n,
             v->vstrides[2 * i + 1] = a.s;
         }
         if (n == 0) v->vrank = 0;
-        int rc = kernel_tile(v, repeats, n, lim, out, err);
+        int rc = kernel_tile(v, repeats, n, env, out, err);
         tensor_free(v);
         return rc;
     }
     int64_t rep[TENSOR_MAX_RANK];
     size_t lead = (size_t)x->rank - n;
     for (size_t i = 0; i < (size_t)x->rank; i++) rep[i] = i < lead ? 1 : repeats[i - lead];
-    return kernel_tile(x, rep, (size_t)x->rank, lim, out, err);
+    return kernel_tile(x, rep, (size_t)x->rank, env, out, err);
 }

@@ -32,28 +32,37 @@
 typedef struct graph graph;
 typedef struct graph_model graph_model;
 
-/* Progress of a long load or save, in bytes (same shape as tileopt_progress_fn). */
-typedef void (*graph_progress_fn)(void *user, const char *what, uint64_t done,
-                                  uint64_t total);
+/* Who hears how long work is getting on (a load, a save, an evaluation, a
+** pass): the library's callback, tileopt_progress_fn, with its user pointer;
+** fn NULL for nobody. graph_progress_tell is the one place that calls it. */
+typedef struct graph_progress {
+    tileopt_progress_fn fn;
+    void *user;
+} graph_progress;
+static inline void graph_progress_tell(const graph_progress *p, const char *what,
+                                       uint64_t done, uint64_t total) {
+    if (p && p->fn) p->fn(p->user, what, done, total);
+}
 
 /* Told the path of each temporary file a save creates, just before it is
 ** created, and NULL once it is renamed or removed: a program that is killed in
 ** between can remove it (the CLI does, on SIGINT, SIGTERM and SIGHUP). */
 typedef void (*graph_temp_fn)(void *user, const char *tmp_path);
 
-/* Limits the loader enforces, so hostile input fails with an error instead of
-** exhausting the machine. */
+/* Limits, so hostile input fails with an error instead of exhausting the
+** machine: one set for loading a model and for evaluating it (the evaluator
+** takes them through eval/'s environment), so the two can never disagree. */
 typedef struct graph_limits {
-    uint32_t max_depth;      /* subgraph and protobuf message nesting */
+    uint32_t max_depth;      /* subgraph and protobuf message nesting, loaded or run */
     uint32_t max_rank;
-    uint64_t max_tensor_bytes;
+    uint64_t max_tensor_bytes; /* one tensor, read from a file or computed */
+    uint64_t max_eval_bytes;   /* every tensor an evaluation holds at once */
+    /* nodes run plus Loop iterations in one evaluation (a node making a
+    ** sequence counts one more per 64 items); 0 = no limit */
+    uint64_t max_eval_steps;
     /* A model whose serialized size passes this is saved with its big
     ** initializers as external data (protobuf's own limit is 2 GB). */
     uint64_t max_inline_bytes;
-    /* Told how loading a file of LOAD_PROGRESS_BYTES or more is getting on, as
-    ** "loading" (NULL: nobody). */
-    graph_progress_fn progress;
-    void *progress_user;
 } graph_limits;
 #define LOAD_PROGRESS_BYTES ((uint64_t)64 << 20)
 void graph_limits_default(graph_limits *lim);
@@ -84,19 +93,9 @@ typedef struct graph_use {
     int32_t input;           /* input slot, or -1: used inside the node's subgraph */
 } graph_use;
 
-/*
-** A small integer tensor every entry of which shape inference knows: entry i is
-** the named dim syms[i] when syms and syms[i] are set, else the number vals[i].
-** Shape inference stores it on the value (shape/), so passes can read repeats and
-** shapes computed from Shape without evaluating anything. Values are SSA: what
-** a value holds stays true while passes rewrite around it.
-*/
-typedef struct graph_shape_value {
-    int32_t rank;            /* 0 or 1 */
-    int32_t n;               /* entries */
-    const int64_t *vals;
-    const char *const *syms; /* NULL when every entry is a number */
-} graph_shape_value;
+/* What shape inference knows of a small integer value entry by entry (its
+** shape_value, defined by shape/dim.h, the layer that makes them). */
+struct shape_value;
 
 typedef struct graph_value {
     const char *name;
@@ -113,7 +112,7 @@ typedef struct graph_value {
     uint32_t n_uses, cap_uses;
     graph_use *uses;
     graph_type type;
-    const graph_shape_value *shape_value; /* NULL: not known entry by entry */
+    const struct shape_value *shape_value; /* NULL: not known entry by entry */
     graph *outer_graph;
 } graph_value;
 
@@ -179,8 +178,7 @@ struct graph_model {
     graph_limits limits;
     uint64_t file_bytes;     /* size of the serialized input */
     uint64_t saved_bytes;    /* size the last graph_model_save_path wrote, 0 = none */
-    graph_progress_fn progress; /* NULL: none */
-    void *progress_user;
+    graph_progress progress; /* a save's: "saving", "saving data" */
     graph_temp_fn temp_hook;    /* NULL: none */
     void *temp_user;
     /* the name of the external data file a save writes beside OUT (NULL: OUT's
@@ -190,9 +188,12 @@ struct graph_model {
     ** removes or writes over one of them (they are the input's) */
     graph_file_id *read_files;
     size_t n_read_files;
+    /* the file the model was loaded from, which no save writes over (a file a
+    ** save wrote it to is not: saving again replaces that) */
+    graph_file_id source_id;
+    bool has_source_id;
     /* the data files its record says tileopt wrote for this very file (see
-    ** graph/files.h), which a save back to its own path may replace, and which
-    ** a save beside it copies rather than shares */
+    ** graph/files.h), which a save beside it copies rather than shares */
     char **own_data;
     size_t n_own_data;
     /* the input file, mapped, when loaded from a path */
@@ -223,10 +224,13 @@ struct graph_model {
 /* --------------------------------------------------------- load and save */
 
 
-int graph_model_load_path(const char *path, const graph_limits *lim, graph_model **out,
-                          errbuf *err);
+/* Loading a file of LOAD_PROGRESS_BYTES or more tells progress (may be NULL)
+** how it is getting on, as "loading". */
+int graph_model_load_path(const char *path, const graph_limits *lim,
+                          const graph_progress *progress, graph_model **out, errbuf *err);
 int graph_model_load_buffer(const void *data, size_t size, const char *base_dir,
-                            const graph_limits *lim, graph_model **out, errbuf *err);
+                            const graph_limits *lim, const graph_progress *progress,
+                            graph_model **out, errbuf *err);
 void graph_model_free(graph_model *m);
 /* Build the index of the main graph and every subgraph (called by load; call
 ** again after editing the protobuf directly). */
@@ -238,6 +242,9 @@ int graph_model_reindex(graph_model *m, errbuf *err);
 ** On success the model in memory is the one on disk: its tensors name the data
 ** files OUT reads. */
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err);
+/* TILEOPT_MISUSE when path is the file m was loaded from or one of its external
+** data files, however spelled (graph_model_save_path refuses those). */
+int graph_model_check_target(graph_model *m, const char *path, errbuf *err);
 int graph_model_save_buffer(graph_model *m, void **out, size_t *size, errbuf *err);
 /* Serialized size in bytes, as the saver would write it (without external data). */
 size_t graph_model_packed_size(const graph_model *m);

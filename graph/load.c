@@ -344,7 +344,7 @@ static int check_function_names(const Onnx__FunctionProto *f, errbuf *err) {
 typedef struct load_progress {
     ProtobufCAllocator base;
     ProtobufCAllocator *arena;
-    const graph_limits *lim;
+    const graph_progress *progress;
     uint64_t done, pending, total, next;
 } load_progress;
 
@@ -353,7 +353,7 @@ static void *progress_alloc(void *data, size_t n) {
     p->done += p->pending;
     p->pending = n;
     if (p->done >= p->next && p->done < p->total) {
-        p->lim->progress(p->lim->progress_user, "loading", p->done, p->total);
+        graph_progress_tell(p->progress, "loading", p->done, p->total);
         p->next = p->done + p->total / 64;
     }
     return p->arena->alloc(p->arena->allocator_data, n);
@@ -364,18 +364,18 @@ static void progress_free(void *data, void *ptr) {
     p->arena->free(p->arena->allocator_data, ptr);
 }
 
-static int load_common(graph_model *m, const uint8_t *data, size_t size, errbuf *err) {
+static int load_common(graph_model *m, const uint8_t *data, size_t size,
+                       const graph_progress *progress, errbuf *err) {
     if (size == 0) return err_set(err, TILEOPT_PARSE, "the file is empty, not an ONNX model");
     int rc = graph_wire_check(&onnx__model_proto__descriptor, data, size,
                               4 * m->limits.max_depth + 16, err);
     if (rc) return rc;
     load_progress prog = {{progress_alloc, progress_free, &prog}, arena_pb_allocator(m->arena),
-                          &m->limits, 0, 0, size, 0};
-    bool told = m->limits.progress && size >= LOAD_PROGRESS_BYTES;
+                          progress, 0, 0, size, 0};
+    bool told = progress && progress->fn && size >= LOAD_PROGRESS_BYTES;
     m->pb = onnx__model_proto__unpack(told ? &prog.base : arena_pb_allocator(m->arena), size,
                                       data);
-    if (told && m->pb) m->limits.progress(m->limits.progress_user, "loading", size, size);
-    m->limits.progress = NULL; /* the caller's, for this load only */
+    if (told && m->pb) graph_progress_tell(progress, "loading", size, size);
     if (!m->pb && arena_pb_failed(m->arena))
         return err_set(err, TILEOPT_NOMEM, "out of memory reading the model");
     if (!m->pb)
@@ -428,7 +428,8 @@ static char *dir_of(const char *path) {
     return strndup(path, (size_t)(slash - path));
 }
 
-int graph_model_load_path(const char *path, const graph_limits *lim, graph_model **out,
+int graph_model_load_path(const char *path, const graph_limits *lim,
+                          const graph_progress *progress, graph_model **out,
                           errbuf *err) {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -454,6 +455,8 @@ int graph_model_load_path(const char *path, const graph_limits *lim, graph_model
     }
     m->path = strdup(path);
     m->base_dir = dir_of(path);
+    m->source_id = (graph_file_id){(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    m->has_source_id = true;
     int rc = TILEOPT_OK;
     if (st.st_size > 0) {
         m->map_size = (size_t)st.st_size;
@@ -465,7 +468,7 @@ int graph_model_load_path(const char *path, const graph_limits *lim, graph_model
     }
     close(fd);
     if (!rc && (!m->path || !m->base_dir)) rc = err_set(err, TILEOPT_NOMEM, "out of memory");
-    if (!rc) rc = load_common(m, m->map, m->map_size, err);
+    if (!rc) rc = load_common(m, m->map, m->map_size, progress, err);
     /* The unpacked model holds copies; the mapping is no longer needed. */
     if (m->map) munmap(m->map, m->map_size);
     m->map = NULL;
@@ -479,7 +482,8 @@ int graph_model_load_path(const char *path, const graph_limits *lim, graph_model
 }
 
 int graph_model_load_buffer(const void *data, size_t size, const char *base_dir,
-                            const graph_limits *lim, graph_model **out, errbuf *err) {
+                            const graph_limits *lim, const graph_progress *progress,
+                            graph_model **out, errbuf *err) {
     *out = NULL;
     graph_model *m = model_new(lim);
     if (!m) return err_set(err, TILEOPT_NOMEM, "out of memory");
@@ -487,7 +491,7 @@ int graph_model_load_buffer(const void *data, size_t size, const char *base_dir,
         graph_model_free(m);
         return err_set(err, TILEOPT_NOMEM, "out of memory");
     }
-    int rc = load_common(m, data, size, err);
+    int rc = load_common(m, data, size, progress, err);
     if (rc) {
         graph_model_free(m);
         return rc;

@@ -66,8 +66,8 @@ static void write_all(file_sink *s, const uint8_t *p, size_t n) {
         p += w;
         n -= (size_t)w;
         s->written += (uint64_t)w;
-        if (!s->quiet && s->model->progress && s->written >= s->next_report) {
-            s->model->progress(s->model->progress_user, "saving", s->written, s->total);
+        if (!s->quiet && s->model->progress.fn && s->written >= s->next_report) {
+            graph_progress_tell(&s->model->progress, "saving", s->written, s->total);
             s->next_report = s->written + PROGRESS_STEP;
         }
     }
@@ -108,8 +108,8 @@ static int pack_to_fd(const graph_model *m, int fd, bool quiet, uint64_t *writte
     s->next_report = PROGRESS_STEP;
     protobuf_c_message_pack_to_buffer(&m->pb->base, &s->base);
     sink_flush(s);
-    if (!quiet && m->progress && s->written >= PROGRESS_STEP)
-        m->progress(m->progress_user, "saving", s->total, s->total);
+    if (!quiet && m->progress.fn && s->written >= PROGRESS_STEP)
+        graph_progress_tell(&m->progress, "saving", s->total, s->total);
     int rc = s->error ? err_set(err, TILEOPT_IO, "write failed: %s", strerror(s->error))
                       : TILEOPT_OK;
     *written = s->written;
@@ -369,9 +369,9 @@ typedef struct data_progress {
 static void data_progress_add(void *user, uint64_t n) {
     data_progress *p = user;
     p->written += n;
-    if (!p->m->progress || p->total < PROGRESS_STEP) return;
+    if (!p->m->progress.fn || p->total < PROGRESS_STEP) return;
     if (p->written >= p->next || p->written == p->total) {
-        p->m->progress(p->m->progress_user, "saving data", p->written, p->total);
+        graph_progress_tell(&p->m->progress, "saving data", p->written, p->total);
         p->next = p->written + PROGRESS_STEP;
     }
 }
@@ -526,12 +526,15 @@ static int by_id(const void *a, const void *b) {
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
+static bool reads_file(const graph_model *m, graph_file_id id) {
+    return m->n_read_files &&
+           bsearch(&id, m->read_files, m->n_read_files, sizeof id, by_id) != NULL;
+}
+
 /* A file the model reads, which a save keeps, unless it is one tileopt wrote
 ** for the model's own file and the save goes back to that file. */
 static bool protected_id(const save_job *j, graph_file_id id) {
-    if (!j->m->n_read_files ||
-        !bsearch(&id, j->m->read_files, j->m->n_read_files, sizeof id, by_id))
-        return false;
+    if (!reads_file(j->m, id)) return false;
     for (size_t i = 0; j->resave && i < j->n_owned_ids; i++)
         if (same_id(j->owned_ids[i], id)) return false;
     return true;
@@ -723,13 +726,33 @@ static int job_names(save_job *j, errbuf *err) {
     return TILEOPT_OK;
 }
 
-/* Refusals before any work: OUT is one of the files the model reads. */
+/* Why a save may not write over the file id (path names it), or OK. A file the
+** model reads may still be replaced by a save back to the model's own file
+** when tileopt wrote it for that file (protect says which apply). */
+static int refuse_target(const graph_model *m, graph_file_id id, bool protect,
+                         const char *path, errbuf *err) {
+    if (m->has_source_id && same_id(id, m->source_id))
+        return err_set(err, TILEOPT_MISUSE, "'%s' is the input model: write to another file",
+                       path);
+    if (protect)
+        return err_set(err, TILEOPT_MISUSE,
+                       "'%s' is external data the model reads: write to another file", path);
+    return TILEOPT_OK;
+}
+
+int graph_model_check_target(graph_model *m, const char *path, errbuf *err) {
+    struct stat st;
+    if (stat(path, &st) != 0) return TILEOPT_OK; /* a new file is nobody's */
+    graph_file_id id = {(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    return refuse_target(m, id, reads_file(m, id), path, err);
+}
+
+/* Refusals before any work: OUT is the file the model was loaded from, or one
+** of the files it reads. */
 static int job_check_out(save_job *j, errbuf *err) {
     graph_file_id id;
-    if (stat_id(j->dirfd, j->base, &id) && protected_id(j, id))
-        return err_set(err, TILEOPT_MISUSE,
-                       "cannot write '%s': it is external data the model reads", j->path);
-    return TILEOPT_OK;
+    if (!stat_id(j->dirfd, j->base, &id)) return TILEOPT_OK;
+    return refuse_target(j->m, id, protected_id(j, id), j->path, err);
 }
 
 /* Is OUT the file the model came from? Then the files its record names are

@@ -18,9 +18,11 @@ void graph_limits_default(graph_limits *lim) {
     lim->max_depth = 64;
     lim->max_rank = 64;
     lim->max_tensor_bytes = (uint64_t)4 << 30;
+    lim->max_eval_bytes = graph_memory_budget(1);
+    /* About 4 s of the smallest nodes (1 us each in a release build); a real
+    ** model's run takes thousands of steps, a long Loop a few hundred thousand. */
+    lim->max_eval_steps = (uint64_t)1 << 22;
     lim->max_inline_bytes = INT32_MAX;
-    lim->progress = NULL;
-    lim->progress_user = NULL;
 }
 
 /* The cgroup v2 or v1 memory limit of this process, or 0 when none is set

@@ -100,6 +100,15 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **                      data a save writes, default OUT's name plus ".data";
 **                      tileopt_model_save refuses one that exists unless an
 **                      earlier save to OUT wrote it
+**   "verify-shape"     N: every symbolic or unknown dim of a generated input
+**                      takes N (default: 2 on the leading axis, elsewhere 2,
+**                      64, then 512 until the input model runs); or
+**                      "NAME:D1,D2,..." (repeatable): input NAME's shape in
+**                      generated inputs (the model is not changed, unlike
+**                      "input-shape"). Dims above 2^40 are refused.
+**   "verify-inputs"    a path (repeatable): tileopt_model_verify runs on the
+**                      values these files give (as tileopt_model_inputs_load
+**                      reads them) instead of generated ones
 **   "input-shape"      "NAME:D1,D2,..." (repeatable; the last ':' separates, so
 **                      names like "x:0" work; "NAME:" is a scalar): every model
 **                      loaded afterwards gets that main-graph input's dims
@@ -171,10 +180,17 @@ TILEOPT_API void tileopt_model_free(tileopt_model *model);
 ** too when the model passes 2 GB. Each file has no name until it is complete,
 ** `path` and its data are put in place together, and the data files an earlier
 ** save to `path` wrote and the new one no longer reads are removed (README:
-** External data). On success the model reads the files `path` reads.
-** TILEOPT_MISUSE when `path` is one of the model's own external data files. */
+** External data). On success the model reads the files `path` reads. A path
+** that is the file the model was loaded from, or one of its external data
+** files, however spelled (a symlink, a hard link), is TILEOPT_MISUSE before
+** anything is written. */
 TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model,
                                               const char *path);
+/* The check tileopt_model_save makes of its path, alone: TILEOPT_MISUSE when
+** path is the model's own file or one of its external data files, so a caller
+** refuses such an output before any work. */
+TILEOPT_API tileopt_status tileopt_model_check_output(tileopt_ctx *ctx, tileopt_model *model,
+                                                      const char *path);
 /* Serialize to a new buffer (*out, *size), freed with tileopt_free(). Fails with
 ** TILEOPT_LIMIT for models that need external data. */
 TILEOPT_API tileopt_status tileopt_model_save_buffer(tileopt_ctx *ctx,
@@ -199,7 +215,7 @@ TILEOPT_API tileopt_status tileopt_model_describe(tileopt_ctx *ctx, tileopt_mode
 
 /* ----------------------------------------------------------------- passes */
 
-/* The i-th pass in default order ("upgrade", "fold", "fuse"), NULL past the end;
+/* The i-th pass in default order ("upgrade", "fold", "fuse", "gqa"), NULL past the end;
 ** static storage. */
 TILEOPT_API const char *tileopt_pass_name(size_t i);
 /* Run one pass by name on model, recording its actions in ctx's report. */
@@ -316,6 +332,10 @@ typedef enum tileopt_verdict {
     TILEOPT_VERDICT_SKIPPED = 3,         /* no verdict: see the reason */
 } tileopt_verdict;
 TILEOPT_API tileopt_verdict tileopt_report_verdict(const tileopt_ctx *ctx, const char **reason);
+/* The inputs the last verify ran on, as one line: each input's name, element
+** type and shape, and the file it came from or "random (seed N)"; NULL when
+** no verify ran. Owned by ctx. */
+TILEOPT_API const char *tileopt_report_verify_inputs(const tileopt_ctx *ctx);
 /* "match", "mismatch", "skipped" (the report's words), "none"; static. */
 TILEOPT_API const char *tileopt_verdict_str(tileopt_verdict verdict);
 
@@ -328,13 +348,16 @@ TILEOPT_API const char *tileopt_report_warning(const tileopt_ctx *ctx, size_t i)
 /* A value: a tensor, or a sequence or optional of tensors (see tileopt_tensor_kind). */
 typedef struct tileopt_tensor tileopt_tensor;
 
-/* Decode a serialized TensorProto (as in ONNX test data: input_0.pb). */
+/* Decode a serialized TensorProto (as in ONNX test data: input_0.pb) or a .npy
+** file (told by its magic bytes). */
 TILEOPT_API tileopt_status tileopt_tensor_load(tileopt_ctx *ctx, const char *path,
                                                tileopt_tensor **out);
 TILEOPT_API tileopt_status tileopt_tensor_load_buffer(tileopt_ctx *ctx, const void *data,
                                                       size_t size, tileopt_tensor **out);
 /* Write a tensor as a serialized TensorProto, a sequence as a SequenceProto and
-** an optional as an OptionalProto. */
+** an optional as an OptionalProto; a path ending in ".npy" gets a .npy file
+** (bfloat16 as uint16 and the 8-bit floats as uint8 arrays of their bits,
+** strings as a 'U' array). */
 TILEOPT_API tileopt_status tileopt_tensor_save(tileopt_ctx *ctx,
                                                const tileopt_tensor *tensor,
                                                const char *path);
@@ -458,7 +481,9 @@ TILEOPT_API const char *tileopt_model_output_name(const tileopt_model *model, si
 
 /*
 ** Evaluate model with the built-in evaluator. inputs[i] binds to the i-th graph
-** input that is not an initializer; a UINT16 tensor bound to a BFLOAT16 input
+** input that is not an initializer: each must be given and fit the input's
+** element type, rank and static dims (TILEOPT_MISUSE naming the input with
+** what it declares, before anything runs); a UINT16 tensor bound to a BFLOAT16 input
 ** is taken as the bfloat16 bits it holds, a UINT8 one bound to an 8-bit float
 ** input as its bits (numpy, and so ONNX's test data, has neither type); a tensor
 ** or sequence bound to an input declared optional is the optional holding it. On
@@ -483,6 +508,50 @@ TILEOPT_API tileopt_status tileopt_model_run(tileopt_ctx *ctx, tileopt_model *mo
 */
 TILEOPT_API tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
                                                 tileopt_model *after);
+
+/*
+** Values for model's inputs (those tileopt_model_run binds) from files, as
+** `tileopt run` and `--verify-inputs` read them. Each path is
+**   - an .npz archive (numpy.savez, or savez_compressed: deflated members are
+**     inflated): each array goes to the input of its name;
+**   - a .npy file: to the input its file name names (x.npy: input 'x');
+**   - any other file: a serialized TensorProto (SequenceProto, OptionalProto
+**     where the input declares one), to the input its name field names, else
+**     to the first input not yet given (input_0.pb, input_1.pb, ...);
+**   - a folder: its input_N.pb in the order of N, else its .npy files.
+** Every input must be given exactly once and fit its declaration (element type,
+** rank, static dims); an optional input left out is an empty optional. A
+** missing, unknown, doubly given or mis-shaped input is TILEOPT_MISUSE, its
+** message naming the file and the input with its declared type and shape
+** ("input 'x' (FLOAT [N,1,28,28]) is missing"); a file that cannot be read or
+** decoded gets the status that says why. On success *inputs is a new array of
+** *n_inputs values in input order, for tileopt_model_run: free each with
+** tileopt_tensor_free() and the array with tileopt_free().
+*/
+TILEOPT_API tileopt_status tileopt_model_inputs_load(tileopt_ctx *ctx,
+                                                     const tileopt_model *model,
+                                                     const char *const *paths, size_t n_paths,
+                                                     tileopt_tensor ***inputs,
+                                                     size_t *n_inputs);
+/*
+** Random values for model's inputs, as verify generates them (option "seed";
+** floats in [-1, 1), integers in [0, 4]), of the declared shapes with the dims
+** "input-shape" fixed at load; the open ones take option "verify-shape"'s
+** sizes, else 2. TILEOPT_UNSUPPORTED for an input of no known element type
+** or rank, or one that is no tensor. Ownership as tileopt_model_inputs_load.
+*/
+TILEOPT_API tileopt_status tileopt_model_inputs_random(tileopt_ctx *ctx,
+                                                       const tileopt_model *model,
+                                                       tileopt_tensor ***inputs,
+                                                       size_t *n_inputs);
+/*
+** Write n values to path: a path ending in ".npz" gets an archive of stored
+** members, one per value, named by tileopt_tensor_name() (numpy.load reads
+** them by that name); any other path takes one value, as tileopt_tensor_save.
+** Atomic, as every save.
+*/
+TILEOPT_API tileopt_status tileopt_tensors_save(tileopt_ctx *ctx, tileopt_tensor *const *values,
+                                                size_t n, const char *path);
 
 /*
 ** Tile with OpenVINO Tile-1 promotion: when repeats is longer than the rank the

@@ -6,6 +6,8 @@ fixed producer fields, so re-running gives byte-identical files.
 
   legacy_tile1.onnx   opset 5 / IR 3: Tile-1 (float tiles, axis), legacy Add
                       with broadcast=1 and axis, Relu -> the upgrade pass
+  legacy_repeat.onnx  opset 5 / IR 3: Tile-1 of a size-1 axis, legacy Add that
+                      broadcasts -> upgrade, then fuse removes the Tile (./run)
   const_tile.onnx     Tile of a constant tensor by constant repeats -> fold
   shape_repeats.onnx  repeats computed by Shape->Gather->Unsqueeze->Concat from a
                       static-shaped input -> fold (shape subgraph) then Tile
@@ -66,6 +68,35 @@ def legacy_tile1():
            "requires); Add-1 with broadcast=1, axis=1 adds b[6] along axis 1; then "
            "Relu-1. Shows the upgrade pass: Tile-1 -> Tile-13 with int64 repeats "
            "[1,2,1], and the legacy broadcast Add -> numpy-broadcast Add.")
+    return finish(g, 5, doc, ir_version=3)
+
+
+def legacy_repeat():
+    # What ./run shows: a legacy model whose Tile is only a broadcast. Tile-1
+    # repeats x[2,1,4] 3 times along its size-1 axis 1; the legacy Add adds
+    # b[3,4] (broadcast=1: b matches A's trailing axes). Once upgraded, Add-7's
+    # numpy broadcasting of x against b gives the same [2,3,4]: fuse removes
+    # the Tile.
+    x = vi("x", TensorProto.FLOAT, [2, 1, 4])
+    tiles = numpy_helper.from_array(np.array([3.0], dtype=np.float32), "tiles")
+    axis = numpy_helper.from_array(np.array([1.0], dtype=np.float32), "axis")
+    b = numpy_helper.from_array(
+        (np.arange(12, dtype=np.float32) * 0.25 - 1.5).reshape(3, 4), "b")
+    nodes = [
+        helper.make_node("Tile", ["x", "tiles", "axis"], ["t"], name="tile"),
+        helper.make_node("Add", ["t", "b"], ["s"], name="add", broadcast=1),
+        helper.make_node("Relu", ["s"], ["y"], name="relu"),
+    ]
+    g = helper.make_graph(
+        nodes, "legacy_repeat",
+        [x, vi("tiles", TensorProto.FLOAT, [1]), vi("axis", TensorProto.FLOAT, [1]),
+         vi("b", TensorProto.FLOAT, [3, 4])],
+        [vi("y", TensorProto.FLOAT, [2, 3, 4])],
+        initializer=[tiles, axis, b])
+    doc = ("Legacy opset-5 model (IR 3). Tile-1 repeats x[2,1,4] 3 times along its "
+           "size-1 axis 1 (float tiles and axis); Add-1 with broadcast=1 adds b[3,4]; "
+           "then Relu-1. Shows upgrade and fuse together: once Add broadcasts numpy-"
+           "style it repeats x itself, so the Tile goes.")
     return finish(g, 5, doc, ir_version=3)
 
 
@@ -152,6 +183,7 @@ def bias_tile():
 
 MODELS = {
     "legacy_tile1.onnx": legacy_tile1,
+    "legacy_repeat.onnx": legacy_repeat,
     "const_tile.onnx": const_tile,
     "shape_repeats.onnx": shape_repeats,
     "tile_add.onnx": tile_add,

@@ -50,8 +50,7 @@ static int run_pass(graph_model *m, const pass_run_env *env, const pass_def *p, 
         .log = log,
         .warnings = &out->warnings,
         .err = err,
-        .progress = env->progress,
-        .progress_user = env->progress_user,
+        .eval = eval_env_of(&env->opt->lim, env->progress, NULL),
     };
     err_clear(err);
     double t0 = now_ms();

@@ -11,8 +11,7 @@ void pass_options_default(pass_options *o) {
     memset(o, 0, sizeof *o);
     o->target_opset = 0;
     o->fold_limit = (uint64_t)1 << 20;
-    graph_limits_default(&o->graph_lim);
-    eval_limits_default(&o->eval_lim);
+    graph_limits_default(&o->lim);
 }
 
 void pass_strings_add(pass_strings *s, const char *text) {
@@ -67,14 +66,7 @@ void pass_warn(pass_ctx *pc, const char *fmt, ...) {
 }
 
 void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total) {
-    if (pc->progress) pc->progress(pc->progress_user, what, done, total);
-}
-
-eval_limits pass_eval_limits(const pass_ctx *pc) {
-    eval_limits lim = pc->opt->eval_lim;
-    lim.progress = pc->progress;
-    lim.progress_user = pc->progress_user;
-    return lim;
+    graph_progress_tell(&pc->eval.progress, what, done, total);
 }
 
 int pass_for_each_graph(pass_ctx *pc, graph *g, int (*fn)(pass_ctx *, graph *)) {

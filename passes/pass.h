@@ -27,8 +27,7 @@ typedef struct pass_options {
     double fold_max_growth;  /* fold: 0 = off */
     bool fold_scope_all;     /* fold: --fold-scope all */
     bool fuse_split;         /* fuse: rule 4 */
-    graph_limits graph_lim;
-    eval_limits eval_lim;
+    graph_limits lim;        /* what an evaluation (fold's) may take */
 } pass_options;
 void pass_options_default(pass_options *o);
 
@@ -80,8 +79,9 @@ typedef struct pass_ctx {
     ** a constant input leaves work for fold) */
     bool wake;
     errbuf *err;
-    tileopt_progress_fn progress;
-    void *progress_user;
+    /* the options' limits and who hears of the pass's progress: what every
+    ** evaluation the pass runs goes by */
+    eval_env eval;
 } pass_ctx;
 
 typedef int (*pass_run_fn)(pass_ctx *pc);
@@ -120,10 +120,8 @@ json_w *pass_skip(pass_ctx *pc, graph *g, int32_t node, const char *fmt, ...);
 __attribute__((format(printf, 2, 3)))
 #endif
 void pass_warn(pass_ctx *pc, const char *fmt, ...);
+/* "upgrade", "fold", ...: nodes the pass has looked at, of all. */
 void pass_progress(pass_ctx *pc, const char *what, uint64_t done, uint64_t total);
-/* The options' evaluation limits, with the pass's progress for what a long
-** evaluation reports (a big Tile written out). */
-eval_limits pass_eval_limits(const pass_ctx *pc);
 
 /*
 ** A Tile-6/13 node's constant repeats against the ONNX spec: 1-D int64, one
@@ -172,11 +170,10 @@ typedef struct pass_results {
 } pass_results;
 void pass_results_clear(pass_results *r);
 
-/* Who hears how the passes are getting on. */
+/* The options, and who hears how the passes are getting on. */
 typedef struct pass_run_env {
     const pass_options *opt;
-    tileopt_progress_fn progress;
-    void *progress_user;
+    graph_progress progress;
 } pass_run_env;
 
 /* Run one pass once, its entry appended to out (also when it fails). */

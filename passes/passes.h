@@ -4,7 +4,7 @@
 
 #include "passes/pass.h"
 
-/* fuse: Tile into the elementwise ops that follow it (passes/fuse.c). */
+/* fuse: Tile into the elementwise ops that follow it (passes/fuse/). */
 int pass_fuse(pass_ctx *pc);
 
 /* upgrade: migrate default-domain nodes to opt->target_opset (passes/upgrade/). */
@@ -22,7 +22,11 @@ void downgrade_adapter_at(size_t i, const char **op, int32_t *from, int32_t *to)
 size_t downgrade_expansion_count(void);
 const char *downgrade_expansion_op(size_t i);
 
-/* fold: constant-fold Tile and the shape subgraphs feeding it (passes/fold.c). */
+/* fold: constant-fold Tile and the shape subgraphs feeding it (passes/fold/). */
 int pass_fold(pass_ctx *pc);
+
+/* gqa: grouped-query attention's repeated K/V heads left unmaterialized
+** (passes/gqa.c). */
+int pass_gqa(pass_ctx *pc);
 
 #endif

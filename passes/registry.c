@@ -14,6 +14,9 @@ const pass_def pass_registry[] = {
      NULL, false},
     {"fold", pass_fold, "constant-fold Tile and the shape subgraphs that feed it", "fuse", true},
     {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it", "fold", false},
+    {"gqa", pass_gqa,
+     "grouped-query attention: query heads grouped on their K/V head instead of K and V "
+     "repeated", NULL, false},
     {NULL, NULL, NULL, NULL, false},
 };
 const size_t pass_count = countof(pass_registry) - 1; /* the NULL row ends it */

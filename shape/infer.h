@@ -19,7 +19,4 @@ int infer_shapes(graph_model *m, errbuf *err);
 ** conflict with what the model declares is an error naming both types. */
 int infer_write_value_info(graph_model *m, errbuf *err);
 
-/* Format a type as "float[2,N,?]" into buf (for reports and errors). */
-const char *infer_type_str(const graph_type *t, char *buf, size_t cap);
-
 #endif

@@ -1,6 +1,6 @@
 /*
-** What the commands share: the error printer, the flags that map onto library
-** options, the progress line, and removing a half-written file on a signal.
+** What the commands share: the error printer, the parser over the option table
+** (options.c), the progress line, and removing a half-written file on a signal.
 */
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +12,11 @@
 #include <unistd.h>
 
 #include "cmd.h"
+
+/* The command being run, for the hint after a usage error. */
+static const char *current_command;
+
+void cli_set_command(const char *name) { current_command = name; }
 
 /* Whether the progress line holds text: anything else printed to the terminal
 ** erases it first, or the two would be glued on one line. */
@@ -39,7 +44,9 @@ int tool_error(int code, const char *fmt, ...) {
         else fputc(*c, stderr);
     }
     fputc('\n', stderr);
-    if (code == EXIT_USAGE) fputs("(tileopt --help shows the usage)\n", stderr);
+    if (code == EXIT_USAGE)
+        fprintf(stderr, "(tileopt%s%s --help shows the usage)\n", current_command ? " " : "",
+                current_command ? current_command : "");
     return code;
 }
 
@@ -118,66 +125,70 @@ void cli_progress(void *user, const char *what, uint64_t done, uint64_t total) {
     fflush(stderr);
 }
 
-/* The resource limits every command takes, with their defaults. */
-static const char limits_help[] =
-    "resource limits (every command):\n"
-    "  --max-tensor-bytes SIZE  bytes one evaluated or loaded tensor may take (default 4G)\n"
-    "  --max-eval-bytes SIZE    bytes all live evaluator tensors may take (default: a\n"
-    "                           quarter of the memory, or of the cgroup's limit, shared\n"
-    "                           among a batch's -j workers; at least 256M)\n"
-    "  --max-eval-steps N       nodes run plus Loop iterations in one evaluation\n"
-    "                           (default 4194304; 0: no limit)\n"
-    "  --max-depth N            subgraph nesting depth, 1 to 256 (default 64)\n"
-    "  --max-rank N             tensor rank (default 64)\n"
-    "SIZE is a number of bytes with an optional suffix: K, M, G, T (or KiB, MiB, ...)\n"
-    "for powers of 1024, KB, MB, GB, TB for powers of 1000, or 'unlimited'.\n"
-    "Long options also take their value as --name=value.\n";
 
-bool cli_wants_help(int argc, char **argv, const char *help) {
-    for (int i = 1; i < argc; i++)
+bool cli_wants_help(const cli_command *cmd, int argc, char **argv) {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(help, stdout);
-            fputs(limits_help, stdout);
+            cli_print_help(stdout, cmd);
             return true;
         }
     return false;
 }
 
-/* Flags that map one to one onto library options (tileopt_ctx_set). */
-static const struct {
-    const char *flag;
-    const char *option;
-    bool takes_value;
-    bool limit;              /* a resource limit: every command takes it */
-} option_flags[] = {
-    {"--target-opset", "target-opset", true, false},
-    {"--fold-limit", "fold-limit", true, false},
-    {"--fold-max-growth", "fold-max-growth", true, false},
-    {"--fold-scope", "fold-scope", true, false},
-    {"--fuse-split", "fuse-split", false, false},
-    {"--keep-initializer-inputs", "keep-initializer-inputs", false, false},
-    {"--seed", "seed", true, false},
-    {"--input-shape", "input-shape", true, false},
-    {"--data-name", "data-name", true, false},
-    {"--max-tensor-bytes", "max-tensor-bytes", true, true},
-    {"--max-eval-bytes", "max-eval-bytes", true, true},
-    {"--max-eval-steps", "max-eval-steps", true, true},
-    {"--max-depth", "max-depth", true, true},
-    {"--max-rank", "max-rank", true, true},
-};
+static bool all_digits(const char *s) {
+    if (!*s) return false;
+    while (*s >= '0' && *s <= '9') s++;
+    return !*s;
+}
 
-int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only) {
-    const char *s = argv[*i];
-    size_t k = 0, n = sizeof option_flags / sizeof option_flags[0];
-    while (k < n && strcmp(option_flags[k].flag, s) != 0) k++;
-    if (k == n || (limits_only && !option_flags[k].limit)) return -1;
-    const char *value = "1";
-    if (option_flags[k].takes_value) {
-        if (*i + 1 >= argc) return tool_error(EXIT_USAGE, "%s needs a value", s);
-        value = argv[++*i];
+int cli_parse(tileopt_ctx *ctx, const cli_command *cmd, int argc, char **argv, cli_handler h,
+              void *user, char **operands, size_t *n_operands) {
+    *n_operands = 0;
+    bool options_done = false;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!options_done && strcmp(s, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (options_done || s[0] != '-' || !s[1]) {
+            operands[(*n_operands)++] = argv[i];
+            continue;
+        }
+        const cli_option *o = cli_option_find(cmd, s);
+        int len = (int)strcspn(s, "=");
+        if (!o) {
+            const cli_option *near = cli_option_near(cmd, s);
+            if (near)
+                return tool_error(EXIT_USAGE, "unknown option '%.*s' for %s (did you mean %s?)",
+                                  len, s, cmd->name, near->name);
+            return tool_error(EXIT_USAGE, "unknown option '%.*s' for %s", len, s, cmd->name);
+        }
+        const char *eq = s[1] == '-' && s[len] ? s + len + 1 : NULL;
+        const char *value = NULL;
+        if (o->arg == ARG_NONE && eq)
+            return tool_error(EXIT_USAGE, "%s takes no value", o->name);
+        if (o->arg == ARG_REQUIRED) {
+            if (eq) value = eq;
+            else if (i + 1 < argc) value = argv[++i];
+            else return tool_error(EXIT_USAGE, "%.*s needs a value (%s)", len, s, o->value);
+        }
+        if (o->arg == ARG_OPTIONAL) {
+            if (eq) value = eq;
+            else if (i + 1 < argc && all_digits(argv[i + 1])) value = argv[++i];
+        }
+        if (o->library) {
+            tileopt_status st = tileopt_ctx_set(ctx, o->library, value ? value : "1");
+            if (st == TILEOPT_NOMEM) return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+            if (st != TILEOPT_OK) return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
+        }
+        int rc = h ? h(user, o, value) : EXIT_OK;
+        if (rc) return rc;
     }
-    tileopt_status st = tileopt_ctx_set(ctx, option_flags[k].option, value);
-    if (st == TILEOPT_NOMEM) return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
-    if (st != TILEOPT_OK) return tool_error(EXIT_USAGE, "%s", tileopt_ctx_errmsg(ctx));
-    return 0;
+    return EXIT_OK;
+}
+
+int cli_fail(tileopt_ctx *ctx, tileopt_status st, const char *what) {
+    return tool_error(st == TILEOPT_MISUSE ? EXIT_USAGE : EXIT_FAIL, "%s%s%s", what ? what : "",
+                      what ? ": " : "", tileopt_ctx_errmsg(ctx));
 }

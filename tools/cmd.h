@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "options.h"
 #include "tileopt.h"
 
 /* Exit codes: success, a failure (bad model, I/O, mismatch), a usage error. */
@@ -17,7 +18,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 /* What `optimize` was asked for one model. */
 typedef struct opt_args {
     const char *in, *out, *passes, *report;
-    bool verify, quiet, infer_shapes, target_asked;
+    bool verify, strict, quiet, infer_shapes, target_asked;
     bool eval_bytes_asked;   /* --max-eval-bytes given: a batch does not share it out */
     bool data_name_asked;    /* --data-name given: one model's, no batch's */
 } opt_args;
@@ -45,21 +46,34 @@ int cmd_run(tileopt_ctx *ctx, int argc, char **argv);
 int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv);
 
 /* Print "tileopt: error: <message>" to stderr and return code (for usage errors,
-** code 2, a hint to --help follows). */
+** code 2, a hint to the command's --help follows). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
 int tool_error(int code, const char *fmt, ...);
 
-/* If argv[*i] is a flag that maps onto a library option (`--fold-limit N`, ...;
-** with limits_only, just the resource limits `--max-*`), apply it to ctx and step
-** *i past its value. Returns -1 when argv[*i] is no such flag, 0 when applied,
-** 2 (usage) on a bad value, 1 when memory ran out. */
-int cmd_option_flag(tileopt_ctx *ctx, int argc, char **argv, int *i, bool limits_only);
+/* The command being run: usage errors name its --help. */
+void cli_set_command(const char *name);
 
-/* With --help or -h among argv: print help (the command's usage and options)
-** and the limits every command takes to stdout, and return true. */
-bool cli_wants_help(int argc, char **argv, const char *help);
+/* With --help or -h among argv (before a "--"): print cmd's help to stdout and
+** return true. */
+bool cli_wants_help(const cli_command *cmd, int argc, char **argv);
+
+/* Told each option given, in order, with its value (NULL when it has none);
+** returns an exit code, 0 to go on. */
+typedef int (*cli_handler)(void *user, const cli_option *o, const char *value);
+
+/* Parse argv[1..argc) for cmd by the option table: options that set a library
+** option (cli_option.library) are set on ctx, every option is then handed to h,
+** and the other arguments are collected into operands (room for argc). Unknown
+** options, near misses ("did you mean --fold-scope?"), missing values and bad
+** ones are usage errors. Returns the exit code, 0 to go on. */
+int cli_parse(tileopt_ctx *ctx, const cli_command *cmd, int argc, char **argv, cli_handler h,
+              void *user, char **operands, size_t *n_operands);
+
+/* Print the library's last error (after what:, when given) and return its exit
+** code: 2 for a misuse (an argument the library refused), else 1. */
+int cli_fail(tileopt_ctx *ctx, tileopt_status st, const char *what);
 
 /* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <cjson/cJSON.h>
 
 #include "cmd.h"
 
@@ -239,12 +238,14 @@ static void progress(size_t done, size_t failed, size_t total, size_t running) {
 
 /* A path from the disk as printable text: control bytes as \xNN, so a file
 ** name cannot drive the terminal (tool_error does the same for its lines). */
-static void put_path(const char *s) {
+static void put_path_to(FILE *f, const char *s) {
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c < 0x20 || *c == 0x7f) printf("\\x%02x", *c);
-        else putchar(*c);
+        if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\x%02x", *c);
+        else fputc(*c, f);
     }
 }
+
+static void put_path(const char *s) { put_path_to(stdout, s); }
 
 static void print_row(const model *m) {
     char a[32], b[32];
@@ -259,12 +260,28 @@ static void print_row(const model *m) {
     fflush(stdout);
 }
 
+/* The child's warnings, on stderr with the model named: a batch shows them as
+** a single run would, whatever --quiet says. */
+static void forward_warnings(FILE *f, const char *in) {
+    static const char tag[] = "tileopt: warning: ";
+    char line[4096];
+    rewind(f);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, tag, sizeof tag - 1) != 0) continue;
+        cli_progress_clear();
+        fputs(tag, stderr);
+        put_path_to(stderr, in);
+        fprintf(stderr, ": %s%s", line + sizeof tag - 1, strchr(line, '\n') ? "" : "\n");
+    }
+}
+
 /* Collect one finished child into its model row. */
 static void reap(slot *s, model *m, int status) {
     m->seconds = now_s() - s->t0;
     result r;
     ssize_t got = read(s->pipe_fd, &r, sizeof r);
     close(s->pipe_fd);
+    forward_warnings(s->err, m->in);
     read_error(s->err, m->error, sizeof m->error);
     fclose(s->err);
     if (WIFSIGNALED(status)) {
@@ -312,46 +329,77 @@ static int start(tileopt_ctx *ctx, const batch_opts *b, model *m, size_t index, 
     return 0;
 }
 
+/* s as a JSON string: UTF-8 kept, control characters escaped, and a byte that
+** is no part of valid UTF-8 written as the text \xNN, as the report does. */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned c = *p;
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4 : 0;
+        bool valid = len > 0 && !(len == 2 && c < 0xc2);
+        for (size_t k = 1; valid && k < len; k++) valid = (p[k] & 0xc0) == 0x80;
+        if (!valid) {
+            fprintf(f, "\\\\x%02x", c);
+            p++;
+        } else if (len > 1) {
+            fwrite(p, 1, len, f);
+            p += len;
+        } else {
+            if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+            else if (c < 0x20) fprintf(f, "\\u%04x", c);
+            else fputc((int)c, f);
+            p++;
+        }
+    }
+    fputc('"', f);
+}
+
+/* "key": "value" and "key": number members, the first of an object without a comma. */
+static void member_str(FILE *f, bool *first, const char *key, const char *value) {
+    fprintf(f, "%s\n    \"%s\": ", *first ? "" : ",", key);
+    json_string(f, value);
+    *first = false;
+}
+
+static void member_num(FILE *f, bool *first, const char *key, double value) {
+    fprintf(f, "%s\n    \"%s\": %.17g", *first ? "" : ",", key, value);
+    *first = false;
+}
+
 static int write_summary(const batch_opts *b, const list *l, double seconds, size_t failed) {
-    cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "models");
-    if (!root || !arr) {
-        cJSON_Delete(root);
-        return tool_error(EXIT_FAIL, "batch report: out of memory");
-    }
-    for (size_t i = 0; i < l->n; i++) {
-        const model *m = &l->m[i];
-        cJSON *o = cJSON_CreateObject();
-        char out[PATH_MAX], rep[PATH_MAX];
-        snprintf(out, sizeof out, "%s/%s", b->outdir, m->rel);
-        snprintf(rep, sizeof rep, "%s/%s.json", b->report_dir, m->rel);
-        cJSON_AddStringToObject(o, "input", m->in);
-        cJSON_AddStringToObject(o, "output", out);
-        cJSON_AddStringToObject(o, "report", rep);
-        cJSON_AddStringToObject(o, "status", m->rc == EXIT_OK ? "ok" : "failed");
-        if (m->rc != EXIT_OK) cJSON_AddStringToObject(o, "error", m->error);
-        cJSON_AddNumberToObject(o, "seconds", m->seconds);
-        cJSON_AddNumberToObject(o, "input_bytes", m->in_bytes);
-        cJSON_AddNumberToObject(o, "output_bytes", m->out_bytes);
-        cJSON_AddNumberToObject(o, "tiles_before", m->tiles_before);
-        cJSON_AddNumberToObject(o, "tiles_after", m->tiles_after);
-        cJSON_AddItemToArray(arr, o);
-    }
-    cJSON_AddNumberToObject(root, "done", (double)(l->n - failed));
-    cJSON_AddNumberToObject(root, "failed", (double)failed);
-    cJSON_AddNumberToObject(root, "seconds", seconds);
-    if (b->shard_n) {
-        cJSON_AddNumberToObject(root, "shard", b->shard_i);
-        cJSON_AddNumberToObject(root, "shards", b->shard_n);
-    }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
     char path[PATH_MAX], tmp[PATH_MAX];
     snprintf(path, sizeof path, "%s/batch.json", b->report_dir);
     snprintf(tmp, sizeof tmp, "%s/.batch.json.%ld", b->report_dir, (long)getpid());
-    FILE *f = text ? fopen(tmp, "w") : NULL;
-    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fputs("{\n  \"models\": [", f);
+        for (size_t i = 0; i < l->n; i++) {
+            const model *m = &l->m[i];
+            char out[PATH_MAX], rep[PATH_MAX];
+            snprintf(out, sizeof out, "%s/%s", b->outdir, m->rel);
+            snprintf(rep, sizeof rep, "%s/%s.json", b->report_dir, m->rel);
+            bool first = true;
+            fputs(i ? ", {" : "{", f);
+            member_str(f, &first, "input", m->in);
+            member_str(f, &first, "output", out);
+            member_str(f, &first, "report", rep);
+            member_str(f, &first, "status", m->rc == EXIT_OK ? "ok" : "failed");
+            if (m->rc != EXIT_OK) member_str(f, &first, "error", m->error);
+            member_num(f, &first, "seconds", m->seconds);
+            member_num(f, &first, "input_bytes", m->in_bytes);
+            member_num(f, &first, "output_bytes", m->out_bytes);
+            member_num(f, &first, "tiles_before", m->tiles_before);
+            member_num(f, &first, "tiles_after", m->tiles_after);
+            fputs("\n  }", f);
+        }
+        fprintf(f, "],\n  \"done\": %zu,\n  \"failed\": %zu,\n  \"seconds\": %.17g", l->n - failed,
+                failed, seconds);
+        if (b->shard_n) fprintf(f, ",\n  \"shard\": %d,\n  \"shards\": %d", b->shard_i, b->shard_n);
+        fputs("\n}\n", f);
+    }
+    bool ok = f && !ferror(f);
     if (f && fclose(f) != 0) ok = false;
-    free(text);
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
         return tool_error(EXIT_FAIL, "cannot write '%s'", path);

@@ -91,7 +91,7 @@ static bool same_file(const char *a, const char *b) {
 ** such as /dev/null with a file, or fail on a folder only after all the work). */
 static int check_paths(const opt_args *a) {
     if (same_file(a->in, a->out))
-        return tool_error(EXIT_USAGE, "-o '%s' is the input model: write to another file",
+        return tool_error(EXIT_USAGE, "OUT '%s' is the input model: write to another file",
                           a->out);
     const char *dests[2] = {a->out, a->report && strcmp(a->report, "-") ? a->report : NULL};
     for (size_t i = 0; i < 2; i++) {
@@ -108,10 +108,11 @@ static int check_paths(const opt_args *a) {
     return EXIT_OK;
 }
 
-/* -o or --report naming one of the input's external data files would replace
-** data the input reads: refused like the input itself (the files are known
-** once the model is loaded). */
-static int check_data_paths(const tileopt_ctx *ctx, const opt_args *a) {
+/* --report naming one of the input's external data files would replace data
+** the input reads: refused like the input itself (the files are known once the
+** model is loaded; OUT is checked by tileopt_model_check_output). */
+static int check_report_path(const tileopt_ctx *ctx, const opt_args *a) {
+    if (!a->report || strcmp(a->report, "-") == 0) return EXIT_OK;
     char dir[PATH_MAX];
     const char *slash = strrchr(a->in, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - a->in) : 1, slash ? a->in : ".");
@@ -120,12 +121,9 @@ static int check_data_paths(const tileopt_ctx *ctx, const opt_args *a) {
         if (snprintf(data, sizeof data, "%s/%s", dir,
                      tileopt_report_data_file(ctx, TILEOPT_INPUT, i)) >= (int)sizeof data)
             continue;
-        const char *dests[2] = {a->out, a->report && strcmp(a->report, "-") ? a->report : NULL};
-        for (size_t k = 0; k < 2; k++)
-            if (dests[k] && same_file(data, dests[k]))
-                return tool_error(EXIT_USAGE, "%s '%s' is external data of the input model (%s)",
-                                  k ? "--report" : "-o", dests[k],
-                                  tileopt_report_data_file(ctx, TILEOPT_INPUT, i));
+        if (same_file(data, a->report))
+            return tool_error(EXIT_USAGE, "--report '%s' is external data of the input model (%s)",
+                              a->report, tileopt_report_data_file(ctx, TILEOPT_INPUT, i));
     }
     return EXIT_OK;
 }
@@ -267,10 +265,23 @@ static void print_summary(tileopt_ctx *ctx, const opt_args *args, FILE *f) {
         fprintf(f, "  IR %lld -> %lld\n", (long long)ir_in, (long long)ir_out);
     const char *why;
     tileopt_verdict v = tileopt_report_verdict(ctx, &why);
-    if (v != TILEOPT_VERDICT_NONE)
+    if (v != TILEOPT_VERDICT_NONE) {
         fprintf(f, "  verify: %s%s%s\n", tileopt_verdict_str(v), why ? ": " : "", why ? why : "");
+        const char *on = tileopt_report_verify_inputs(ctx);
+        if (on) fprintf(f, "  verify inputs: %s\n", on);
+    }
+}
+
+/* Warnings go to stderr whatever --quiet says: the passes' own, and a verify
+** that gave no verdict (which --verify=strict would have failed). */
+static void print_warnings(tileopt_ctx *ctx, bool ok) {
+    cli_progress_clear();
     for (size_t i = 0; i < tileopt_report_warning_count(ctx); i++)
-        fprintf(f, "  warning: %s\n", tileopt_report_warning(ctx, i));
+        fprintf(stderr, "tileopt: warning: %s\n", tileopt_report_warning(ctx, i));
+    const char *why;
+    if (ok && tileopt_report_verdict(ctx, &why) == TILEOPT_VERDICT_SKIPPED)
+        fprintf(stderr, "tileopt: warning: verify gave no verdict, the output is unchecked "
+                "(--verify=strict fails instead): %s\n", why ? why : "no reason");
 }
 
 /* Whether the last pass the report lists is `name` and failed. */
@@ -289,18 +300,26 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
                     size_t n_passes) {
     tileopt_model *model = NULL, *before = NULL;
     int rc = EXIT_FAIL;
-    if (tileopt_model_load(ctx, a->in, &model) != TILEOPT_OK ||
-        (a->verify && tileopt_model_load(ctx, a->in, &before) != TILEOPT_OK)) {
+    /* a model that cannot be loaded (--input-shape that does not fit it
+    ** included) fails the run; OUT naming one of its external data files,
+    ** known once it is loaded, is a usage error */
+    tileopt_status st = tileopt_model_load(ctx, a->in, &model);
+    if (!st && a->verify) st = tileopt_model_load(ctx, a->in, &before);
+    if (st) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        goto done;
+    }
+    if ((st = tileopt_model_check_output(ctx, model, a->out))) {
+        rc = cli_fail(ctx, st, NULL);
         goto done;
     }
     if (tileopt_report_begin(ctx, model, a->in) != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
-    if ((rc = check_data_paths(ctx, a)) != EXIT_OK) goto done;
+    if ((rc = check_report_path(ctx, a)) != EXIT_OK) goto done;
     rc = EXIT_FAIL;
-    tileopt_status st = tileopt_passes_run(ctx, model, passes, n_passes);
+    st = tileopt_passes_run(ctx, model, passes, n_passes);
     if (st != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         if (st == TILEOPT_UNSUPPORTED && failed_pass_is(ctx, "upgrade"))
@@ -312,8 +331,8 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         tool_error(EXIT_FAIL, "infer shapes: %s", tileopt_ctx_errmsg(ctx));
         goto report;
     }
-    if (a->verify && tileopt_model_verify(ctx, before, model) != TILEOPT_OK) {
-        tool_error(EXIT_FAIL, "verify: %s", tileopt_ctx_errmsg(ctx));
+    if (a->verify && (st = tileopt_model_verify(ctx, before, model)) != TILEOPT_OK) {
+        rc = cli_fail(ctx, st, "verify");
         goto report;
     }
     /* A report file goes first, with the size the output will have: when it
@@ -336,9 +355,9 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
             goto done;
         }
     }
-    if (tileopt_model_save(ctx, model, a->out) != TILEOPT_OK) {
+    if ((st = tileopt_model_save(ctx, model, a->out)) != TILEOPT_OK) {
         free(predicted_files);
-        tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+        rc = cli_fail(ctx, st, NULL);
         goto report;
     }
     rc = EXIT_OK;
@@ -355,8 +374,7 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     free(predicted_files);
     if (!ended) {
         if (!a->report) { /* nothing to summarize from */
-            if (!a->quiet)
-                fprintf(stderr, "tileopt: warning: %s (no summary)\n", tileopt_ctx_errmsg(ctx));
+            fprintf(stderr, "tileopt: warning: %s (no summary)\n", tileopt_ctx_errmsg(ctx));
             goto done;
         }
         fprintf(stderr, "tileopt: warning: %s (the report states the predicted output size)\n",
@@ -374,6 +392,7 @@ report:
 summary:
     if (rc == EXIT_OK && !a->quiet)
         print_summary(ctx, a, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
+    print_warnings(ctx, rc == EXIT_OK);
 done:
     tileopt_model_free(model);
     tileopt_model_free(before);
@@ -400,51 +419,6 @@ static bool parse_shard(const char *s, int *i, int *n) {
     return true;
 }
 
-static const char optimize_help[] =
-    "usage: tileopt optimize IN.onnx -o OUT.onnx [options]\n"
-    "       tileopt optimize IN... -o OUTDIR [-j N] [--shard I/N] [options]\n"
-    "Runs the passes on IN and writes OUT atomically; IN is never modified.\n"
-    "With several inputs, or a folder (searched for *.onnx), each model is written\n"
-    "under OUTDIR at its relative path, in a process of its own; a failed model is\n"
-    "a row of the final table and the exit code is 1.\n"
-    "options:\n"
-    "  -o, --output OUT.onnx     the optimized model (required; never IN itself), or\n"
-    "                            the output folder of a batch\n"
-    "  -j, --jobs N              batch: models optimized at once (default: the number\n"
-    "                            of cores)\n"
-    "  --shard I/N               batch: only the I-th (0 to N-1) of N contiguous slices\n"
-    "                            of the sorted model list (default: all)\n"
-    "  --passes LIST             passes in order, comma-separated, from upgrade, fold,\n"
-    "                            fuse, or none (load and save only)\n"
-    "                            (default upgrade,fold,fuse)\n"
-    "  --target-opset N          the opset upgrade converts to, 1 to 26, up or down\n"
-    "                            (default: the model's own from opset 7, else 13)\n"
-    "  --keep-initializer-inputs keep initializers listed as graph inputs when the IR\n"
-    "                            goes past 3 (default: take them out)\n"
-    "  --fold-scope tile|all     fold Tiles and what feeds them, or every constant node\n"
-    "                            (default tile)\n"
-    "  --fold-limit SIZE         most bytes one fold may add to the model, outputs less\n"
-    "                            the constants that go with it (default 1M)\n"
-    "  --fold-max-growth K       also refuse outputs over K times their constant inputs\n"
-    "                            (default 0: off)\n"
-    "  --fuse-split              fuse a Tile into a binary op with a full-size operand\n"
-    "                            by reshaping both to broadcast (default off)\n"
-    "  --input-shape NAME:D1,... fix a graph input's dims (repeatable; default none)\n"
-    "  --infer-shapes            write inferred types and shapes into value_info\n"
-    "                            (default off)\n"
-    "  --verify[=strict]         run IN and OUT on the same random inputs and fail on a\n"
-    "                            difference; strict also fails without a verdict\n"
-    "                            (default off)\n"
-    "  --seed N                  seed of --verify's inputs (default 1)\n"
-    "  --data-name NAME          the external data file written beside OUT (default:\n"
-    "                            OUT's name and .data; one earlier runs to OUT wrote\n"
-    "                            is replaced, any other file of that name refused)\n"
-    "  --report FILE|-           write the JSON report to FILE or stdout; for a batch\n"
-    "                            a folder: one report per model and batch.json\n"
-    "                            (default none)\n"
-    "  -q, --quiet               no progress and no summary (default: progress on a\n"
-    "                            terminal, summary on stdout)\n";
-
 /* The command line of `optimize`: one model's options, its inputs, and the
 ** batch's. */
 typedef struct opt_cmd {
@@ -454,68 +428,73 @@ typedef struct opt_cmd {
     int jobs, shard_i, shard_n; /* 0: not given */
 } opt_cmd;
 
-static int parse_args(tileopt_ctx *ctx, int argc, char **argv, opt_cmd *c);
+static int parse_args(tileopt_ctx *ctx, const cli_command *cmd, int argc, char **argv,
+                      opt_cmd *c);
 static int run_optimize(tileopt_ctx *ctx, opt_cmd *c);
 
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv) {
-    if (cli_wants_help(argc, argv, optimize_help)) return EXIT_OK;
+    const cli_command *cmd = cli_command_find("optimize");
+    if (cli_wants_help(cmd, argc, argv)) return EXIT_OK;
     opt_cmd c = {.inputs = calloc((size_t)argc, sizeof *c.inputs)};
     if (!c.inputs) return tool_error(EXIT_FAIL, "out of memory");
-    int rc = parse_args(ctx, argc, argv, &c);
+    int rc = parse_args(ctx, cmd, argc, argv, &c);
     if (rc == EXIT_OK) rc = run_optimize(ctx, &c);
     free(c.inputs);
     return rc;
 }
 
-static int parse_args(tileopt_ctx *ctx, int argc, char **argv, opt_cmd *c) {
-    opt_args a = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        bool has_next = i + 1 < argc;
-        if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
-            if (!has_next) return tool_error(EXIT_USAGE, "%s needs a path", s);
-            a.out = argv[++i];
-        } else if (strcmp(s, "--passes") == 0) {
-            if (!has_next) return tool_error(EXIT_USAGE, "--passes needs a list");
-            a.passes = argv[++i];
-        } else if (strcmp(s, "--report") == 0) {
-            if (!has_next) return tool_error(EXIT_USAGE, "--report needs a path or -");
-            a.report = argv[++i];
-        } else if (strcmp(s, "--infer-shapes") == 0) {
-            a.infer_shapes = true;
-        } else if (strcmp(s, "--verify") == 0 || strcmp(s, "--verify=strict") == 0) {
-            a.verify = true;
-            /* strict: a model the evaluator cannot run fails the command */
-            if (s[8] && tileopt_ctx_set(ctx, "verify-strict", "1") != TILEOPT_OK)
-                return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
-        } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
-            a.quiet = true;
-        } else if (strcmp(s, "-j") == 0 || strcmp(s, "--jobs") == 0) {
-            char *end;
-            long j = has_next ? strtol(argv[i + 1], &end, 10) : 0;
-            if (!has_next || *end || end == argv[i + 1] || j < 1 || j > 4096)
-                return tool_error(EXIT_USAGE, "%s needs a number of jobs from 1 to 4096", s);
-            c->jobs = (int)j;
-            i++;
-        } else if (strcmp(s, "--shard") == 0) {
-            if (!has_next || !parse_shard(argv[i + 1], &c->shard_i, &c->shard_n))
-                return tool_error(EXIT_USAGE, "--shard needs I/N with 0 <= I < N");
-            i++;
-        } else if (s[0] == '-' && s[1]) {
-            if (strcmp(s, "--target-opset") == 0) a.target_asked = true;
-            if (strcmp(s, "--max-eval-bytes") == 0) a.eval_bytes_asked = true;
-            if (strcmp(s, "--data-name") == 0) a.data_name_asked = true;
-            int rc = cmd_option_flag(ctx, argc, argv, &i, false);
-            if (rc < 0) return tool_error(EXIT_USAGE, "unknown option '%s'", s);
-            if (rc) return rc;
-        } else {
-            c->inputs[c->n_inputs++] = argv[i];
-        }
+/* Each option as given; the library's were set on ctx already. */
+static int take_option(void *user, const cli_option *o, const char *value) {
+    opt_cmd *c = user;
+    opt_args *a = &c->a;
+    switch (o->id) {
+    case ID_OUTPUT: a->out = value; break;
+    case ID_PASSES: a->passes = value; break;
+    case ID_REPORT: a->report = value; break;
+    case ID_INFER_SHAPES: a->infer_shapes = true; break;
+    case ID_QUIET: a->quiet = true; break;
+    case ID_TARGET_OPSET: a->target_asked = true; break;
+    case ID_MAX_EVAL_BYTES: a->eval_bytes_asked = true; break;
+    case ID_DATA_NAME: a->data_name_asked = true; break;
+    case ID_VERIFY_INPUTS: a->verify = true; break;
+    case ID_VERIFY:
+        if (value && strcmp(value, "strict") != 0)
+            return tool_error(EXIT_USAGE, "--verify takes =strict or nothing, not '%s'", value);
+        a->verify = true;
+        a->strict = a->strict || value;
+        break;
+    case ID_JOBS: {
+        char *end;
+        long j = strtol(value, &end, 10);
+        if (*end || end == value || j < 1 || j > 4096)
+            return tool_error(EXIT_USAGE, "--jobs needs a number of jobs from 1 to 4096");
+        c->jobs = (int)j;
+        break;
     }
+    case ID_SHARD:
+        if (!parse_shard(value, &c->shard_i, &c->shard_n))
+            return tool_error(EXIT_USAGE, "--shard needs I/N with 0 <= I < N");
+        break;
+    default: break; /* the library's options, set already */
+    }
+    return EXIT_OK;
+}
+
+static int parse_args(tileopt_ctx *ctx, const cli_command *cmd, int argc, char **argv,
+                      opt_cmd *c) {
+    int rc = cli_parse(ctx, cmd, argc, argv, take_option, c, c->inputs, &c->n_inputs);
+    if (rc) return rc;
+    /* strict: a model the evaluator cannot run fails the command */
+    if (c->a.strict && tileopt_ctx_set(ctx, "verify-strict", "1") != TILEOPT_OK)
+        return tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
     if (!c->n_inputs) return tool_error(EXIT_USAGE, "optimize needs an input model");
-    a.in = c->inputs[0];
-    if (!a.out) return tool_error(EXIT_USAGE, "optimize needs -o OUT.onnx");
-    c->a = a;
+    /* onnx-simplifier's form: optimize IN OUT */
+    if (!c->a.out && c->n_inputs == 2) c->a.out = c->inputs[--c->n_inputs];
+    c->a.in = c->inputs[0];
+    if (!c->a.out)
+        return tool_error(EXIT_USAGE, c->n_inputs > 2 ? "a batch needs -o OUTDIR"
+                                                      : "optimize needs OUT.onnx (a second "
+                                                        "operand, or -o)");
     return EXIT_OK;
 }
 

@@ -1,7 +1,8 @@
 /*
-** `tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]`: evaluate a
-** model on serialized TensorProto inputs (SequenceProto and OptionalProto for
-** sequences and optionals), as in ONNX's backend test data.
+** `tileopt run MODEL.onnx [INPUT ...] [--random[=SEED]] [--test-dir DIR] [-o OUT]`:
+** evaluate a model on .npz, .npy or serialized TensorProto inputs (SequenceProto
+** and OptionalProto for sequences and optionals, as in ONNX's backend test
+** data), or on random ones.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -17,21 +18,6 @@
 
 /* values shown per output when printing results */
 #define RUN_SHOW 8
-
-static const char run_help[] =
-    "usage: tileopt run MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]\n"
-    "Evaluates MODEL with the built-in evaluator. Inputs are serialized TensorProto\n"
-    "files bound in order to the graph inputs that have no initializer (a sequence\n"
-    "or optional input: a SequenceProto or OptionalProto, as in ONNX's test data).\n"
-    "options:\n"
-    "  --test-dir DIR            a data set (DIR/input_*.pb, DIR/output_*.pb) or a\n"
-    "                            backend test folder (DIR/test_data_set_*, and\n"
-    "                            DIR/model.onnx when MODEL is not given): compare the\n"
-    "                            outputs (floats: rtol 1e-3, atol 1e-7; other types\n"
-    "                            exactly), exit 1 on a mismatch (default none)\n"
-    "  -o, --output OUTDIR       write the outputs as OUTDIR/output_N.pb, per data set\n"
-    "                            OUTDIR/test_data_set_N/output_N.pb (default: print\n"
-    "                            them, unless --test-dir)\n";
 
 typedef struct path_list {
     char **paths;
@@ -232,74 +218,110 @@ static int run_test_dir(tileopt_ctx *ctx, tileopt_model *model, const char *dir,
     return rc ? rc : failed ? EXIT_FAIL : EXIT_OK;
 }
 
+/* What `run` was asked for. */
+typedef struct run_args {
+    const char *test_dir, *out;
+    bool random;
+    const char *seed;        /* NULL: 1 */
+} run_args;
+
+static int take_option(void *user, const cli_option *o, const char *value) {
+    run_args *r = user;
+    const char **slot = o->id == ID_TEST_DIR ? &r->test_dir : o->id == ID_OUTPUT ? &r->out : NULL;
+    if (slot && *slot) return tool_error(EXIT_USAGE, "%s given twice", o->name);
+    if (slot) *slot = value;
+    if (o->id == ID_RANDOM) {
+        r->random = true;
+        r->seed = value;
+    }
+    return EXIT_OK;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+/* The inputs of one run: from files, or random. */
+static int load_inputs(tileopt_ctx *ctx, tileopt_model *model, const run_args *r,
+                       char *const *files, size_t n_files, tileopt_tensor ***in, size_t *n_in) {
+    tileopt_status st;
+    if (r->random) {
+        if (r->seed && tileopt_ctx_set(ctx, "seed", r->seed) != TILEOPT_OK)
+            return tool_error(EXIT_USAGE, "--random takes a seed from 0 to 2^64-1, not '%s'",
+                              r->seed);
+        st = tileopt_model_inputs_random(ctx, model, in, n_in);
+    } else {
+        st = tileopt_model_inputs_load(ctx, model, (const char *const *)files, n_files, in,
+                                       n_in);
+    }
+    if (st == TILEOPT_MISUSE && !n_files && !r->random)
+        return tool_error(EXIT_USAGE, "%s; give them as .npz, .npy or .pb files, or --random",
+                          tileopt_ctx_errmsg(ctx));
+    return st ? cli_fail(ctx, st, NULL) : EXIT_OK;
+}
+
 int cmd_run(tileopt_ctx *ctx, int argc, char **argv) {
-    const char *model_path = NULL, *test_dir = NULL, *out_dir = NULL;
-    char **inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *inputs);
-    size_t n_inputs = 0;
-    if (!inputs) return tool_error(EXIT_FAIL, "out of memory");
-    int rc = EXIT_OK;
-    if (cli_wants_help(argc, argv, run_help)) {
-        free(inputs);
-        return EXIT_OK;
-    }
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *s = argv[i];
-        bool has_next = i + 1 < argc;
-        if (strcmp(s, "--test-dir") == 0) {
-            if (!has_next) rc = tool_error(EXIT_USAGE, "--test-dir needs a folder");
-            else if (test_dir) rc = tool_error(EXIT_USAGE, "--test-dir given twice");
-            else test_dir = argv[++i];
-        } else if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) {
-            if (!has_next) rc = tool_error(EXIT_USAGE, "%s needs a folder", s);
-            else if (out_dir) rc = tool_error(EXIT_USAGE, "%s given twice", s);
-            else out_dir = argv[++i];
-        } else if (s[0] == '-' && s[1]) {
-            int fr = cmd_option_flag(ctx, argc, argv, &i, true);
-            if (fr < 0) rc = tool_error(EXIT_USAGE, "unknown option '%s' for run", s);
-            else rc = fr;
-        } else if (!model_path) {
-            model_path = s;
-        } else {
-            inputs[n_inputs++] = argv[i];
-        }
-    }
+    const cli_command *cmd = cli_command_find("run");
+    if (cli_wants_help(cmd, argc, argv)) return EXIT_OK;
+    char **operands = calloc((size_t)(argc > 0 ? argc : 1), sizeof *operands);
+    if (!operands) return tool_error(EXIT_FAIL, "out of memory");
+    run_args r = {0};
+    size_t n_operands = 0;
+    int rc = cli_parse(ctx, cmd, argc, argv, take_option, &r, operands, &n_operands);
+    const char *model_path = n_operands ? operands[0] : NULL;
+    char **inputs = operands + (n_operands ? 1 : 0);
+    size_t n_inputs = n_operands ? n_operands - 1 : 0;
     char default_model[4096];
-    if (!rc && !model_path && test_dir &&
-        snprintf(default_model, sizeof default_model, "%s/model.onnx", test_dir) <
+    if (!rc && !model_path && r.test_dir &&
+        snprintf(default_model, sizeof default_model, "%s/model.onnx", r.test_dir) <
             (int)sizeof default_model &&
         access(default_model, F_OK) == 0)
         model_path = default_model; /* a backend test folder holds its model */
     if (!rc && !model_path) rc = tool_error(EXIT_USAGE, "run needs a model");
-    if (!rc && test_dir && n_inputs)
-        rc = tool_error(EXIT_USAGE, "give input files or --test-dir, not both");
+    if (!rc && (r.test_dir || r.random) && n_inputs)
+        rc = tool_error(EXIT_USAGE, "give input files, --random or --test-dir: one of them");
+    if (!rc && r.test_dir && r.random)
+        rc = tool_error(EXIT_USAGE, "give --random or --test-dir, not both");
+    if (!rc && r.test_dir && r.out && ends_with(r.out, ".npz"))
+        rc = tool_error(EXIT_USAGE, "with --test-dir, -o is a folder (one per data set)");
     if (rc) {
-        free(inputs);
+        free(operands);
         return rc;
     }
 
     tileopt_model *model = NULL;
     tileopt_tensor **in = NULL, **outs = NULL;
-    size_t n_in = n_inputs, n_outs = 0;
+    size_t n_in = 0, n_outs = 0;
     if (isatty(STDERR_FILENO)) tileopt_ctx_set_progress(ctx, cli_progress, NULL);
-    if (tileopt_model_load(ctx, model_path, &model) != TILEOPT_OK) {
+    tileopt_status st = tileopt_model_load(ctx, model_path, &model);
+    if (st) {
         rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
-    if (test_dir) {
-        rc = run_test_dir(ctx, model, test_dir, out_dir);
+    if (r.test_dir) {
+        rc = run_test_dir(ctx, model, r.test_dir, r.out);
         goto done;
     }
-    rc = load_values(ctx, model, tileopt_model_input_load, inputs, n_inputs, &in);
+    rc = load_inputs(ctx, model, &r, inputs, n_inputs, &in, &n_in);
     if (rc) goto done;
-    if (tileopt_model_run(ctx, model, in, n_in, &outs, &n_outs) != TILEOPT_OK) {
-        rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    if ((st = tileopt_model_run(ctx, model, in, n_in, &outs, &n_outs)) != TILEOPT_OK) {
+        rc = cli_fail(ctx, st, NULL);
         goto done;
     }
-    rc = out_dir ? write_outputs(ctx, out_dir, outs, n_outs) : print_outputs(ctx, outs, n_outs);
+    if (r.out && ends_with(r.out, ".npz"))
+        rc = tileopt_tensors_save(ctx, outs, n_outs, r.out) ? cli_fail(ctx, TILEOPT_IO, NULL)
+                                                             : EXIT_OK;
+    else if (r.out)
+        rc = write_outputs(ctx, r.out, outs, n_outs);
+    else
+        rc = print_outputs(ctx, outs, n_outs);
 done:
-    free_tensors(in, n_in);
+    if (in)
+        for (size_t i = 0; i < n_in; i++) tileopt_tensor_free(in[i]);
+    tileopt_free(in);
     free_outputs(outs, n_outs);
     tileopt_model_free(model);
-    free(inputs);
+    free(operands);
     return rc;
 }

@@ -20,10 +20,10 @@ static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
     const Onnx__TensorProto *t = graph_const_find(g, name, &c) ? c.tensor : NULL;
     errbuf e;
     err_clear(&e);
-    const eval_limits *lim = &u->pc->opt->eval_lim;
+    const eval_env *env = &u->pc->eval;
     if (t) {
         tensor *out = NULL;
-        return tensor_from_proto(u->m, t, lim, &out, &e) ? NULL : out;
+        return tensor_from_proto(u->m, t, env, &out, &e) ? NULL : out;
     }
     int32_t pi;
     Onnx__NodeProto *p = graph_producer(g, name, &pi);
@@ -38,7 +38,7 @@ static tensor *eval_const(up *u, graph *g, const char *name, int depth) {
         if (nm && !(in[i] = eval_const(u, g, nm, depth - 1))) ok = false;
     }
     tensor *out = NULL;
-    if (ok && eval_node(g, pi, in, p->n_input, &out, 1, lim, NULL, &e)) out = NULL;
+    if (ok && eval_node(g, pi, in, p->n_input, &out, 1, env, NULL, &e)) out = NULL;
     for (size_t i = 0; i < p->n_input; i++)
         if (in[i]) tensor_free(in[i]);
     return out;

@@ -12,6 +12,7 @@
 #include "graph/const.h"
 #include "passes/upgrade/opset_table.h"
 #include "passes/upgrade/upgrade_impl.h"
+#include "shape/dim.h"
 
 int up_nomem(up *u) { return err_set(u->err, TILEOPT_NOMEM, "upgrade: out of memory"); }
 
@@ -84,10 +85,11 @@ int up_const_ints(up *u, graph *g, int32_t node, const char *name, const char *w
     } else {
         /* shape inference proved every entry (a shape computation of static dims) */
         graph_value *v = up_value_of(g, name);
-        const graph_shape_value *sv = v ? v->shape_value : NULL;
-        if (!sv || sv->syms || sv->n < 0 || (size_t)sv->n > cap || v->type.elem <= 0)
+        const shape_value *sv = v ? v->shape_value : NULL;
+        if (!sv || !shape_value_static(sv) || sv->n < 0 || (size_t)sv->n > cap ||
+            v->type.elem <= 0)
             return 0;
-        memcpy(out, sv->vals, (size_t)sv->n * sizeof *out);
+        for (int32_t i = 0; i < sv->n; i++) out[i] = sv->e[i].n;
         *count = (size_t)sv->n;
         *elem = v->type.elem;
         *found = true;

@@ -16,12 +16,14 @@ its message and, for optimize and verify, the report so far.
 
 import collections.abc
 import contextlib
+import functools
 import json
 import os
 
-import numpy as np
-
 from . import _tileopt
+
+# numpy and onnx are imported where they are used: optimize and inspect of a
+# model's bytes or path need neither (a wheel installs without them).
 
 __version__ = _tileopt.version
 
@@ -124,22 +126,30 @@ def _source(model, base_dir):
     return serialize(), base_dir, "proto"
 
 
+def _shape_pairs(option, shapes):
+    """{input name: dims} as the repeated NAME:D1,D2,... of a shape option."""
+    return [(option, "%s:%s" % (name, ",".join(str(int(d)) for d in dims)))
+            for name, dims in shapes.items()]
+
+
 def _options(named, extra):
     """The (name, value) pairs of the library's options: the named ones that are
-    set, then the rest as given, '_' read as '-'."""
+    set, then the rest as given, '_' read as '-'; a list or tuple is the option
+    repeated (verify_inputs=["a.npz"]), a dict of dims a shape per input."""
     pairs = []
     for name, value in list(named.items()) + list(extra.items()):
         if value is None:
             continue
         name = name.replace("_", "-")
         if name == "input-shapes":
-            for input_name, dims in value.items():
-                pairs.append(("input-shape",
-                              "%s:%s" % (input_name, ",".join(str(int(d)) for d in dims))))
+            name = "input-shape"
+        if isinstance(value, collections.abc.Mapping):
+            pairs += _shape_pairs(name, value)
             continue
-        if isinstance(value, bool):
-            value = "1" if value else "0"
-        pairs.append((name, str(value)))
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, bool):
+                item = "1" if item else "0"
+            pairs.append((name, os.fspath(item) if isinstance(item, os.PathLike) else str(item)))
     return pairs
 
 
@@ -151,12 +161,21 @@ def _passes(passes):
 
 
 def _onnx():
+    """onnx, or None where it is not installed."""
     try:
         import onnx
-    except ImportError as e:  # pragma: no cover - onnx is a dependency
-        raise ImportError("tileopt returns onnx.ModelProto models: install onnx "
-                          "(Debian: python3-onnx)") from e
+    except ImportError:
+        return None
     return onnx
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError as e:
+        raise ImportError("tileopt.run takes and returns numpy arrays: install numpy "
+                          "(Debian: python3-numpy)") from e
+    return numpy
 
 
 def optimize(model, passes=None, target_opset=None, fold_limit=None, fold_scope=None,
@@ -178,12 +197,22 @@ def optimize(model, passes=None, target_opset=None, fold_limit=None, fold_scope=
     its external data (onnx.load(output, load_external_data=False)).
     base_dir: where the external data of a ModelProto or bytes model lives.
 
-    The result is an onnx.ModelProto, or bytes when model was bytes. The report
-    is the dict of `tileopt optimize --report` (report.schema.json).
+    output naming the input file, a link to it or one of its external data
+    files is refused with UsageError before any work, as the CLI refuses it.
+    verify_inputs (a path or a list of them: .npz, .npy, .pb files or folders,
+    as `--verify-inputs`) verifies on those inputs instead of random ones;
+    verify_shape sets the size of random inputs' open dims (an int) or whole
+    shapes ({input name: dims}).
+
+    The result is an onnx.ModelProto, or bytes when model was bytes (or where
+    onnx is not installed). The report is the dict of `tileopt optimize
+    --report` (report.schema.json).
     """
     source, base_dir, kind = _source(model, base_dir)
     if verify not in (False, True, "strict"):
         raise UsageError("verify is False, True or \"strict\", not %r" % (verify,))
+    if options.get("verify_inputs") and not verify:
+        verify = True  # as --verify-inputs implies --verify
     opts = _options({"target_opset": target_opset, "fold_limit": fold_limit,
                      "fold_scope": fold_scope, "fuse_split": fuse_split,
                      "input_shapes": input_shapes, "seed": seed,
@@ -193,11 +222,15 @@ def optimize(model, passes=None, target_opset=None, fold_limit=None, fold_scope=
         data, report = _tileopt.optimize(source, base_dir, opts, _passes(passes),
                                          bool(verify), out)
     report = json.loads(report)
+    onnx = _onnx()
     if out is not None:
-        return _onnx().load(out, load_external_data=False), report
-    if kind == "bytes":
+        if onnx is None:
+            with open(out, "rb") as f:
+                return f.read(), report
+        return onnx.load(out, load_external_data=False), report
+    if kind == "bytes" or onnx is None:
         return data, report
-    result = _onnx().load_model_from_string(data)
+    result = onnx.load_model_from_string(data)
     if kind == "path":
         # tensors left in the input's external data files still name them
         # relative to its folder: read them, as onnx.load(path) would
@@ -233,16 +266,22 @@ def verify(before, after, seed=1, strict=False, base_dir=None, **options):
 
 # numpy dtype -> ONNX TensorProto.DataType, and back. numpy has no bfloat16 or
 # 8-bit floats: their values travel as their bits, in uint16 and uint8 arrays.
-_TO_ONNX = {
-    np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3,
-    np.dtype(np.uint16): 4, np.dtype(np.int16): 5, np.dtype(np.int32): 6,
-    np.dtype(np.int64): 7, np.dtype(np.bool_): 9, np.dtype(np.float16): 10,
-    np.dtype(np.float64): 11, np.dtype(np.uint32): 12, np.dtype(np.uint64): 13,
-    np.dtype(np.complex64): 14, np.dtype(np.complex128): 15,
-}
-_FROM_ONNX = {code: dtype for dtype, code in _TO_ONNX.items()}
-_FROM_ONNX.update({16: np.dtype(np.uint16), 17: np.dtype(np.uint8), 18: np.dtype(np.uint8),
-                   19: np.dtype(np.uint8), 20: np.dtype(np.uint8)})
+@functools.lru_cache(maxsize=None)
+def _dtypes():
+    np = _numpy()
+    to_onnx = {
+        np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3,
+        np.dtype(np.uint16): 4, np.dtype(np.int16): 5, np.dtype(np.int32): 6,
+        np.dtype(np.int64): 7, np.dtype(np.bool_): 9, np.dtype(np.float16): 10,
+        np.dtype(np.float64): 11, np.dtype(np.uint32): 12, np.dtype(np.uint64): 13,
+        np.dtype(np.complex64): 14, np.dtype(np.complex128): 15,
+    }
+    from_onnx = {code: dtype for dtype, code in to_onnx.items()}
+    from_onnx.update({16: np.dtype(np.uint16), 17: np.dtype(np.uint8), 18: np.dtype(np.uint8),
+                      19: np.dtype(np.uint8), 20: np.dtype(np.uint8)})
+    return to_onnx, from_onnx
+
+
 _STRING = 8
 
 
@@ -258,11 +297,12 @@ def _value_in(value):
         if any(item[0] == "strings" for item in items):
             dtype = _STRING
         return ("sequence", dtype, items)
+    np = _numpy()
     array = np.asarray(value)
     if array.dtype.kind in "USO":
         return ("strings", array.shape, [_string_in(s) for s in array.reshape(-1)])
     native = array.dtype.newbyteorder("=")
-    code = _TO_ONNX.get(native)
+    code = _dtypes()[0].get(native)
     if code is None:
         raise TypeError("numpy dtype %s has no ONNX element type" % array.dtype)
     return ("tensor", code, array.shape, np.ascontiguousarray(array, dtype=native))
@@ -285,9 +325,10 @@ def _string_out(b):
 
 def _value_out(value):
     kind = value[0]
+    np = _numpy()
     if kind == "tensor":
         _, code, dims, data = value
-        return np.frombuffer(data, dtype=_FROM_ONNX[code]).reshape(dims)
+        return np.frombuffer(data, dtype=_dtypes()[1][code]).reshape(dims)
     if kind == "strings":
         _, dims, strings = value
         out = np.empty(len(strings), dtype=object)

@@ -394,6 +394,15 @@ static PyObject *py_optimize(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (!ctx) goto done;
     if (!(model = model_open(ctx, source, base_dir, &path))) goto done;
+    /* as the CLI does: an output that is the input, or its external data, is
+    ** refused before any work */
+    tileopt_status checked = out_path ? tileopt_model_check_output(ctx, model,
+                                                                   path_str(out_path))
+                                      : TILEOPT_OK;
+    if (checked) {
+        fail(ctx, checked, 0);
+        goto done;
+    }
     if (verify) {
         PyObject *again = NULL;
         before = model_open(ctx, source, base_dir, &again);

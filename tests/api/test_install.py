@@ -49,6 +49,10 @@ def installed_library_should_build_a_client_through_pkg_config():
         run(["meson", "install", "-C", build, "--destdir", stage, "--no-rebuild", "--quiet"])
         pcs = glob.glob(os.path.join(stage, "**", "pkgconfig", "tileopt.pc"), recursive=True)
         assert len(pcs) == 1, pcs
+        # the man page and the completions go where man, bash-completion and zsh look
+        for tail in ("share/man/man1/tileopt.1", "share/bash-completion/completions/tileopt",
+                     "share/zsh/site-functions/_tileopt"):
+            assert glob.glob(os.path.join(stage, "**", tail), recursive=True), tail
         libdir = os.path.dirname(os.path.dirname(pcs[0]))
         sonames = [os.path.basename(p) for p in glob.glob(os.path.join(libdir, "libtileopt.so*"))]
         assert "libtileopt.so.0" in sonames, sonames

@@ -138,7 +138,7 @@ def run_should_order_test_dir_inputs_numerically():
         h.expect_ok(h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/t"))
 
 
-def run_should_exit_1_on_missing_or_bad_files():
+def run_should_exit_1_on_missing_or_bad_files_and_2_on_missing_inputs():
     with h.tempdir() as d:
         tile_model(f"{d}/m.onnx")
         save_pb(X, f"{d}/x.pb", "x")
@@ -149,13 +149,16 @@ def run_should_exit_1_on_missing_or_bad_files():
             ("run", f"{d}/m.onnx", f"{d}/missing.pb"),
             ("run", f"{d}/m.onnx", f"{d}/junk.pb"),
             ("run", f"{d}/m.onnx", "--test-dir", f"{d}/nope"),
-            ("run", f"{d}/m.onnx"),                       # too few inputs
-            ("run", f"{d}/m.onnx", f"{d}/x.pb", f"{d}/x.pb"),  # too many
         ]
         for args in cases:
             cp = h.tileopt(*args)
             assert cp.returncode == 1, (args, cp.returncode, cp.stderr)
             assert cp.stderr.startswith("tileopt: error: "), (args, cp.stderr)
+        # inputs missing, or given twice, are the caller's mistake: usage
+        for args in (("run", f"{d}/m.onnx"), ("run", f"{d}/m.onnx", f"{d}/x.pb", f"{d}/x.pb")):
+            cp = h.tileopt(*args)
+            assert cp.returncode == 2, (args, cp.returncode, cp.stderr)
+            assert cp.stderr.startswith("tileopt: error: input 'x'"), (args, cp.stderr)
         os.mkdir(f"{d}/empty")
         cp = h.tileopt("run", f"{d}/m.onnx", "--test-dir", f"{d}/empty")
         assert cp.returncode == 1 and "output_" in cp.stderr, cp.stderr

@@ -5,6 +5,7 @@ in ONNX Runtime, what the input computes (in ORT, or for the opset-5 legacy mode
 that ORT cannot run, a numpy reference and tileopt's own evaluator)."""
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -14,7 +15,7 @@ from onnx import numpy_helper
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
 
-SAMPLES = ["legacy_tile1.onnx", "const_tile.onnx", "shape_repeats.onnx",
+SAMPLES = ["legacy_tile1.onnx", "legacy_repeat.onnx", "const_tile.onnx", "shape_repeats.onnx",
            "tile_add.onnx", "bias_tile.onnx"]
 
 
@@ -26,10 +27,19 @@ def legacy_reference(feeds):
     return [np.maximum(t + b.reshape(1, 6, 1), 0).astype(np.float32)]
 
 
+def legacy_repeat_reference(feeds):
+    """legacy_repeat in numpy: Tile-1 (tiles 3 on axis 1), Add b[3,4], Relu."""
+    m = onnx.load(os.path.join(h.MODELS, "legacy_repeat.onnx"))
+    b = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}["b"]
+    return [np.maximum(np.tile(feeds["x"], (1, 3, 1)) + b, 0).astype(np.float32)]
+
+
 def expected(name, feeds):
     path = os.path.join(h.MODELS, name)
     if name == "legacy_tile1.onnx":
         return legacy_reference(feeds)
+    if name == "legacy_repeat.onnx":
+        return legacy_repeat_reference(feeds)
     return h.run_ort(path, feeds)
 
 
@@ -101,6 +111,17 @@ def samples_should_run_in_the_evaluator_as_in_ort():
             failures.append(f"{name}: {e}")
     if failures:
         raise AssertionError("\n".join(failures))
+
+
+def run_script_should_show_a_tile_removed_by_default():
+    """./run without a model optimizes legacy_repeat.onnx: migrated, its Tile gone."""
+    srcdir = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with h.tempdir() as d:
+        env = dict(os.environ, TILEOPT=h.tileopt_path())
+        cp = subprocess.run([os.path.join(srcdir, "run")], cwd=d, env=env,
+                            capture_output=True, text=True, timeout=300)
+        assert cp.returncode == 0, cp.stderr
+        assert "Tile 1 -> 0" in cp.stdout and "opset 5 -> 13" in cp.stdout, cp.stdout
 
 
 if __name__ == "__main__":

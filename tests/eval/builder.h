@@ -217,7 +217,7 @@ static inline int b_load(Onnx__GraphProto *g, int64_t opset, graph_model **out, 
     uint8_t *buf = b_pack(g, opset, &len);
     graph_limits lim;
     graph_limits_default(&lim);
-    return graph_model_load_buffer(buf, len, NULL, &lim, out, err);
+    return graph_model_load_buffer(buf, len, NULL, &lim, NULL, out, err);
 }
 
 /* A contiguous tensor of elem with dims, copied from data. */

@@ -11,7 +11,7 @@
 #include "builder.h"
 
 static int run(graph_model *m, tensor **in, size_t n_in, tensor ***outs, size_t *no,
-               const eval_limits *lim, errbuf *err) {
+               const eval_env *lim, errbuf *err) {
     return eval_graph(m, in, n_in, outs, no, lim, err);
 }
 
@@ -98,13 +98,13 @@ static void exec_should_free_intermediates_after_last_use(void **state) {
     assert_int_equal(b_load(g, 13, &m, &err), 0);
     tensor *x = b_make(DT_FLOAT, 1, d, NULL), **o = NULL;
     size_t no = 0;
-    eval_limits lim;
-    eval_limits_default(&lim);
-    lim.max_total_bytes = 1000000;
+    eval_env lim;
+    eval_env_default(&lim);
+    lim.lim.max_eval_bytes = 1000000;
     assert_int_equal(run(m, &x, 1, &o, &no, &lim, &err), 0);
     free_outs(o, no);
     /* and the limit does bite */
-    lim.max_total_bytes = 700000;
+    lim.lim.max_eval_bytes = 700000;
     assert_int_equal(run(m, &x, 1, &o, &no, &lim, &err), TILEOPT_LIMIT);
     assert_non_null(strstr(err.msg, "limit"));
     tensor_free(x);

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "eval/blas.h"
 #include "eval/eval_impl.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -174,10 +175,9 @@ static void tell(void *user, const char *what, uint64_t done, uint64_t total) {
 static void check_sliced(tensor *x, const int64_t *rep, tensor *v) {
     errbuf err;
     told t = {0, 0, 0, true, true};
-    eval_limits lim;
-    eval_limits_default(&lim);
-    lim.progress = tell;
-    lim.progress_user = &t;
+    eval_env lim;
+    eval_env_default(&lim);
+    lim.progress = (graph_progress){tell, &t};
     tensor *plain, *sliced;
     if (rep) {
         assert_int_equal(kernel_tile(x, rep, (size_t)x->rank, NULL, &plain, &err), TILEOPT_OK);
@@ -294,9 +294,9 @@ static void tile_should_reject_output_size_overflow(void **state) {
                      TILEOPT_LIMIT);
     assert_int_equal(view_tile(x, (int64_t[]){big, big}, 2, NULL, &y, &err), TILEOPT_LIMIT);
     /* within int64 but over the tensor byte limit */
-    eval_limits lim;
-    eval_limits_default(&lim);
-    lim.max_tensor_bytes = 1000;
+    eval_env lim;
+    eval_env_default(&lim);
+    lim.lim.max_tensor_bytes = 1000;
     assert_int_equal(kernel_tile(x, (int64_t[]){100, 1}, 2, &lim, &y, &err), TILEOPT_LIMIT);
     assert_null(y);
     tensor_free(x);
@@ -1059,8 +1059,72 @@ static void string_normalizer_should_map_utf8_and_compare_in_output_case(void **
     tensor_free(x2);
 }
 
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* The built-in product (what a machine without OpenBLAS computes) agrees with
+** the BLAS the library found, within verify's tolerance, for every transpose,
+** alpha and beta, float and double, odd sizes and padded leading dimensions. */
+static void blas_builtin_should_agree_with_the_library_found(void **state) {
+    (void)state;
+    uint64_t s = 7;
+    for (int round = 0; round < 40; round++) {
+        bool dbl = round & 1, ta = round & 2, tb = round & 4;
+        int64_t m = 1 + (int64_t)(lcg(&s) % 37), n = 1 + (int64_t)(lcg(&s) % 41),
+                k = 1 + (int64_t)(lcg(&s) % 53), pad = (int64_t)(lcg(&s) % 3);
+        int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+        double alpha = round % 3 ? 1.0 : 0.5, beta = round % 5 == 0 ? 0.75 : 0.0;
+        size_t es = dbl ? 8 : 4;
+        size_t na = (size_t)((ta ? k : m) * lda), nb = (size_t)((tb ? n : k) * ldb),
+               nc = (size_t)(m * ldc);
+        uint8_t *a = malloc(na * es), *b = malloc(nb * es), *c1 = malloc(nc * es),
+                *c2 = malloc(nc * es);
+        assert_non_null(a && b && c1 && c2);
+        for (size_t i = 0; i < na + nb + nc; i++) {
+            double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
+            uint8_t *p = i < na ? a + i * es : i < na + nb ? b + (i - na) * es
+                                                            : c1 + (i - na - nb) * es;
+            if (dbl) memcpy(p, &v, 8);
+            else {
+                float f = (float)v;
+                memcpy(p, &f, 4);
+            }
+        }
+        memcpy(c2, c1, nc * es);
+        blas_force_builtin(true);
+        blas_gemm(dbl, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c1, ldc);
+        blas_force_builtin(false);
+        blas_gemm(dbl, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c2, ldc);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                size_t at = (size_t)(i * ldc + j);
+                double x, y;
+                if (dbl) {
+                    memcpy(&x, c1 + at * 8, 8);
+                    memcpy(&y, c2 + at * 8, 8);
+                } else {
+                    float fx, fy;
+                    memcpy(&fx, c1 + at * 4, 4);
+                    memcpy(&fy, c2 + at * 4, 4);
+                    x = fx;
+                    y = fy;
+                }
+                /* verify's tolerance, with k terms of rounding in float */
+                assert_true(fabs(x - y) <= 1e-5 * (double)k + 1e-3 * fabs(y));
+            }
+        free(a);
+        free(b);
+        free(c1);
+        free(c2);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(blas_builtin_should_agree_with_the_library_found),
         cmocka_unit_test(tile_should_match_reference_on_small_shapes),
         cmocka_unit_test(tile_should_match_reference_on_big_blocks),
         cmocka_unit_test(tile_should_match_reference_on_rows_stored_from_registers),

@@ -23,8 +23,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const eval_limits fuzz_lim = {.max_tensor_bytes = 262144, .max_total_bytes = 2097152,
-                                     .max_steps = 1 << 20, .max_depth = 16};
+static const eval_env fuzz_lim = {.lim = {.max_tensor_bytes = 262144,
+                                          .max_eval_bytes = 2097152,
+                                          .max_eval_steps = 1 << 20, .max_depth = 16}};
 
 static int64_t repeat_of(uint8_t b) {
     int8_t v = (int8_t)b;

@@ -6,7 +6,7 @@
 Seeds (nothing big is committed): every models/*.onnx and a sample of the ONNX
 backend test data models for the model targets (load, passes); for the tensor
 target, the sample's input_*.pb tensors behind a few control headers (see
-fuzz_tensor.c). The committed inputs under tests/fuzz/regress/NAME/ run first,
+fuzz_tensor.c); for the npy target, .npy files and .npz archives numpy writes. The committed inputs under tests/fuzz/regress/NAME/ run first,
 once each. Prints the executions and whether anything crashed; exits 1 on a
 crash, hang or leak (libFuzzer's own exit codes), 0 otherwise.
 """
@@ -90,6 +90,29 @@ def tensor_seeds(out):
     return n
 
 
+def npy_seeds(out):
+    """numpy's own files of every dtype tileopt reads, and archives stored and
+    deflated (numpy makes them now: nothing is committed)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return 0
+    arrays = {
+        "f4": np.arange(6, dtype=np.float32).reshape(2, 3), "f8": np.linspace(0, 1, 5),
+        "be": np.arange(4, dtype=">i4"), "b1": np.array([True, False]),
+        "c8": np.array([1 + 2j], np.complex64), "u": np.array(["ab", "\u00e9t\u00e9"]),
+        "s": np.array([b"x", b"yz"]), "scalar": np.array(3, np.int64),
+        "empty": np.zeros((0, 3), np.uint8), "f2": np.ones((2, 2), np.float16),
+    }
+    n = 0
+    for name, a in arrays.items():
+        np.save(os.path.join(out, f"{name}.npy"), a)
+        n += 1
+    np.savez(os.path.join(out, "stored.npz"), **arrays)
+    np.savez_compressed(os.path.join(out, "deflated.npz"), **arrays)
+    return n + 2
+
+
 def regress_files(name):
     d = os.path.join(HERE, "regress", name)
     return sorted(p for p in glob.glob(os.path.join(d, "*")) if os.path.isfile(p))
@@ -131,7 +154,8 @@ def main():
         crashes = os.path.join(base, "crashes")
         for d in (corpus, seeds, crashes):
             os.makedirs(d, exist_ok=True)
-        n_seeds = tensor_seeds(seeds) if name == "fuzz_tensor" else model_seeds(seeds)
+        make = {"fuzz_tensor": tensor_seeds, "fuzz_npy": npy_seeds}.get(name, model_seeds)
+        n_seeds = make(seeds)
         cmd = [binary, f"-max_total_time={seconds}", "-timeout=25", "-rss_limit_mb=2560",
                "-print_final_stats=1", f"-artifact_prefix={crashes}/{name}-", corpus, seeds]
         cp = subprocess.run(cmd, env=env, capture_output=True, text=True)

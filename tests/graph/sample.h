@@ -14,7 +14,7 @@ static graph_model *load_sample(const char *name) {
     snprintf(path, sizeof path, "%s/models/%s", src ? src : ".", name);
     graph_model *m = NULL;
     errbuf err = {0};
-    int rc = graph_model_load_path(path, NULL, &m, &err);
+    int rc = graph_model_load_path(path, NULL, NULL, &m, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, TILEOPT_OK);
     return m;

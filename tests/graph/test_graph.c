@@ -121,7 +121,7 @@ static void save_buffer_should_round_trip(void **state) {
     assert_int_equal(graph_model_save_buffer(m, &buf, &size, &err), TILEOPT_OK);
     assert_int_equal(size, m->file_bytes);
     graph_model *again = NULL;
-    assert_int_equal(graph_model_load_buffer(buf, size, NULL, NULL, &again, &err), TILEOPT_OK);
+    assert_int_equal(graph_model_load_buffer(buf, size, NULL, NULL, NULL, &again, &err), TILEOPT_OK);
     assert_int_equal(graph_opset(again, ""), 5);
     assert_int_equal(graph_n_nodes(again->main), 3);
     free(buf);
@@ -134,11 +134,11 @@ static void load_should_reject_garbage_with_a_message(void **state) {
     graph_model *m = (graph_model *)1;
     errbuf err = {0};
     static const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
-    assert_int_not_equal(graph_model_load_buffer(junk, sizeof junk, NULL, NULL, &m, &err),
+    assert_int_not_equal(graph_model_load_buffer(junk, sizeof junk, NULL, NULL, NULL, &m, &err),
                          TILEOPT_OK);
     assert_null(m);
     assert_non_null(strstr(err.msg, "malformed"));
-    assert_int_equal(graph_model_load_buffer(junk, 0, NULL, NULL, &m, &err), TILEOPT_PARSE);
+    assert_int_equal(graph_model_load_buffer(junk, 0, NULL, NULL, NULL, &m, &err), TILEOPT_PARSE);
     assert_non_null(strstr(err.msg, "empty"));
 }
 
@@ -181,7 +181,7 @@ static void load_should_refuse_deep_nesting(void **state) {
     memcpy(model + n, buf, len);
     graph_model *m;
     errbuf err = {0};
-    assert_int_equal(graph_model_load_buffer(model, n + len, NULL, NULL, &m, &err), TILEOPT_LIMIT);
+    assert_int_equal(graph_model_load_buffer(model, n + len, NULL, NULL, NULL, &m, &err), TILEOPT_LIMIT);
     assert_non_null(strstr(err.msg, "nest"));
     free(buf);
     free(tmp);
@@ -227,7 +227,7 @@ static void save_should_externalize_a_model_over_the_inline_limit(void **state) 
         assert_int_equal(from->n_own_data, 1);
         assert_string_equal(from->own_data[0], "out.onnx.data");
         graph_model *back = NULL;
-        if (from == m) assert_int_equal(graph_model_load_path(path, NULL, &back, &err), TILEOPT_OK);
+        if (from == m) assert_int_equal(graph_model_load_path(path, NULL, NULL, &back, &err), TILEOPT_OK);
         else graph_model_free(from);
         from = back;
     }

@@ -150,7 +150,7 @@ static void save_should_replace_out_and_its_data_file_together(void **state) {
         assert_true(has_entry(dir, "out.onnx.data"));
     }
     graph_model *back = NULL;
-    assert_int_equal(graph_model_load_path(path, NULL, &back, &err), TILEOPT_OK);
+    assert_int_equal(graph_model_load_path(path, NULL, NULL, &back, &err), TILEOPT_OK);
     assert_int_equal(back->n_own_data, 1);
     graph_model_free(back);
     graph_model_free(m);

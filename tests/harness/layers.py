@@ -9,7 +9,8 @@ headers (README's layout table says the same):
     graph/   onnx.pb-c.h and onnx-data.pb-c.h (proto/) and include/tileopt.h (for
              the status codes)
     shape/   graph/
-    eval/    graph/
+    eval/    graph/, shape/ (the dim type and its broadcast: the evaluator's shape
+             checks are the shape layer's, over static dims)
     passes/  graph/, shape/, eval/
     api/     graph/, shape/, eval/, passes/, include/tileopt.h
     tools/   include/tileopt.h only: the CLI is a client of the public API
@@ -25,7 +26,7 @@ import sys
 ALLOWED = {
     "graph": {"graph", "onnx.pb-c.h", "onnx-data.pb-c.h", "tileopt.h"},
     "shape": {"shape", "graph", "onnx.pb-c.h", "tileopt.h"},
-    "eval": {"eval", "graph", "onnx.pb-c.h", "tileopt.h"},
+    "eval": {"eval", "shape", "graph", "onnx.pb-c.h", "tileopt.h"},
     "passes": {"passes", "graph", "shape", "eval", "onnx.pb-c.h", "tileopt.h"},
     "api": {"api", "passes", "graph", "shape", "eval", "onnx.pb-c.h", "tileopt.h"},
     "tools": {"tools", "tileopt.h"},

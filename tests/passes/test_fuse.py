@@ -290,6 +290,26 @@ def fuse_should_read_the_shape_of_a_tile_from_its_input():
     assert len(mul) == 1 and mul[0].input[1] == "reps", ops(out)
 
 
+def fuse_should_read_a_whole_shape_window_of_a_tile_from_its_input():
+    # the dynamo exporter writes x.shape as Shape(x, start=0) and zeros_like as
+    # Expand(0, shape): the same rewrite as for a plain Shape
+    q = const("q", np.linspace(-1, 1, 10 * 8, dtype=np.float32).reshape(10, 1, 8))
+    for window in ({"start": 0}, {"start": -3, "end": 3}, {"end": 5}):
+        nodes = [helper.make_node("Shape", ["x"], ["n1"], name="batch", start=1, end=2),
+                 helper.make_node("Concat", ["one", "n1", "one"], ["reps"], name="concat",
+                                  axis=0),
+                 helper.make_node("Tile", ["q", "reps"], ["qt"], name="tile"),
+                 helper.make_node("Shape", ["qt"], ["qs"], name="shape_of_tile", **window),
+                 helper.make_node("Expand", ["zero", "qs"], ["zeros"], name="zeros_like"),
+                 helper.make_node("Add", ["zeros", "qt"], ["y"], name="add")]
+        m = make(nodes, [vi("x", F, [6, "N", 8])], [vi("y", F, [10, "N", 8])],
+                 [q, const("zero", np.array(0, np.float32)), i64("one", [1])], opset=18)
+        out, actions = optimize(m, feeds={"x": np.ones((6, 3, 8), np.float32)})
+        assert "Tile" not in ops(out), (window, ops(out))
+        (a,) = fused(actions, 6)
+        assert a["node"] == "shape_of_tile", a
+
+
 def fuse_should_keep_a_tile_whose_shape_is_read_through_a_window():
     # Shape-15's start/end: the Tile's shape window is not rewritten
     nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),

@@ -67,7 +67,7 @@ def package_should_optimize_a_modelproto_into_one_that_checks_and_matches():
     assert isinstance(out, onnx.ModelProto), type(out)
     assert report_errors(report) == [], report_errors(report)
     assert report["input"]["tiles"] == 1 and report["output"]["tiles"] == 0, report["output"]
-    assert [p["name"] for p in report["passes"]] == ["upgrade", "fold", "fuse"]
+    assert [p["name"] for p in report["passes"]] == ["upgrade", "fold", "fuse", "gqa"]
     onnx.checker.check_model(out, full_check=True)
     feeds = {"x": np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)}
     with h.tempdir() as d:
@@ -316,9 +316,9 @@ def package_should_raise_the_error_class_of_each_status():
     e = expect(tileopt.FileError, tileopt.inspect, "/nonexistent/model.onnx")
     assert isinstance(e, OSError) and "/nonexistent/model.onnx" in str(e)
     expect(tileopt.UsageError, tileopt.optimize, m, target_opset=99)
-    e = expect(tileopt.InvalidModelError, tileopt.run, m,
-               {"x": np.zeros((2, 3), np.float64)})
-    assert "input 'x'" in str(e) and "DOUBLE" in str(e), e
+    # a wrong input is a wrong argument, named at the input with its declaration
+    e = expect(tileopt.UsageError, tileopt.run, m, {"x": np.zeros((2, 3), np.float64)})
+    assert "input 'x'" in str(e) and "DOUBLE" in str(e) and "FLOAT [N,3]" in str(e), e
     odd = model_of([helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")],
                    [h.vi("x", TensorProto.FLOAT, [2])], [h.vi("y", TensorProto.FLOAT, [2])])
     odd.opset_import.append(helper.make_opsetid("com.microsoft", 1))
@@ -525,6 +525,78 @@ def package_should_let_threads_run_side_by_side():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def package_should_refuse_an_output_that_is_its_input():
+    """The CLI's path checks: the input, a symlink or hard link to it, or its
+    external data as output is a UsageError before anything is written."""
+    w = np.ones((64, 64), np.float32)
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                          [h.vi("x", TensorProto.FLOAT, [64, 64])],
+                          [h.vi("y", TensorProto.FLOAT, [64, 64])],
+                          [numpy_helper.from_array(w, "w")])
+    with h.tempdir() as d:
+        src = os.path.join(d, "m.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src,
+                  save_as_external_data=True, location="m.data", size_threshold=0)
+        os.symlink(src, os.path.join(d, "link.onnx"))
+        os.link(src, os.path.join(d, "hard.onnx"))
+        before = {f: open(os.path.join(d, f), "rb").read() for f in ("m.onnx", "m.data")}
+        for out in ("m.onnx", "./m.onnx", "link.onnx", "hard.onnx", "m.data"):
+            e = expect(tileopt.UsageError, tileopt.optimize, src, output=os.path.join(d, out))
+            assert "write to another file" in str(e), (out, e)
+        with open(src, "rb") as f:
+            expect(tileopt.UsageError, tileopt.optimize, f.read(), base_dir=d,
+                   output=os.path.join(d, "m.data"))
+        for f, data in before.items():
+            assert open(os.path.join(d, f), "rb").read() == data, f
+        assert sorted(os.listdir(d)) == ["hard.onnx", "link.onnx", "m.data", "m.onnx"]
+
+
+def package_should_verify_on_the_inputs_given():
+    m = model_of([helper.make_node("Tile", ["x", "r"], ["t"]),
+                  helper.make_node("Add", ["t", "x"], ["y"])],
+                 [h.vi("x", TensorProto.FLOAT, ["N", 1])], [h.vi("y", TensorProto.FLOAT, ["N", 1])],
+                 [h.i64("r", [1, 1])])
+    with h.tempdir() as d:
+        feeds = os.path.join(d, "in.npz")
+        np.savez(feeds, x=np.arange(7, dtype=np.float32).reshape(7, 1))
+        _, report = tileopt.optimize(m, verify_inputs=[feeds])
+        v = report["verify"]
+        assert v["verdict"] == "match" and v["source"] == "files", v
+        assert v["inputs"] == [{"name": "x", "dtype": "FLOAT", "shape": [7, 1],
+                                "file": feeds + "[x]"}], v
+        _, report = tileopt.optimize(m, verify=True, verify_shape=5)
+        assert report["verify"]["inputs"][0]["shape"] == [5, 1], report["verify"]
+        np.savez(feeds, y=np.zeros((7, 1), np.float32))
+        e = expect(tileopt.UsageError, tileopt.optimize, m, verify_inputs=feeds)
+        assert "'y' is no input" in str(e), e
+
+
+def package_should_import_and_optimize_without_onnx_and_numpy():
+    """A fresh interpreter where onnx and numpy cannot be imported: import
+    tileopt, optimize a file and bytes (bytes come back), inspect."""
+    code = """
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("onnx", "numpy"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Refuse())
+import tileopt
+src = sys.argv[1]
+data, report = tileopt.optimize(src)
+assert isinstance(data, bytes) and report["output"]["tiles"] == 0, report["output"]
+again, _ = tileopt.optimize(open(src, "rb").read())
+assert again == data
+assert tileopt.inspect(src)["ir_version"] == 8
+assert not any(m.split(".")[0] in ("onnx", "numpy") for m in sys.modules)
+print("ok")
+"""
+    env = dict(os.environ, **({"LD_PRELOAD": PRELOAD} if PRELOAD else {}))
+    cp = subprocess.run([sys.executable, "-c", code, os.path.join(h.MODELS, "bias_tile.onnx")],
+                        capture_output=True, text=True, env=env, timeout=120)
+    assert cp.returncode == 0 and cp.stdout.strip() == "ok", cp.stdout + cp.stderr
 
 
 if __name__ == "__main__":

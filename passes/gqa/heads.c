@@ -1,0 +1,99 @@
+/*
+** One MatMul of a kv-major repeat: A [B,H,R,C] times X, the heads of X being
+** K/V head h div n repeated. Query head h = g*n + j meets K/V head g, and in
+** A's memory the n heads of group g sit one after another, so A viewed as
+** [B,kv,n*R,C] has each group's heads as the rows of one matrix:
+**
+**   MatMul(A, X)  ->  Reshape(MatMul(Reshape(A, [B,kv,n*R,C]), X'), [B,H,R,N])
+**
+** with X' the source of the repeat through the same layout ops. The product's
+** rows come out in A's order, so its reshape is the original product, bit for
+** bit, and every op after it (scale, mask, Softmax, the attention weights as a
+** graph output, a bias per head) reads what it read before. That holds for the
+** scores MatMul (A the queries, X the keys) and the output one (A the
+** probabilities, X the values) alike, each on its own.
+**
+** A scalar scale right after the MatMul moves before the Reshape, where ONNX
+** Runtime fuses it into the MatMul as it did in the export.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/gqa/gqa_impl.h"
+
+/* The reader of m's output when it is a Mul or Div by a constant scalar (the
+** attention's 1/sqrt(d)), else -1. */
+static int32_t scalar_scale(graph *g, const char *out) {
+    int32_t r = gq_sole_reader(g, out);
+    if (r < 0) return -1;
+    const Onnx__NodeProto *n = graph_node(g, r);
+    op_id op = op_of(n);
+    if ((op != OP_Mul && op != OP_Div) || n->n_input != 2) return -1;
+    if (op == OP_Div && strcmp(n->input[0], out) != 0) return -1;
+    const char *c = strcmp(n->input[0], out) == 0 ? n->input[1] : n->input[0];
+    const graph_type *t = gq_type_of(g, c);
+    graph_const k;
+    if (!t || t->rank < 0 || t->rank > GQA_RANK || !graph_const_find(g, c, &k)) return -1;
+    for (int32_t i = 0; i < t->rank; i++)
+        if (gq_num(t, i) != 1) return -1;
+    return r;
+}
+
+int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const char **why) {
+    const Onnx__NodeProto *mm = graph_node(g, m);
+    const char *a = graph_node_input(mm, 0), *x = graph_node_input(mm, 1), *out = mm->output[0];
+    const gq_repeat *r = &o->r;
+    const graph_type *ta = gq_type_of(g, a), *ty = gq_type_of(g, out);
+    int64_t H = r->kv * r->n;
+    *why = NULL;
+    if (!gq_ranked(ta, GQA_RANK) || !gq_ranked(ty, GQA_RANK)) {
+        *why = "the MatMul's shapes are not 4-D and known";
+    } else if (gq_num(ta, 1) != H || !gq_same_dim(g, a, 0, x, 0)) {
+        *why = "the first operand's heads or batch do not match the repeated operand's";
+    } else if (!gq_operand_private(g, o, m)) {
+        *why = "the repeated tensor is read elsewhere too";
+    } else if (graph_opset(g->model, "") < 14) {
+        *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
+    }
+    if (*why) return TILEOPT_OK;
+
+    gq_emit e = {pc, g, m, graph_opset(g->model, ""), 0};
+    gq_sizes z = {&e, a, r->src, gq_source_axis(o, 2), gq_source_axis(o, 3),
+                  gq_num(ta, 0), gq_num(ta, 2), gq_num(ta, 3), gq_num(ty, 3), r->n, {NULL}};
+    int32_t scale = scalar_scale(g, out);
+    const char *ag =
+        gq_reshape(&e, a, gq_shape(&z, (int64_t[]){GQ_BATCH, r->kv, GQ_GROUP_ROWS, GQ_INNER}, 4),
+                   NULL);
+    const char *y = gq_node(&e, "MatMul", "grouped", (const char *[]){ag, gq_relayout(&e, o)}, 2,
+                            NULL, NULL);
+    if (scale >= 0) y = gq_copy_op(&e, false, scale, out, y);
+    const char *back = gq_shape(&z, (int64_t[]){GQ_BATCH, H, GQ_ROWS, GQ_COLS}, 4);
+    if (e.rc) return e.rc;
+
+    json_w *act = pass_action(pc, g, m, "rewritten");
+    json_put_str(act, "rule", "grouped-query attention: query heads grouped on their K/V head");
+    json_put_num(act, "heads", (double)H);
+    json_put_num(act, "kv_heads", (double)r->kv);
+    json_put_num(act, "group", (double)r->n);
+    json_put_str(act, "order", gq_order_text(r));
+    json_put_str(act, "repeated", x);
+    char bytes[160];
+    gq_bytes_text(g, gq_type_of(g, r->out), bytes, sizeof bytes);
+    json_put_str(act, "bytes_not_materialized", bytes[0] ? bytes : "unknown");
+    /* the last node goes first, so its output name is free for the Reshape:
+    ** every name keeps its meaning, graph outputs included */
+    const char *keep = out;
+    if (scale >= 0) {
+        json_w *s = pass_action(pc, g, scale, "rewritten");
+        json_put_str(s, "rule", "grouped-query attention: the scale before the regrouping");
+        json_put_str(s, "matmul", graph_node_id(g, m));
+        keep = graph_node(g, scale)->output[0];
+        graph_remove_node(g, scale);
+    }
+    graph_remove_node(g, m);
+    gq_reshape(&e, y, back, keep);
+    if (e.rc) return e.rc;
+    gq_drop_repeat(pc, g, o);
+    pc->changed = true;
+    return TILEOPT_OK;
+}

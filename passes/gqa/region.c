@@ -1,0 +1,281 @@
+/*
+** One attention of an n-major repeat: K and V heads repeated by a Tile
+** (`.repeat`), so that query head h = j*kv + g meets K/V head g. A group's
+** query heads are not next to one another in memory, so the queries are
+** regrouped by a Transpose (small: [B,H,Sq,D]) and so is the output, and the
+** ops between the two MatMuls run on the folded scores [B,kv,n*Sq,S]; an
+** operand of theirs that varies along the query rows (a mask) reads a
+** [B,kv,n,Sq,S] view of them. That needs the whole region: both MatMuls, and
+** ops between them that no one else reads and that treat every head alike.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "passes/gqa/gqa_impl.h"
+
+/* Ops between the two MatMuls. */
+#define GQA_MAX_CHAIN 16
+
+/* One attention: S = MatMul(Q, K'), the ops on S, O = MatMul(P, V'), where K'
+** and V' are repeats of K and V seen through Transposes. */
+typedef struct region {
+    int32_t mm1, mm2;
+    int32_t chain[GQA_MAX_CHAIN];
+    int n_chain;
+    gq_operand k, v;
+    int64_t kv, n, heads, head_size;
+    bool kv_major;
+    /* The ops from first5 to last5 of the chain (-1: none) have an operand that
+    ** varies along Sq: they run on a [B,kv,n,Sq,S] view of the scores. The ops
+    ** before and after stay 4-D, so that ONNX Runtime still fuses a scale into
+    ** the MatMul before it. */
+    int first5, last5;
+} region;
+
+/* How an operand of an op between the MatMuls, read against [B,H,Sq,S], fits
+** the folded form: 0 as it is, 1 in the 5-D view only, -1 not at all. */
+static int operand_fit(const graph_type *c) {
+    if (!c || c->rank < 0 || c->rank > GQA_RANK) return -1;
+    int32_t off = GQA_RANK - c->rank;
+    /* axis 1 (heads) must be 1: an operand that differs per head is not grouped */
+    if (off <= 1 && gq_num(c, 1 - off) != 1) return -1;
+    /* axis 2 (query rows) of size 1 broadcasts over n*Sq rows as well */
+    if (off <= 2 && gq_num(c, 2 - off) != 1) return 1;
+    return 0;
+}
+
+/* Is node i one of the ops that may sit between the MatMuls, reading the
+** chain's value at input slot `in`? *why otherwise. *five tells whether an
+** operand needs the 5-D view. */
+static bool chain_op(graph *g, int32_t i, const char *in, bool *five, const char **why) {
+    const Onnx__NodeProto *n = graph_node(g, i);
+    op_id op = op_of(n);
+    if (op == OP_NONE) {
+        *why = "an op outside the default domain between the MatMuls";
+        return false;
+    }
+    const op_info *info = &op_table[op];
+    if (op == OP_Softmax || op == OP_LogSoftmax) {
+        int64_t axis = graph_attr_int(n, "axis", -1);
+        if (axis != -1 && axis != GQA_RANK - 1) {
+            *why = "a Softmax over another axis than the last";
+            return false;
+        }
+        return true;
+    }
+    if (op == OP_Dropout) {
+        const char *tm = graph_node_input(n, 2);
+        int64_t train[1];
+        size_t cnt = 0;
+        bool found = false;
+        errbuf e;
+        if (tm && (graph_const_ints(g, tm, train, 1, &cnt, &found, &e) || !found || train[0])) {
+            *why = "a Dropout that may train";
+            return false;
+        }
+        if (n->n_output > 1 && n->output[1][0] && graph_find(g, n->output[1]) &&
+            graph_find(g, n->output[1])->n_uses) {
+            *why = "a Dropout whose mask is read";
+            return false;
+        }
+        return strcmp(n->input[0], in) == 0 || (*why = "Dropout's ratio is the chain", false);
+    }
+    if (info->kind == OPK_OTHER) {
+        *why = "an op between the MatMuls that is not elementwise";
+        return false;
+    }
+    if (info->bcast == BC_UNI && strcmp(n->input[0], in) != 0) {
+        *why = "a one-way broadcast into the scores";
+        return false;
+    }
+    for (size_t k = 0; k < n->n_input; k++) {
+        const char *x = graph_node_input(n, k);
+        if (!x || strcmp(x, in) == 0) continue;
+        int fit = operand_fit(gq_type_of(g, x));
+        if (fit < 0) {
+            *why = "an operand between the MatMuls that differs per head (or has no known shape)";
+            return false;
+        }
+        if (fit) *five = true;
+    }
+    return true;
+}
+
+/* The region whose scores MatMul is mm1, reading the repeated K. *why when it
+** does not fit; *second names the MatMul that reads the probabilities once the
+** walk found it (-1 before), so that it is not taken for a region of its own. */
+/* The region whose scores MatMul is mm1, reading the repeated K. *why when it
+** does not fit; *second names the MatMul that reads the probabilities once the
+** walk found it (-1 before), so that it is not taken for a region of its own. */
+static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int32_t *second) {
+    memset(rg, 0, sizeof *rg);
+    rg->mm1 = mm1;
+    rg->first5 = rg->last5 = -1;
+    *second = -1;
+    const Onnx__NodeProto *m1 = graph_node(g, mm1);
+    const char *q = graph_node_input(m1, 0), *kop = graph_node_input(m1, 1);
+    if ((*why = gq_operand_of(g, kop, &rg->k))) return false;
+    /* the ops from the scores to the probabilities, each read by the next only */
+    const char *at = m1->output[0];
+    for (;;) {
+        int32_t next = gq_sole_reader(g, at);
+        if (next < 0) {
+            *why = "the scores (or a value made of them) are read elsewhere too";
+            return false;
+        }
+        const Onnx__NodeProto *nn = graph_node(g, next);
+        if (graph_node_is(nn, "MatMul")) {
+            if (strcmp(graph_node_input(nn, 0), at) != 0) {
+                *why = "the scores are the second operand of the next MatMul";
+                return false;
+            }
+            rg->mm2 = *second = next;
+            break;
+        }
+        if (rg->n_chain == GQA_MAX_CHAIN) {
+            *why = "too many ops between the MatMuls";
+            return false;
+        }
+        bool five = false;
+        if (!chain_op(g, next, at, &five, why)) return false;
+        if (five && rg->first5 < 0) rg->first5 = rg->n_chain;
+        if (five) rg->last5 = rg->n_chain;
+        rg->chain[rg->n_chain++] = next;
+        at = nn->output[0];
+    }
+    const graph_type *tq = gq_type_of(g, q), *tk = gq_type_of(g, kop), *ts = gq_type_of(g, m1->output[0]);
+    if (!gq_ranked(tq, GQA_RANK) || !gq_ranked(tk, GQA_RANK) || !gq_ranked(ts, GQA_RANK)) {
+        *why = "the attention's shapes are not 4-D and known";
+        return false;
+    }
+    rg->kv = rg->k.r.kv;
+    rg->n = rg->k.r.n;
+    rg->heads = rg->kv * rg->n;
+    rg->kv_major = rg->k.r.kv_major;
+    rg->head_size = gq_num(tq, 3);
+    if (gq_num(tq, 1) != rg->heads || !gq_same(tq, 0, tk, 0)) {
+        *why = "the query's heads or batch do not match the repeated K's";
+        return false;
+    }
+    if (rg->head_size < 1) {
+        *why = "the head size is not a number";
+        return false;
+    }
+    if (graph_opset(g->model, "") < 14) {
+        *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
+        return false;
+    }
+    const Onnx__NodeProto *m2 = graph_node(g, rg->mm2);
+    const char *vop = graph_node_input(m2, 1);
+    const char *vwhy = gq_operand_of(g, vop, &rg->v);
+    if (vwhy) {
+        *why = "K's heads are repeated but V's are not seen to be";
+        return false;
+    }
+    if (rg->v.r.kv != rg->kv || rg->v.r.n != rg->n ||
+        (rg->kv > 1 && rg->v.r.kv_major != rg->kv_major)) {
+        *why = "K and V are repeated differently";
+        return false;
+    }
+    const graph_type *tv = gq_type_of(g, vop), *tp = gq_type_of(g, at);
+    if (!gq_ranked(tv, GQA_RANK) || !gq_ranked(tp, GQA_RANK) || !gq_same(tp, 0, tv, 0) ||
+        gq_num(tp, 1) != rg->heads) {
+        *why = "the probabilities' heads or batch do not match the repeated V's";
+        return false;
+    }
+    /* the repeats and their layout ops must have no other reader, or they
+    ** would stay materialized anyway */
+    if (!gq_operand_private(g, &rg->k, mm1)) {
+        *why = "the repeated K is read elsewhere too";
+        return false;
+    }
+    if (!gq_operand_private(g, &rg->v, rg->mm2)) {
+        *why = "the repeated V is read elsewhere too";
+        return false;
+    }
+    return true;
+}
+
+
+static void record(pass_ctx *pc, graph *g, const region *rg) {
+    json_w *a = pass_action(pc, g, rg->mm2, "rewritten");
+    json_put_str(a, "rule", "grouped-query attention: query heads grouped on their K/V head");
+    json_put_num(a, "heads", (double)rg->heads);
+    json_put_num(a, "kv_heads", (double)rg->kv);
+    json_put_num(a, "group", (double)rg->n);
+    json_put_str(a, "order", gq_order_text(&rg->k.r));
+    json_put_str(a, "scores", rg->first5 >= 0 ? "[B, kv, n, Sq, S] view: an operand varies along Sq"
+                                       : "[B, kv, n*Sq, S]");
+    char kb[160], vb[160];
+    gq_bytes_text(g, gq_type_of(g, rg->k.r.out), kb, sizeof kb);
+    gq_bytes_text(g, gq_type_of(g, rg->v.r.out), vb, sizeof vb);
+    json_put_str(a, "k_bytes_not_materialized", kb[0] ? kb : "unknown");
+    json_put_str(a, "v_bytes_not_materialized", vb[0] ? vb : "unknown");
+    json_put_str(a, "scores_matmul", graph_node_id(g, rg->mm1));
+    for (int i = -1; i < rg->n_chain; i++) {
+        int32_t id = i < 0 ? rg->mm1 : rg->chain[i];
+        json_w *b = pass_action(pc, g, id, "rewritten");
+        json_put_str(b, "rule", "grouped-query attention: on the grouped heads");
+        json_put_str(b, "attention", graph_node_id(g, rg->mm2));
+    }
+}
+
+/* The attention in the folded form, its n-major heads regrouped by a Transpose
+** of the queries and one of the output. */
+static int rewrite(pass_ctx *pc, graph *g, region *rg) {
+    const Onnx__NodeProto *m1 = graph_node(g, rg->mm1), *m2 = graph_node(g, rg->mm2);
+    gq_emit e = {pc, g, rg->mm2, graph_opset(g->model, ""), 0};
+    const char *q = graph_node_input(m1, 0), *out = m2->output[0];
+    int64_t kv = rg->kv, n = rg->n, H = rg->heads, D = rg->head_size;
+    const char *kx = gq_relayout(&e, &rg->k);
+    const graph_type *tq = gq_type_of(g, q), *ts = gq_type_of(g, m1->output[0]);
+    gq_sizes z = {&e, q, rg->k.r.src, gq_source_axis(&rg->k, 2), gq_source_axis(&rg->k, 3),
+                  gq_num(tq, 0), gq_num(tq, 2), D, gq_num(ts, 3), n, {NULL}};
+    /* Q [B,H,Sq,D], head h = j*kv + g -> [B,kv,n*Sq,D], rows (j, Sq) of group g */
+    const char *q5 =
+        gq_reshape(&e, q, gq_shape(&z, (int64_t[]){GQ_BATCH, n, kv, GQ_ROWS, D}, 5), NULL);
+    const char *qt = gq_transpose(&e, q5, (int64_t[]){0, 2, 1, 3, 4}, 5);
+    const char *qg =
+        gq_reshape(&e, qt, gq_shape(&z, (int64_t[]){GQ_BATCH, kv, GQ_GROUP_ROWS, D}, 4), NULL);
+    const char *s4 = gq_node(&e, "MatMul", "scores", (const char *[]){qg, kx}, 2, NULL, NULL);
+    const char *cur = s4;
+    const char *was = m1->output[0];
+    for (int i = 0; i < rg->n_chain; i++) {
+        if (i == rg->first5)
+            cur = gq_reshape(&e, cur,
+                             gq_shape(&z, (int64_t[]){GQ_BATCH, kv, n, GQ_ROWS, GQ_COLS}, 5),
+                             NULL);
+        const char *next = gq_copy_op(&e, i >= rg->first5 && i <= rg->last5 && rg->first5 >= 0,
+                                      rg->chain[i], was, cur);
+        was = graph_node(g, rg->chain[i])->output[0];
+        cur = next;
+        if (i == rg->last5)
+            cur = gq_reshape(&e, cur,
+                             gq_shape(&z, (int64_t[]){GQ_BATCH, kv, GQ_GROUP_ROWS, GQ_COLS}, 4),
+                             NULL);
+    }
+    const char *vx = gq_relayout(&e, &rg->v);
+    const char *o4 = gq_node(&e, "MatMul", "out", (const char *[]){cur, vx}, 2, NULL, NULL);
+    const char *back = gq_shape(&z, (int64_t[]){GQ_BATCH, H, GQ_ROWS, D}, 4);
+    const char *o5 =
+        gq_reshape(&e, o4, gq_shape(&z, (int64_t[]){GQ_BATCH, kv, n, GQ_ROWS, D}, 5), NULL);
+    if (e.rc) return e.rc;
+    record(pc, g, rg);
+    /* the MatMul goes first, so its output name is free for the last Reshape:
+    ** every name keeps its meaning, graph outputs included */
+    graph_remove_node(g, rg->mm2);
+    gq_reshape(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, out);
+    if (e.rc) return e.rc;
+    graph_remove_node(g, rg->mm1);
+    for (int i = 0; i < rg->n_chain; i++) graph_remove_node(g, rg->chain[i]);
+    gq_drop_repeat(pc, g, &rg->k);
+    gq_drop_repeat(pc, g, &rg->v);
+    pc->changed = true;
+    return TILEOPT_OK;
+}
+
+int gq_fold_region(pass_ctx *pc, graph *g, int32_t mm1, int32_t *second, const char **why) {
+    region rg;
+    if (!find_region(g, mm1, &rg, why, second)) return TILEOPT_OK;
+    return rewrite(pc, g, &rg);
+}
