@@ -96,13 +96,14 @@ static uint64_t freed_bytes(fold_graph *f, int32_t node, tensor *const *in) {
         int32_t vi = in[i] ? fd_vin(f, node, i) : -1;
         if (vi < 0 || (uint32_t)vi >= f->nv0) continue;
         const graph_value *v = &f->g->values[vi];
+        /* the value's own uses, not a scan of n's inputs: a Concat of N
+        ** constants would otherwise cost N^2 name comparisons */
         int32_t slots = 0;
         bool again = false;
-        for (size_t j = 0; j < n->n_input; j++) {
-            const char *o = graph_node_input(n, j);
-            if (!o || strcmp(o, v->name) != 0) continue;
+        for (uint32_t u = 0; u < v->n_uses; u++) {
+            if (v->uses[u].node != node || v->uses[u].input < 0) continue;
             slots++;
-            again = again || j < i;
+            again = again || (size_t)v->uses[u].input < i;
         }
         if (again || v->outer >= 0 || v->output >= 0 || f->v[vi].needed ||
             f->v[vi].remaining != slots)
