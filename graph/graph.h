@@ -354,6 +354,19 @@ int graph_node_set_attr_graph(graph *g, Onnx__NodeProto *n, const char *name,
 /* A deep copy of a subgraph in the model's arena, for another node (each node owns
 ** its subgraphs: passes edit them in place). NULL when out of memory. */
 Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src);
+/*
+** A subgraph for node `at` of g (an If, for one of its branches) made of copies
+** of g's nodes, given in an order where each reads only what g's scopes or an
+** earlier copy define: each copy's outputs get fresh names, which the later
+** copies read in their place; what else they read comes from the enclosing
+** scopes, and `at` records an implicit use of it, so that it stays alive and
+** ordered before `at` until graph_commit indexes the subgraph. Its one output
+** is the copy of value out, declared as a tensor of element type elem. The
+** originals are left as they are. NULL (err set) on failure.
+*/
+Onnx__GraphProto *graph_subgraph_of_copies(graph *g, int32_t at, const int32_t *nodes, size_t n,
+                                           const char *out, int32_t elem, const char *name,
+                                           errbuf *err);
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name);
 /* Change input slot i of node to name (slot may be == n_input to append). */
 int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);

@@ -311,6 +311,99 @@ Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src) {
     return c && !terminate_graph(m, c) ? c : NULL;
 }
 
+/* A deep copy of one node in the model's arena (through the wire format, as
+** graph_pb_clone). */
+static Onnx__NodeProto *node_clone(graph_model *m, const Onnx__NodeProto *src) {
+    size_t n = onnx__node_proto__get_packed_size(src);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return NULL;
+    onnx__node_proto__pack(src, buf);
+    Onnx__NodeProto *c = onnx__node_proto__unpack(arena_pb_allocator(m->arena), n, buf);
+    free(buf);
+    for (size_t a = 0; c && a < c->n_attribute; a++) {
+        Onnx__AttributeProto *at = c->attribute[a];
+        int rc = graph_attr_terminate(m, at);
+        if (!rc && at->g) rc = terminate_graph(m, at->g);
+        for (size_t k = 0; !rc && k < at->n_graphs; k++) rc = terminate_graph(m, at->graphs[k]);
+        if (rc) return NULL;
+    }
+    return c;
+}
+
+/* A value_info of name with a tensor type of element type elem, shape unknown. */
+static Onnx__ValueInfoProto *tensor_value_info(arena *a, const char *name, int32_t elem) {
+    Onnx__ValueInfoProto *vi = arena_alloc(a, sizeof *vi);
+    Onnx__TypeProto *tp = arena_alloc(a, sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = arena_alloc(a, sizeof *tt);
+    if (!vi || !tp || !tt) return NULL;
+    onnx__value_info_proto__init(vi);
+    onnx__type_proto__init(tp);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = 1;
+    tt->elem_type = elem;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    vi->type = tp;
+    vi->name = arena_strdup(a, name);
+    return vi->name ? vi : NULL;
+}
+
+Onnx__GraphProto *graph_subgraph_of_copies(graph *g, int32_t at, const int32_t *nodes, size_t n,
+                                           const char *out, int32_t elem, const char *name,
+                                           errbuf *err) {
+    graph_model *m = g->model;
+    arena *a = m->arena;
+    Onnx__GraphProto *sg = arena_alloc(a, sizeof *sg);
+    if (!sg) goto nomem;
+    onnx__graph_proto__init(sg);
+    sg->name = arena_strdup(a, name);
+    sg->node = arena_calloc(a, n ? n : 1, sizeof *sg->node);
+    /* each copied output's old and new name, in the order the copies write them */
+    size_t n_out = 0, cap = 0;
+    for (size_t i = 0; i < n; i++) cap += graph_node(g, nodes[i])->n_output;
+    const char **was = arena_calloc(a, cap ? cap : 1, sizeof *was);
+    const char **now = arena_calloc(a, cap ? cap : 1, sizeof *now);
+    if (!sg->name || !sg->node || !was || !now) goto nomem;
+    const char *result = NULL;
+    for (size_t i = 0; i < n; i++) {
+        Onnx__NodeProto *c = node_clone(m, graph_node(g, nodes[i]));
+        if (!c) goto nomem;
+        for (size_t k = 0; k < c->n_input; k++) {
+            const char *x = c->input[k];
+            if (!x || !x[0]) continue;
+            size_t j = n_out;
+            /* the copies are few (one attention's nodes): a scan is cheapest */
+            while (j > 0 && strcmp(was[j - 1], x) != 0) j--;
+            if (j > 0) {
+                c->input[k] = (char *)now[j - 1];
+            } else if (!graph_link_use(g, x, at, -1)) {
+                return err_set(err, TILEOPT_INVALID, "%s reads '%s', which no scope defines",
+                               graph_node_id(g, nodes[i]), x), NULL;
+            }
+        }
+        for (size_t k = 0; k < c->n_output; k++) {
+            if (!c->output[k] || !c->output[k][0]) continue;
+            const char *fresh = graph_unique_name(g, c->output[k]);
+            if (!fresh) goto nomem;
+            was[n_out] = graph_node(g, nodes[i])->output[k];
+            now[n_out++] = fresh;
+            if (strcmp(c->output[k], out) == 0) result = fresh;
+            c->output[k] = (char *)fresh;
+        }
+        sg->node[sg->n_node++] = c;
+    }
+    if (!result)
+        return err_set(err, TILEOPT_MISUSE, "no node copied into subgraph %s writes '%s'", name,
+                       out), NULL;
+    sg->output = arena_alloc(a, sizeof *sg->output);
+    if (!sg->output || !(sg->output[0] = tensor_value_info(a, result, elem))) goto nomem;
+    sg->n_output = 1;
+    return sg;
+nomem:
+    err_set(err, TILEOPT_NOMEM, "out of memory");
+    return NULL;
+}
+
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name) {
     size_t k = 0;
     for (size_t i = 0; i < n->n_attribute; i++)
