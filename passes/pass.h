@@ -23,7 +23,7 @@
 typedef struct pass_options {
     int64_t target_opset;    /* upgrade; 0 = keep from opset 7 on, else 13 */
     bool keep_initializer_inputs; /* upgrade: raising IR past 3 leaves them listed */
-    uint64_t fold_limit;     /* fold: bytes */
+    uint64_t fold_limit;     /* fold: bytes one fold may add to the file */
     double fold_max_growth;  /* fold: 0 = off */
     bool fold_scope_all;     /* fold: --fold-scope all */
     bool fuse_split;         /* fuse: rule 4 */
