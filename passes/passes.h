@@ -29,4 +29,15 @@ int pass_fold(pass_ctx *pc);
 ** (passes/gqa.c). */
 int pass_gqa(pass_ctx *pc);
 
+/* The simplification passes (passes/eliminate/): each removes one kind of node
+** that computes nothing new, with its rule in the report. */
+int pass_eliminate_if(pass_ctx *pc);
+int pass_eliminate_identity(pass_ctx *pc);
+int pass_eliminate_dropout(pass_ctx *pc);
+int pass_eliminate_nop(pass_ctx *pc);
+int pass_eliminate_idempotent(pass_ctx *pc);
+int pass_eliminate_duplicate_initializers(pass_ctx *pc);
+int pass_eliminate_common_subexpression(pass_ctx *pc);
+int pass_eliminate_dead(pass_ctx *pc);
+
 #endif

@@ -12,32 +12,39 @@
 
 #include "passes/eliminate/eliminate_impl.h"
 
-/* Old name -> new name of the values the branch defines. */
+/* Old name -> new name of the values the branch defines: an open-addressing
+** table (a power-of-two count, at most half full), so renaming is linear in
+** the branch's size. */
 typedef struct rename {
     const char **from, **to;
     size_t n, cap;
 } rename;
 
 static const char *renamed(const rename *r, const char *name) {
-    for (size_t i = r->n; i-- > 0;)
-        if (strcmp(r->from[i], name) == 0) return r->to[i];
+    if (!r->cap) return name;
+    for (size_t s = graph_name_hash(name) & (r->cap - 1); r->from[s]; s = (s + 1) & (r->cap - 1))
+        if (strcmp(r->from[s], name) == 0) return r->to[s];
     return name; /* an outer value keeps its name */
 }
 
+static int rename_init(rename *r, size_t n) {
+    r->cap = 16;
+    while (r->cap < 2 * n) r->cap *= 2;
+    r->from = calloc(r->cap, sizeof *r->from);
+    r->to = calloc(r->cap, sizeof *r->to);
+    return r->from && r->to ? TILEOPT_OK : TILEOPT_NOMEM;
+}
+
+/* The first rename of a name holds. */
 static int rename_add(rename *r, const char *from, const char *to) {
     if (!to) return TILEOPT_NOMEM;
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        const char **f = realloc(r->from, cap * sizeof *f);
-        if (!f) return TILEOPT_NOMEM;
-        r->from = f;
-        const char **t = realloc(r->to, cap * sizeof *t);
-        if (!t) return TILEOPT_NOMEM;
-        r->to = t;
-        r->cap = cap;
-    }
-    r->from[r->n] = from;
-    r->to[r->n++] = to;
+    size_t s = graph_name_hash(from) & (r->cap - 1);
+    for (; r->from[s]; s = (s + 1) & (r->cap - 1))
+        if (strcmp(r->from[s], from) == 0) return TILEOPT_OK;
+    if (2 * (r->n + 1) > r->cap) return TILEOPT_NOMEM; /* sized by rename_init */
+    r->from[s] = from;
+    r->to[s] = to;
+    r->n++;
     return TILEOPT_OK;
 }
 
@@ -69,16 +76,13 @@ static bool takes_if_name(graph *b, size_t k) {
     return v && v->outer < 0 && v->producer >= 0;
 }
 
-/* The branch's definitions under their new names (If outputs taken first). */
+/* The branch nodes' outputs under their new names (If outputs taken first);
+** initializers get theirs as move_branch adds them. */
 static int plan_names(graph *g, const Onnx__NodeProto *n, graph *b, rename *r) {
     for (size_t k = 0; k < b->pb->n_output && k < n->n_output; k++)
         if (n->output[k][0] && takes_if_name(b, k) &&
             rename_add(r, b->pb->output[k]->name, n->output[k]))
             return TILEOPT_NOMEM;
-    for (size_t i = 0; i < b->pb->n_initializer; i++) {
-        const char *name = b->pb->initializer[i]->name;
-        if (rename_add(r, name, graph_unique_name(g, name))) return TILEOPT_NOMEM;
-    }
     for (uint32_t i = 0; i < graph_n_nodes(b); i++) {
         const Onnx__NodeProto *bn = graph_node(b, (int32_t)i);
         for (size_t o = 0; o < bn->n_output; o++) {
@@ -91,16 +95,33 @@ static int plan_names(graph *g, const Onnx__NodeProto *n, graph *b, rename *r) {
 }
 
 /* The branch's initializers and nodes, renamed, added to g. */
-static int move_branch(pass_ctx *pc, graph *g, graph *b, const rename *r) {
+/* A moved node's name: the If's, then its own, so it stays unique among the
+** enclosing graph's node names (ONNX Runtime refuses two alike). */
+static const char *moved_name(graph *g, const char *if_name, const char *name) {
+    if (!name || !name[0]) return NULL;
+    size_t a = strlen(if_name), b = strlen(name);
+    char *buf = malloc(a + b + 2);
+    if (!buf) return NULL;
+    memcpy(buf, if_name, a);
+    buf[a] = '/';
+    memcpy(buf + a + 1, name, b + 1);
+    const char *u = graph_unique_name(g, buf);
+    free(buf);
+    return u;
+}
+
+static int move_branch(pass_ctx *pc, graph *g, const char *if_name, graph *b, rename *r) {
     for (size_t i = 0; i < b->pb->n_initializer; i++) {
         const Onnx__TensorProto *t = b->pb->initializer[i];
         tensor *v;
         const char *name;
         int rc = tensor_from_proto(g->model, t, &pc->eval, &v, pc->err);
         if (rc) return rc;
-        rc = graph_add_initializer(g, renamed(r, t->name), v->elem, v->dims, (size_t)v->rank,
-                                   v->data, (size_t)tensor_nbytes(v), &name, pc->err);
+        rc = graph_add_initializer(g, t->name, v->elem, v->dims, (size_t)v->rank, v->data,
+                                   (size_t)tensor_nbytes(v), &name, pc->err);
         tensor_free(v);
+        if (!rc && rename_add(r, t->name, name))
+            rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         if (rc) return rc;
     }
     for (uint32_t i = 0; i < graph_n_nodes(b); i++) {
@@ -110,7 +131,8 @@ static int move_branch(pass_ctx *pc, graph *g, graph *b, const rename *r) {
         for (size_t k = 0; k < bn->n_input; k++) names[k] = renamed(r, bn->input[k]);
         for (size_t k = 0; k < bn->n_output; k++)
             names[bn->n_input + k] = renamed(r, bn->output[k]);
-        Onnx__NodeProto *nn = graph_add_node(g, bn->op_type, bn->name, names, bn->n_input,
+        const char *name = moved_name(g, if_name, bn->name);
+        Onnx__NodeProto *nn = graph_add_node(g, bn->op_type, name, names, bn->n_input,
                                              names + bn->n_input, bn->n_output, NULL);
         free(names);
         if (!nn) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
@@ -161,10 +183,16 @@ static int if_rule(pass_ctx *pc, graph *g, int32_t node) {
         json_put_num(a, "nodes_inlined", (double)graph_n_nodes(b));
     }
     rename r = {0};
-    int rc = plan_names(g, n, b, &r) ? err_set(pc->err, TILEOPT_NOMEM, "out of memory") : 0;
+    size_t defs = b->pb->n_initializer;
+    for (uint32_t i = 0; i < graph_n_nodes(b); i++) defs += graph_node(b, (int32_t)i)->n_output;
+    int rc = rename_init(&r, defs) || plan_names(g, n, b, &r)
+                 ? err_set(pc->err, TILEOPT_NOMEM, "out of memory")
+                 : 0;
+    const char *if_name = rc ? NULL : graph_strdup(g, graph_node_id(g, node));
+    if (!rc && !if_name) rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     /* the If goes first: its outputs are free for the branch nodes to write */
     if (!rc) graph_remove_node(g, node);
-    if (!rc) rc = move_branch(pc, g, b, &r);
+    if (!rc) rc = move_branch(pc, g, if_name, b, &r);
     if (!rc) rc = connect_outputs(pc, g, n, b, &r);
     free(r.from);
     free(r.to);
