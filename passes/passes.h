@@ -40,4 +40,9 @@ int pass_eliminate_duplicate_initializers(pass_ctx *pc);
 int pass_eliminate_common_subexpression(pass_ctx *pc);
 int pass_eliminate_dead(pass_ctx *pc);
 
+/* Per-channel maps after a Conv folded into its weights (passes/conv/):
+** BatchNormalization at inference; Mul, Add and Sub by a constant. */
+int pass_fuse_bn_into_conv(pass_ctx *pc);
+int pass_fuse_affine_into_conv(pass_ctx *pc);
+
 #endif

@@ -17,7 +17,8 @@
 #define SIMPLIFY                                                                        \
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
-    "eliminate_common_subexpression,eliminate_dead"
+    "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
+    "eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -45,6 +46,11 @@ const pass_def pass_registry[] = {
      "initializers of equal type, shape and bytes merged", AFTER_SIMPLIFY, true},
     {"eliminate_common_subexpression", pass_eliminate_common_subexpression,
      "nodes computing what an earlier node computes removed", AFTER_SIMPLIFY, true},
+    {"fuse_bn_into_conv", pass_fuse_bn_into_conv,
+     "BatchNormalization at inference folded into the Conv before it", AFTER_SIMPLIFY, true},
+    {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
+     "Mul, Add or Sub by a per-channel constant folded into the Conv before it",
+     AFTER_SIMPLIFY, true},
     {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
      false},
     {NULL, NULL, NULL, NULL, false},
