@@ -41,8 +41,10 @@ int pass_eliminate_common_subexpression(pass_ctx *pc);
 int pass_eliminate_dead(pass_ctx *pc);
 
 /* Per-channel maps after a Conv folded into its weights (passes/conv/):
-** BatchNormalization at inference; Mul, Add and Sub by a constant. */
+** BatchNormalization at inference; Mul and Add by a constant. */
 int pass_fuse_bn_into_conv(pass_ctx *pc);
 int pass_fuse_affine_into_conv(pass_ctx *pc);
+/* Two Transposes in a row made one, or none (passes/merge/). */
+int pass_fuse_consecutive_transposes(pass_ctx *pc);
 
 #endif

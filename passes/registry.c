@@ -18,7 +18,7 @@
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
-    "eliminate_dead"
+    "fuse_consecutive_transposes,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -49,7 +49,10 @@ const pass_def pass_registry[] = {
     {"fuse_bn_into_conv", pass_fuse_bn_into_conv,
      "BatchNormalization at inference folded into the Conv before it", AFTER_SIMPLIFY, true},
     {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
-     "Mul, Add or Sub by a per-channel constant folded into the Conv before it",
+     "Mul or Add by a per-channel constant folded into the Conv before it",
+     AFTER_SIMPLIFY, true},
+    {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
+     "two Transposes in a row made one, or none when the second undoes the first",
      AFTER_SIMPLIFY, true},
     {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
      false},

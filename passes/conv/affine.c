@@ -1,12 +1,14 @@
 /*
-** fuse_affine_into_conv: Mul, Add or Sub of a Conv's output by a constant that
-** holds one value per output channel (or one for all) is folded into the
-** Conv: a Mul scales its weights and bias, an Add or Sub (the bias an exporter
-** writes as its own node) shifts its bias, so the Conv writes the result. The
-** constant has to broadcast along the channel axis alone: one of shape
-** [C, 1, 1] or [1, C, 1, 1] does, one of shape [W] or [1, 1, H, W] varies
-** within a channel and stays, as does one whose rank would add axes to the
-** output. A constant Sub from (c - conv) stays: the weights would change sign.
+** fuse_affine_into_conv: Mul or Add of a Conv's output by a constant of one
+** value per output channel is folded into the Conv: a Mul scales its weights
+** and bias, an Add (the bias an exporter writes as its own node) shifts its
+** bias, so the Conv writes the result. Only the forms ONNX Runtime fuses
+** itself are taken (a 2-D or wider Conv, the constant second, shaped [C, 1,
+** 1...] or a scalar for Mul), computed as it computes them: ONNX Runtime then
+** runs the same sums for the original and the output. Other forms ([1, C, 1,
+** 1], a constant first, a Sub) would round differently from the original
+** there, and stay with their reason; constants that vary within a channel
+** are no per-channel map at all.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +16,32 @@
 #include "graph/const.h"
 #include "passes/conv/conv_impl.h"
 
-/* Why constant k (of the Conv's type, or not) cannot be a per-channel map
-** over the Conv's output, or NULL. */
-static const char *not_per_channel(graph *g, const cv_conv *c, const char *k) {
+/* Why constant k cannot be folded into the Conv in ONNX Runtime's form, or
+** NULL. */
+static const char *not_ort_form(graph *g, const cv_conv *c, op_id op, const char *k) {
     const graph_type *t = rw_type(g, k);
     if (!t || t->rank < 0) return "the constant's shape is unknown";
-    if (t->rank > c->rank) return "the constant has more axes than the output";
+    if (c->rank < 4) return "a 1-D Conv: ONNX Runtime fuses only 2-D and wider ones";
+    if (t->rank == 0 && op == OP_Mul) return NULL;
+    bool ort = t->rank == c->rank - 1 && dim_is(dim_at(t, 0), c->m);
+    bool channel = t->rank <= c->rank;
     for (int32_t i = 0; i < t->rank; i++) {
-        int32_t axis = c->rank - t->rank + i; /* right-aligned, as broadcasting goes */
         dim d = dim_at(t, i);
-        if (dim_is(d, 1)) continue;
-        if (axis == 1 && dim_is(d, c->m)) continue;
-        return "the constant varies along an axis other than the channels";
+        int32_t axis = c->rank - t->rank + i; /* right-aligned, as broadcasting goes */
+        if (i > 0 && !dim_is(d, 1)) ort = false;
+        if (!dim_is(d, 1) && !(axis == 1 && dim_is(d, c->m))) channel = false;
     }
+    if (!channel) return "the constant varies along an axis other than the channels";
+    if (!ort)
+        return "ONNX Runtime fuses only a constant shaped [C, 1, 1...] (or a scalar Mul), and "
+               "the folded weights would round differently from the original there";
     return NULL;
 }
 
 static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     op_id op = op_of(n);
-    if ((op != OP_Mul && op != OP_Add && op != OP_Sub) || n->n_input != 2) return TILEOPT_OK;
+    if ((op != OP_Mul && op != OP_Add) || n->n_input != 2) return TILEOPT_OK;
     /* the constant picks the slot: a node of two computed inputs (a residual
     ** Add) is no match, and says nothing */
     graph_const k_const;
@@ -45,8 +53,10 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     const char *why;
     int rc = cv_find(pc, g, node, slot, &c, &found, &why);
     if (rc || !found) return rc;
-    if (!why && op == OP_Sub && slot == 1) why = "the Conv's output is subtracted from a constant";
-    if (!why) why = not_per_channel(g, &c, k);
+    if (!why) why = not_ort_form(g, &c, op, k);
+    if (!why && slot == 1)
+        why = "the constant comes first: ONNX Runtime fuses only the Conv's output first, and "
+              "the folded weights would round differently from the original there";
     double *v = why ? NULL : malloc((size_t)c.m * sizeof *v);
     if (!why && !v) {
         cv_free(&c);
@@ -54,7 +64,9 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     }
     if (!why && !cv_channel_values(pc, g, &c, k, v))
         why = "the other input is no constant of the Conv's type";
-    for (int64_t i = 0; !why && op == OP_Sub && i < c.m; i++) v[i] = -v[i];
+    /* the new bias b + k, in the weights' precision (k alone without b) */
+    for (int64_t i = 0; !why && op == OP_Add && c.b && i < c.m; i++)
+        v[i] = c.elem == DT_FLOAT ? (double)((float)c.b[i] + (float)v[i]) : c.b[i] + v[i];
     bool done = false;
     if (!why)
         rc = cv_fold(pc, g, &c, node, op == OP_Mul ? v : NULL, op == OP_Mul ? NULL : v, &done,

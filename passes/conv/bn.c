@@ -14,6 +14,25 @@
 
 #include "passes/conv/conv_impl.h"
 
+/*
+** s = scale / sqrt(var + epsilon) into scale, the new bias into bias, each
+** step in type T as ONNX Runtime's Conv+BatchNormalization fusion takes them:
+** (b - mean) * s + B with the Conv's bias b, B - mean * s without. Sets why
+** for a variance plus epsilon that is not positive.
+*/
+#define BN_FOLD(T, SQRT)                                                                 \
+    for (int64_t i = 0; i < c.m; i++) {                                                  \
+        T ve = (T)var[i] + (T)eps;                                                       \
+        if (!(ve > 0)) {                                                                 \
+            why = "a variance plus epsilon is not positive";                             \
+            break;                                                                       \
+        }                                                                                \
+        T s = (T)scale[i] / SQRT(ve);                                                    \
+        T nb = c.b ? ((T)c.b[i] - (T)mean[i]) * s + (T)bias[i] : (T)bias[i] - (T)mean[i] * s; \
+        scale[i] = s;                                                                    \
+        bias[i] = nb;                                                                    \
+    }
+
 /* Why BN node n is no per-channel map at inference, or NULL. */
 static const char *not_inference(graph *g, const Onnx__NodeProto *n) {
     if (graph_attr_int(n, "training_mode", 0) != 0) return "training_mode is set";
@@ -47,13 +66,9 @@ static int bn_rule(pass_ctx *pc, graph *g, int32_t node) {
                  !cv_channel_values(pc, g, &c, graph_node_input(n, 4), var)))
         why = "its scale, bias, mean and variance are not constants of the Conv's type with "
               "one value per output channel";
-    double eps = graph_attr_float(n, "epsilon", 1e-5f);
-    for (int64_t i = 0; !why && i < c.m; i++) {
-        if (!(var[i] + eps > 0)) why = "a variance plus epsilon is not positive";
-        /* scale in place, then the shift: (bias - mean) * s + B */
-        scale[i] /= sqrt(var[i] + eps);
-        bias[i] -= mean[i] * scale[i];
-    }
+    float eps = graph_attr_float(n, "epsilon", 1e-5f);
+    if (!why && c.elem == DT_FLOAT) BN_FOLD(float, sqrtf);
+    if (!why && c.elem == DT_DOUBLE) BN_FOLD(double, sqrt);
     bool done = false;
     if (!why) rc = cv_fold(pc, g, &c, node, scale, bias, &done, &why);
     cv_free(&c);

@@ -2,7 +2,7 @@
 ** What the files of passes/conv/ share: folding a per-channel affine map that
 ** follows a Conv (y = x * scale[c] + shift[c] over the output channels) into
 ** the Conv's weights and bias. bn.c (BatchNormalization) and affine.c (Mul,
-** Add, Sub by a constant) each run one pass over helpers.c.
+** Add by a constant) each run one pass over helpers.c.
 */
 #ifndef TILEOPT_CONV_IMPL_H
 #define TILEOPT_CONV_IMPL_H
@@ -44,14 +44,17 @@ bool cv_channel_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *nam
 
 /*
 ** Rewrite the Conv so it computes reader's output 0: weights times scale[m]
-** (scale NULL: unchanged), bias times scale[m] plus shift[m] (shift NULL: no
-** shift). The reader goes, its output written by the Conv. Skipped, with *why,
-** when the new constants would take more bytes than the ones that go, by more
-** than --fold-limit (weights shared with another node stay, and the copy grows
-** the file; a bias made from a scalar takes a value per channel), or when the
+** (scale NULL: unchanged) and bias[m] as the bias (bias NULL: the old bias
+** times scale, or none when there was none). Callers compute both in the
+** weights' own precision, in the order ONNX Runtime's fusions do, so the
+** model gives what ONNX Runtime gives when it fuses the original itself. The
+** reader goes, its output written by the Conv. Skipped, with *why, when the
+** new constants would take more bytes than the ones that go, by more than
+** --fold-limit (weights shared with another node stay, and the copy grows the
+** file; a bias made from a scalar takes a value per channel), or when the
 ** output name cannot move. *done tells whether it happened.
 */
 int cv_fold(pass_ctx *pc, graph *g, cv_conv *c, int32_t reader, const double *scale,
-            const double *shift, bool *done, const char **why);
+            const double *bias, bool *done, const char **why);
 
 #endif

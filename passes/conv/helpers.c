@@ -142,12 +142,12 @@ static int add_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *hint
 }
 
 int cv_fold(pass_ctx *pc, graph *g, cv_conv *c, int32_t reader, const double *scale,
-            const double *shift, bool *done, const char **why) {
+            const double *bias, bool *done, const char **why) {
     *done = false;
     *why = NULL;
     const Onnx__NodeProto *conv = graph_node(g, c->node), *r = graph_node(g, reader);
     const char *w = graph_node_input(conv, 1), *b = graph_node_input(conv, 2);
-    bool new_b = c->b || shift;
+    bool new_b = bias || (c->b && scale);
     uint64_t nw = (uint64_t)c->m * (uint64_t)c->per_channel;
     /* what goes: the reader, its constants no one else reads, and the weight
     ** and bias the new ones replace when the Conv alone reads them */
@@ -175,8 +175,9 @@ int cv_fold(pass_ctx *pc, graph *g, cv_conv *c, int32_t reader, const double *sc
     if (new_b && !nb) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     for (int64_t i = 0; scale && i < c->m; i++)
         for (int64_t k = 0; k < c->per_channel; k++) c->w[i * c->per_channel + k] *= scale[i];
-    for (int64_t i = 0; new_b && i < c->m; i++)
-        nb[i] = (c->b ? c->b[i] : 0) * (scale ? scale[i] : 1) + (shift ? shift[i] : 0);
+    /* a product of two floats is exact in a double: rounded once, it is the
+    ** float product */
+    for (int64_t i = 0; new_b && i < c->m; i++) nb[i] = bias ? bias[i] : c->b[i] * scale[i];
     const char *wname = NULL, *bname = NULL;
     int rc = TILEOPT_OK;
     if (scale) rc = add_values(pc, g, c, w, c->w, c->wdims, (size_t)c->rank, nw, &wname);

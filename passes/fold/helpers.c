@@ -179,17 +179,16 @@ void fd_set_held(fold_graph *f, int32_t vi, uint64_t bytes) {
     f->v[vi].held_known = true;
 }
 
-static size_t digits(uint64_t v) {
-    size_t n = 1;
-    for (; v >= 10; v /= 10) n++;
-    return n;
-}
+/* The digits of the suffix graph_unique_name may give a new name (name_N,
+** N a counter of the whole run): counted at their widest, never at the
+** counter's value now, so a second run over the output decides as the first
+** did (a fold at the margin would otherwise go through once the counter is
+** short again). */
+#define NAME_SUFFIX_DIGITS 10
 
 uint64_t fd_new_const_bytes(fold_graph *f, const char *name, int32_t elem, const int64_t *dims,
                             size_t rank, uint64_t nbytes, bool graph_output) {
-    /* the initializer is named name_N while the node still writes name
-    ** (graph_unique_name's next number) */
-    size_t len = strlen(name) + 1 + digits(f->g->model->name_counter + 1);
+    size_t len = strlen(name) + 1 + NAME_SUFFIX_DIGITS;
     uint64_t b = graph_new_initializer_bytes(len, elem, dims, rank, nbytes);
     /* below IR 4 it is listed as a graph input too: name, element type and
     ** dims, each field with its tag and length (at most 12 bytes a dim) */

@@ -113,29 +113,39 @@ def affine(op, k, conv_first=True, bias=True, c=6, outshape=None):
                 [vi("y", F, outshape or [1, c, 4, 4])], inits)
 
 
-def fuse_affine_into_conv_should_fold_mul_add_and_sub_by_a_channel_constant():
-    cases = [("Mul", rand(6, 1, 1), True, True), ("Mul", rand(1, 6, 1, 1), False, False),
-             ("Add", rand(1, 6, 1, 1), True, False), ("Add", rand(6, 1, 1), False, True),
-             ("Sub", rand(6, 1, 1), True, True), ("Mul", np.float32(1.5), True, True),
-             ("Add", rand(1), True, True)]
-    for op, k, conv_first, bias in cases:
-        out, acts = run(affine(op, k, conv_first, bias), "fuse_affine_into_conv")
+def fuse_affine_into_conv_should_fold_mul_and_add_by_a_channel_constant():
+    cases = [("Mul", rand(6, 1, 1), True), ("Mul", rand(6, 1, 1), False),
+             ("Mul", np.float32(1.5), True), ("Add", rand(6, 1, 1), True),
+             ("Add", rand(6, 1, 1), False)]
+    for op, k, bias in cases:
+        out, acts = run(affine(op, k, bias=bias), "fuse_affine_into_conv")
         assert ops(out) == ["Conv"], (op, ops(out))
         assert out.graph.node[0].output[0] == "y"
         (e,) = of(acts, "eliminated", op)
         assert e["into"] == "conv", e
 
 
-def fuse_affine_into_conv_should_not_grow_the_file_unless_allowed():
-    # a Conv without bias gets one value per channel from a scalar: 6 floats
-    # for 1, more bytes than the Add and its constant held
-    m = affine("Add", rand(1), bias=False)
+def fuse_affine_into_conv_should_keep_the_forms_onnx_runtime_does_not_fuse():
+    # ORT runs these unfused in the original: folded weights would round
+    # differently there
+    for op, k, conv_first in (("Mul", rand(1, 6, 1, 1), True), ("Add", rand(1), True),
+                              ("Add", rand(6, 1, 1), False)):
+        out, acts = run(affine(op, k, conv_first), "fuse_affine_into_conv")
+        assert ops(out) == ["Conv", op], ops(out)
+        (s,) = of(acts, "skipped", op)
+        assert "ONNX Runtime" in s["reason"], s
+
+
+def fuse_affine_into_conv_should_keep_a_mul_whose_weights_another_conv_shares():
+    m = affine("Mul", rand(6, 1, 1))
+    m.graph.node.append(node("Conv", ["x", "w"], ["c2"], name="conv2"))
+    m.graph.output.append(vi("c2", F, [1, 6, 4, 4]))
     out, acts = run(m, "fuse_affine_into_conv")
-    assert ops(out) == ["Conv", "Add"], ops(out)
-    (s,) = of(acts, "skipped", "Add")
+    assert ops(out) == ["Conv", "Mul", "Conv"], ops(out)
+    (s,) = of(acts, "skipped", "Mul")
     assert s["rule"] == "fold-limit" and s["bytes_written"] > s["bytes_freed"], s
-    out, _ = run(m, "fuse_affine_into_conv", "--fold-limit", "1K")
-    assert ops(out) == ["Conv"], ops(out)
+    out, _ = run(m, "fuse_affine_into_conv", "--fold-limit", "1M")
+    assert ops(out) == ["Conv", "Conv"], ops(out)
 
 
 def fuse_affine_into_conv_should_keep_constants_that_vary_within_a_channel():
@@ -144,13 +154,7 @@ def fuse_affine_into_conv_should_keep_constants_that_vary_within_a_channel():
         out, acts = run(affine("Add", k, outshape=shape), "fuse_affine_into_conv")
         assert ops(out) == ["Conv", "Add"], ops(out)
         (s,) = of(acts, "skipped", "Add")
-        assert "varies" in s["reason"] or "more axes" in s["reason"], s
-
-
-def fuse_affine_into_conv_should_keep_a_sub_from_a_constant():
-    out, acts = run(affine("Sub", rand(6, 1, 1), conv_first=False), "fuse_affine_into_conv")
-    assert ops(out) == ["Conv", "Sub"], ops(out)
-    assert of(acts, "skipped", "Sub"), acts
+        assert "varies" in s["reason"], s
 
 
 def fuse_affine_into_conv_should_leave_a_residual_add_alone():

@@ -385,5 +385,45 @@ def eliminate_dead_should_keep_an_unread_initializer_the_caller_may_override():
     assert [i.name for i in out.graph.input] == ["x", "w"]
 
 
+# --------------------------------------------------- fuse_consecutive_transposes
+
+def fuse_consecutive_transposes_should_remove_a_pair_that_cancels():
+    m = make([node("Transpose", ["x"], ["a"], perm=[0, 2, 1]),
+              node("Transpose", ["a"], ["b"], perm=[0, 2, 1]), node("Relu", ["b"], ["y"])],
+             [X], [Y])
+    out, acts = run(m, "fuse_consecutive_transposes")
+    assert ops(out) == ["Relu"], ops(out)
+    assert len(of(acts, "eliminated", "Transpose")) == 2, acts
+
+
+def fuse_consecutive_transposes_should_merge_a_chain_into_one():
+    m = make([node("Transpose", ["x"], ["a"], perm=[1, 0, 2]),
+              node("Transpose", ["a"], ["b"], perm=[0, 2, 1]),
+              node("Transpose", ["b"], ["c"]), node("Relu", ["c"], ["y"])],
+             [X], [vi("y", F, [2, 4, 3])])
+    out, _ = run(m, "fuse_consecutive_transposes")
+    assert ops(out) == ["Transpose", "Relu"], ops(out)
+
+
+def fuse_consecutive_transposes_should_keep_a_transpose_read_by_a_graph_output():
+    # the first one's value is an output of the model: it stays, and the
+    # second reads x directly
+    m = make([node("Transpose", ["x"], ["a"], perm=[0, 2, 1]),
+              node("Transpose", ["a"], ["b"], perm=[2, 1, 0]), node("Relu", ["b"], ["y"])],
+             [X], [vi("a", F, [2, 4, 3]), vi("y", F, [3, 4, 2])])
+    out, _ = run(m, "fuse_consecutive_transposes")
+    assert ops(out) == ["Transpose", "Transpose", "Relu"], ops(out)
+    assert [o.name for o in out.graph.output] == ["a", "y"]
+    assert all(n.input[0] == "x" for n in out.graph.node if n.op_type == "Transpose")
+
+
+def fuse_consecutive_transposes_should_keep_an_output_name_when_the_pair_cancels():
+    m = make([node("Transpose", ["x"], ["a"], perm=[0, 2, 1]),
+              node("Transpose", ["a"], ["y"], perm=[0, 2, 1])], [X], [Y])
+    out, _ = run(m, "fuse_consecutive_transposes")
+    assert [o.name for o in out.graph.output] == ["y"]
+    assert len(out.graph.node) == 1, ops(out)
+
+
 if __name__ == "__main__":
     sys.exit(h.run_ort_tests(globals()))
