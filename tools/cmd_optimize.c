@@ -35,7 +35,7 @@ static int parse_passes(const char *spec, const char **names, size_t cap, size_t
         bool found = false;
         for (size_t i = 0; tileopt_pass_name(i); i++) found |= strcmp(tileopt_pass_name(i), tok) == 0;
         if (!found) {
-            char known[256];
+            char known[1024];
             known_passes(known, sizeof known);
             return tool_error(EXIT_USAGE, "unknown pass '%s' in --passes (known: %s, or none)",
                               tok, known);
@@ -361,17 +361,18 @@ static const char optimize_help[] =
     "                            of cores)\n"
     "  --shard I/N               batch: only the I-th (0 to N-1) of N contiguous slices\n"
     "                            of the sorted model list (default: all)\n"
-    "  --passes LIST             passes in order, comma-separated, from upgrade, fold,\n"
-    "                            fuse, gqa, or none (load and save only)\n"
-    "                            (default upgrade,fold,fuse,gqa)\n"
+    "  --passes LIST             passes in order, comma-separated, or none (load and\n"
+    "                            save only) (default: every pass, in the order upgrade,\n"
+    "                            fold, fuse, gqa, then the simplifications eliminate_*\n"
+    "                            and fuse_*; an unknown name lists them all)\n"
     "  --target-opset N          the opset upgrade converts to, 1 to 26, up or down\n"
     "                            (default: the model's own from opset 7, else 13)\n"
     "  --keep-initializer-inputs keep initializers listed as graph inputs when the IR\n"
     "                            goes past 3 (default: take them out)\n"
     "  --fold-scope tile|all     fold Tiles and what feeds them, or every constant node\n"
-    "                            (default tile)\n"
-    "  --fold-limit SIZE         most bytes one fold may add to the model, outputs less\n"
-    "                            the constants that go with it (default 1M)\n"
+    "                            (default all)\n"
+    "  --fold-limit SIZE         most bytes one fold may add to the model, what it\n"
+    "                            writes less what goes with it (default 0: never grow)\n"
     "  --fold-max-growth K       also refuse outputs over K times their constant inputs\n"
     "                            (default 0: off)\n"
     "  --fuse-split              fuse a Tile into a binary op with a full-size operand\n"

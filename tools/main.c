@@ -12,7 +12,7 @@
 
 static const char usage_text[] =
     "usage:\n"
-    "  tileopt optimize IN.onnx -o OUT.onnx [--passes upgrade,fold,fuse,gqa|none]\n"
+    "  tileopt optimize IN.onnx -o OUT.onnx [--passes P,...|none]\n"
     "                   [--target-opset N] [--fold-limit BYTES] [--fold-max-growth K]\n"
     "                   [--fold-scope tile|all] [--fuse-split] [--infer-shapes]\n"
     "                   [--keep-initializer-inputs] [--input-shape NAME:D1,D2,...]\n"
