@@ -42,8 +42,10 @@ const pass_def pass_registry[] = {
      "Concat and Split removed", AFTER_SIMPLIFY, true},
     {"eliminate_idempotent", pass_eliminate_idempotent,
      "the second of two Relu, Abs, Ceil, Floor, Round or Sign removed", AFTER_SIMPLIFY, true},
+    /* two constants made one only make their readers alike */
     {"eliminate_duplicate_initializers", pass_eliminate_duplicate_initializers,
-     "initializers of equal type, shape and bytes merged", AFTER_SIMPLIFY, true},
+     "initializers of equal type, shape and bytes merged",
+     "eliminate_common_subexpression,eliminate_dead", true},
     {"eliminate_common_subexpression", pass_eliminate_common_subexpression,
      "nodes computing what an earlier node computes removed", AFTER_SIMPLIFY, true},
     {"fuse_bn_into_conv", pass_fuse_bn_into_conv,

@@ -425,5 +425,42 @@ def fuse_consecutive_transposes_should_keep_an_output_name_when_the_pair_cancels
     assert len(out.graph.node) == 1, ops(out)
 
 
+# --------------------------------------------------------- the default pipeline
+
+def default_pipeline_should_simplify_in_one_run_what_a_second_run_keeps():
+    # Identity -> Dropout -> Conv -> BatchNormalization -> Transpose pair ->
+    # Relu twice, and a duplicated Shape chain: the passes feed each other
+    # (the Identity gone, the Conv reads x; the BN folds; CSE merges), and a
+    # second optimize writes the same bytes
+    c = 4
+    rng = np.random.default_rng(9)
+    inits = [f32("w", rng.standard_normal((c, 3, 3, 3))), f32("b", rng.standard_normal(c)),
+             f32("s", rng.standard_normal(c)), f32("bb", rng.standard_normal(c)),
+             f32("mean", rng.standard_normal(c)), f32("var", np.abs(rng.standard_normal(c)) + 1)]
+    nodes = [node("Identity", ["x"], ["i"]), node("Dropout", ["i"], ["d"]),
+             node("Conv", ["d", "w", "b"], ["cv"], pads=[1, 1, 1, 1]),
+             node("BatchNormalization", ["cv", "s", "bb", "mean", "var"], ["bn"]),
+             node("Transpose", ["bn"], ["t1"], perm=[0, 2, 3, 1]),
+             node("Transpose", ["t1"], ["t2"], perm=[0, 3, 1, 2]),
+             node("Relu", ["t2"], ["r1"]), node("Relu", ["r1"], ["r2"]),
+             node("Shape", ["r2"], ["sh1"]), node("Shape", ["r2"], ["sh2"]),
+             node("Reshape", ["r2", "sh1"], ["y1"]), node("Reshape", ["r2", "sh2"], ["y2"]),
+             node("Add", ["y1", "y2"], ["y"])]
+    m = make(nodes, [vi("x", F, [1, 3, 5, 5])], [vi("y", F, [1, c, 5, 5])], inits)
+    with h.tempdir() as d:
+        src, dst, again = (os.path.join(d, n) for n in ("src.onnx", "dst.onnx", "again.onnx"))
+        onnx.save(m, src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--quiet"))
+        h.check(dst)
+        feeds = h.random_feeds(src, seed=3)
+        h.assert_close(h.run_ort(dst, feeds), h.run_ort(src, feeds))
+        h.expect_ok(h.tileopt("optimize", dst, "-o", again, "--quiet"))
+        with open(dst, "rb") as a, open(again, "rb") as b:
+            assert a.read() == b.read(), "a second run changed the model"
+        out = onnx.load(dst)
+        assert os.path.getsize(dst) < os.path.getsize(src)
+    assert ops(out) == ["Conv", "Relu", "Add"], ops(out)
+
+
 if __name__ == "__main__":
     sys.exit(h.run_ort_tests(globals()))

@@ -369,6 +369,26 @@ def fold_should_fold_every_constant_node_by_default():
     assert ops(m) == ["Mul", "Tile"], ops(m)
 
 
+def fold_should_leave_a_generated_weight_generated_by_default():
+    # ConstantOfShape([256, 256]) is 20 bytes of node that would become 256 KB
+    # of initializer: the default run never grows the file
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["w"], name="gen",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    m = make(nodes, [vi("x", F, [256, 256])], [vi("y", F, [256, 256])], [i64("shape", [256, 256])])
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        report = h.optimize_checked(src, dst, "fold")
+        assert os.path.getsize(dst) <= os.path.getsize(src)
+    acts = [a for p in report["passes"] for a in p["actions"]]
+    (skip,) = of(acts, "skipped", "ConstantOfShape")
+    assert skip["rule"] == "fold-limit" and "would grow" in skip["reason"], skip
+    assert skip["bytes_written"] >= 256 * 256 * 4 > skip["bytes_freed"], skip
+    out, _ = fold(m)
+    assert ops(out) == ["ConstantOfShape", "Add"], ops(out)
+
+
 def fold_should_keep_graph_output_names_of_folded_values():
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
              helper.make_node("Relu", ["x"], ["y"])]
