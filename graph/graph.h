@@ -370,6 +370,16 @@ Onnx__GraphProto *graph_subgraph_of_copies(graph *g, int32_t at, const int32_t *
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name);
 /* Change input slot i of node to name (slot may be == n_input to append). */
 int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);
+/* Output slot of node writes name instead: a value no live node, initializer
+** or input defines (the one a removed node wrote), so a rewrite can hand a
+** graph output's name to the node that now computes it. TILEOPT_MISUSE when
+** name is defined. */
+int graph_node_set_output(graph *g, int32_t node, size_t slot, const char *name);
+/* Attributes compared and hashed by content, whatever their order (the
+** attribute lists of two nodes that do the same thing); nodes with a
+** subgraph attribute are never equal. */
+bool graph_attrs_equal(const Onnx__NodeProto *a, const Onnx__NodeProto *b);
+uint32_t graph_attrs_hash(const Onnx__NodeProto *n);
 
 /* A new initializer holding a copy of data (contiguous, native layout). Its name
 ** is unique, from hint; *name_out receives it. */
@@ -481,6 +491,19 @@ int graph_tensor_check_extent(graph_model *m, const Onnx__TensorProto *t, graph_
 int graph_extent_read(const graph_extent *e, void *dst, errbuf *err);
 /* Is the TensorProto's data outside the model file? */
 bool graph_tensor_is_external(const Onnx__TensorProto *t);
+
+/*
+** Bytes an entry takes in its GraphProto as the saver writes it, the field's
+** tag and length prefix included: what removing it saves and adding it costs
+** (fold's size policy weighs one against the other). An initializer counts its
+** external data too; graph_new_initializer_bytes is what graph_add_initializer
+** would write for data of nbytes (not STRING) under a name of name_len bytes.
+*/
+uint64_t graph_initializer_bytes(const Onnx__TensorProto *t);
+uint64_t graph_new_initializer_bytes(size_t name_len, int32_t elem, const int64_t *dims,
+                                     size_t rank, uint64_t nbytes);
+uint64_t graph_node_bytes(const Onnx__NodeProto *n);
+uint64_t graph_value_info_bytes(const Onnx__ValueInfoProto *vi);
 
 /*
 ** The value of a Constant node as a TensorProto: its value attribute as is, or

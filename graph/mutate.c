@@ -185,6 +185,28 @@ int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name) 
     return v ? TILEOPT_OK : TILEOPT_INVALID;
 }
 
+int graph_node_set_output(graph *g, int32_t node, size_t slot, const char *name) {
+    Onnx__NodeProto *n = g->pb->node[node];
+    if (slot >= n->n_output || !name[0]) return TILEOPT_MISUSE;
+    graph_value *nv = graph_find(g, name);
+    if (nv && (graph_value_defined(nv) && !(nv->producer == node && nv->producer_out ==
+                                            (int32_t)slot)))
+        return TILEOPT_MISUSE;
+    char *copy = arena_strdup(g->model->arena, name);
+    if (!copy) return TILEOPT_NOMEM;
+    if (n->output[slot][0]) {
+        graph_value *old = graph_find(g, n->output[slot]);
+        if (old && old->producer == node) old->producer = -1;
+    }
+    n->output[slot] = copy;
+    nv = value_for(g, copy);
+    if (!nv) return TILEOPT_NOMEM;
+    nv->producer = node;
+    nv->producer_out = (int32_t)slot;
+    return g->model->names && !names_has(g->model, copy) ? names_add(g->model, copy)
+                                                          : TILEOPT_OK;
+}
+
 /* The attribute `name` of n, added or reset, with its type set. */
 static int attr_slot(graph *g, Onnx__NodeProto *n, const char *name,
                      Onnx__AttributeProto__AttributeType type, Onnx__AttributeProto **out) {
@@ -636,25 +658,35 @@ static int commit_tree(graph *g, bool *dirty, errbuf *err) {
     free(order);
     size_t n_init = g->pb->n_initializer, n_vi = g->pb->n_value_info;
 
-    /* Initializers nobody reads go, unless the graph exposes them as inputs. */
-    size_t k = 0;
+    /* Initializers nobody reads go, unless the graph exposes them as inputs.
+    ** Below IR 4 the main graph had to list every initializer as an input,
+    ** and runtimes take them as constants: that listing goes with them. */
+    bool listed = !g->parent && g->model->pb->ir_version < 4;
+    size_t k = 0, n_in = g->pb->n_input;
     for (size_t i = 0; i < g->pb->n_initializer; i++) {
         Onnx__TensorProto *t = g->pb->initializer[i];
         graph_value *v = graph_find(g, t->name ? t->name : "");
-        if (v && !v->n_uses && v->input < 0 && v->output < 0) {
+        if (v && !v->n_uses && (v->input < 0 || listed) && v->output < 0) {
+            if (v->input >= 0) g->pb->input[v->input] = NULL;
             v->initializer = -1; /* gone: its value_info goes below too */
+            v->input = -1;
             continue;
         }
         g->pb->initializer[k++] = t;
     }
     g->pb->n_initializer = k;
     k = 0;
+    for (size_t i = 0; i < g->pb->n_input; i++)
+        if (g->pb->input[i]) g->pb->input[k++] = g->pb->input[i];
+    g->pb->n_input = k;
+    k = 0;
     for (size_t i = 0; i < g->pb->n_value_info; i++) {
         Onnx__ValueInfoProto *vi = g->pb->value_info[i];
         if (vi->name && value_exists(g, vi->name)) g->pb->value_info[k++] = vi;
     }
     g->pb->n_value_info = k;
-    if (!same || g->pb->n_initializer != n_init || k != n_vi) *dirty = true;
+    if (!same || g->pb->n_initializer != n_init || k != n_vi || g->pb->n_input != n_in)
+        *dirty = true;
     return TILEOPT_OK;
 }
 

@@ -875,3 +875,43 @@ int graph_constant_value(const Onnx__NodeProto *n, graph_const_hdr *hdr,
     *out = tp;
     return TILEOPT_OK;
 }
+
+/* ----------------------------------------------------------------- sizes */
+
+/* Bytes of a varint, and of a length-delimited field holding len bytes whose
+** field number fits one tag byte (all GraphProto's do). */
+static uint64_t varint_bytes(uint64_t v) {
+    uint64_t n = 1;
+    for (; v >= 0x80; v >>= 7) n++;
+    return n;
+}
+static uint64_t field_bytes(uint64_t len) { return 1 + varint_bytes(len) + len; }
+
+uint64_t graph_initializer_bytes(const Onnx__TensorProto *t) {
+    uint64_t b = field_bytes(onnx__tensor_proto__get_packed_size(t));
+    if (graph_tensor_is_external(t)) {
+        const char *len = ext_field(t, "length");
+        if (len) b += strtoull(len, NULL, 10);
+    }
+    return b;
+}
+
+uint64_t graph_new_initializer_bytes(size_t name_len, int32_t elem, const int64_t *dims,
+                                     size_t rank, uint64_t nbytes) {
+    /* dims (field 1) are written unpacked, one tag per dim */
+    uint64_t b = 0;
+    for (size_t i = 0; i < rank; i++)
+        b += 1 + (dims[i] < 0 ? 10 : varint_bytes((uint64_t)dims[i]));
+    b += 1 + varint_bytes((uint64_t)(elem < 0 ? 0 : elem)); /* data_type */
+    b += field_bytes(name_len);                            /* name */
+    b += field_bytes(nbytes);                              /* raw_data */
+    return field_bytes(b);
+}
+
+uint64_t graph_node_bytes(const Onnx__NodeProto *n) {
+    return field_bytes(onnx__node_proto__get_packed_size(n));
+}
+
+uint64_t graph_value_info_bytes(const Onnx__ValueInfoProto *vi) {
+    return field_bytes(onnx__value_info_proto__get_packed_size(vi));
+}

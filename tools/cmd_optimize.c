@@ -35,7 +35,7 @@ static int parse_passes(const char *spec, const char **names, size_t cap, size_t
         bool found = false;
         for (size_t i = 0; tileopt_pass_name(i); i++) found |= strcmp(tileopt_pass_name(i), tok) == 0;
         if (!found) {
-            char known[256];
+            char known[1024];
             known_passes(known, sizeof known);
             return tool_error(EXIT_USAGE, "unknown pass '%s' in --passes (known: %s, or none)",
                               tok, known);

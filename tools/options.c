@@ -55,8 +55,9 @@ const cli_option cli_options[] = {
      "(default: all)"},
     {ID_PASSES, OPT, "--passes", NULL, NULL, "LIST", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_WORDS,
      "upgrade fold fuse gqa none",
-     "passes in order, comma-separated, from upgrade, fold, fuse, gqa, or none (load and "
-     "save only) (default upgrade,fold,fuse,gqa)"},
+     "passes in order, comma-separated, or none (load and save only); an unknown name "
+     "lists them all (default: every pass, in the order upgrade, fold, fuse, gqa, then "
+     "the simplifications eliminate_* and fuse_*)"},
     {ID_TARGET_OPSET, OPT, "--target-opset", NULL, NULL, "N", ARG_REQUIRED, "target-opset", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "the opset upgrade converts to, 1 to 26, up or down (default: the model's own from "
@@ -67,11 +68,11 @@ const cli_option cli_options[] = {
      "out)"},
     {ID_FOLD_SCOPE, OPT, "--fold-scope", NULL, NULL, "tile|all", ARG_REQUIRED, "fold-scope", SECTION_COMMAND,
      COMPLETE_WORDS, "tile all",
-     "fold Tiles and what feeds them, or every constant node (default tile)"},
+     "fold Tiles and what feeds them, or every constant node (default all)"},
     {ID_FOLD_LIMIT, OPT, "--fold-limit", NULL, NULL, "SIZE", ARG_REQUIRED, "fold-limit", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
-     "most bytes one fold may add to the model, outputs less the constants that go with it "
-     "(default 1M)"},
+     "most bytes one fold may add to the model, what it writes less what goes with it "
+     "(default 0: never grow)"},
     {ID_FOLD_MAX_GROWTH, OPT, "--fold-max-growth", NULL, NULL, "K", ARG_REQUIRED, "fold-max-growth",
      SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "also refuse outputs over K times their constant inputs (default 0: off)"},
