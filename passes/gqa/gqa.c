@@ -25,7 +25,9 @@
 ** tensor (heads.c); an n-major one regroups the queries, and the whole
 ** attention between the MatMuls moves to the folded layout (region.c). Every
 ** fact is proven from shapes and the Shape subgraphs that made them
-** (repeat.c); what does not fit is left with its reason.
+** (repeat.c); what does not fit is left with its reason. The folded form wins
+** only for few query rows (GQA_FOLD_MAX_ROWS): with more the export's form
+** stays, picked at run time by an If where the query length is a named dim.
 */
 #include <stdlib.h>
 #include <string.h>
