@@ -68,6 +68,8 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
     gq_sizes z = {&e, a, r->src, gq_source_axis(o, 2), gq_source_axis(o, 3),
                   gq_num(ta, 0), gq_num(ta, 2), gq_num(ta, 3), gq_num(ty, 3), r->n, {NULL}};
     int32_t scale = scalar_scale(g, out);
+    /* what the types say is read now: new values may move the index's entries */
+    int32_t elem = ta->elem;
     /* rows a named dim: the form is picked at run time */
     const char *cond = gq_num(ta, 2) < 0 ? gq_fold_cond(&z) : NULL;
     uint32_t first = graph_n_nodes(g);
@@ -112,7 +114,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
         orig[n_orig++] = m;
         if (scale >= 0) orig[n_orig++] = scale;
         gq_dispatch(&e, cond, first, gq_reshape(&e, y, back, NULL), orig, n_orig, keep, keep,
-                    ta->elem);
+                    elem);
     }
     if (e.rc) return e.rc;
     gq_drop_repeat(pc, g, o);

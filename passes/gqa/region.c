@@ -238,6 +238,8 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     const graph_type *tq = gq_type_of(g, q), *ts = gq_type_of(g, m1->output[0]);
     gq_sizes z = {&e, q, rg->k.r.src, gq_source_axis(&rg->k, 2), gq_source_axis(&rg->k, 3),
                   gq_num(tq, 0), gq_num(tq, 2), D, gq_num(ts, 3), n, {NULL}};
+    /* what the types say is read now: new values may move the index's entries */
+    int32_t elem = tq->elem;
     /* rows a named dim: the form is picked at run time */
     const char *cond = gq_num(tq, 2) < 0 ? gq_fold_cond(&z) : NULL;
     uint32_t first = graph_n_nodes(g);
@@ -288,7 +290,7 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
         orig[n_orig++] = rg->mm1;
         for (int i = 0; i < rg->n_chain; i++) orig[n_orig++] = rg->chain[i];
         orig[n_orig++] = rg->mm2;
-        gq_dispatch(&e, cond, first, folded, orig, n_orig, out, out, tq->elem);
+        gq_dispatch(&e, cond, first, folded, orig, n_orig, out, out, elem);
     }
     if (e.rc) return e.rc;
     graph_remove_node(g, rg->mm1);
