@@ -44,7 +44,12 @@ int pass_eliminate_dead(pass_ctx *pc);
 ** BatchNormalization at inference; Mul and Add by a constant. */
 int pass_fuse_bn_into_conv(pass_ctx *pc);
 int pass_fuse_affine_into_conv(pass_ctx *pc);
-/* Two Transposes in a row made one, or none (passes/merge/). */
+/* Two layout or conversion ops in a row made one, or none (passes/merge/):
+** Transposes, reshaping ops before a Reshape, a Squeeze and an Unsqueeze that
+** cancel, an exact Cast before another. */
 int pass_fuse_consecutive_transposes(pass_ctx *pc);
+int pass_fuse_consecutive_reshapes(pass_ctx *pc);
+int pass_fuse_squeeze_unsqueeze(pass_ctx *pc);
+int pass_fuse_consecutive_casts(pass_ctx *pc);
 
 #endif

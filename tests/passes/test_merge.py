@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""Model-level tests of the merging passes (passes/merge/): Reshapes, a Squeeze
+and an Unsqueeze, Casts in a row, MatMul + Add and Transposes into Gemm, and
+Pad into Conv and AveragePool (passes/conv/pad.c), each rule and the cases it
+must leave alone.
+
+Each case builds a small model, runs `tileopt optimize --passes PASS`, checks the
+output with onnx.checker (full check), validates the report against the schema,
+and evaluates the original and the output on the same seeded inputs in ONNX
+Runtime and in tileopt's evaluator: all four must agree.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
+import harness as h  # noqa: E402
+from test_eliminate import make, node, of, ops, run  # noqa: E402
+
+F, D, I32, I64, U8 = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32,
+                      TensorProto.INT64, TensorProto.UINT8)
+vi, i64 = h.vi, h.i64
+RNG = np.random.default_rng(5)
+X = vi("x", F, [2, 3, 4])
+
+
+def f32(name, v):
+    return numpy_helper.from_array(np.asarray(v, dtype=np.float32), name)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def skip_reasons(acts, op=None):
+    return [a["reason"] for a in of(acts, "skipped", op)]
+
+
+# ------------------------------------------------------- fuse_consecutive_reshapes
+
+def fuse_consecutive_reshapes_should_merge_two_reshapes():
+    m = make([node("Reshape", ["x", "s1"], ["a"]), node("Reshape", ["a", "s2"], ["b"]),
+              node("Relu", ["b"], ["y"])], [X], [vi("y", F, [4, 6])],
+             [i64("s1", [6, 4]), i64("s2", [4, 6])])
+    out, acts = run(m, "fuse_consecutive_reshapes")
+    assert ops(out) == ["Reshape", "Relu"], ops(out)
+    assert out.graph.node[0].input[0] == "x"
+    (r,) = of(acts, "rewritten", "Reshape")
+    assert r["from"] == "a", r
+    assert of(acts, "eliminated", "Reshape"), acts
+
+
+def fuse_consecutive_reshapes_should_merge_a_chain_in_one_run():
+    m = make([node("Reshape", ["x", "s1"], ["a"]), node("Reshape", ["a", "s2"], ["b"]),
+              node("Reshape", ["b", "s3"], ["c"]), node("Relu", ["c"], ["y"])], [X],
+             [vi("y", F, [24])], [i64("s1", [6, 4]), i64("s2", [4, 6]), i64("s3", [-1])])
+    out, _ = run(m, "fuse_consecutive_reshapes")
+    assert ops(out) == ["Reshape", "Relu"], ops(out)
+
+
+def fuse_consecutive_reshapes_should_merge_flatten_squeeze_and_unsqueeze_before_a_reshape():
+    cases = [
+        (node("Flatten", ["x"], ["a"], axis=2), (), [6, 4]),
+        (node("Unsqueeze", ["x", "ax"], ["a"]), (i64("ax", [0]),), [4, 6]),
+    ]
+    for first, inits, shape in cases:
+        m = make([first, node("Reshape", ["a", "s"], ["b"]), node("Relu", ["b"], ["y"])], [X],
+                 [vi("y", F, [4, 6])], list(inits) + [i64("s", [4, 6])])
+        out, _ = run(m, "fuse_consecutive_reshapes")
+        assert ops(out) == ["Reshape", "Relu"], (first.op_type, ops(out))
+    m = make([node("Squeeze", ["x", "ax"], ["a"]), node("Reshape", ["a", "s"], ["b"]),
+              node("Relu", ["b"], ["y"])], [vi("x", F, [2, 1, 12])], [vi("y", F, [4, 6])],
+             [i64("ax", [1]), i64("s", [4, 6])])
+    out, _ = run(m, "fuse_consecutive_reshapes")
+    assert ops(out) == ["Reshape", "Relu"], ops(out)
+
+
+def fuse_consecutive_reshapes_should_write_a_copied_dim_as_the_number_it_is():
+    # [6, 4] -> [3, 8] -> [0, -1]: the 0 copies the 3 of the middle shape, which
+    # x's first dim (6) is not
+    m = make([node("Reshape", ["x", "s1"], ["a"]), node("Reshape", ["a", "s2"], ["b"]),
+              node("Relu", ["b"], ["y"])], [vi("x", F, [6, 4])], [vi("y", F, [3, 8])],
+             [i64("s1", [3, 8]), i64("s2", [0, -1])])
+    out, _ = run(m, "fuse_consecutive_reshapes")
+    assert ops(out) == ["Reshape", "Relu"], ops(out)
+    (shape,) = [numpy_helper.to_array(t) for t in out.graph.initializer
+                if t.name == out.graph.node[0].input[1]]
+    assert list(shape) == [3, -1], shape
+
+
+def fuse_consecutive_reshapes_should_keep_a_0_that_copies_the_same_named_dim():
+    m = make([node("Reshape", ["x", "s1"], ["a"]), node("Reshape", ["a", "s2"], ["b"]),
+              node("Relu", ["b"], ["y"])], [vi("x", F, ["n", 12])], [vi("y", F, ["n", 12])],
+             [i64("s1", [0, 3, 4]), i64("s2", [0, -1])])
+    out, _ = run(m, "fuse_consecutive_reshapes")
+    assert ops(out) == ["Reshape", "Relu"], ops(out)
+    assert out.graph.node[0].input[1] == "s2"
+
+
+def fuse_consecutive_reshapes_should_keep_a_0_that_copies_a_dim_x_may_not_have():
+    # the first target is known only at run time: the 0 copies a dim of its
+    # output, and copying x's instead gives another shape ([2, 2, 2] of 24
+    # elements: an error)
+    m = make([node("Reshape", ["x", "s1"], ["a"]), node("Reshape", ["a", "s2"], ["b"]),
+              node("Relu", ["b"], ["y"])], [X, vi("s1", I64, [2])], [vi("y", F, ["k", 2, 2])],
+             [i64("s2", [0, 2, 2])])
+    feeds = {"x": rand(2, 3, 4), "s1": np.array([6, 4], np.int64)}
+    out, acts = run(m, "fuse_consecutive_reshapes", feeds=feeds)
+    assert ops(out) == ["Reshape", "Reshape", "Relu"], ops(out)
+    assert any("copies a dim" in r for r in skip_reasons(acts, "Reshape")), acts
+
+
+def fuse_consecutive_reshapes_should_keep_a_first_reshape_read_elsewhere():
+    for extra_nodes, outs in (
+            ([], [vi("a", F, [6, 4]), vi("y", F, [4, 6])]),
+            ([node("Neg", ["a"], ["z"])], [vi("z", F, [6, 4]), vi("y", F, [4, 6])])):
+        m = make([node("Reshape", ["x", "s1"], ["a"]), node("Reshape", ["a", "s2"], ["b"]),
+                  node("Relu", ["b"], ["y"])] + extra_nodes, [X], outs,
+                 [i64("s1", [6, 4]), i64("s2", [4, 6])])
+        out, acts = run(m, "fuse_consecutive_reshapes")
+        assert ops(out).count("Reshape") == 2, ops(out)
+        assert out.graph.node[1].input[0] == "a", out.graph.node[1]
+        assert any("read elsewhere" in r for r in skip_reasons(acts, "Reshape")), acts
+
+
+# ---------------------------------------------------------- fuse_squeeze_unsqueeze
+
+def fuse_squeeze_unsqueeze_should_remove_a_pair_that_cancels():
+    x1 = vi("x", F, [2, 1, 4])
+    for opset, first, second, inits in (
+            (13, node("Squeeze", ["x", "a1"], ["s"]), node("Unsqueeze", ["s", "a1"], ["u"]),
+             [i64("a1", [1])]),
+            (11, node("Squeeze", ["x"], ["s"], axes=[-2]), node("Unsqueeze", ["s"], ["u"],
+                                                                 axes=[1]), []),
+            (13, node("Unsqueeze", ["x", "a2"], ["s"]), node("Squeeze", ["s", "a3"], ["u"]),
+             [i64("a2", [0, -1]), i64("a3", [4, 0])]),
+            (13, node("Squeeze", ["x"], ["s"]), node("Unsqueeze", ["s", "a1"], ["u"]),
+             [i64("a1", [1])])):
+        m = make([first, second, node("Relu", ["u"], ["y"])], [x1],
+                 [vi("y", F, [2, 1, 4])], inits, opset=opset)
+        out, acts = run(m, "fuse_squeeze_unsqueeze")
+        assert ops(out) == ["Relu"], (opset, first.op_type, ops(out))
+        assert len(of(acts, "eliminated")) == 2, acts
+
+
+def fuse_squeeze_unsqueeze_should_keep_a_pair_on_other_axes():
+    m = make([node("Squeeze", ["x", "a1"], ["s"]), node("Unsqueeze", ["s", "a0"], ["u"]),
+              node("Relu", ["u"], ["y"])], [vi("x", F, [2, 1, 4])], [vi("y", F, [1, 2, 4])],
+             [i64("a1", [1]), i64("a0", [0])])
+    out, acts = run(m, "fuse_squeeze_unsqueeze")
+    assert ops(out) == ["Squeeze", "Unsqueeze", "Relu"], ops(out)
+    assert any("other axes" in r for r in skip_reasons(acts)), acts
+
+
+def fuse_squeeze_unsqueeze_should_keep_a_squeeze_of_every_1_of_an_unknown_shape():
+    # Squeeze without axes takes whatever dims are 1 at run time: "a" may be 1,
+    # and then y is [4, 1], not x
+    m = make([node("Squeeze", ["x"], ["s"]), node("Unsqueeze", ["s", "a1"], ["u"]),
+              node("Relu", ["u"], ["y"])], [vi("x", F, ["a", 1, 4])], [vi("y", F, ["p", "q"])],
+             [i64("a1", [1])])
+    out, acts = run(m, "fuse_squeeze_unsqueeze", feeds={"x": rand(1, 1, 4)})
+    assert ops(out) == ["Squeeze", "Unsqueeze", "Relu"], ops(out)
+    assert skip_reasons(acts), acts
+
+
+def fuse_squeeze_unsqueeze_should_keep_the_first_when_a_graph_output_reads_it():
+    m = make([node("Squeeze", ["x", "a1"], ["s"]), node("Unsqueeze", ["s", "a1"], ["u"]),
+              node("Relu", ["u"], ["y"])], [vi("x", F, [2, 1, 4])],
+             [vi("s", F, [2, 4]), vi("y", F, [2, 1, 4])], [i64("a1", [1])])
+    out, _ = run(m, "fuse_squeeze_unsqueeze")
+    assert ops(out) == ["Squeeze", "Relu"], ops(out)
+    assert [o.name for o in out.graph.output] == ["s", "y"]
+    assert out.graph.node[1].input[0] == "x"
+
+
+def fuse_squeeze_unsqueeze_should_keep_a_pair_from_a_graph_input_to_a_graph_output():
+    m = make([node("Squeeze", ["x", "a1"], ["s"]), node("Unsqueeze", ["s", "a1"], ["y"])],
+             [vi("x", F, [2, 1, 4])], [vi("y", F, [2, 1, 4])], [i64("a1", [1])])
+    out, acts = run(m, "fuse_squeeze_unsqueeze")
+    assert ops(out) == ["Squeeze", "Unsqueeze"], ops(out)
+    assert any("graph output" in r for r in skip_reasons(acts)), acts
+
+
+# ---------------------------------------------------------- fuse_consecutive_casts
+
+def cast_chain(elem, mid, to, shape=(2, 3, 4), extra_nodes=(), extra_out=()):
+    return make([node("Cast", ["x"], ["c1"], to=mid), node("Cast", ["c1"], ["c2"], to=to),
+                 node("Abs", ["c2"], ["y"])] + list(extra_nodes), [vi("x", elem, list(shape))],
+                [vi("y", to, list(shape))] + list(extra_out))
+
+
+def fuse_consecutive_casts_should_remove_an_exact_round_trip():
+    for elem, mid in ((F, D), (U8, I32), (I32, I64), (TensorProto.FLOAT16, F)):
+        out, acts = run(cast_chain(elem, mid, elem), "fuse_consecutive_casts")
+        assert ops(out) == ["Abs"], (elem, mid, ops(out))
+        assert len(of(acts, "eliminated", "Cast")) == 2, acts
+
+
+def fuse_consecutive_casts_should_read_the_input_of_an_exact_cast():
+    for elem, mid, to in ((F, D, I32), (U8, F, I64), (TensorProto.BOOL, I32, F)):
+        out, acts = run(cast_chain(elem, mid, to), "fuse_consecutive_casts")
+        assert ops(out) == ["Cast", "Abs"], (elem, mid, to, ops(out))
+        assert out.graph.node[0].input[0] == "x"
+        (r,) = of(acts, "rewritten", "Cast")
+        assert r["from"] == "c1", r
+
+
+def fuse_consecutive_casts_should_keep_a_chain_whose_first_cast_is_not_exact():
+    # int32 -> float -> int32 changes 2^24 + 1; float -> int32 -> float drops
+    # fractions; double -> float -> float16 rounds twice; int64 -> double loses
+    # big values too
+    for elem, mid, to in ((I32, F, I32), (F, I32, F), (D, F, TensorProto.FLOAT16),
+                          (I64, D, I64), (F, TensorProto.FLOAT16, F)):
+        feeds = None
+        if elem == I32:
+            feeds = {"x": np.full((2, 3, 4), 2**24 + 1, np.int32)}
+        out, acts = run(cast_chain(elem, mid, to), "fuse_consecutive_casts", feeds=feeds)
+        assert ops(out) == ["Cast", "Cast", "Abs"], (elem, mid, to, ops(out))
+        assert any("exactly" in r for r in skip_reasons(acts, "Cast")), acts
+
+
+def fuse_consecutive_casts_should_keep_an_exact_cast_another_node_reads():
+    m = cast_chain(F, D, I32, extra_nodes=[node("Neg", ["c1"], ["z"])],
+                   extra_out=[vi("z", D, [2, 3, 4])])
+    out, acts = run(m, "fuse_consecutive_casts")
+    assert ops(out) == ["Cast", "Cast", "Abs", "Neg"], ops(out)
+    assert any("read elsewhere" in r for r in skip_reasons(acts, "Cast")), acts
+
+
+def fuse_consecutive_casts_should_keep_the_output_name_of_a_round_trip():
+    m = make([node("Relu", ["x"], ["r"]), node("Cast", ["r"], ["c1"], to=D),
+              node("Cast", ["c1"], ["y"], to=F)], [X], [vi("y", F, [2, 3, 4])])
+    out, _ = run(m, "fuse_consecutive_casts")
+    assert ops(out) == ["Relu"] and out.graph.node[0].output[0] == "y", out.graph
+
+
+if __name__ == "__main__":
+    sys.exit(h.run_ort_tests(globals()))
