@@ -51,5 +51,8 @@ int pass_fuse_consecutive_transposes(pass_ctx *pc);
 int pass_fuse_consecutive_reshapes(pass_ctx *pc);
 int pass_fuse_squeeze_unsqueeze(pass_ctx *pc);
 int pass_fuse_consecutive_casts(pass_ctx *pc);
+/* MatMul + Add, and Transposes of its operands, into Gemm (passes/merge/). */
+int pass_fuse_matmul_add_into_gemm(pass_ctx *pc);
+int pass_fuse_transpose_into_gemm(pass_ctx *pc);
 
 #endif

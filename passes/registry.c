@@ -19,7 +19,8 @@
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
     "fuse_consecutive_transposes,fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,"     \
-    "fuse_consecutive_casts,eliminate_dead"
+    "fuse_consecutive_casts,fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,"        \
+    "eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -65,6 +66,11 @@ const pass_def pass_registry[] = {
     {"fuse_consecutive_casts", pass_fuse_consecutive_casts,
      "a Cast after an exact Cast reads its input, or both go when it converts back",
      AFTER_SIMPLIFY, true},
+    {"fuse_matmul_add_into_gemm", pass_fuse_matmul_add_into_gemm,
+     "Add of a 2-D MatMul by a constant right operand and a bias made one Gemm",
+     AFTER_SIMPLIFY, true},
+    {"fuse_transpose_into_gemm", pass_fuse_transpose_into_gemm,
+     "a Transpose of a Gemm operand folded into transA or transB", AFTER_SIMPLIFY, true},
     {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
      false},
     {NULL, NULL, NULL, NULL, false},
