@@ -20,7 +20,7 @@
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
     "fuse_consecutive_transposes,fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,"     \
     "fuse_consecutive_casts,fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,"        \
-    "eliminate_dead"
+    "fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -71,6 +71,12 @@ const pass_def pass_registry[] = {
      AFTER_SIMPLIFY, true},
     {"fuse_transpose_into_gemm", pass_fuse_transpose_into_gemm,
      "a Transpose of a Gemm operand folded into transA or transB", AFTER_SIMPLIFY, true},
+    {"fuse_pad_into_conv", pass_fuse_pad_into_conv,
+     "a zero Pad of the spatial axes made the pads of the Conv after it", AFTER_SIMPLIFY,
+     true},
+    {"fuse_pad_into_pool", pass_fuse_pad_into_pool,
+     "a zero Pad made the pads of the AveragePool after it, where it counts its pads",
+     AFTER_SIMPLIFY, true},
     {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
      false},
     {NULL, NULL, NULL, NULL, false},

@@ -339,6 +339,127 @@ def gemm_passes_should_take_a_transposed_matmul_in_one_default_run():
     assert ops(out) == ["Gemm", "Relu"], ops(out)
 
 
+# ------------------------------------------------- fuse_pad_into_conv, _into_pool
+
+XC = vi("x", F, [1, 2, 5, 5])
+
+
+def padded(reader, pads, value=None, mode=None, opset=13, out_shape=None, extra_nodes=(),
+           extra_out=(), reader_ins=("p",), inits=()):
+    pad_ins = ["x", "pads"] + (["v"] if value is not None else [])
+    inits = [i64("pads", pads)] + ([f32("v", value)] if value is not None else []) + list(inits)
+    attrs = {"mode": mode} if mode else {}
+    nodes = [node("Pad", pad_ins, ["p"], name="pad", **attrs), reader]
+    return make(nodes + [node("Relu", [reader.output[0]], ["y"])] + list(extra_nodes), [XC],
+                [vi("y", F, out_shape)] + list(extra_out), inits, opset=opset)
+
+
+def conv(pads=None, **attrs):
+    if pads:
+        attrs["pads"] = pads
+    return node("Conv", ["p", "w"], ["c"], name="conv", **attrs)
+
+
+W = f32("w", rand(3, 2, 3, 3))
+
+
+def fuse_pad_into_conv_should_make_a_zero_pad_the_convs_own():
+    for pads, conv_pads, value, want in (
+            ([0, 0, 1, 2, 0, 0, 2, 1], None, None, [1, 2, 2, 1]),
+            ([0, 0, 1, 1, 0, 0, 1, 1], [1, 0, 0, 1], 0.0, [2, 1, 1, 2])):
+        h_out = 5 + pads[2] + pads[6] + (conv_pads[0] + conv_pads[2] if conv_pads else 0) - 2
+        w_out = 5 + pads[3] + pads[7] + (conv_pads[1] + conv_pads[3] if conv_pads else 0) - 2
+        m = padded(conv(conv_pads), pads, value, out_shape=[1, 3, h_out, w_out], inits=[W])
+        out, acts = run(m, "fuse_pad_into_conv")
+        assert ops(out) == ["Conv", "Relu"], ops(out)
+        c = out.graph.node[0]
+        assert c.input[0] == "x" and list(c.attribute[0].ints) == want, c
+        (r,) = of(acts, "rewritten", "Conv")
+        assert r["from"] == "pad", r
+
+
+def fuse_pad_into_conv_should_read_the_attribute_form_of_old_opsets():
+    m = make([node("Pad", ["x"], ["p"], name="pad", pads=[0, 0, 1, 1, 0, 0, 1, 1]), conv(),
+              node("Relu", ["c"], ["y"])], [XC], [vi("y", F, [1, 3, 5, 5])], [W], opset=9)
+    out, _ = run(m, "fuse_pad_into_conv")
+    assert ops(out) == ["Conv", "Relu"], ops(out)
+
+
+def fuse_pad_into_conv_should_keep_pads_a_conv_cannot_do():
+    # edge mode, a value other than 0, a crop, the channels padded, a Pad read
+    # elsewhere, a Conv with auto_pad
+    cases = [
+        ("mode", dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], mode="edge", out_shape=[1, 3, 5, 5])),
+        ("value", dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], value=1.5, out_shape=[1, 3, 5, 5])),
+        ("crops", dict(pads=[0, 0, 1, -1, 0, 0, 1, 1], out_shape=[1, 3, 5, 3])),
+        ("channel", dict(pads=[0, 1, 1, 1, 0, 0, 1, 1], out_shape=[1, 3, 5, 5],
+                         reader=node("Conv", ["p", "w3"], ["c"], name="conv"),
+                         inits=[f32("w3", rand(3, 3, 3, 3))])),
+        ("read elsewhere", dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], out_shape=[1, 3, 5, 5],
+                                extra_out=[vi("p", F, [1, 2, 7, 7])])),
+        ("auto_pad", dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], out_shape=[1, 3, 7, 7],
+                          reader=node("Conv", ["p", "w"], ["c"], name="conv",
+                                      auto_pad="SAME_UPPER"))),
+    ]
+    for want, kw in cases:
+        reader = kw.pop("reader", conv())
+        kw["inits"] = kw.get("inits", []) + [W]
+        out, acts = run(padded(reader, **kw), "fuse_pad_into_conv")
+        assert ops(out)[0] == "Pad", (want, ops(out))
+        assert any(want in r for r in skip_reasons(acts, "Conv")), (want, acts)
+
+
+def pool(op, **attrs):
+    return node(op, ["p"], ["c"], name="pool", kernel_shape=[3, 3], **attrs)
+
+
+def fuse_pad_into_pool_should_take_a_zero_pad_into_an_average_pool_counting_its_pads():
+    m = padded(pool("AveragePool", count_include_pad=1, pads=[1, 0, 0, 1]),
+               [0, 0, 1, 1, 0, 0, 1, 1], out_shape=[1, 2, 6, 6])
+    out, acts = run(m, "fuse_pad_into_pool")
+    assert ops(out) == ["AveragePool", "Relu"], ops(out)
+    pads = [a for a in out.graph.node[0].attribute if a.name == "pads"][0]
+    assert list(pads.ints) == [2, 1, 1, 2], pads
+
+
+def fuse_pad_into_pool_should_keep_pads_a_pool_does_differently():
+    # without count_include_pad the pool leaves its own pads out of the
+    # average: folding would change the border (shown below by the model it
+    # would make); MaxPool pads with -inf; ceil_mode is left alone
+    pads = [0, 0, 1, 1, 0, 0, 1, 1]
+    for want, reader, shape in (
+            ("count_include_pad=0", pool("AveragePool"), [1, 2, 5, 5]),
+            ("count_include_pad=0", pool("AveragePool", count_include_pad=0), [1, 2, 5, 5]),
+            ("-inf", pool("MaxPool"), [1, 2, 5, 5]),
+            ("ceil_mode", pool("AveragePool", count_include_pad=1, ceil_mode=1,
+                               strides=[2, 2]), [1, 2, 3, 3])):
+        out, acts = run(padded(reader, pads, out_shape=shape), "fuse_pad_into_pool")
+        assert ops(out)[0] == "Pad", (want, ops(out))
+        assert any(want in r for r in skip_reasons(acts)), (want, acts)
+    with h.tempdir() as d:
+        a, b = os.path.join(d, "a.onnx"), os.path.join(d, "b.onnx")
+        onnx.save(padded(pool("AveragePool"), pads, out_shape=[1, 2, 5, 5]), a)
+        onnx.save(make([pool("AveragePool", pads=[1, 1, 1, 1]), node("Relu", ["c"], ["y"])],
+                       [vi("p", F, [1, 2, 5, 5])], [vi("y", F, [1, 2, 5, 5])]), b)
+        x = rand(1, 2, 5, 5)
+        (ya,), (yb,) = h.run_ort(a, {"x": x}), h.run_ort(b, {"p": x})
+        assert not np.allclose(ya, yb), "folding would have been exact"
+
+
+def merge_passes_should_reach_their_fixed_point_in_one_default_run():
+    # Pad -> Conv -> Cast to double and back -> Reshape -> Reshape ->
+    # Unsqueeze -> Squeeze: one Conv and one Reshape are left
+    m = make([node("Pad", ["x", "pads"], ["p"]), node("Conv", ["p", "w"], ["c"]),
+              node("Cast", ["c"], ["d"], to=D), node("Cast", ["d"], ["f"], to=F),
+              node("Reshape", ["f", "s1"], ["r1"]), node("Reshape", ["r1", "s2"], ["r2"]),
+              node("Unsqueeze", ["r2", "ax"], ["u"]), node("Squeeze", ["u", "ax"], ["q"]),
+              node("Relu", ["q"], ["y"])], [XC], [vi("y", F, [3, 25])],
+             [i64("pads", [0, 0, 1, 1, 0, 0, 1, 1]), W, i64("s1", [75]), i64("s2", [3, 25]),
+              i64("ax", [1])])
+    out = fixed_point(m)
+    assert ops(out) == ["Conv", "Reshape", "Relu"], ops(out)
+
+
 def fixed_point(m):
     """The default run of m: checked, the same outputs in ORT and the
     evaluator, never bigger, and a second run writes the same bytes."""
