@@ -179,11 +179,11 @@ TILEOPT_API void tileopt_model_free(tileopt_model *model);
 ** otherwise ("data-name", default path + ".data"); big initializers go there
 ** too when the model passes 2 GB. Each file has no name until it is complete,
 ** `path` and its data are put in place together, and the data files an earlier
-** save to `path` wrote and the new one no longer reads are removed (README:
-** External data). On success the model reads the files `path` reads. A path
-** that is the file the model was loaded from, or one of its external data
-** files, however spelled (a symlink, a hard link), is TILEOPT_MISUSE before
-** anything is written. */
+** save to `path` wrote and the new one no longer reads are removed
+** (docs/cli.md: The output's external data files). On success the model reads
+** the files `path` reads. A path that is the file the model was loaded from, or
+** one of its external data files, however spelled (a symlink, a hard link), is
+** TILEOPT_MISUSE before anything is written. */
 TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model,
                                               const char *path);
 /* The check tileopt_model_save makes of its path, alone: TILEOPT_MISUSE when
