@@ -28,11 +28,17 @@ static uint32_t data_hash(const graph_tensor_data *d) {
     return h;
 }
 
+/* memcmp of n bytes, where a scalar's dims or an empty tensor's data may be NULL */
+static bool same_bytes(const void *x, const void *y, size_t n) {
+    return n == 0 || memcmp(x, y, n) == 0;
+}
+
 static bool data_equal(const graph_tensor_data *a, const graph_tensor_data *b) {
     if (a->elem != b->elem || a->rank != b->rank || a->numel != b->numel ||
-        memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) != 0)
+        !same_bytes(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims))
         return false;
-    if (a->elem != DT_STRING) return a->nbytes == b->nbytes && !memcmp(a->data, b->data, a->nbytes);
+    if (a->elem != DT_STRING)
+        return a->nbytes == b->nbytes && same_bytes(a->data, b->data, (size_t)a->nbytes);
     const graph_bytes *x = a->data, *y = b->data;
     for (uint64_t i = 0; i < a->numel; i++)
         if (x[i].len != y[i].len || (x[i].len && memcmp(x[i].data, y[i].data, x[i].len)))
