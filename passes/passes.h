@@ -44,7 +44,19 @@ int pass_eliminate_dead(pass_ctx *pc);
 ** BatchNormalization at inference; Mul and Add by a constant. */
 int pass_fuse_bn_into_conv(pass_ctx *pc);
 int pass_fuse_affine_into_conv(pass_ctx *pc);
-/* Two Transposes in a row made one, or none (passes/merge/). */
+/* A zero Pad of the spatial axes made the pads of the Conv, or of the
+** AveragePool counting its pads, after it (passes/conv/). */
+int pass_fuse_pad_into_conv(pass_ctx *pc);
+int pass_fuse_pad_into_pool(pass_ctx *pc);
+/* Two layout or conversion ops in a row made one, or none (passes/merge/):
+** Transposes, reshaping ops before a Reshape, a Squeeze and an Unsqueeze that
+** cancel, an exact Cast before another. */
 int pass_fuse_consecutive_transposes(pass_ctx *pc);
+int pass_fuse_consecutive_reshapes(pass_ctx *pc);
+int pass_fuse_squeeze_unsqueeze(pass_ctx *pc);
+int pass_fuse_consecutive_casts(pass_ctx *pc);
+/* MatMul + Add, and Transposes of its operands, into Gemm (passes/merge/). */
+int pass_fuse_matmul_add_into_gemm(pass_ctx *pc);
+int pass_fuse_transpose_into_gemm(pass_ctx *pc);
 
 #endif

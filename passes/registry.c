@@ -18,7 +18,9 @@
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
-    "fuse_consecutive_transposes,eliminate_dead"
+    "fuse_consecutive_transposes,fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,"     \
+    "fuse_consecutive_casts,fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,"        \
+    "fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -55,6 +57,25 @@ const pass_def pass_registry[] = {
      AFTER_SIMPLIFY, true},
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
+     AFTER_SIMPLIFY, true},
+    {"fuse_consecutive_reshapes", pass_fuse_consecutive_reshapes,
+     "a Reshape, Flatten, Squeeze or Unsqueeze before a Reshape merged into it",
+     AFTER_SIMPLIFY, true},
+    {"fuse_squeeze_unsqueeze", pass_fuse_squeeze_unsqueeze,
+     "a Squeeze and an Unsqueeze in a row on the same axes removed", AFTER_SIMPLIFY, true},
+    {"fuse_consecutive_casts", pass_fuse_consecutive_casts,
+     "a Cast after an exact Cast reads its input, or both go when it converts back",
+     AFTER_SIMPLIFY, true},
+    {"fuse_matmul_add_into_gemm", pass_fuse_matmul_add_into_gemm,
+     "Add of a 2-D MatMul by a constant right operand and a bias made one Gemm",
+     AFTER_SIMPLIFY, true},
+    {"fuse_transpose_into_gemm", pass_fuse_transpose_into_gemm,
+     "a Transpose of a Gemm operand folded into transA or transB", AFTER_SIMPLIFY, true},
+    {"fuse_pad_into_conv", pass_fuse_pad_into_conv,
+     "a zero Pad of the spatial axes made the pads of the Conv after it", AFTER_SIMPLIFY,
+     true},
+    {"fuse_pad_into_pool", pass_fuse_pad_into_pool,
+     "a zero Pad made the pads of the AveragePool after it, where it counts its pads",
      AFTER_SIMPLIFY, true},
     {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
      false},

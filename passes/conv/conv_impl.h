@@ -2,7 +2,9 @@
 ** What the files of passes/conv/ share: folding a per-channel affine map that
 ** follows a Conv (y = x * scale[c] + shift[c] over the output channels) into
 ** the Conv's weights and bias. bn.c (BatchNormalization) and affine.c (Mul,
-** Add by a constant) each run one pass over helpers.c.
+** Add by a constant) each run one pass over helpers.c. And a zero Pad before a
+** Conv or an average pool made its own padding: pad.c and pad_pool.c, each
+** one pass over pad_read.c.
 */
 #ifndef TILEOPT_CONV_IMPL_H
 #define TILEOPT_CONV_IMPL_H
@@ -56,5 +58,30 @@ bool cv_channel_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *nam
 */
 int cv_fold(pass_ctx *pc, graph *g, cv_conv *c, int32_t reader, const double *scale,
             const double *bias, bool *done, const char **why);
+
+/*
+** The Pad before a Conv or a pool (pad_read.c): what it pads (x), its rank,
+** and its pads, begins then ends for every axis.
+*/
+#define CV_PAD_RANK 8
+typedef struct cv_pad {
+    int32_t node;            /* the Pad */
+    const char *x;
+    int32_t rank;
+    int64_t pads[2 * CV_PAD_RANK];
+} cv_pad;
+
+/*
+** Find the Pad that writes input 0 of node `reader`: *found false when there
+** is none; otherwise, when it is not a zero padding of the spatial axes that
+** reader could do itself, *why says why (its output read elsewhere, a mode
+** other than constant, a value other than 0, pads not constant, a negative
+** pad, the batch or channel axis padded, an unknown rank).
+*/
+int cv_pad_find(pass_ctx *pc, graph *g, int32_t reader, cv_pad *p, bool *found,
+                const char **why);
+/* reader reads the Pad's input, its pads attribute grown by the Pad's
+** spatial pads (the caller checked auto_pad). */
+int cv_pad_merge(pass_ctx *pc, graph *g, int32_t reader, const cv_pad *p);
 
 #endif

@@ -30,6 +30,12 @@ int el_nop_same_shape(pass_ctx *pc, graph *g, int32_t node, const char **rule,
                       const char **why);
 int el_nop_transpose(pass_ctx *pc, graph *g, int32_t node, const char **rule,
                      const char **why);
+/* Reshape and Flatten: the same shape, or a form that keeps every dim (a
+** target of 0s or x's own dims, a Flatten of a 2-D input at axis 1). */
+int el_nop_reshape(pass_ctx *pc, graph *g, int32_t node, const char **rule,
+                   const char **why);
+int el_nop_flatten(pass_ctx *pc, graph *g, int32_t node, const char **rule,
+                   const char **why);
 
 /* nop_data.c: Slice taking everything forwards, Pad by zeros, Cast to the
 ** type it has, Concat of one input, Split into one part. */

@@ -14,8 +14,8 @@ static const struct {
 } nop_tests[] = {
     {OP_Cast, el_nop_cast},           {OP_CastLike, el_nop_cast},
     {OP_Concat, el_nop_concat},       {OP_Expand, el_nop_same_shape},
-    {OP_Flatten, el_nop_same_shape},  {OP_Pad, el_nop_pad},
-    {OP_Reshape, el_nop_same_shape},  {OP_Slice, el_nop_slice},
+    {OP_Flatten, el_nop_flatten},     {OP_Pad, el_nop_pad},
+    {OP_Reshape, el_nop_reshape},     {OP_Slice, el_nop_slice},
     {OP_Split, el_nop_split},         {OP_Squeeze, el_nop_same_shape},
     {OP_Transpose, el_nop_transpose}, {OP_Unsqueeze, el_nop_same_shape},
 };

@@ -234,6 +234,37 @@ def eliminate_nop_should_keep_a_squeeze_whose_dim_may_not_be_1():
     assert ops(out) == ["Squeeze", "Relu"], ops(out)
 
 
+def eliminate_nop_should_remove_a_reshape_or_flatten_that_keeps_every_dim_by_its_form():
+    # no dim is known: the form alone says every dim comes back
+    for op, ins, inits, xshape, attrs in (
+            ("Reshape", ["s"], [i64("s", [0, 0, 0])], [None, None, None], {}),
+            ("Reshape", ["s"], [i64("s", [-1, 0, 4])], [None, 3, 4], {}),
+            ("Reshape", ["s"], [i64("s", [-1])], [None], {}),
+            ("Flatten", [], [], [None, None], {"axis": 1}),
+            ("Flatten", [], [], ["a", None], {"axis": -1})):
+        m = make([node(op, ["x"] + ins, ["n"], name="nop", **attrs), node("Relu", ["n"], ["y"])],
+                 [vi("x", F, xshape)], [vi("y", F, [None] * len(xshape))], inits)
+        out, acts = run(m, "eliminate_nop", feeds={"x": np.ones((2, 3, 4)[:len(xshape)],
+                                                                np.float32)})
+        assert ops(out) == ["Relu"], (op, xshape, ops(out))
+        assert of(acts, "eliminated", op), acts
+
+
+def eliminate_nop_should_keep_a_reshape_or_flatten_whose_form_may_change_a_dim():
+    # -1 beside a copied dim that may be 0 is undefined there; 0 with allowzero
+    # is a size (x must be empty); a 3-D Flatten joins two dims
+    for op, ins, inits, xshape, opset, attrs in (
+            ("Reshape", ["s"], [i64("s", [0, 0, -1])], [None, None, None], 13, {}),
+            ("Reshape", ["s"], [i64("s", [0, 3, 4])], [None, 3, 4], 14, {"allowzero": 1}),
+            ("Flatten", [], [], [None, None, None], 13, {"axis": 1})):
+        ys = [None] * (2 if op == "Flatten" else 3)
+        m = make([node(op, ["x"] + ins, ["n"], name="nop", **attrs), node("Relu", ["n"], ["y"])],
+                 [vi("x", F, xshape)], [vi("y", F, ys)], inits, opset=opset)
+        x = np.ones((0, 3, 4) if opset == 14 else (2, 3, 4), np.float32)
+        out, acts = run(m, "eliminate_nop", feeds={"x": x})
+        assert ops(out) == [op, "Relu"], (op, xshape, ops(out))
+
+
 # ----------------------------------------------------------- eliminate_idempotent
 
 def eliminate_idempotent_should_remove_the_second_of_two_relus():
