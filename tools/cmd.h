@@ -17,7 +17,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* What `optimize` was asked for one model. */
 typedef struct opt_args {
-    const char *in, *out, *passes, *report;
+    const char *in, *out, *passes, *report, *html;
     bool verify, strict, quiet, infer_shapes, target_asked;
 } opt_args;
 
@@ -42,6 +42,7 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv);
 int cmd_run(tileopt_ctx *ctx, int argc, char **argv);
 int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv);
+int cmd_report(tileopt_ctx *ctx, int argc, char **argv);
 
 /* Print "tileopt: error: <message>" to stderr and return code (for usage errors,
 ** code 2, a hint to the command's --help follows). */
@@ -72,6 +73,10 @@ int cli_parse(tileopt_ctx *ctx, const cli_command *cmd, int argc, char **argv, c
 /* Print the library's last error (after what:, when given) and return its exit
 ** code: 2 for a misuse (an argument the library refused), else 1. */
 int cli_fail(tileopt_ctx *ctx, tileopt_status st, const char *what);
+
+/* True when a and b name one file, however spelled: ./m.onnx, a symlink, a
+** hard link, or the same resolved path when neither exists yet. */
+bool cli_same_file(const char *a, const char *b);
 
 /* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);
