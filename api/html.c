@@ -203,11 +203,14 @@ static html_action action_of(const page *pg, const act_ref *r, const jr *a) {
 static const char page_style[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 16px;"
     "color:#222;background:#fff}"
-    "h1{font-size:20px;margin:12px 0 4px}h2{font-size:17px;margin:22px 0 6px;"
+    "h1{font-size:18px;margin:10px 0 4px}.top{display:flex;flex-wrap:wrap;gap:6px 28px;"
+    "align-items:flex-start}.facts{max-width:420px}.facts p{margin:2px 0}"
+    ".scroll{max-height:190px;overflow-y:auto}"
+    "h1{font-size:18px;margin:10px 0 4px}h2{font-size:17px;margin:22px 0 6px;"
     "border-bottom:1px solid #ddd}"
-    "table{border-collapse:collapse;margin:4px 0}td,th{padding:2px 10px;text-align:right;"
+    "table{border-collapse:collapse;margin:4px 0;font-size:13px}td,th{padding:1px 8px;text-align:right;"
     "border-bottom:1px solid #eee}th:first-child,td:first-child{text-align:left}"
-    "tr.chg td{font-weight:600}"
+    "tr.chg td{font-weight:600}#passes td:last-child{text-align:left}"
     "code,.g text{font-family:ui-monospace,Menlo,Consolas,monospace}"
     ".verdict-match{color:#176b1d}.verdict-mismatch{color:#b00020}.verdict-skipped{color:#8a5a00}"
     ".card{border:1px solid #ccc;border-radius:6px;padding:6px 10px;margin:8px 0}"
@@ -274,7 +277,7 @@ static void summary(page *pg) {
     html_esc(t, jr_str(in, "path"), HTML_NAME_BYTES);
     pass_text_str(t, "</code> \xe2\x86\x92 <code>");
     html_esc(t, jr_str(out, "path"), HTML_NAME_BYTES);
-    pass_text_str(t, "</code></h1>");
+    pass_text_str(t, "</code></h1><div class=\"top\">");
     const jr *sides[2] = {in, out};
     pass_text_str(t, "<table id=\"summary\"><tr><th></th><th>before</th><th>after</th></tr>"
                      "<tr><th>model size</th>");
@@ -303,7 +306,7 @@ static void summary(page *pg) {
         opsets_text(t, sides[s]);
         pass_text_str(t, "</td>");
     }
-    pass_text_str(t, "</tr></table>");
+    pass_text_str(t, "</tr></table><div class=\"facts\">");
     /* verify: the verdict, its reason, the inputs it ran on */
     const jr *v = jr_get(&pg->root, "verify");
     const char *verdict = jr_str(v, "verdict");
@@ -378,7 +381,13 @@ static void summary(page *pg) {
         }
         pass_text_str(t, "</ul>");
     }
-    pass_text_str(t, "<p class=\"legend\">Drawings: the input model (before) and the output "
+    pass_text_str(t, "</div>");
+}
+
+/* After the tables at the top: what the colours of the drawings say. */
+static void legend(page *pg) {
+    pass_text *t = pg->t;
+    pass_text_str(t, "</div><p class=\"legend\">Drawings: the input model (before) and the output "
                      "(after) around each rewritten node, one hop out. "
                      "<span class=\"removed\">removed</span><span class=\"added\">added</span>"
                      "<span class=\"changed\">changed</span><span class=\"const\">constant"
@@ -395,7 +404,7 @@ static void ops_section(page *pg) {
     pass_text *t = pg->t;
     const jr *ob = jr_get(jr_get(&pg->root, "input"), "ops");
     const jr *oa = jr_get(jr_get(&pg->root, "output"), "ops");
-    pass_text_str(t, "<h2>Nodes per op type</h2><table id=\"ops\"><tr><th>op</th><th>before</th>"
+    pass_text_str(t, "<div class=\"scroll\"><table id=\"ops\"><tr><th>op</th><th>before</th>"
                      "<th>after</th></tr>");
     /* changed rows first, then the rest, each in the report's order */
     for (int changed = 1; changed >= 0; changed--)
@@ -411,12 +420,12 @@ static void ops_section(page *pg) {
                 html_printf(t, "</td><td>%.0f</td><td>%.0f</td></tr>", b, a);
             }
         }
-    pass_text_str(t, "</table>\n");
+    pass_text_str(t, "</table></div>\n");
 }
 
 static void pass_table(page *pg) {
     pass_text *t = pg->t;
-    pass_text_str(t, "<h2>Passes</h2><table id=\"passes\"><tr><th>pass</th><th>nodes "
+    pass_text_str(t, "<div class=\"scroll\"><table id=\"passes\"><tr><th>pass</th><th>nodes "
                      "changed</th><th>skipped</th><th>actions</th><th>ms</th><th>other "
                      "changes</th></tr>");
     for (size_t i = 0; i < pg->passes->n; i++) {
@@ -454,7 +463,7 @@ static void pass_table(page *pg) {
         }
         pass_text_str(t, "</td></tr>");
     }
-    pass_text_str(t, "</table>\n");
+    pass_text_str(t, "</table></div>\n");
 }
 
 /* "pass · action · rule" of group g (its key's separators shown). */
@@ -473,15 +482,15 @@ static void group_title(pass_text *t, const char *key) {
 
 static void rule_table(page *pg) {
     pass_text *t = pg->t;
-    pass_text_str(t, "<h2>Actions by rule</h2><table id=\"rules\"><tr><th>rule</th><th>nodes"
-                     "</th></tr>");
+    html_printf(t, "<details><summary>Actions by rule: %zu rule%s</summary><table id=\"rules\">"
+                   "<tr><th>rule</th><th>nodes</th></tr>", pg->groups.n, pg->groups.n == 1 ? "" : "s");
     for (size_t g = 0; g < pg->groups.n; g++) {
         pass_text_str(t, "<tr><td>");
         group_title(t, pg->groups.name[g]);
         html_printf(t, "</td><td class=\"n\">%llu</td></tr>",
                     (unsigned long long)pg->groups.count[g]);
     }
-    pass_text_str(t, "</table>\n");
+    pass_text_str(t, "</table></details>\n");
 }
 
 static int card_html(page *pg, const act_ref *r) {
@@ -751,7 +760,7 @@ static int records(page *pg) {
             break;
         }
         z = nz;
-        if (compress2(z, &zn, (const Bytef *)block.p, (uLong)block.len, 9) != Z_OK) {
+        if (compress2(z, &zn, (const Bytef *)block.p, (uLong)block.len, 6) != Z_OK) {
             rc = err_set(&pg->ctx->err, TILEOPT_NOMEM, "page: cannot deflate its data");
             break;
         }
@@ -808,6 +817,7 @@ static int build(tileopt_ctx *ctx, const char *json, size_t len, tileopt_model *
     summary(&pg);
     ops_section(&pg);
     pass_table(&pg);
+    legend(&pg);
     rule_table(&pg);
     if ((rc = cards(&pg)) || (rc = skipped(&pg)) || (rc = records(&pg))) goto done;
     pass_text_str(out, "<script>");

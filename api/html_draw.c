@@ -33,65 +33,63 @@ void html_printf(pass_text *t, const char *fmt, ...) {
     free(big);
 }
 
-/* Walk s as UTF-8, up to max bytes: each character handed to put as its bytes,
-** or as NULL for a byte that is no character or a control character. */
-typedef void (*char_fn)(pass_text *t, const unsigned char *c, size_t n);
+/* Walk s as UTF-8, up to max bytes: runs of characters that need nothing go
+** out as they are; each byte `special` names, each byte that is no character
+** and each control character goes to put alone (c NULL for the last two). */
+typedef void (*char_fn)(pass_text *t, const unsigned char *c);
 
-static void each_char(pass_text *t, const char *s, size_t max, char_fn put) {
+static void each_char(pass_text *t, const char *s, size_t max, const char *special,
+                      char_fn put) {
     if (!s) return;
     const unsigned char *p = (const unsigned char *)s;
-    size_t len = strlen(s), used = 0;
+    size_t len = strlen(s), used = 0, run = 0;
     while (used < len) {
-        size_t k = graph_utf8_len(p + used, len - used);
+        unsigned char b = p[used];
+        size_t k = b < 0x80 ? 1 : graph_utf8_len(p + used, len - used);
         if (used + (k ? k : 1) > max) {
-            static const unsigned char ell[] = "\xe2\x80\xa6"; /* … */
-            put(t, ell, 3);
+            pass_text_put(t, (const char *)p + run, used - run);
+            pass_text_str(t, "\xe2\x80\xa6"); /* … */
             return;
         }
-        bool ok = k && !(k == 1 && (p[used] < 0x20 || p[used] == 0x7f));
-        put(t, ok ? p + used : NULL, k ? k : 1);
+        if (k > 1 || (k == 1 && b >= 0x20 && b != 0x7f && !strchr(special, b))) {
+            used += k;
+            continue;
+        }
+        pass_text_put(t, (const char *)p + run, used - run);
+        put(t, k ? p + used : NULL);
         used += k ? k : 1;
+        run = used;
     }
+    pass_text_put(t, (const char *)p + run, used - run);
 }
 
-static void put_html(pass_text *t, const unsigned char *c, size_t n) {
-    if (!c) {
-        pass_text_str(t, "\xef\xbf\xbd"); /* U+FFFD */
-        return;
-    }
+static void put_html(pass_text *t, const unsigned char *c) {
     static const struct { char c; const char *entity; } entities[] = {
         {'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
-    if (n == 1)
-        for (size_t i = 0; i < countof(entities); i++)
-            if (*c == (unsigned char)entities[i].c) {
-                pass_text_str(t, entities[i].entity);
-                return;
-            }
-    pass_text_put(t, (const char *)c, n);
+    for (size_t i = 0; c && i < countof(entities); i++)
+        if (*c == (unsigned char)entities[i].c) {
+            pass_text_str(t, entities[i].entity);
+            return;
+        }
+    pass_text_str(t, "\xef\xbf\xbd"); /* U+FFFD */
 }
 
-static void put_json(pass_text *t, const unsigned char *c, size_t n) {
+static void put_json(pass_text *t, const unsigned char *c) {
     if (!c) {
         pass_text_str(t, "\\ufffd");
-        return;
+    } else if (*c == '"' || *c == '\\') {
+        char e[2] = {'\\', (char)*c};
+        pass_text_put(t, e, 2);
+    } else {
+        html_printf(t, "\\u%04x", *c);
     }
-    if (n == 1 && strchr("\"\\<>&", *c)) {
-        if (*c == '"' || *c == '\\') {
-            char e[2] = {'\\', (char)*c};
-            pass_text_put(t, e, 2);
-        } else {
-            html_printf(t, "\\u%04x", *c);
-        }
-        return;
-    }
-    pass_text_put(t, (const char *)c, n);
 }
 
-void html_esc(pass_text *t, const char *s, size_t max) { each_char(t, s, max, put_html); }
+void html_esc(pass_text *t, const char *s, size_t max) { each_char(t, s, max, "&<>\"'", put_html); }
 
 void html_jstr(pass_text *t, const char *s, size_t max) {
     pass_text_put(t, "\"", 1);
-    each_char(t, s, max, put_json);
+    each_char(t, s, max, "\"\\<>&", put_json);
     pass_text_put(t, "\"", 1);
 }
 
@@ -407,8 +405,12 @@ static void gather(html_pair *p, int side, const html_side *s, const html_side *
                                                                              : C_REMOVED);
         else if (v->input >= 0) src = add_value_item(d, K_INPUT, v, C_PLAIN);
         if (src < 0) continue;
-        for (uint32_t u = 0; u < v->n_uses; u++) {
-            if (v->uses[u].input < 0) continue;
+        /* the consumers drawn are among the first MAX_USES: a constant read by
+        ** 50k nodes costs no more than one read by two */
+        uint32_t seen = 0;
+        for (uint32_t u = 0; u < v->n_uses && seen <= MAX_USES; u++) {
+            if (v->uses[u].input < 0 || graph_node_removed(g, v->uses[u].node)) continue;
+            seen++;
             int to = find_item(d, K_NODE, v->uses[u].node, NULL);
             if (to >= 0) add_edge(d, src, to, label);
         }
@@ -647,16 +649,36 @@ void html_pair_svg(pass_text *t, const html_pair *p, int side) {
     pass_text_str(t, "</svg>");
 }
 
+/* sep then v in decimal: records hold millions of small numbers, which
+** printf would spend most of the page's time on */
+static void put_int(pass_text *t, char sep, int v) {
+    char buf[16], *e = buf + sizeof buf, *q = e;
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do *--q = (char)('0' + u % 10); while (u /= 10);
+    if (v < 0) *--q = '-';
+    if (sep) *--q = sep;
+    pass_text_put(t, q, (size_t)(e - q));
+}
+
 void html_pair_record(pass_text *t, const html_pair *p) {
     for (int s = 0; s < 2; s++) {
         const drawing *d = &p->d[s];
-        html_printf(t, "%s[%d,%d,[", s ? "," : "", d->w, d->h);
+        pass_text_str(t, s ? ",[" : "[");
+        put_int(t, 0, d->w);
+        put_int(t, ',', d->h);
+        pass_text_str(t, ",[");
         bool first = true;
         for (int i = 0; i < d->n; i++) {
             const ditem *it = &d->it[i];
             if (it->kind == K_DUMMY) continue;
-            html_printf(t, "%s[%d,%d,%d,%d,%d,%d,", first ? "" : ",", it->x, it->y, it->w, it->h,
-                        it->kind, it->cls | (it->focus ? 8 : 0));
+            pass_text_str(t, first ? "[" : ",[");
+            put_int(t, 0, it->x);
+            put_int(t, ',', it->y);
+            put_int(t, ',', it->w);
+            put_int(t, ',', it->h);
+            put_int(t, ',', it->kind);
+            put_int(t, ',', it->cls | (it->focus ? 8 : 0));
+            pass_text_put(t, ",", 1);
             html_jstr(t, it->l1, HTML_LABEL_BYTES);
             pass_text_put(t, ",", 1);
             html_jstr(t, it->l2, HTML_LABEL_BYTES);
@@ -668,7 +690,7 @@ void html_pair_record(pass_text *t, const html_pair *p) {
             int xy[2 * (MAX_DRAWN + 2)];
             int n = edge_points(d, &d->e[k], xy);
             pass_text_str(t, k ? ",[[" : "[[");
-            for (int j = 0; j < 2 * n; j++) html_printf(t, "%s%d", j ? "," : "", xy[j]);
+            for (int j = 0; j < 2 * n; j++) put_int(t, j ? ',' : 0, xy[j]);
             pass_text_str(t, "],");
             html_jstr(t, d->e[k].label ? d->e[k].label : "", HTML_LABEL_BYTES);
             pass_text_put(t, "]", 1);

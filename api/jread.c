@@ -226,8 +226,13 @@ static int value(reader *r, jr *out, int depth, bool lazy) {
     if (c == '-' || (c >= '0' && c <= '9')) {
         char buf[64];
         size_t n = 0;
-        while (r->p + n < r->end && n + 1 < sizeof buf && strchr("+-0123456789.eE", r->p[n]))
+        while (r->p + n < r->end && n + 1 < sizeof buf) {
+            char d = r->p[n];
+            if (!((d >= '0' && d <= '9') || d == '-' || d == '+' || d == '.' || d == 'e' ||
+                  d == 'E'))
+                break;
             n++;
+        }
         memcpy(buf, r->p, n);
         buf[n] = '\0';
         char *e;
