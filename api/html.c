@@ -871,3 +871,91 @@ tileopt_status tileopt_html_save(tileopt_ctx *ctx, const char *report_json, size
     free(page);
     return rc ? err_prefix(&ctx->err, "page: ") : TILEOPT_OK;
 }
+
+/* ------------------------------------------------------------------- index */
+
+/* A relative link to a file named from the disk: "./" first, so no name reads
+** as a scheme ("javascript:..."), and every byte but the unreserved ones and
+** '/' percent-encoded. */
+static void href(pass_text *t, const char *path) {
+    pass_text_str(t, "./");
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            strchr("-._~/", *c))
+            pass_text_put(t, (const char *)c, 1);
+        else html_printf(t, "%%%02X", *c);
+    }
+}
+
+tileopt_status tileopt_html_index(tileopt_ctx *ctx, const tileopt_html_row *rows, size_t n,
+                                  const char *path) {
+    if (!ctx) return TILEOPT_MISUSE;
+    err_clear(&ctx->err);
+    if ((!rows && n) || !path) return err_set(&ctx->err, TILEOPT_MISUSE, "html index: no rows or no path");
+    pass_text t = {0};
+    page pg = {.ctx = ctx, .t = &t};
+    head(&pg, "tileopt: batch");
+    size_t failed = 0;
+    double bb = 0, ba = 0, tb = 0, ta = 0;
+    for (size_t i = 0; i < n; i++) {
+        failed += rows[i].error != NULL;
+        bb += (double)rows[i].bytes_before;
+        ba += (double)(rows[i].error ? rows[i].bytes_before : rows[i].bytes_after);
+        tb += (double)rows[i].tiles_before;
+        ta += (double)(rows[i].error ? rows[i].tiles_before : rows[i].tiles_after);
+    }
+    html_printf(&t, "<header><h1>tileopt: batch of <span id=\"n-models\">%zu</span> models, "
+                    "<span id=\"n-failed\">%zu</span> failed</h1><p>bytes ", n, failed);
+    human_bytes(&t, bb);
+    pass_text_str(&t, " \xe2\x86\x92 ");
+    human_bytes(&t, ba);
+    html_printf(&t, ", Tile nodes %.0f \xe2\x86\x92 %.0f</p></header>", tb, ta);
+    pass_text_str(&t, "<table id=\"models\"><tr><th>model</th><th>size before</th><th>after</th>"
+                      "<th>nodes before</th><th>after</th><th>Tile before</th><th>after</th>"
+                      "<th>verify</th><th>s</th></tr>");
+    for (size_t i = 0; i < n; i++) {
+        const tileopt_html_row *r = &rows[i];
+        pass_text_str(&t, r->error ? "<tr class=\"failed\"><td>" : "<tr><td>");
+        if (r->page) {
+            pass_text_str(&t, "<a href=\"");
+            href(&t, r->page);
+            pass_text_str(&t, "\">");
+        }
+        html_esc(&t, r->model, HTML_NAME_BYTES);
+        pass_text_str(&t, r->page ? "</a></td>" : "</td>");
+        if (r->error) {
+            pass_text_str(&t, "<td colspan=\"7\" class=\"err\">failed: ");
+            html_esc(&t, r->error, 2000);
+            pass_text_str(&t, "</td>");
+        } else {
+            pass_text_str(&t, "<td>");
+            human_bytes(&t, (double)r->bytes_before);
+            pass_text_str(&t, "</td><td>");
+            human_bytes(&t, (double)r->bytes_after);
+            html_printf(&t, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>",
+                        (long long)r->nodes_before, (long long)r->nodes_after,
+                        (long long)r->tiles_before, (long long)r->tiles_after);
+            if (r->verdict) {
+                pass_text_str(&t, "<span class=\"verdict-");
+                html_esc(&t, r->verdict, 16);
+                pass_text_str(&t, "\">");
+                html_esc(&t, r->verdict, 16);
+                pass_text_str(&t, "</span>");
+            } else {
+                pass_text_str(&t, "-");
+            }
+            pass_text_str(&t, "</td>");
+        }
+        html_printf(&t, "<td>%.2f</td></tr>", r->seconds);
+    }
+    pass_text_str(&t, "</table><script>");
+    pass_text_str(&t, html_page_js);
+    pass_text_str(&t, "</script></body></html>\n");
+    if (t.failed) {
+        free(t.p);
+        return err_set(&ctx->err, TILEOPT_NOMEM, "html index: out of memory");
+    }
+    int rc = graph_write_atomic(path, t.p, t.len, ctx->temp_hook, ctx->temp_user, &ctx->err);
+    free(t.p);
+    return rc ? err_prefix(&ctx->err, "html index: ") : TILEOPT_OK;
+}

@@ -360,6 +360,22 @@ TILEOPT_API tileopt_status tileopt_html_save(tileopt_ctx *ctx, const char *repor
                                              size_t len, tileopt_model *before,
                                              tileopt_model *after, const char *path);
 
+/* One model of a batch, as its row of the index page. */
+typedef struct tileopt_html_row {
+    const char *model;       /* the input's path */
+    const char *page;        /* its page, relative to the index; NULL: none */
+    const char *error;       /* why it failed; NULL when it did not */
+    int64_t bytes_before, bytes_after;     /* the .onnx files and their external data */
+    int64_t nodes_before, nodes_after, tiles_before, tiles_after;
+    const char *verdict;     /* "match", "mismatch", "skipped"; NULL: no verify */
+    double seconds;
+} tileopt_html_row;
+/* The index page of a batch (optimize --html DIR): a row per model with its
+** sizes, counts, verdict and a link to its page, totals on top; written to
+** path atomically, as tileopt_html_save writes a page. */
+TILEOPT_API tileopt_status tileopt_html_index(tileopt_ctx *ctx, const tileopt_html_row *rows,
+                                              size_t n, const char *path);
+
 /* ---------------------------------------------------------------- tensors */
 
 /* A value: a tensor, or a sequence or optional of tensors (see tileopt_tensor_kind). */

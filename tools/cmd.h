@@ -29,6 +29,7 @@ typedef int (*optimize_fn)(tileopt_ctx *ctx, const opt_args *a, const char *cons
 typedef struct batch_opts {
     const opt_args *common;  /* every option but the paths */
     const char *outdir, *report_dir; /* report_dir: NULL for none */
+    const char *html_dir;    /* a page per model and index.html; NULL for none */
     const char *const *passes;
     size_t n_passes;
     int jobs;                /* models at once */

@@ -465,7 +465,10 @@ static int run_optimize(tileopt_ctx *ctx, opt_cmd *c) {
         if (a.report && strcmp(a.report, "-") == 0)
             return tool_error(EXIT_USAGE, "--report - writes one report: a batch needs a folder");
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        batch_opts b = {&a, a.out, a.report, names, n_names,
+        /* --html names a folder in a batch: each model's page goes below it */
+        const char *html_dir = a.html;
+        a.html = NULL;
+        batch_opts b = {&a, a.out, a.report, html_dir, names, n_names,
                         c->jobs ? c->jobs : (cores > 0 ? (int)cores : 1), c->shard_i,
                         c->shard_n, a.quiet, tty, optimize_checked};
         return cmd_batch(ctx, &b, c->inputs, c->n_inputs);
