@@ -223,7 +223,7 @@ static const char page_style[] =
     "figcaption{font-size:11px;color:#666;text-transform:uppercase}"
     ".g{display:block;max-width:none}"
     ".g text{font-size:11px;text-anchor:middle;fill:#222}.g .l2{fill:#555;font-size:10px}"
-    ".g text.el{text-anchor:start;fill:#666;font-size:10px}"
+    ".g text.el,.g text.none{text-anchor:start;fill:#666;font-size:10px}"
     ".g path.e{fill:none;stroke:#888;stroke-width:1.2;marker-end:url(#arrow)}"
     ".g rect{fill:#f6f6f6;stroke:#999}"
     ".g .const rect{fill:#fffbe6;stroke:#b59f3b;stroke-dasharray:3 2}"

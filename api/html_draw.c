@@ -531,7 +531,7 @@ static void place_items(drawing *d) {
     d->w = width + 2 * MARGIN;
     d->h = (max_layer + 1) * (BOX_H + GAP_Y) - GAP_Y + 2 * MARGIN;
     if (!d->n) {
-        d->w = 160;
+        d->w = 200;
         d->h = 40;
     }
 }
@@ -645,7 +645,9 @@ void html_pair_svg(pass_text *t, const html_pair *p, int side) {
         html_esc(t, it->l2, HTML_LABEL_BYTES);
         pass_text_str(t, "</text></g>");
     }
-    if (!d->n) html_printf(t, "<text class=\"none\" x=\"10\" y=\"24\">(nothing here)</text>");
+    if (!d->n)
+        pass_text_str(t, "<text class=\"none\" x=\"10\" y=\"24\">nothing of this region "
+                         "is left</text>");
     pass_text_str(t, "</svg>");
 }
 

@@ -50,7 +50,7 @@
       g.appendChild(sv('text', {x: n[0] + (n[2] >> 1), y: n[1] + n[3] - 6, 'class': 'l2'}, n[7]));
       s.appendChild(g);
     });
-    if (!d[2].length) s.appendChild(sv('text', {'class': 'none', x: 10, y: 24}, '(nothing here)'));
+    if (!d[2].length) s.appendChild(sv('text', {'class': 'none', x: 10, y: 24}, 'nothing of this region is left'));
     return s;
   }
   // [node, op, action, pass, rule, details, before, after], as api/html.c writes a card
