@@ -15,6 +15,9 @@
 #include "api/html_page_js.h"
 #include "shape/infer.h"
 
+/* Reasons for skipping shown as groups of their own; a report that gives
+** every node a reason of its own gets the rest counted, not listed. */
+#define HTML_SKIP_GROUPS 500
 /* Cards drawn inline before the rest go to groups drawn on demand. */
 #define HTML_INLINE_CARDS 300
 /* Per skipping reason: nodes with a drawing on demand, and nodes listed. */
@@ -101,6 +104,7 @@ typedef struct act_ref {
     size_t off, len;         /* the action's text within its pass's actions */
     bool skipped;
     uint32_t record;         /* UINT32_MAX: inline, or no drawing */
+    uint32_t next;           /* the next action of its group; UINT32_MAX: none */
 } act_ref;
 
 typedef struct page {
@@ -114,11 +118,20 @@ typedef struct page {
     size_t n_acts, n_changed, n_skipped;
     api_names groups;        /* "pass\x1faction\x1frule" with counts */
     uint32_t *group_rec;     /* first record of each group */
+    uint32_t *group_first;   /* first action of each group, then along act_ref.next */
     size_t n_records;
     arena *scratch;
 } page;
 
 static const jr *pass_at(const page *pg, size_t i) { return &pg->passes->items[i]; }
+
+/* Skipped nodes are grouped by the general part of their reason, before the
+** first ": " ("repeats are known only symbolically: [N,1]" groups with
+** "...: [M,2]"); *len is its length. */
+static size_t reason_head(const char *reason) {
+    const char *c = strstr(reason, ": ");
+    return c ? (size_t)(c - reason) : strlen(reason);
+}
 
 static const char *rule_text(const jr *a) {
     const char *s = jr_str(a, "rule_name");
@@ -150,7 +163,10 @@ static void value_text(pass_text *t, const jr *v, int depth) {
     case JR_NULL: pass_text_str(t, "null"); break;
     case JR_BOOL: pass_text_str(t, v->b ? "true" : "false"); break;
     case JR_NUM:
-        if (v->num == (double)(long long)v->num) html_printf(t, "%lld", (long long)v->num);
+        /* whole numbers exactly (byte counts, dims); the range check first, as
+        ** a double past long long's has no conversion */
+        if (v->num > -9e18 && v->num < 9e18 && v->num == (double)(long long)v->num)
+            html_printf(t, "%lld", (long long)v->num);
         else html_printf(t, "%.4g", v->num);
         break;
     case JR_STR: pass_text_str(t, v->str); break;
@@ -266,7 +282,7 @@ static void opsets_text(pass_text *t, const jr *model) {
         const char *d = jr_str(&o->items[i], "domain");
         if (i) pass_text_str(t, ", ");
         html_esc(t, d && d[0] ? d : "ai.onnx", HTML_LABEL_BYTES);
-        html_printf(t, " %lld", (long long)jr_num(&o->items[i], "version", 0));
+        html_printf(t, " %.0f", jr_num(&o->items[i], "version", 0));
     }
 }
 
@@ -329,7 +345,7 @@ static void summary(page *pg) {
                 pass_text_str(t, " (");
                 html_esc(t, src, 32);
                 if (src && strcmp(src, "random") == 0)
-                    html_printf(t, ", seed %lld", (long long)jr_num(v, "seed", 0));
+                    html_printf(t, ", seed %.0f", jr_num(v, "seed", 0));
                 pass_text_str(t, ")");
             }
             pass_text_str(t, ":");
@@ -425,13 +441,18 @@ static void ops_section(page *pg) {
 
 static void pass_table(page *pg) {
     pass_text *t = pg->t;
+    size_t *acts_of = calloc(pg->passes->n + 1, sizeof *acts_of);
+    if (!acts_of) {
+        t->failed = true;
+        return;
+    }
+    for (size_t k = 0; k < pg->n_acts; k++) acts_of[pg->acts[k].pass]++;
     pass_text_str(t, "<div class=\"scroll\"><table id=\"passes\"><tr><th>pass</th><th>nodes "
                      "changed</th><th>skipped</th><th>actions</th><th>ms</th><th>other "
                      "changes</th></tr>");
     for (size_t i = 0; i < pg->passes->n; i++) {
         const jr *p = pass_at(pg, i);
-        size_t acts = 0;
-        for (size_t k = 0; k < pg->n_acts; k++) acts += pg->acts[k].pass == i;
+        size_t acts = acts_of[i];
         pass_text_str(t, "<tr><td>");
         html_esc(t, jr_str(p, "name"), HTML_LABEL_BYTES);
         double round = jr_num(p, "round", 1);
@@ -464,6 +485,7 @@ static void pass_table(page *pg) {
         pass_text_str(t, "</td></tr>");
     }
     pass_text_str(t, "</table></div>\n");
+    free(acts_of);
 }
 
 /* "pass · action · rule" of group g (its key's separators shown). */
@@ -485,6 +507,10 @@ static void rule_table(page *pg) {
     html_printf(t, "<details><summary>Actions by rule: %zu rule%s</summary><table id=\"rules\">"
                    "<tr><th>rule</th><th>nodes</th></tr>", pg->groups.n, pg->groups.n == 1 ? "" : "s");
     for (size_t g = 0; g < pg->groups.n; g++) {
+        if (g == HTML_SKIP_GROUPS) {
+            html_printf(t, "<tr><td>and %zu more</td><td></td></tr>", pg->groups.n - g);
+            break;
+        }
         pass_text_str(t, "<tr><td>");
         group_title(t, pg->groups.name[g]);
         html_printf(t, "</td><td class=\"n\">%llu</td></tr>",
@@ -586,8 +612,9 @@ static int collect(page *pg) {
             const char *action = jr_str(&a, "action");
             bool skipped = action && strcmp(action, "skipped") == 0;
             pass_text key = {0};
-            html_printf(&key, "%s\x1f%s\x1f%s", jr_str(pass_at(pg, i), "name") ? jr_str(pass_at(pg, i), "name") : "",
-                        action ? action : "", rule_text(&a));
+            const char *pass = jr_str(pass_at(pg, i), "name"), *rule = rule_text(&a);
+            html_printf(&key, "%s\x1f%s\x1f%.*s", pass ? pass : "", action ? action : "",
+                        (int)(skipped ? reason_head(rule) : strlen(rule)), rule);
             pass_text_put(&key, "", 1);
             if (key.failed || !api_names_bump(&pg->groups, key.p, 1)) {
                 free(key.p);
@@ -595,11 +622,12 @@ static int collect(page *pg) {
             }
             size_t g = api_names_find(&pg->groups, key.p);
             free(key.p);
-            if (pg->groups.n > UINT32_MAX - 1 || g > UINT32_MAX) return err_set(&pg->ctx->err, TILEOPT_LIMIT, "too many rules");
+            if (g >= UINT32_MAX - 1 || pg->n_acts >= UINT32_MAX - 1)
+                return err_set(&pg->ctx->err, TILEOPT_LIMIT, "page: too many actions");
             pg->acts[pg->n_acts++] = (act_ref){(uint32_t)i, (uint32_t)g,
                                                 (size_t)(s - lazy->str),
                                                 (size_t)(lazy->str + pos - s), skipped,
-                                                UINT32_MAX};
+                                                UINT32_MAX, UINT32_MAX};
             if (skipped) pg->n_skipped++;
             else pg->n_changed++;
             /* the scratch arena holds one action at a time */
@@ -613,21 +641,34 @@ static int collect(page *pg) {
     ** nodes of each reason, contiguous per group */
     size_t ng = pg->groups.n;
     pg->group_rec = calloc(ng + 1, sizeof *pg->group_rec);
+    pg->group_first = malloc((ng + 1) * sizeof *pg->group_first);
     uint32_t *group_n = calloc(ng + 1, sizeof *group_n);
-    if (!pg->group_rec || !group_n) {
+    uint32_t *last = malloc((ng + 1) * sizeof *last);
+    bool *shown = calloc(ng + 1, sizeof *shown);
+    if (!pg->group_rec || !pg->group_first || !group_n || !last || !shown) {
         free(group_n);
+        free(last);
+        free(shown);
         return err_set(&pg->ctx->err, TILEOPT_NOMEM, "out of memory");
     }
-    size_t inline_n = 0;
+    for (size_t g = 0; g < ng; g++) pg->group_first[g] = last[g] = UINT32_MAX;
+    size_t inline_n = 0, skip_groups = 0;
     for (size_t k = 0; k < pg->n_acts; k++) {
         act_ref *r = &pg->acts[k];
+        if (last[r->group] == UINT32_MAX) pg->group_first[r->group] = (uint32_t)k;
+        else pg->acts[last[r->group]].next = (uint32_t)k;
+        last[r->group] = (uint32_t)k;
+        if (r->skipped && pg->group_first[r->group] == k)
+            shown[r->group] = skip_groups++ < HTML_SKIP_GROUPS;
         if (!r->skipped && inline_n < HTML_INLINE_CARDS) {
             inline_n++;
             continue;
         }
-        if (r->skipped && group_n[r->group] >= HTML_SKIP_DRAWN) continue;
+        if (r->skipped && (!shown[r->group] || group_n[r->group] >= HTML_SKIP_DRAWN)) continue;
         r->record = group_n[r->group]++; /* rank within the group for now */
     }
+    free(last);
+    free(shown);
     uint32_t next = 0;
     for (size_t g = 0; g < ng; g++) {
         pg->group_rec[g] = next;
@@ -660,9 +701,9 @@ static int cards(page *pg) {
     for (size_t g = 0; g < pg->groups.n; g++) {
         size_t n = 0;
         uint32_t first = UINT32_MAX;
-        for (size_t k = 0; k < pg->n_acts; k++) {
+        for (uint32_t k = pg->group_first[g]; k != UINT32_MAX; k = pg->acts[k].next) {
             const act_ref *r = &pg->acts[k];
-            if (r->group != g || r->skipped || r->record == UINT32_MAX) continue;
+            if (r->skipped || r->record == UINT32_MAX) continue;
             if (!n) first = r->record;
             n++;
         }
@@ -686,11 +727,18 @@ static int skipped(page *pg) {
     pass_text *t = pg->t;
     pass_text_str(t, "<h2>Nodes left alone</h2><section id=\"skipped\">");
     if (!pg->n_skipped) pass_text_str(t, "<p>No pass left a node with a reason.</p>");
+    size_t groups = 0, unlisted = 0, unlisted_nodes = 0;
     for (size_t g = 0; g < pg->groups.n; g++) {
         size_t listed = 0, n = 0;
-        for (size_t k = 0; k < pg->n_acts; k++) {
+        uint32_t first = pg->group_first[g];
+        if (first == UINT32_MAX || !pg->acts[first].skipped) continue;
+        if (groups++ == HTML_SKIP_GROUPS || groups > HTML_SKIP_GROUPS) {
+            unlisted++;
+            unlisted_nodes += pg->groups.count[g];
+            continue;
+        }
+        for (uint32_t k = first; k != UINT32_MAX; k = pg->acts[k].next) {
             const act_ref *r = &pg->acts[k];
-            if (r->group != g || !r->skipped) continue;
             if (!n++) {
                 pass_text_str(t, "<details class=\"skip\"><summary>");
                 group_title(t, pg->groups.name[g]);
@@ -716,6 +764,13 @@ static int skipped(page *pg) {
             html_esc(t, jr_str(&a, "node"), HTML_NAME_BYTES);
             pass_text_str(t, "</code> ");
             html_esc(t, jr_str(&a, "op"), HTML_LABEL_BYTES);
+            /* what the reason says of this node, past the group's words */
+            const char *why = jr_str(&a, "reason");
+            if (why && why[reason_head(why)]) {
+                pass_text_str(t, " <span class=\"pass\">");
+                html_esc(t, why + reason_head(why) + 2, 400);
+                pass_text_str(t, "</span>");
+            }
             pass_text_str(t, r->record != UINT32_MAX ? "</summary><div class=\"slot\"></div></details></li>"
                                                      : "</li>");
             if (listed % 64 == 0) {
@@ -725,6 +780,9 @@ static int skipped(page *pg) {
         }
         if (n) pass_text_str(t, "</ul></details>");
     }
+    if (unlisted)
+        html_printf(t, "<p>and %zu more reasons, for %zu nodes (the report lists them)</p>",
+                    unlisted, unlisted_nodes);
     pass_text_str(t, "</section>\n");
     return 0;
 }
@@ -732,7 +790,9 @@ static int skipped(page *pg) {
 /* The records, in blocks of HTML_BLOCK, deflated and base64'd. */
 static int records(page *pg) {
     if (!pg->n_records) return 0;
-    uint32_t *by_record = malloc(pg->n_records * sizeof *by_record);
+    uint32_t *by_record = pg->n_records <= SIZE_MAX / sizeof *by_record
+                              ? malloc(pg->n_records * sizeof *by_record)
+                              : NULL;
     if (!by_record) return err_set(&pg->ctx->err, TILEOPT_NOMEM, "out of memory");
     for (size_t k = 0; k < pg->n_acts; k++)
         if (pg->acts[k].record != UINT32_MAX) by_record[pg->acts[k].record] = (uint32_t)k;
@@ -831,6 +891,7 @@ done:
     html_pair_free(pg.pair);
     free(pg.acts);
     free(pg.group_rec);
+    free(pg.group_first);
     api_names_free(&pg.groups);
     if (pg.scratch) arena_free(pg.scratch);
     if (a) arena_free(a);

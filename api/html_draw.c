@@ -109,7 +109,7 @@ int html_side_init(html_side *s, tileopt_model *m) {
     s->g = m->g->main;
     uint32_t n = graph_n_nodes(s->g);
     uint32_t slots = 16;
-    while (slots < 2u * n + 2) {
+    while ((uint64_t)slots < 2 * (uint64_t)n + 2) {
         if (slots > UINT32_MAX / 2) return TILEOPT_LIMIT;
         slots *= 2;
     }

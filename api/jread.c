@@ -148,6 +148,7 @@ static int container(reader *r, jr *out, int depth, bool object) {
         }
         if (r->a && n == cap) {
             size_t nc = cap ? cap * 2 : 8;
+            if (nc > SIZE_MAX / sizeof *items) { rc = err_set(r->err, TILEOPT_NOMEM, "report: out of memory"); goto out; }
             jr *ni = realloc(items, nc * sizeof *ni);
             if (!ni) { rc = err_set(r->err, TILEOPT_NOMEM, "report: out of memory"); goto out; }
             items = ni;
