@@ -187,6 +187,33 @@ def mutated_reports_should_never_crash(tmp, rounds=150):
             html_page.check_self_contained(read(page, "rb").decode("utf-8"))
 
 
+def adversarial_reports_should_stay_bounded(tmp):
+    """A report written to cost: 20k skipped nodes with a reason each, 3k
+    passes, nodes the models lack, 1 MiB strings. The page comes in seconds,
+    bounded in size, every count still the report's."""
+    src = os.path.join(h.MODELS, "legacy_repeat.onnx")
+    out, report, _ = optimize_page(tmp, src)
+    big = "<x>" * (1 << 18)
+    report["passes"] = [{"name": f"p{i}", "duration_ms": 0.1, "changed": False,
+                         "nodes_changed": 0, "nodes_skipped": 0, "actions": []}
+                        for i in range(3000)]
+    report["passes"][0]["actions"] = (
+        [{"node": f"n{i}{big if i == 7 else ''}", "op": "Tile", "action": "skipped",
+          "reason": f"reason {i}"} for i in range(20000)] +
+        [{"node": f"m{i}", "op": big if i == 3 else "Add", "action": "fused",
+          "rule_name": f"rule {i % 7}", "repeats": [1e300, -0.5, i]} for i in range(2000)])
+    rep, page = os.path.join(tmp, "adv.json"), os.path.join(tmp, "adv.html")
+    with open(rep, "w") as f:
+        json.dump(report, f)
+    cp = h.tileopt("report", rep, src, out, "-o", page, timeout=120)
+    h.expect_ok(cp)
+    raw = read(page, "rb")
+    assert len(raw) < 8_000_000, f"{len(raw)} bytes"
+    p = html_page.check_self_contained(raw.decode())
+    html_page.check_counts(p, report)
+    assert p.count("details", "skip") == 500, p.count("details", "skip")
+
+
 def big_model_should_group_the_rest(tmp):
     sys.path.insert(0, os.path.join(h.SRCDIR, "bench"))
     import bench_scale
@@ -261,6 +288,7 @@ def python_html_should_give_the_page(tmp):
 TESTS = [samples_should_carry_the_reports_counts, fused_card_should_draw_the_region,
          hostile_names_should_be_escaped, paths_should_be_refused,
          reports_that_are_none_should_fail, mutated_reports_should_never_crash,
+         adversarial_reports_should_stay_bounded,
          big_model_should_group_the_rest, batch_should_index_its_pages,
          python_html_should_give_the_page]
 
