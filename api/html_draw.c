@@ -433,6 +433,9 @@ static void layer_items(drawing *d) {
         }
         if (!moved) break;
     }
+    /* a cycle, which no valid model has, would push layers up without end */
+    for (int i = 0; i < d->n; i++)
+        if (d->it[i].layer > MAX_ITEMS) d->it[i].layer = MAX_ITEMS;
     /* a graph output sits right under its producer */
     for (int k = 0; k < d->ne; k++)
         if (d->it[d->e[k].to].kind == K_OUTPUT)
@@ -458,70 +461,90 @@ static void layer_items(drawing *d) {
     }
 }
 
-/* Order within layers: barycenters of the neighbours above, then below, a few
-** sweeps; crossings go down where they can. */
-static double bary(const drawing *d, int i, bool above) {
-    double sum = 0;
-    int n = 0;
+/* The edges as one-layer segments (an edge through its bends), a to b. */
+typedef struct segs {
+    int a[MAX_EDGES + MAX_DRAWN], b[MAX_EDGES + MAX_DRAWN];
+    int n;
+} segs;
+
+static void make_segs(const drawing *d, segs *s) {
+    s->n = 0;
     for (int k = 0; k < d->ne; k++) {
         const dedge *e = &d->e[k];
-        int chain[MAX_DRAWN + 2], len = 0;
-        chain[len++] = e->from;
-        for (int j = 0; j < e->n_path; j++) chain[len++] = e->path[j];
-        chain[len++] = e->to;
-        for (int j = 0; j + 1 < len; j++) {
-            int a = chain[j], b = chain[j + 1];
-            if (above && b == i) { sum += d->it[a].order; n++; }
-            if (!above && a == i) { sum += d->it[b].order; n++; }
+        int prev = e->from;
+        for (int j = 0; j <= e->n_path; j++) {
+            int next = j < e->n_path ? e->path[j] : e->to;
+            if (s->n < MAX_EDGES + MAX_DRAWN) {
+                s->a[s->n] = prev;
+                s->b[s->n] = next;
+                s->n++;
+            }
+            prev = next;
         }
     }
-    return n ? sum / n : d->it[i].order;
 }
 
-static void order_items(drawing *d) {
+/* Items by layer, then by order within it (insertion sort: a drawing holds a
+** few dozen). */
+static int sorted_items(const drawing *d, int *idx) {
+    int m = 0;
+    for (int i = 0; i < d->n; i++) {
+        int j = m++;
+        for (; j > 0; j--) {
+            const ditem *p = &d->it[idx[j - 1]], *q = &d->it[i];
+            if (p->layer < q->layer || (p->layer == q->layer && p->order <= q->order)) break;
+            idx[j] = idx[j - 1];
+        }
+        idx[j] = i;
+    }
+    return m;
+}
+
+/* Order within layers: sweeps down and up, each layer sorted by the mean
+** position of its neighbours in the layer just swept (barycenters), so edges
+** cross where they must and seldom elsewhere. */
+static void order_items(drawing *d, const segs *s) {
     int max_layer = 0;
     for (int i = 0; i < d->n; i++) {
         d->it[i].order = i;
         if (d->it[i].layer > max_layer) max_layer = d->it[i].layer;
     }
-    double next[MAX_DRAWN];
-    for (int sweep = 0; sweep < 4; sweep++) {
-        bool above = sweep % 2 == 0;
-        for (int i = 0; i < d->n; i++) next[i] = bary(d, i, above);
-        for (int i = 0; i < d->n; i++) d->it[i].order = next[i];
-        /* renumber each layer 0, 1, 2... in the new order, ties kept stable */
-        for (int l = 0; l <= max_layer; l++) {
-            int idx[MAX_DRAWN], m = 0;
-            for (int i = 0; i < d->n; i++)
-                if (d->it[i].layer == l) idx[m++] = i;
-            for (int a = 1; a < m; a++)
-                for (int b = a; b > 0 && d->it[idx[b - 1]].order > d->it[idx[b]].order; b--) {
-                    int tmp = idx[b];
-                    idx[b] = idx[b - 1];
-                    idx[b - 1] = tmp;
+    int idx[MAX_DRAWN];
+    for (int sweep = 0; sweep < 8; sweep++) {
+        bool down = sweep % 2 == 0;
+        for (int step = 1; step <= max_layer; step++) {
+            int l = down ? step : max_layer - step;
+            double sum[MAX_DRAWN] = {0};
+            int count[MAX_DRAWN] = {0};
+            for (int k = 0; k < s->n; k++) {
+                int self = down ? s->b[k] : s->a[k], other = down ? s->a[k] : s->b[k];
+                if (d->it[self].layer == l && d->it[other].layer == (down ? l - 1 : l + 1)) {
+                    sum[self] += d->it[other].order;
+                    count[self]++;
                 }
-            for (int a = 0; a < m; a++) d->it[idx[a]].order = a;
+            }
+            for (int i = 0; i < d->n; i++)
+                if (d->it[i].layer == l && count[i]) d->it[i].order = sum[i] / count[i];
+            /* renumber the layer 0, 1, 2... in the new order, ties kept stable */
+            int m = sorted_items(d, idx);
+            for (int a = 0, pos = 0; a < m; a++)
+                if (d->it[idx[a]].layer == l) d->it[idx[a]].order = pos++;
         }
     }
 }
 
 /* Coordinates: each layer a row, centred on the widest; rows GAP_Y apart. */
 static void place_items(drawing *d) {
-    int max_layer = 0;
-    for (int i = 0; i < d->n; i++)
-        if (d->it[i].layer > max_layer) max_layer = d->it[i].layer;
-    int width = 0;
-    int row_w[MAX_DRAWN] = {0};
-    for (int l = 0; l <= max_layer; l++) {
-        int x = 0;
-        for (int o = 0; o < d->n; o++)
-            for (int i = 0; i < d->n; i++)
-                if (d->it[i].layer == l && (int)d->it[i].order == o) {
-                    d->it[i].x = x;
-                    x += d->it[i].w + GAP_X;
-                }
-        row_w[l] = x ? x - GAP_X : 0;
-        if (row_w[l] > width) width = row_w[l];
+    int idx[MAX_DRAWN], row_w[MAX_DRAWN + 1] = {0};
+    int m = sorted_items(d, idx), width = 0, max_layer = 0;
+    for (int a = 0, x = 0; a < m; a++) {
+        ditem *it = &d->it[idx[a]];
+        if (a && it->layer != d->it[idx[a - 1]].layer) x = 0;
+        it->x = x;
+        x += it->w + GAP_X;
+        row_w[it->layer] = x - GAP_X;
+        if (row_w[it->layer] > width) width = row_w[it->layer];
+        if (it->layer > max_layer) max_layer = it->layer;
     }
     for (int i = 0; i < d->n; i++) {
         ditem *it = &d->it[i];
@@ -538,7 +561,9 @@ static void place_items(drawing *d) {
 
 static void lay_out(drawing *d) {
     layer_items(d);
-    order_items(d);
+    segs s;
+    make_segs(d, &s);
+    order_items(d, &s);
     place_items(d);
 }
 
