@@ -354,8 +354,11 @@ static int add_value_item(drawing *d, int kind, const graph_value *v, int cls) {
 
 static void add_edge(drawing *d, int from, int to, const char *label) {
     if (from < 0 || to < 0 || from == to) return;
-    for (int i = 0; i < d->ne; i++)
+    for (int i = 0; i < d->ne; i++) {
         if (d->e[i].from == from && d->e[i].to == to) return;
+        /* a value read by several nodes: its shape is said once, at its source */
+        if (d->e[i].from == from && d->e[i].label == label) label = NULL;
+    }
     if (d->ne >= MAX_EDGES) {
         d->cut = true;
         return;
@@ -500,17 +503,42 @@ static int sorted_items(const drawing *d, int *idx) {
     return m;
 }
 
+/* Crossings between adjacent layers: two segments between the same two
+** layers cross when their ends are in opposite orders. */
+static int count_crossings(const drawing *d, const segs *s) {
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        for (int j = i + 1; j < s->n; j++) {
+            const ditem *a = &d->it[s->a[i]], *b = &d->it[s->b[i]];
+            const ditem *c = &d->it[s->a[j]], *e = &d->it[s->b[j]];
+            if (a->layer != c->layer || b->layer != e->layer || b->layer != a->layer + 1) continue;
+            n += (a->order - c->order) * (b->order - e->order) < 0;
+        }
+    return n;
+}
+
+static void renumber(drawing *d, int l) {
+    int idx[MAX_DRAWN];
+    int m = sorted_items(d, idx);
+    for (int a = 0, pos = 0; a < m; a++)
+        if (d->it[idx[a]].layer == l) d->it[idx[a]].order = pos++;
+}
+
 /* Order within layers: sweeps down and up, each layer sorted by the mean
-** position of its neighbours in the layer just swept (barycenters), so edges
-** cross where they must and seldom elsewhere. */
+** position of its neighbours in the layer just swept (barycenters), the best
+** order seen kept, then neighbours swapped while that removes crossings (the
+** usual Sugiyama steps): edges cross where they must and seldom elsewhere. */
 static void order_items(drawing *d, const segs *s) {
     int max_layer = 0;
     for (int i = 0; i < d->n; i++) {
         d->it[i].order = i;
         if (d->it[i].layer > max_layer) max_layer = d->it[i].layer;
     }
-    int idx[MAX_DRAWN];
-    for (int sweep = 0; sweep < 8; sweep++) {
+    for (int l = 0; l <= max_layer; l++) renumber(d, l);
+    double best[MAX_DRAWN];
+    int best_x = count_crossings(d, s);
+    for (int i = 0; i < d->n; i++) best[i] = d->it[i].order;
+    for (int sweep = 0; sweep < 8 && best_x; sweep++) {
         bool down = sweep % 2 == 0;
         for (int step = 1; step <= max_layer; step++) {
             int l = down ? step : max_layer - step;
@@ -525,33 +553,97 @@ static void order_items(drawing *d, const segs *s) {
             }
             for (int i = 0; i < d->n; i++)
                 if (d->it[i].layer == l && count[i]) d->it[i].order = sum[i] / count[i];
-            /* renumber the layer 0, 1, 2... in the new order, ties kept stable */
-            int m = sorted_items(d, idx);
-            for (int a = 0, pos = 0; a < m; a++)
-                if (d->it[idx[a]].layer == l) d->it[idx[a]].order = pos++;
+            /* ties kept stable */
+            renumber(d, l);
         }
+        int x = count_crossings(d, s);
+        if (x < best_x) {
+            best_x = x;
+            for (int i = 0; i < d->n; i++) best[i] = d->it[i].order;
+        }
+    }
+    for (int i = 0; i < d->n; i++) d->it[i].order = best[i];
+    /* transpose: a crossing count per try, so only for drawings of modest size */
+    for (int round = 0; round < 4 && best_x && s->n <= 160; round++) {
+        bool better = false;
+        for (int i = 0; i < d->n; i++)
+            for (int j = 0; j < d->n; j++) {
+                ditem *a = &d->it[i], *b = &d->it[j];
+                if (a->layer != b->layer || b->order != a->order + 1) continue;
+                a->order += 1;
+                b->order -= 1;
+                int x = count_crossings(d, s);
+                if (x < best_x) {
+                    best_x = x;
+                    better = true;
+                } else {
+                    a->order -= 1;
+                    b->order += 1;
+                }
+            }
+        if (!better) break;
     }
 }
 
-/* Coordinates: each layer a row, centred on the widest; rows GAP_Y apart. */
-static void place_items(drawing *d) {
-    int idx[MAX_DRAWN], row_w[MAX_DRAWN + 1] = {0};
-    int m = sorted_items(d, idx), width = 0, max_layer = 0;
+/* Coordinates: rows GAP_Y apart; in each row the items keep their order and
+** gaps, and sit as near as they can to the mean of their neighbours in the
+** row above (then below, then above again), so edges run short and straight:
+** each row placed pushing right from where its items want to be, and pulling
+** left, and the two averaged (both keep the gaps, so their mean does). */
+static void place_items(drawing *d, const segs *s) {
+    int idx[MAX_DRAWN];
+    int m = sorted_items(d, idx), max_layer = 0;
+    double c[MAX_DRAWN];
     for (int a = 0, x = 0; a < m; a++) {
         ditem *it = &d->it[idx[a]];
         if (a && it->layer != d->it[idx[a - 1]].layer) x = 0;
-        it->x = x;
+        c[idx[a]] = x + it->w / 2.0;
         x += it->w + GAP_X;
-        row_w[it->layer] = x - GAP_X;
-        if (row_w[it->layer] > width) width = row_w[it->layer];
         if (it->layer > max_layer) max_layer = it->layer;
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        bool down = pass % 2 == 0;
+        for (int step = 1; step <= max_layer; step++) {
+            int l = down ? step : max_layer - step;
+            double sum[MAX_DRAWN] = {0}, want[MAX_DRAWN], right[MAX_DRAWN], left[MAX_DRAWN];
+            int count[MAX_DRAWN] = {0};
+            for (int k = 0; k < s->n; k++) {
+                int self = down ? s->b[k] : s->a[k], other = down ? s->a[k] : s->b[k];
+                if (d->it[self].layer == l && d->it[other].layer == (down ? l - 1 : l + 1)) {
+                    sum[self] += c[other];
+                    count[self]++;
+                }
+            }
+            int row[MAX_DRAWN], n = 0;
+            for (int a = 0; a < m; a++)
+                if (d->it[idx[a]].layer == l) row[n++] = idx[a];
+            for (int a = 0; a < n; a++) {
+                int i = row[a];
+                want[a] = count[i] ? sum[i] / count[i] : c[i];
+            }
+            for (int a = 0; a < n; a++) {
+                double gap = a ? (d->it[row[a - 1]].w + d->it[row[a]].w) / 2.0 + GAP_X : 0;
+                right[a] = a && right[a - 1] + gap > want[a] ? right[a - 1] + gap : want[a];
+            }
+            for (int a = n - 1; a >= 0; a--) {
+                double gap = a + 1 < n ? (d->it[row[a]].w + d->it[row[a + 1]].w) / 2.0 + GAP_X : 0;
+                left[a] = a + 1 < n && left[a + 1] - gap < want[a] ? left[a + 1] - gap : want[a];
+            }
+            for (int a = 0; a < n; a++) c[row[a]] = (right[a] + left[a]) / 2;
+        }
+    }
+    double lo = 0, hi = 0;
+    for (int i = 0; i < d->n; i++) {
+        double l = c[i] - d->it[i].w / 2.0, r = c[i] + d->it[i].w / 2.0;
+        if (!i || l < lo) lo = l;
+        if (!i || r > hi) hi = r;
     }
     for (int i = 0; i < d->n; i++) {
         ditem *it = &d->it[i];
-        it->x += MARGIN + (width - row_w[it->layer]) / 2;
+        it->x = MARGIN + (int)(c[i] - it->w / 2.0 - lo + 0.5);
         it->y = MARGIN + it->layer * (BOX_H + GAP_Y) + (BOX_H - it->h) / 2;
     }
-    d->w = width + 2 * MARGIN;
+    d->w = (int)(hi - lo + 0.5) + 2 * MARGIN;
     d->h = (max_layer + 1) * (BOX_H + GAP_Y) - GAP_Y + 2 * MARGIN;
     if (!d->n) {
         d->w = 200;
@@ -564,7 +656,7 @@ static void lay_out(drawing *d) {
     segs s;
     make_segs(d, &s);
     order_items(d, &s);
-    place_items(d);
+    place_items(d, &s);
 }
 
 void html_pair_build(html_pair *p, const html_side *before, const html_side *after,
