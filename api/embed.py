@@ -8,6 +8,10 @@ import sys
 
 src, dst, name = sys.argv[1:4]
 text = open(src, encoding="utf-8").read()
+# inside <script>, these would end the element or change how HTML reads it
+for bad in ("</script", "<script", "<!--"):
+    if bad in text.lower():
+        sys.exit(f"{src}: holds {bad!r}, which an inline script cannot")
 with open(dst, "w", encoding="utf-8") as f:
     f.write("/* generated from %s by embed.py */\n" % src.rsplit("/", 1)[-1])
     # a string past C99's 4095 bytes is fine for gcc and clang, which say so

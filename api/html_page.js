@@ -1,7 +1,7 @@
 // The page's one script (api/html.c embeds it; the page's Content-Security-Policy
 // lets this exact text run and nothing else). It draws, on demand, the cards the
 // page keeps as data: records of laid-out drawings, deflated and base64'd in
-// <script type="application/x-tileopt" id="zK"> blocks of 256. Model text
+// script blocks of type application/x-tileopt, 256 a block. Model text
 // reaches the page only through textContent, never as markup.
 (function () {
   'use strict';
