@@ -204,7 +204,7 @@ static void details_text(pass_text *t, const jr *a) {
         first = false;
     }
     const char *g = jr_str(a, "graph");
-    if (g) html_printf(t, "%sin subgraph %s (drawn alone)", first ? "" : " \xc2\xb7 ", g);
+    if (g) html_printf(t, "%sin subgraph %s", first ? "" : " \xc2\xb7 ", g);
     pass_text_put(t, "", 1);
 }
 
@@ -519,13 +519,25 @@ static void rule_table(page *pg) {
     pass_text_str(t, "</table></details>\n");
 }
 
+/* The drawings of an action, in the graph it names: the main graph, or the
+** subgraph at its "graph" path on each side (a side without it draws empty). */
+static void build_pair(page *pg, const html_action *ha) {
+    static const html_side none;
+    const html_side *b = &pg->side[0], *a = &pg->side[1];
+    if (ha->graph) {
+        b = html_side_sub(&pg->side[0], ha->graph);
+        a = html_side_sub(&pg->side[1], ha->graph);
+    }
+    html_pair_build(pg->pair, b ? b : &none, a ? a : &none, ha);
+}
+
 static int card_html(page *pg, const act_ref *r) {
     pass_text *t = pg->t;
     jr a;
     int rc = act_parse(pg, r, &a);
     if (rc) return rc;
     html_action ha = action_of(pg, r, &a);
-    html_pair_build(pg->pair, &pg->side[0], &pg->side[1], &ha);
+    build_pair(pg, &ha);
     pass_text_str(t, "<article class=\"card A-");
     html_esc(t, ha.action, 16);
     pass_text_str(t, "\"><h3><span class=\"act\">");
@@ -564,7 +576,7 @@ static int record_json(page *pg, pass_text *t, const act_ref *r) {
     int rc = act_parse(pg, r, &a);
     if (rc) return rc;
     html_action ha = action_of(pg, r, &a);
-    html_pair_build(pg->pair, &pg->side[0], &pg->side[1], &ha);
+    build_pair(pg, &ha);
     const char *head[5] = {ha.node, ha.op, ha.action, ha.pass, ha.rule};
     pass_text_put(t, "[", 1);
     for (int k = 0; k < 5; k++) {

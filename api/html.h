@@ -26,9 +26,20 @@ typedef struct html_side {
     graph *g;
     uint32_t *slots;         /* node index + 1; a power of two, at most half full */
     uint32_t n_slots;
+    /* the subgraphs, by the path reports name them with, listed on first need;
+    ** and the side of the last one asked for */
+    char **paths;
+    graph **graphs;
+    size_t n_graphs;
+    bool listed;
+    struct html_side *sub;
+    size_t sub_at;
 } html_side;
 int html_side_init(html_side *s, tileopt_model *m);
 void html_side_free(html_side *s);
+/* The side of s's subgraph at path ("loop/body/gate/then_branch"), or NULL
+** when s has none there (or no memory to find it). */
+const html_side *html_side_sub(html_side *s, const char *path);
 
 /* What a card says of its action, besides the drawings. */
 typedef struct html_action {

@@ -103,10 +103,10 @@ static const char *node_key(const Onnx__NodeProto *n, char *buf, size_t cap) {
     return buf;
 }
 
-int html_side_init(html_side *s, tileopt_model *m) {
+static int side_of_graph(html_side *s, graph *g) {
     memset(s, 0, sizeof *s);
-    if (!m) return TILEOPT_OK;
-    s->g = m->g->main;
+    if (!g) return TILEOPT_OK;
+    s->g = g;
     uint32_t n = graph_n_nodes(s->g);
     uint32_t slots = 16;
     while ((uint64_t)slots < 2 * (uint64_t)n + 2) {
@@ -134,9 +134,62 @@ int html_side_init(html_side *s, tileopt_model *m) {
     return TILEOPT_OK;
 }
 
+int html_side_init(html_side *s, tileopt_model *m) {
+    return side_of_graph(s, m ? m->g->main : NULL);
+}
+
 void html_side_free(html_side *s) {
     free(s->slots);
+    for (size_t i = 0; i < s->n_graphs; i++) free(s->paths[i]);
+    free(s->paths);
+    free(s->graphs);
+    if (s->sub) html_side_free(s->sub);
+    free(s->sub);
     memset(s, 0, sizeof *s);
+}
+
+/* Every subgraph below g with its path, appended to s's lists. */
+static bool list_graphs(html_side *s, graph *g, size_t *cap) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        if (graph_node_removed(g, (int32_t)i)) continue;
+        for (graph *sub = graph_node_subgraphs(g, (int32_t)i); sub; sub = sub->next_sibling) {
+            if (s->n_graphs == *cap) {
+                size_t nc = *cap ? *cap * 2 : 16;
+                char **np = realloc(s->paths, nc * sizeof *np);
+                if (!np) return false;
+                s->paths = np;
+                graph **ng = realloc(s->graphs, nc * sizeof *ng);
+                if (!ng) return false;
+                s->graphs = ng;
+                *cap = nc;
+            }
+            char buf[2048];
+            const char *path = graph_path(sub, buf, sizeof buf);
+            if (!(s->paths[s->n_graphs] = strdup(path ? path : ""))) return false;
+            s->graphs[s->n_graphs++] = sub;
+            if (!list_graphs(s, sub, cap)) return false;
+        }
+    }
+    return true;
+}
+
+const html_side *html_side_sub(html_side *s, const char *path) {
+    if (!s->g || !path) return NULL;
+    if (!s->listed) {
+        size_t cap = 0;
+        s->listed = true;
+        if (!list_graphs(s, s->g, &cap)) return NULL;
+    }
+    if (s->sub && strcmp(s->paths[s->sub_at], path) == 0) return s->sub;
+    for (size_t i = 0; i < s->n_graphs; i++) {
+        if (strcmp(s->paths[i], path) != 0) continue;
+        if (!s->sub && !(s->sub = calloc(1, sizeof *s->sub))) return NULL;
+        html_side_free(s->sub);
+        if (side_of_graph(s->sub, s->graphs[i])) return NULL;
+        s->sub_at = i;
+        return s->sub;
+    }
+    return NULL;
 }
 
 static int32_t side_find(const html_side *s, const char *key) {
@@ -406,7 +459,8 @@ static void gather(html_pair *p, int side, const html_side *s, const html_side *
                                  initializer_in(other, v->name) || !other->g ? C_PLAIN
                                  : side                                      ? C_ADDED
                                                                              : C_REMOVED);
-        else if (v->input >= 0) src = add_value_item(d, K_INPUT, v, C_PLAIN);
+        /* a graph input, or in a subgraph a value of an enclosing scope */
+        else if (v->input >= 0 || v->outer >= 0) src = add_value_item(d, K_INPUT, v, C_PLAIN);
         if (src < 0) continue;
         /* the consumers drawn are among the first MAX_USES: a constant read by
         ** 50k nodes costs no more than one read by two */
@@ -672,7 +726,7 @@ void html_pair_build(html_pair *p, const html_side *before, const html_side *aft
     /* the nodes the action names: its own, and a Tile it fused */
     const char *named[2] = {a->node, jr_str(a->obj, "tile")};
     for (int s = 0; s < 2; s++)
-        for (int k = 0; k < 2; k++) add_core(p, s, a->graph ? -1 : side_find(sides[s], named[k]));
+        for (int k = 0; k < 2; k++) add_core(p, s, side_find(sides[s], named[k]));
     for (int i = 0; i < p->n_core[0]; i++) touch_values(p, before->g, p->core[0][i]);
     for (int i = 0; i < p->n_core[1]; i++) touch_values(p, after->g, p->core[1][i]);
     /* nodes of the output that touch the region and the input lacks: added */

@@ -60,6 +60,38 @@ def fused_card_should_draw_the_region(tmp):
     assert "[2,3,4]" in texts, "edges carry shapes"
 
 
+def subgraph_actions_should_draw_their_subgraph(tmp):
+    """A Tile fused inside an If's branch: its card draws the branch's nodes
+    and the values it reads from outside."""
+    reps = numpy_helper.from_array(np.array([1, 3, 1], np.int64), "reps")
+    then = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile_in"),
+         helper.make_node("Add", ["t", "b"], ["y1"], name="add_in")], "then", [],
+        [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [2, 3, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["b2"], ["y2"], name="id")], "else",
+                              [], [helper.make_tensor_value_info("y2", TensorProto.FLOAT,
+                                                                 [2, 3, 4])])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], name="gate", then_branch=then, else_branch=other)],
+        "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+              helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])],
+        initializer=[reps, numpy_helper.from_array(np.ones((3, 4), np.float32), "b"),
+                     numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "b2")])
+    src = os.path.join(tmp, "sub.onnx")
+    with open(src, "wb") as f:
+        f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+                .SerializeToString())
+    _, report, page = optimize_page(tmp, src, "--verify")
+    p = html_page.check_self_contained(read(page))
+    html_page.check_counts(p, report)
+    changed, _ = html_page.actions(report)
+    assert any(a.get("graph") == "gate/then_branch" for a in changed), changed
+    titles = [t for t in p.texts if t.startswith(("Tile tile_in", "Add add_in", "x FLOAT"))]
+    assert {"Tile tile_in", "Add add_in"} <= set(titles), titles
+    assert any(t.startswith("x FLOAT") for t in titles), "the outer value x is drawn"
+
+
 def hostile_model(tmp):
     """Tile then Add whose names are markup, scripts, quotes, bytes that are no
     UTF-8 and one name of 1 MiB."""
@@ -290,6 +322,7 @@ def python_html_should_give_the_page(tmp):
 
 
 TESTS = [samples_should_carry_the_reports_counts, fused_card_should_draw_the_region,
+         subgraph_actions_should_draw_their_subgraph,
          hostile_names_should_be_escaped, paths_should_be_refused,
          reports_that_are_none_should_fail, mutated_reports_should_never_crash,
          adversarial_reports_should_stay_bounded,
