@@ -270,6 +270,7 @@ typedef struct drawing {
 struct html_pair {
     drawing d[2];
     const char *values[MAX_VALUES];
+    bool after_only[MAX_VALUES]; /* where the output put what the region made */
     int n_values;
     int32_t core[2][MAX_CORE];
     int n_core[2];
@@ -314,8 +315,64 @@ static bool has_value(const html_pair *p, const char *name) {
 
 static void add_value(html_pair *p, const char *name) {
     if (!name || !name[0] || has_value(p, name)) return;
-    if (p->n_values < MAX_VALUES) p->values[p->n_values++] = name;
-    else p->d[0].cut = p->d[1].cut = true;
+    if (p->n_values < MAX_VALUES) {
+        p->after_only[p->n_values] = false;
+        p->values[p->n_values++] = name;
+    } else {
+        p->d[0].cut = p->d[1].cut = true;
+    }
+}
+
+/* Where the output keeps what a removed region computed: from the region's
+** nodes the output lacks, downstream through nodes it lacks too (a folded
+** chain), to the first values the output has (the initializer a fold made)
+** or to the first node it has, with what that node reads now. Those are
+** drawn on the after side alone. */
+static void follow_removed(html_pair *p, const html_side *before, const html_side *after) {
+    int32_t queue[32];
+    int head = 0, tail = 0;
+    char buf[512];
+    for (int i = 0; i < p->n_core[0]; i++) {
+        int32_t n = p->core[0][i];
+        if (side_find(after, node_key(graph_node(before->g, n), buf, sizeof buf)) < 0 && tail < 32)
+            queue[tail++] = n;
+    }
+    while (head < tail) {
+        const Onnx__NodeProto *n = graph_node(before->g, queue[head++]);
+        for (size_t o = 0; o < n->n_output; o++) {
+            const char *name = n->output[o];
+            if (!name || !name[0]) continue;
+            graph_value *va = graph_find(after->g, name);
+            if (va && (va->initializer >= 0 || va->producer >= 0 || va->input >= 0)) {
+                if (!has_value(p, name) && p->n_values < MAX_VALUES) {
+                    p->after_only[p->n_values] = true;
+                    p->values[p->n_values++] = name;
+                }
+                continue;
+            }
+            graph_value *vb = graph_find(before->g, name);
+            for (uint32_t u = 0; vb && u < vb->n_uses && u < MAX_USES; u++) {
+                int32_t c = vb->uses[u].node;
+                if (vb->uses[u].input < 0 || tail == 32) continue;
+                int32_t kept = side_find(after, node_key(graph_node(before->g, c), buf, sizeof buf));
+                if (kept >= 0) {
+                    /* the chain ends at a node both have: the new values it
+                    ** reads (the constant the chain became) */
+                    const Onnx__NodeProto *k = graph_node(after->g, kept);
+                    for (size_t in = 0; in < k->n_input; in++)
+                        if (k->input[in] && k->input[in][0] && !has_value(p, k->input[in]) &&
+                            !graph_find(before->g, k->input[in]) && p->n_values < MAX_VALUES) {
+                            p->after_only[p->n_values] = true;
+                            p->values[p->n_values++] = k->input[in];
+                        }
+                    continue;
+                }
+                bool seen = false;
+                for (int k = 0; k < tail; k++) seen |= queue[k] == c;
+                if (!seen) queue[tail++] = c;
+            }
+        }
+    }
 }
 
 static void add_core(html_pair *p, int side, int32_t node) {
@@ -432,7 +489,7 @@ static void gather(html_pair *p, int side, const html_side *s, const html_side *
     graph *g = s->g;
     for (int i = 0; i < p->n_core[side]; i++) add_node_item(d, g, p->core[side][i], other, side, true);
     for (int i = 0; i < p->n_values; i++) {
-        graph_value *v = graph_find(g, p->values[i]);
+        graph_value *v = side || !p->after_only[i] ? graph_find(g, p->values[i]) : NULL;
         if (!v) continue;
         if (v->producer >= 0 && !graph_node_removed(g, v->producer))
             add_node_item(d, g, v->producer, other, side, false);
@@ -447,7 +504,7 @@ static void gather(html_pair *p, int side, const html_side *s, const html_side *
         }
     }
     for (int i = 0; i < p->n_values; i++) {
-        graph_value *v = graph_find(g, p->values[i]);
+        graph_value *v = side || !p->after_only[i] ? graph_find(g, p->values[i]) : NULL;
         if (!v) continue;
         char shape[128];
         type_text(&v->type, false, shape, sizeof shape);
@@ -746,6 +803,7 @@ void html_pair_build(html_pair *p, const html_side *before, const html_side *aft
                     add_core(p, 1, v->uses[u].node);
         }
         for (int i = 0; i < p->n_core[1]; i++) touch_values(p, after->g, p->core[1][i]);
+        if (before->g) follow_removed(p, before, after);
     }
     for (int s = 0; s < 2; s++) {
         drawing *d = &p->d[s];
