@@ -38,7 +38,7 @@ void html_printf(pass_text *t, const char *fmt, ...) {
 ** and each control character goes to put alone (c NULL for the last two). */
 typedef void (*char_fn)(pass_text *t, const unsigned char *c);
 
-static void each_char(pass_text *t, const char *s, size_t max, const char *special,
+static void each_char(pass_text *t, const char *s, size_t max, const bool special[128],
                       char_fn put) {
     if (!s) return;
     const unsigned char *p = (const unsigned char *)s;
@@ -51,7 +51,7 @@ static void each_char(pass_text *t, const char *s, size_t max, const char *speci
             pass_text_str(t, "\xe2\x80\xa6"); /* … */
             return;
         }
-        if (k > 1 || (k == 1 && b >= 0x20 && b != 0x7f && !strchr(special, b))) {
+        if (k > 1 || (k == 1 && b >= 0x20 && b != 0x7f && !(b < 0x80 && special[b]))) {
             used += k;
             continue;
         }
@@ -85,11 +85,18 @@ static void put_json(pass_text *t, const unsigned char *c) {
     }
 }
 
-void html_esc(pass_text *t, const char *s, size_t max) { each_char(t, s, max, "&<>\"'", put_html); }
+/* The bytes each writer escapes, as tables: the escaping runs over every name
+** of every drawing. */
+static const bool html_special[128] = {['&'] = 1, ['<'] = 1, ['>'] = 1, ['"'] = 1, ['\''] = 1};
+static const bool json_special[128] = {['"'] = 1, ['\\'] = 1, ['<'] = 1, ['>'] = 1, ['&'] = 1};
+
+void html_esc(pass_text *t, const char *s, size_t max) {
+    each_char(t, s, max, html_special, put_html);
+}
 
 void html_jstr(pass_text *t, const char *s, size_t max) {
     pass_text_put(t, "\"", 1);
-    each_char(t, s, max, "\"\\<>&", put_json);
+    each_char(t, s, max, json_special, put_json);
     pass_text_put(t, "\"", 1);
 }
 
