@@ -849,11 +849,12 @@ static int records(page *pg) {
 
 /* ------------------------------------------------------------------ public */
 
-static void shapes_for_drawing(tileopt_model *m) {
-    if (!m || m->g->shapes_current) return;
-    /* edge labels only: a model inference cannot follow is drawn without them */
+/* Shapes for the edge labels: a model inference cannot follow is drawn
+** without them; running out of memory fails the page. */
+static int shapes_for_drawing(tileopt_model *m) {
+    if (!m || m->g->shapes_current) return 0;
     errbuf err = {0};
-    infer_shapes(m->g, &err);
+    return infer_shapes(m->g, &err) == TILEOPT_NOMEM ? TILEOPT_NOMEM : 0;
 }
 
 static int build(tileopt_ctx *ctx, const char *json, size_t len, tileopt_model *before,
@@ -875,8 +876,10 @@ static int build(tileopt_ctx *ctx, const char *json, size_t len, tileopt_model *
                      "report: not a tileopt report (an object with input and passes)");
         goto done;
     }
-    shapes_for_drawing(before);
-    shapes_for_drawing(after);
+    if (shapes_for_drawing(before) || shapes_for_drawing(after)) {
+        rc = err_set(&ctx->err, TILEOPT_NOMEM, "page: out of memory inferring shapes");
+        goto done;
+    }
     if ((rc = html_side_init(&pg.side[0], before)) || (rc = html_side_init(&pg.side[1], after))) {
         rc = err_set(&ctx->err, rc, "out of memory");
         goto done;

@@ -300,7 +300,7 @@ static void type_text(const graph_type *t, bool with_type, char *buf, size_t cap
     size_t n = 0;
     buf[0] = '\0';
     if (with_type && t->elem) n += (size_t)snprintf(buf, cap, "%s ", dtype_name(t->elem));
-    if (t->rank < 0 || n >= cap) {
+    if (t->rank < 0 || (t->rank > 0 && !t->dims) || n >= cap) {
         if (n && n < cap) buf[n - 1] = '\0';
         return;
     }

@@ -47,6 +47,10 @@ def samples_should_carry_the_reports_counts(tmp):
         again = os.path.join(tmp, name + ".again.html")
         h.expect_ok(h.tileopt("report", page[:-5] + ".json", src, out, "-o", again))
         assert read(again) == text, f"{name}: report gives another page than --html"
+        # the page changes nothing in OUT
+        plain = os.path.join(tmp, name + ".plain.onnx")
+        h.expect_ok(h.tileopt("optimize", src, plain, "-q", "--verify"))
+        assert read(plain, "rb") == read(out, "rb"), f"{name}: --html changed OUT"
 
 
 def fused_card_should_draw_the_region(tmp):
