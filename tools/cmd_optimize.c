@@ -341,6 +341,8 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
 report:
     tileopt_report_end(ctx, model, a->out);
     if (a->report) write_report(ctx, a->report);
+    /* a failed run's page shows how far it got and why (OUT is not written) */
+    if (a->html) write_page(ctx, a, before, model);
 summary:
     if (rc == EXIT_OK && !a->quiet)
         print_summary(ctx, a, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);

@@ -174,6 +174,18 @@ def paths_should_be_refused(tmp):
     assert read(src, "rb") == read(os.path.join(h.MODELS, "legacy_repeat.onnx"), "rb")
 
 
+def failed_run_should_still_write_its_page(tmp):
+    """A pass that fails: exit 1, no OUT, and a page that says why."""
+    src = os.path.join(h.MODELS, "shape_repeats.onnx")
+    out, page = os.path.join(tmp, "o.onnx"), os.path.join(tmp, "p.html")
+    cp = h.tileopt("optimize", src, out, "--target-opset", "1", "--html", page, "-q")
+    assert cp.returncode == 1, cp.stderr
+    assert not os.path.exists(out)
+    p = html_page.check_self_contained(read(page))
+    errors = [a for t, a in p.elements if t == "span" and a.get("class") == "err"]
+    assert errors, "the page names the failed pass"
+
+
 def reports_that_are_none_should_fail(tmp):
     src = os.path.join(h.MODELS, "legacy_repeat.onnx")
     out, report, _ = optimize_page(tmp, src)
@@ -328,7 +340,8 @@ def python_html_should_give_the_page(tmp):
 TESTS = [samples_should_carry_the_reports_counts, fused_card_should_draw_the_region,
          subgraph_actions_should_draw_their_subgraph,
          hostile_names_should_be_escaped, paths_should_be_refused,
-         reports_that_are_none_should_fail, mutated_reports_should_never_crash,
+         failed_run_should_still_write_its_page, reports_that_are_none_should_fail,
+         mutated_reports_should_never_crash,
          adversarial_reports_should_stay_bounded,
          big_model_should_group_the_rest, batch_should_index_its_pages,
          python_html_should_give_the_page]
