@@ -36,8 +36,8 @@ int jr_parse(arena *a, const char *text, size_t len, const char *lazy_key, jr *o
              errbuf *err);
 
 /* The items of a JR_LAZY array, one at a time: *pos starts at 0; each call
-** parses the next item into *out (nodes in a) and returns 1, 0 at the end,
-** or a negative status... as -code on error. */
+** parses the next item into *out (nodes in a) and returns 1; 0 at the end;
+** minus the status (TILEOPT_PARSE, TILEOPT_NOMEM) on error. */
 int jr_lazy_next(arena *a, const jr *lazy, size_t *pos, jr *out, errbuf *err);
 
 /* Member key of an object, or NULL (also when o is NULL or no object). */
