@@ -80,6 +80,7 @@ void tileopt_ctx_set_temp_hook(tileopt_ctx *ctx, tileopt_temp_fn fn, void *user)
 typedef enum opt_kind {
     OPT_U64, OPT_BYTES, OPT_U32, OPT_OPSET, OPT_FACTOR, OPT_BOOL, OPT_SCOPE,
     OPT_SHAPE,               /* repeatable, kept in the context, not in pass_options */
+    OPT_NAME,                /* a file name, kept in the context */
     OPT_VERIFY_SHAPE,        /* a size, or a shape like OPT_SHAPE's */
     OPT_PATH,                /* repeatable, kept in the context */
 } opt_kind;
@@ -106,6 +107,7 @@ static const opt_def options[] = {
     OPT("seed", OPT_U64, verify.seed),
     OPT("verify-strict", OPT_BOOL, verify.strict),
     {"input-shape", OPT_SHAPE, 0},
+    OPT("data-name", OPT_NAME, data_name),
     {"verify-shape", OPT_VERIFY_SHAPE, 0},
     {"verify-inputs", OPT_PATH, 0},
 };
@@ -288,6 +290,14 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     case OPT_VERIFY_SHAPE:
     case OPT_PATH:
         break;
+    case OPT_NAME:
+        /* one component beside OUT; the save checks the rest (not OUT itself) */
+        if (!value[0] || strchr(value, '/') || !strcmp(value, ".") || !strcmp(value, "..") ||
+            strlen(value) >= sizeof ctx->data_name)
+            return err_set(&ctx->err, TILEOPT_MISUSE,
+                           "--%s takes a file name (no '/'), not '%s'", name, value);
+        memcpy(field, value, strlen(value) + 1);
+        return TILEOPT_OK;
     case OPT_SCOPE:
         if (strcmp(value, "tile") && strcmp(value, "all")) {
             return err_set(&ctx->err, TILEOPT_MISUSE, "--%s takes 'tile' or 'all', not '%s'",
@@ -298,6 +308,8 @@ tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name, const char *v
     }
     return err_set(&ctx->err, TILEOPT_MISUSE, "bad value '%s' for --%s", value, name);
 }
+
+uint64_t tileopt_memory_budget(unsigned workers) { return graph_memory_budget(workers); }
 
 /* ------------------------------------------------------------------ models */
 
@@ -347,9 +359,11 @@ tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model, const 
     model->g->progress = ctx->progress;
     model->g->temp_hook = ctx->temp_hook;
     model->g->temp_user = ctx->temp_user;
+    model->g->data_name = ctx->data_name[0] ? ctx->data_name : NULL;
     int rc = graph_model_save_path(model->g, path, &ctx->err);
     model->g->progress = (graph_progress){0};
     model->g->temp_hook = NULL;
+    model->g->data_name = NULL;
     if (rc) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
 }
@@ -379,6 +393,14 @@ const char *tileopt_pass_name(size_t i) {
     return i < pass_count ? pass_registry[i].name : NULL;
 }
 
+/* What loading changed in the model (duplicate opset imports merged) goes to
+** the warnings of the first pass run on it, so the report says so. */
+static void take_load_warning(tileopt_ctx *ctx, tileopt_model *model) {
+    if (!model->g->load_warning) return;
+    pass_strings_add(&ctx->results.warnings, model->g->load_warning);
+    model->g->load_warning = NULL;
+}
+
 static pass_run_env run_env(const tileopt_ctx *ctx) {
     return (pass_run_env){&ctx->opt, ctx->progress};
 }
@@ -386,6 +408,7 @@ static pass_run_env run_env(const tileopt_ctx *ctx) {
 tileopt_status tileopt_pass_run(tileopt_ctx *ctx, tileopt_model *model, const char *name) {
     const pass_def *p = pass_find(name);
     if (!p) return err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'", name);
+    take_load_warning(ctx, model);
     pass_run_env env = run_env(ctx);
     if (pass_run_one(model->g, &env, p, &ctx->results, &ctx->err)) return ctx_fail(ctx, &ctx->err);
     return TILEOPT_OK;
@@ -405,6 +428,7 @@ tileopt_status tileopt_passes_run(tileopt_ctx *ctx, tileopt_model *model,
         if (!(list[i] = pass_find(names[i])))
             st = err_set(&ctx->err, TILEOPT_MISUSE, "unknown pass '%s'",
                          names[i] ? names[i] : "(null)");
+    if (!st) take_load_warning(ctx, model);
     pass_run_env env = run_env(ctx);
     if (!st && pass_pipeline(model->g, &env, list, n, &ctx->results, &ctx->err))
         st = ctx_fail(ctx, &ctx->err);

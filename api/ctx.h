@@ -90,6 +90,7 @@ struct tileopt_ctx {
     graph_progress progress;
     tileopt_temp_fn temp_hook;
     void *temp_user;
+    char data_name[256];     /* "data-name": "" for OUT's name and ".data" */
 };
 
 struct tileopt_model {

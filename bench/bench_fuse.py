@@ -15,7 +15,7 @@ Cases (the fuse rules' typical shapes):
   expand      Tile(b[1,64,1,1], [8,1,56,56]) vs Expand(b, [8,64,56,56]): the shape
               rule 5 leaves as Tile (ORT runs this Expand slower)
   expand_inner  Tile(b[256,1], [1,2048]) vs Expand: the shape rule 5 rewrites
-  --rule5     adds the other shapes behind rule 5's guard (README's table):
+  --rule5     adds the other shapes behind rule 5's guard (docs/passes.md's table):
               expand_<x>_<repeats>, Tile vs Expand, "opt" being the Expand
 Targets (on the time inside ONNX Runtime, from its profiler): bias_input and unary
 >= 1.5x, chain and bias_init >= 1.2x, none < 0.95x. The wall time of node's

@@ -2,8 +2,8 @@
 ** Resize and Upsample: nearest (four rounding modes), linear and cubic
 ** (cubic_coeff_a, exclude_outside) over any axes, with every coordinate
 ** transformation of the schemas up to opset 17 (half_pixel, pytorch_half_pixel,
-** align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with its
-** roi and extrapolation_value). Separable: one axis at a time, each output
+** align_corners, asymmetric, tf_half_pixel_for_nn at 11 only, tf_crop_and_resize
+** with its roi and extrapolation_value) and Resize-19's half_pixel_symmetric. Separable: one axis at a time, each output
 ** position reading up to four taps of the axis, in double.
 */
 #include <math.h>
@@ -15,7 +15,7 @@
 typedef enum { RS_NEAREST, RS_LINEAR, RS_CUBIC } rs_mode;
 typedef enum {
     CT_HALF_PIXEL, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_HALF_PIXEL,
-    CT_TF_CROP
+    CT_TF_CROP, CT_HALF_PIXEL_SYMMETRIC
 } rs_coord;
 typedef enum { NR_PREFER_FLOOR, NR_PREFER_CEIL, NR_FLOOR, NR_CEIL } rs_round;
 
@@ -41,7 +41,7 @@ static int read_opts(const Onnx__NodeProto *n, int64_t opset, rs_opts *o, errbuf
     static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                          "asymmetric", "tf_half_pixel_for_nn",
-                                         "tf_crop_and_resize"};
+                                         "tf_crop_and_resize", "half_pixel_symmetric"};
     static const char *const rounds[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                          "ceil"};
     int m = str_attr(n, "mode", modes, 3, RS_NEAREST);
@@ -51,12 +51,18 @@ static int read_opts(const Onnx__NodeProto *n, int64_t opset, rs_opts *o, errbuf
         m = RS_LINEAR;
     /* before Resize-11, coordinates were asymmetric and nearest floored */
     bool legacy = opset < 11 || !strcmp(n->op_type, "Upsample");
-    int c = legacy ? CT_ASYMMETRIC : str_attr(n, "coordinate_transformation_mode", coords, 6,
-                                              CT_HALF_PIXEL);
+    int c = legacy ? CT_ASYMMETRIC : str_attr(n, "coordinate_transformation_mode", coords,
+                                              opset >= 19 ? 7 : 6, CT_HALF_PIXEL);
     int r = legacy ? NR_FLOOR : str_attr(n, "nearest_mode", rounds, 4, NR_PREFER_FLOOR);
     if (m < 0 || c < 0 || r < 0 || (legacy && m == RS_CUBIC))
         return err_set(err, TILEOPT_INVALID, "unknown mode, coordinate transformation or "
                        "nearest mode");
+    /* Resize-13 dropped it: a model at 13 or later that still uses it means
+    ** what its runtime makes of it, so verify gives no verdict rather than
+    ** vouch for a conversion that kept it */
+    if (c == CT_TF_HALF_PIXEL && opset >= 13)
+        return err_set(err, TILEOPT_UNSUPPORTED, "tf_half_pixel_for_nn is a coordinate "
+                       "transformation of Resize-11 only, not of opset %lld", (long long)opset);
     if (graph_attr_int(n, "antialias", 0) ||
         str_attr(n, "keep_aspect_ratio_policy", (const char *const[]){"stretch"}, 1, 0) != 0 ||
         graph_attr(n, "axes"))
@@ -82,11 +88,17 @@ static double to_original(const rs_opts *o, double x, double scale, double lout,
     case CT_ALIGN_CORNERS: return lout == 1 ? 0 : x * (double)(lin - 1) / (lout - 1);
     case CT_ASYMMETRIC: return x / scale;
     case CT_TF_HALF_PIXEL: return (x + 0.5) / scale;
-    default:
-        return lout > 1 ? roi_start * (double)(lin - 1) +
-                              x * (roi_end - roi_start) * (double)(lin - 1) / (lout - 1)
-                        : 0.5 * (roi_start + roi_end) * (double)(lin - 1);
+    case CT_HALF_PIXEL_SYMMETRIC: {
+        /* the implicit ROI's centre at the output's: differs from half_pixel
+        ** only where scales make a fractional length */
+        double adjust = floor(lout) / lout;
+        return (double)lin / 2 * (1 - adjust) + (x + 0.5) / scale - 0.5;
     }
+    case CT_TF_CROP: break;
+    }
+    return lout > 1 ? roi_start * (double)(lin - 1) +
+                          x * (roi_end - roi_start) * (double)(lin - 1) / (lout - 1)
+                    : 0.5 * (roi_start + roi_end) * (double)(lin - 1);
 }
 
 static int64_t round_nearest(rs_round r, double x) {

@@ -9,7 +9,7 @@
 ** Nothing here is freed piecemeal.
 **
 ** Files call only files before them in arena -> dtype -> err -> wire -> tensor ->
-** index -> load -> mutate -> save, so each reads knowing only what comes before it
+** files -> index -> load -> mutate -> save, so each reads knowing only what comes before it
 ** (tests/harness/file_cycles.py fails on any two that call each other).
 */
 #ifndef TILEOPT_GRAPH_H
@@ -66,6 +66,10 @@ typedef struct graph_limits {
 } graph_limits;
 #define LOAD_PROGRESS_BYTES ((uint64_t)64 << 20)
 void graph_limits_default(graph_limits *lim);
+/* The bytes one of `workers` processes (0 counts as 1) may give to evaluated
+** tensors by default: a quarter of the machine's memory (or of the cgroup's
+** limit when that is lower) shared among them, at least 256 MiB each. */
+uint64_t graph_memory_budget(unsigned workers);
 
 /* ------------------------------------------------------------------ types */
 
@@ -153,6 +157,11 @@ struct graph {
     uint32_t n_indexed;      /* nodes when the index was built: more means added */
 };
 
+/* A file by identity, whatever path names it. */
+typedef struct graph_file_id {
+    uint64_t dev, ino;
+} graph_file_id;
+
 /* A buffer of another layer that a model's initializers point into. */
 typedef struct graph_owned {
     void *owner;
@@ -172,6 +181,21 @@ struct graph_model {
     graph_progress progress; /* a save's: "saving", "saving data" */
     graph_temp_fn temp_hook;    /* NULL: none */
     void *temp_user;
+    /* the name of the external data file a save writes beside OUT (NULL: OUT's
+    ** own name and ".data") */
+    const char *data_name;
+    /* the external data files the model has read from, sorted: a save never
+    ** removes or writes over one of them (they are the input's) */
+    graph_file_id *read_files;
+    size_t n_read_files;
+    /* the file the model was loaded from, which no save writes over (a file a
+    ** save wrote it to is not: saving again replaces that) */
+    graph_file_id source_id;
+    bool has_source_id;
+    /* the data files its record says tileopt wrote for this very file (see
+    ** graph/files.h), which a save beside it copies rather than shares */
+    char **own_data;
+    size_t n_own_data;
     /* the input file, mapped, when loaded from a path */
     void *map;
     size_t map_size;
@@ -185,6 +209,12 @@ struct graph_model {
     ** only way a node leaves a graph, so a pass that leaves it as it was
     ** removed none */
     uint64_t nodes_removed;
+    /* where the default domain's opset import is in pb->opset_import (a hint,
+    ** checked on use: a model may import 100,000 domains, the default last) */
+    size_t default_opset_at;
+    /* what loading changed that the run's report must say (NULL: nothing);
+    ** the API hands it to the report's warnings once */
+    const char *load_warning;
     /* the index's types are shape inference's for the model as it stands: set
     ** by inference, cleared by every reindex and by a pass that changed the
     ** model, so a pass after one that changed nothing infers nothing again */
@@ -206,6 +236,11 @@ void graph_model_free(graph_model *m);
 ** again after editing the protobuf directly). */
 int graph_model_reindex(graph_model *m, errbuf *err);
 
+/* Save to path with the external data files the model needs beside it, and
+** put both in place so that a failure or a kill at any moment leaves the old
+** OUT reading its old data or the new OUT its new data (graph/save.c tells how).
+** On success the model in memory is the one on disk: its tensors name the data
+** files OUT reads. */
 int graph_model_save_path(graph_model *m, const char *path, errbuf *err);
 /* TILEOPT_MISUSE when path is the file m was loaded from or one of its external
 ** data files, however spelled (graph_model_save_path refuses those). */
@@ -319,9 +354,32 @@ int graph_node_set_attr_graph(graph *g, Onnx__NodeProto *n, const char *name,
 /* A deep copy of a subgraph in the model's arena, for another node (each node owns
 ** its subgraphs: passes edit them in place). NULL when out of memory. */
 Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src);
+/*
+** A subgraph for node `at` of g (an If, for one of its branches) made of copies
+** of g's nodes, given in an order where each reads only what g's scopes or an
+** earlier copy define: each copy's outputs get fresh names, which the later
+** copies read in their place; what else they read comes from the enclosing
+** scopes, and `at` records an implicit use of it, so that it stays alive and
+** ordered before `at` until graph_commit indexes the subgraph. Its one output
+** is the copy of value out, declared as a tensor of element type elem. The
+** originals are left as they are. NULL (err set) on failure.
+*/
+Onnx__GraphProto *graph_subgraph_of_copies(graph *g, int32_t at, const int32_t *nodes, size_t n,
+                                           const char *out, int32_t elem, const char *name,
+                                           errbuf *err);
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name);
 /* Change input slot i of node to name (slot may be == n_input to append). */
 int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name);
+/* Output slot of node writes name instead: a value no live node, initializer
+** or input defines (the one a removed node wrote), so a rewrite can hand a
+** graph output's name to the node that now computes it. TILEOPT_MISUSE when
+** name is defined. */
+int graph_node_set_output(graph *g, int32_t node, size_t slot, const char *name);
+/* Attributes compared and hashed by content, whatever their order (the
+** attribute lists of two nodes that do the same thing); nodes with a
+** subgraph attribute are never equal. */
+bool graph_attrs_equal(const Onnx__NodeProto *a, const Onnx__NodeProto *b);
+uint32_t graph_attrs_hash(const Onnx__NodeProto *n);
 
 /* A new initializer holding a copy of data (contiguous, native layout). Its name
 ** is unique, from hint; *name_out receives it. */
@@ -422,12 +480,30 @@ Onnx__TensorProto *graph_tensor_new(graph_model *m, const char *name, int32_t el
 typedef struct graph_extent {
     char *path;
     uint64_t offset, length;
+    graph_file_id id;        /* the file's, as stat'ed when checked */
 } graph_extent;
 int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
                           graph_extent *out, errbuf *err);
+/* graph_tensor_check, giving an external tensor's extent in *ext (ext->path
+** NULL for one that is not external; else malloc'd: free it). */
+int graph_tensor_check_extent(graph_model *m, const Onnx__TensorProto *t, graph_extent *ext,
+                              errbuf *err);
 int graph_extent_read(const graph_extent *e, void *dst, errbuf *err);
 /* Is the TensorProto's data outside the model file? */
 bool graph_tensor_is_external(const Onnx__TensorProto *t);
+
+/*
+** Bytes an entry takes in its GraphProto as the saver writes it, the field's
+** tag and length prefix included: what removing it saves and adding it costs
+** (fold's size policy weighs one against the other). An initializer counts its
+** external data too; graph_new_initializer_bytes is what graph_add_initializer
+** would write for data of nbytes (not STRING) under a name of name_len bytes.
+*/
+uint64_t graph_initializer_bytes(const Onnx__TensorProto *t);
+uint64_t graph_new_initializer_bytes(size_t name_len, int32_t elem, const int64_t *dims,
+                                     size_t rank, uint64_t nbytes);
+uint64_t graph_node_bytes(const Onnx__NodeProto *n);
+uint64_t graph_value_info_bytes(const Onnx__ValueInfoProto *vi);
 
 /*
 ** The value of a Constant node as a TensorProto: its value attribute as is, or
@@ -484,6 +560,9 @@ graph_kind graph_type_kind(const Onnx__TypeProto *tp, int32_t *elem);
 ** string holding a NUL byte TILEOPT_INVALID. */
 int graph_wire_check(const ProtobufCMessageDescriptor *d, const void *data, size_t size,
                      uint32_t max_levels, errbuf *err);
+/* A base-128 varint at *p (before end), *p moved past it; false when it runs
+** past end or over 64 bits. */
+bool graph_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 
 /*
 ** A sequence or optional of test data as a tree: a tensor's values (as

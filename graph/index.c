@@ -675,6 +675,9 @@ const char *graph_attr_string(const Onnx__NodeProto *n, const char *name,
 
 int64_t graph_opset(const graph_model *m, const char *domain) {
     bool dflt = graph_domain_is_default(domain);
+    size_t at = m->default_opset_at;
+    if (dflt && at < m->pb->n_opset_import && graph_domain_is_default(m->pb->opset_import[at]->domain))
+        return m->pb->opset_import[at]->has_version ? m->pb->opset_import[at]->version : 0;
     for (size_t i = 0; i < m->pb->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         const char *d = o->domain ? o->domain : "";
@@ -796,4 +799,47 @@ int graph_toposort(graph *g, int32_t *order, uint32_t *count, errbuf *err) {
     free(off);
     free(vals);
     return rc;
+}
+
+/* ------------------------------------------------------- attribute content */
+
+/* An attribute's serialized bytes (malloc'd; NULL when out of memory or when
+** it holds a graph, which never compares equal). */
+static uint8_t *attr_bytes(const Onnx__AttributeProto *a, size_t *len) {
+    if (a->g || a->n_graphs) return NULL;
+    *len = onnx__attribute_proto__get_packed_size(a);
+    uint8_t *b = malloc(*len ? *len : 1);
+    if (b) onnx__attribute_proto__pack(a, b);
+    return b;
+}
+
+static bool attr_equal(const Onnx__AttributeProto *a, const Onnx__AttributeProto *b) {
+    size_t la = 0, lb = 0;
+    uint8_t *ba = attr_bytes(a, &la), *bb = attr_bytes(b, &lb);
+    bool eq = ba && bb && la == lb && memcmp(ba, bb, la) == 0;
+    free(ba);
+    free(bb);
+    return eq;
+}
+
+bool graph_attrs_equal(const Onnx__NodeProto *a, const Onnx__NodeProto *b) {
+    if (a->n_attribute != b->n_attribute) return false;
+    for (size_t i = 0; i < a->n_attribute; i++) {
+        const Onnx__AttributeProto *x = a->attribute[i];
+        const Onnx__AttributeProto *y = graph_attr(b, x->name ? x->name : "");
+        if (!y || !attr_equal(x, y)) return false;
+    }
+    return true;
+}
+
+uint32_t graph_attrs_hash(const Onnx__NodeProto *n) {
+    uint32_t h = 0;
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        size_t len = 0;
+        uint8_t *b = attr_bytes(n->attribute[i], &len);
+        /* a sum, so the order of the attributes does not count */
+        h += b ? graph_hash_bytes(GRAPH_HASH_SEED, b, len) : 1;
+        free(b);
+    }
+    return h;
 }

@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graph/files.h"
 #include "graph/graph.h"
 
 /* ---------------------------------------------------------- external data */
@@ -24,69 +26,170 @@ static const char *ext_location(const Onnx__TensorProto *t) {
     return NULL;
 }
 
-/* CVE-2022-25882: an external-data location must stay inside the model's folder. */
-static int check_external(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
-    /* Every tensor's dims and data length too (graph_tensor_check). */
-    if (!graph_tensor_is_external(t)) return graph_tensor_check(m, t, err);
-    const char *name = t->name ? t->name : "";
-    const char *loc = ext_location(t);
-    if (!loc || !loc[0])
-        return err_set(err, TILEOPT_INVALID, "tensor '%s': external data without a location",
-                       name);
-    if (loc[0] == '/' || loc[0] == '\\')
-        return err_set(err, TILEOPT_INVALID,
-                       "tensor '%s': external data location '%s' is absolute", name, loc);
-    for (const char *s = loc; *s;) {
-        size_t n = strcspn(s, "/\\");
-        if (n == 2 && s[0] == '.' && s[1] == '.')
-            return err_set(err, TILEOPT_INVALID,
-                           "tensor '%s': external data location '%s' leaves the model's folder",
-                           name, loc);
-        s += n;
-        if (*s) s++;
-    }
-    if (!m->base_dir)
-        return err_set(err, TILEOPT_INVALID,
-                       "tensor '%s': external data '%s' but the model was loaded from memory "
-                       "without a folder",
-                       name, loc);
-    return graph_tensor_check(m, t, err);
+/* Every external tensor's extent, gathered while the tensors are checked. */
+typedef struct ext_item {
+    graph_file_id id;
+    uint64_t offset, length;
+    const char *tensor;
+    char *path;
+} ext_item;
+typedef struct ext_list {
+    ext_item *v;
+    size_t n, cap;
+} ext_list;
+
+static void ext_list_free(ext_list *x) {
+    for (size_t i = 0; i < x->n; i++) free(x->v[i].path);
+    free(x->v);
 }
 
-static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf *err);
+/* CVE-2022-25882: an external-data location must stay inside the model's folder. */
+static int check_external(graph_model *m, const Onnx__TensorProto *t, ext_list *x,
+                          errbuf *err) {
+    const char *name = t->name ? t->name : "";
+    if (graph_tensor_is_external(t)) {
+        const char *loc = ext_location(t);
+        if (!loc || !loc[0])
+            return err_set(err, TILEOPT_INVALID, "tensor '%s': external data without a location",
+                           name);
+        if (loc[0] == '/' || loc[0] == '\\')
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': external data location '%s' is absolute", name, loc);
+        for (const char *s = loc; *s;) {
+            size_t n = strcspn(s, "/\\");
+            if (n == 2 && s[0] == '.' && s[1] == '.')
+                return err_set(err, TILEOPT_INVALID,
+                               "tensor '%s': external data location '%s' leaves the model's "
+                               "folder", name, loc);
+            s += n;
+            if (*s) s++;
+        }
+        if (!m->base_dir)
+            return err_set(err, TILEOPT_INVALID,
+                           "tensor '%s': external data '%s' but the model was loaded from "
+                           "memory without a folder", name, loc);
+    }
+    /* Every tensor's dims and data length too. */
+    graph_extent e;
+    int rc = graph_tensor_check_extent(m, t, &e, err);
+    if (rc || !e.path) return rc;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        ext_item *v = realloc(x->v, cap * sizeof *v);
+        if (!v) {
+            free(e.path);
+            return err_set(err, TILEOPT_NOMEM, "out of memory");
+        }
+        x->v = v;
+        x->cap = cap;
+    }
+    x->v[x->n++] = (ext_item){e.id, e.offset, e.length, name, e.path};
+    return TILEOPT_OK;
+}
 
-static int check_node_tensors(graph_model *m, const Onnx__NodeProto *n, errbuf *err) {
+static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, ext_list *x,
+                               errbuf *err);
+
+static int check_node_tensors(graph_model *m, const Onnx__NodeProto *n, ext_list *x,
+                              errbuf *err) {
     for (size_t a = 0; a < n->n_attribute; a++) {
         Onnx__AttributeProto *at = n->attribute[a];
         int rc = graph_attr_terminate(m, at) ? err_set(err, TILEOPT_NOMEM, "out of memory")
                                              : TILEOPT_OK;
-        if (!rc && at->t) rc = check_external(m, at->t, err);
+        if (!rc && at->t) rc = check_external(m, at->t, x, err);
         for (size_t i = 0; !rc && i < at->n_tensors; i++)
-            rc = check_external(m, at->tensors[i], err);
-        if (!rc && at->g) rc = check_graph_tensors(m, at->g, err);
+            rc = check_external(m, at->tensors[i], x, err);
+        if (!rc && at->g) rc = check_graph_tensors(m, at->g, x, err);
         for (size_t i = 0; !rc && i < at->n_graphs; i++)
-            rc = check_graph_tensors(m, at->graphs[i], err);
+            rc = check_graph_tensors(m, at->graphs[i], x, err);
         if (rc) return rc;
     }
     return TILEOPT_OK;
 }
 
-static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, errbuf *err) {
+static int check_graph_tensors(graph_model *m, const Onnx__GraphProto *g, ext_list *x,
+                               errbuf *err) {
     for (size_t i = 0; i < g->n_initializer; i++) {
-        int rc = check_external(m, g->initializer[i], err);
+        int rc = check_external(m, g->initializer[i], x, err);
         if (rc) return rc;
     }
     for (size_t i = 0; i < g->n_sparse_initializer; i++) {
         const Onnx__SparseTensorProto *s = g->sparse_initializer[i];
-        int rc = s->values ? check_external(m, s->values, err) : TILEOPT_OK;
-        if (!rc && s->indices) rc = check_external(m, s->indices, err);
+        int rc = s->values ? check_external(m, s->values, x, err) : TILEOPT_OK;
+        if (!rc && s->indices) rc = check_external(m, s->indices, x, err);
         if (rc) return rc;
     }
     for (size_t i = 0; i < g->n_node; i++) {
-        int rc = check_node_tensors(m, g->node[i], err);
+        int rc = check_node_tensors(m, g->node[i], x, err);
         if (rc) return rc;
     }
     return TILEOPT_OK;
+}
+
+static int by_extent(const void *a, const void *b) {
+    const ext_item *x = a, *y = b;
+    if (x->id.dev != y->id.dev) return x->id.dev < y->id.dev ? -1 : 1;
+    if (x->id.ino != y->id.ino) return x->id.ino < y->id.ino ? -1 : 1;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x->length < y->length ? -1 : x->length > y->length;
+}
+
+/*
+** Two tensors may name the same bytes (tied weights stored once), but bytes
+** shared in part are refused: no exporter writes them, and a file of 1 GB
+** claimed a thousand times at shifted offsets would make a save write a TB.
+** The files the model reads are kept by identity, for saves to leave alone.
+*/
+static int check_extents(graph_model *m, ext_list *x, errbuf *err) {
+    if (!x->n) return TILEOPT_OK;
+    qsort(x->v, x->n, sizeof *x->v, by_extent);
+    const ext_item *far = NULL; /* the extent reaching furthest in this file so far */
+    size_t files = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        const ext_item *e = &x->v[i];
+        bool same_file = i && e->id.dev == x->v[i - 1].id.dev && e->id.ino == x->v[i - 1].id.ino;
+        if (!same_file) {
+            files++;
+            far = NULL;
+        }
+        if (!e->length) continue;
+        if (far && e->offset < far->offset + far->length &&
+            (e->offset != far->offset || e->length != far->length))
+            return err_set(err, TILEOPT_INVALID,
+                           "tensors '%s' and '%s' overlap in external data '%s' (bytes %" PRIu64
+                           " to %" PRIu64 " and %" PRIu64 " to %" PRIu64 ")",
+                           far->tensor, e->tensor, e->path, far->offset,
+                           far->offset + far->length, e->offset, e->offset + e->length);
+        if (!far || e->offset + e->length > far->offset + far->length) far = e;
+    }
+    m->read_files = malloc(files * sizeof *m->read_files);
+    if (!m->read_files) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    for (size_t i = 0; i < x->n; i++)
+        if (!i || x->v[i].id.dev != x->v[i - 1].id.dev || x->v[i].id.ino != x->v[i - 1].id.ino)
+            m->read_files[m->n_read_files++] = x->v[i].id;
+    return TILEOPT_OK;
+}
+
+/* The data files tileopt wrote for this very file, as its record says. */
+static int read_owned(graph_model *m, errbuf *err) {
+    const Onnx__ModelProto *pb = m->pb;
+    data_record r = {0};
+    bool ok = true;
+    for (size_t i = 0; ok && i < pb->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *e = pb->metadata_props[i];
+        if (e->key)
+            ok = data_record_entry(&r, e->key, strlen(e->key), e->value ? e->value : "",
+                                   e->value ? strlen(e->value) : 0);
+    }
+    const char *slash = m->path ? strrchr(m->path, '/') : NULL;
+    const char *base = slash ? slash + 1 : m->path;
+    if (ok && base && r.data_for && strcmp(r.data_for, base) == 0 && r.files.n) {
+        m->own_data = r.files.v;
+        m->n_own_data = r.files.n;
+        r.files = (name_list){0};
+    }
+    data_record_free(&r);
+    return ok ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
 }
 
 /* ------------------------------------------------------------ validity */
@@ -116,6 +219,79 @@ static int check_header(const Onnx__ModelProto *pb, errbuf *err) {
                        "node #%zu (%s) needs", i, n->op_type ? n->op_type : "");
     }
     return TILEOPT_OK;
+}
+
+/* An opset import's domain as one spelling: "ai.onnx" is the default "". */
+static const char *opset_domain(const Onnx__OperatorSetIdProto *o) {
+    return graph_domain_is_default(o->domain) ? "" : o->domain;
+}
+
+/*
+** A domain imported twice makes the opset ambiguous: a converter that rewrites
+** the first entry leaves the others, and ONNX Runtime then refuses the model.
+** Entries that agree are merged into the first (the load warning says so);
+** entries that disagree are refused. One hash table: some models import
+** 100,000 domains.
+*/
+static int merge_opset_imports(graph_model *m, errbuf *err) {
+    Onnx__ModelProto *pb = m->pb;
+    size_t n = pb->n_opset_import, cap = 16, kept = 0, dups = 0;
+    m->default_opset_at = n;
+    if (n < 2) {
+        if (n == 1 && graph_domain_is_default(pb->opset_import[0]->domain))
+            m->default_opset_at = 0;
+        return TILEOPT_OK;
+    }
+    while (cap < 2 * n) cap *= 2;
+    size_t *table = calloc(cap, sizeof *table); /* index + 1 among the kept */
+    if (!table) return err_set(err, TILEOPT_NOMEM, "out of memory");
+    const char *first_dup = NULL;
+    int64_t dup_version = 0;
+    size_t first_dup_count = 1;
+    int rc = TILEOPT_OK;
+    for (size_t i = 0; !rc && i < n; i++) {
+        Onnx__OperatorSetIdProto *o = pb->opset_import[i];
+        const char *d = opset_domain(o);
+        int64_t v = o->has_version ? o->version : 0;
+        size_t k = graph_name_hash(d) & (cap - 1);
+        while (table[k] && strcmp(opset_domain(pb->opset_import[table[k] - 1]), d) != 0)
+            k = (k + 1) & (cap - 1);
+        if (!table[k]) {
+            pb->opset_import[kept] = o;
+            table[k] = ++kept;
+            continue;
+        }
+        const Onnx__OperatorSetIdProto *was = pb->opset_import[table[k] - 1];
+        int64_t w = was->has_version ? was->version : 0;
+        if (w != v) {
+            rc = err_set(err, TILEOPT_INVALID,
+                         "opset_import gives %s%s%s versions %lld and %lld: which one the "
+                         "nodes mean is ambiguous", d[0] ? "domain '" : "the default domain",
+                         d, d[0] ? "'" : "", (long long)w, (long long)v);
+            break;
+        }
+        dups++;
+        if (!first_dup) {
+            first_dup = d;
+            dup_version = v;
+        }
+        if (strcmp(first_dup, d) == 0) first_dup_count++;
+    }
+    free(table);
+    if (rc) return rc;
+    pb->n_opset_import = kept;
+    for (size_t i = 0; i < kept; i++)
+        if (!opset_domain(pb->opset_import[i])[0]) m->default_opset_at = i;
+    if (!dups) return TILEOPT_OK;
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "opset_import listed %s%s%s %zu times, each at version %lld%s: merged into one "
+             "entry each, so that an opset change cannot leave a stale one behind",
+             first_dup[0] ? "domain '" : "the default domain", first_dup,
+             first_dup[0] ? "'" : "", first_dup_count, (long long)dup_version,
+             dups + 1 > first_dup_count ? ", and other domains more than once too" : "");
+    m->load_warning = arena_strdup(m->arena, msg);
+    return m->load_warning ? TILEOPT_OK : err_set(err, TILEOPT_NOMEM, "out of memory");
 }
 
 /* Adds name to an open-addressing set of cap slots (a power of two, never more than
@@ -208,19 +384,24 @@ static int load_common(graph_model *m, const uint8_t *data, size_t size,
     if (!m->pb->graph)
         return err_set(err, TILEOPT_INVALID, "not an ONNX model: it has no graph");
     rc = check_header(m->pb, err);
+    if (!rc) rc = merge_opset_imports(m, err);
     if (rc) return rc;
     m->file_bytes = size;
-    rc = check_graph_tensors(m, m->pb->graph, err);
+    ext_list x = {0};
+    rc = check_graph_tensors(m, m->pb->graph, &x, err);
     for (size_t i = 0; !rc && i < m->pb->n_functions; i++)
         rc = check_function_names(m->pb->functions[i], err);
     for (size_t i = 0; !rc && i < m->pb->n_functions; i++)
         for (size_t j = 0; !rc && j < m->pb->functions[i]->n_node; j++)
-            rc = check_node_tensors(m, m->pb->functions[i]->node[j], err);
+            rc = check_node_tensors(m, m->pb->functions[i]->node[j], &x, err);
     for (size_t i = 0; !rc && i < m->pb->n_training_info; i++) {
         const Onnx__TrainingInfoProto *t = m->pb->training_info[i];
-        if (t->initialization) rc = check_graph_tensors(m, t->initialization, err);
-        if (!rc && t->algorithm) rc = check_graph_tensors(m, t->algorithm, err);
+        if (t->initialization) rc = check_graph_tensors(m, t->initialization, &x, err);
+        if (!rc && t->algorithm) rc = check_graph_tensors(m, t->algorithm, &x, err);
     }
+    if (!rc) rc = check_extents(m, &x, err);
+    ext_list_free(&x);
+    if (!rc) rc = read_owned(m, err);
     if (rc) return rc;
     return graph_model_reindex(m, err);
 }
@@ -274,6 +455,8 @@ int graph_model_load_path(const char *path, const graph_limits *lim,
     }
     m->path = strdup(path);
     m->base_dir = dir_of(path);
+    m->source_id = (graph_file_id){(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    m->has_source_id = true;
     int rc = TILEOPT_OK;
     if (st.st_size > 0) {
         m->map_size = (size_t)st.st_size;
@@ -328,5 +511,8 @@ void graph_model_free(graph_model *m) {
     }
     free(m->path);
     free(m->base_dir);
+    free(m->read_files);
+    for (size_t i = 0; i < m->n_own_data; i++) free(m->own_data[i]);
+    free(m->own_data);
     free(m);
 }

@@ -185,6 +185,28 @@ int graph_node_set_input(graph *g, int32_t node, size_t slot, const char *name) 
     return v ? TILEOPT_OK : TILEOPT_INVALID;
 }
 
+int graph_node_set_output(graph *g, int32_t node, size_t slot, const char *name) {
+    Onnx__NodeProto *n = g->pb->node[node];
+    if (slot >= n->n_output || !name[0]) return TILEOPT_MISUSE;
+    graph_value *nv = graph_find(g, name);
+    if (nv && (graph_value_defined(nv) && !(nv->producer == node && nv->producer_out ==
+                                            (int32_t)slot)))
+        return TILEOPT_MISUSE;
+    char *copy = arena_strdup(g->model->arena, name);
+    if (!copy) return TILEOPT_NOMEM;
+    if (n->output[slot][0]) {
+        graph_value *old = graph_find(g, n->output[slot]);
+        if (old && old->producer == node) old->producer = -1;
+    }
+    n->output[slot] = copy;
+    nv = value_for(g, copy);
+    if (!nv) return TILEOPT_NOMEM;
+    nv->producer = node;
+    nv->producer_out = (int32_t)slot;
+    return g->model->names && !names_has(g->model, copy) ? names_add(g->model, copy)
+                                                          : TILEOPT_OK;
+}
+
 /* The attribute `name` of n, added or reset, with its type set. */
 static int attr_slot(graph *g, Onnx__NodeProto *n, const char *name,
                      Onnx__AttributeProto__AttributeType type, Onnx__AttributeProto **out) {
@@ -309,6 +331,99 @@ Onnx__GraphProto *graph_pb_clone(graph_model *m, const Onnx__GraphProto *src) {
     Onnx__GraphProto *c = onnx__graph_proto__unpack(arena_pb_allocator(m->arena), n, buf);
     free(buf);
     return c && !terminate_graph(m, c) ? c : NULL;
+}
+
+/* A deep copy of one node in the model's arena (through the wire format, as
+** graph_pb_clone). */
+static Onnx__NodeProto *node_clone(graph_model *m, const Onnx__NodeProto *src) {
+    size_t n = onnx__node_proto__get_packed_size(src);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return NULL;
+    onnx__node_proto__pack(src, buf);
+    Onnx__NodeProto *c = onnx__node_proto__unpack(arena_pb_allocator(m->arena), n, buf);
+    free(buf);
+    for (size_t a = 0; c && a < c->n_attribute; a++) {
+        Onnx__AttributeProto *at = c->attribute[a];
+        int rc = graph_attr_terminate(m, at);
+        if (!rc && at->g) rc = terminate_graph(m, at->g);
+        for (size_t k = 0; !rc && k < at->n_graphs; k++) rc = terminate_graph(m, at->graphs[k]);
+        if (rc) return NULL;
+    }
+    return c;
+}
+
+/* A value_info of name with a tensor type of element type elem, shape unknown. */
+static Onnx__ValueInfoProto *tensor_value_info(arena *a, const char *name, int32_t elem) {
+    Onnx__ValueInfoProto *vi = arena_alloc(a, sizeof *vi);
+    Onnx__TypeProto *tp = arena_alloc(a, sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = arena_alloc(a, sizeof *tt);
+    if (!vi || !tp || !tt) return NULL;
+    onnx__value_info_proto__init(vi);
+    onnx__type_proto__init(tp);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = 1;
+    tt->elem_type = elem;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    vi->type = tp;
+    vi->name = arena_strdup(a, name);
+    return vi->name ? vi : NULL;
+}
+
+Onnx__GraphProto *graph_subgraph_of_copies(graph *g, int32_t at, const int32_t *nodes, size_t n,
+                                           const char *out, int32_t elem, const char *name,
+                                           errbuf *err) {
+    graph_model *m = g->model;
+    arena *a = m->arena;
+    Onnx__GraphProto *sg = arena_alloc(a, sizeof *sg);
+    if (!sg) goto nomem;
+    onnx__graph_proto__init(sg);
+    sg->name = arena_strdup(a, name);
+    sg->node = arena_calloc(a, n ? n : 1, sizeof *sg->node);
+    /* each copied output's old and new name, in the order the copies write them */
+    size_t n_out = 0, cap = 0;
+    for (size_t i = 0; i < n; i++) cap += graph_node(g, nodes[i])->n_output;
+    const char **was = arena_calloc(a, cap ? cap : 1, sizeof *was);
+    const char **now = arena_calloc(a, cap ? cap : 1, sizeof *now);
+    if (!sg->name || !sg->node || !was || !now) goto nomem;
+    const char *result = NULL;
+    for (size_t i = 0; i < n; i++) {
+        Onnx__NodeProto *c = node_clone(m, graph_node(g, nodes[i]));
+        if (!c) goto nomem;
+        for (size_t k = 0; k < c->n_input; k++) {
+            const char *x = c->input[k];
+            if (!x || !x[0]) continue;
+            size_t j = n_out;
+            /* the copies are few (one attention's nodes): a scan is cheapest */
+            while (j > 0 && strcmp(was[j - 1], x) != 0) j--;
+            if (j > 0) {
+                c->input[k] = (char *)now[j - 1];
+            } else if (!graph_link_use(g, x, at, -1)) {
+                return err_set(err, TILEOPT_INVALID, "%s reads '%s', which no scope defines",
+                               graph_node_id(g, nodes[i]), x), NULL;
+            }
+        }
+        for (size_t k = 0; k < c->n_output; k++) {
+            if (!c->output[k] || !c->output[k][0]) continue;
+            const char *fresh = graph_unique_name(g, c->output[k]);
+            if (!fresh) goto nomem;
+            was[n_out] = graph_node(g, nodes[i])->output[k];
+            now[n_out++] = fresh;
+            if (strcmp(c->output[k], out) == 0) result = fresh;
+            c->output[k] = (char *)fresh;
+        }
+        sg->node[sg->n_node++] = c;
+    }
+    if (!result)
+        return err_set(err, TILEOPT_MISUSE, "no node copied into subgraph %s writes '%s'", name,
+                       out), NULL;
+    sg->output = arena_alloc(a, sizeof *sg->output);
+    if (!sg->output || !(sg->output[0] = tensor_value_info(a, result, elem))) goto nomem;
+    sg->n_output = 1;
+    return sg;
+nomem:
+    err_set(err, TILEOPT_NOMEM, "out of memory");
+    return NULL;
 }
 
 void graph_node_del_attr(Onnx__NodeProto *n, const char *name) {
@@ -543,25 +658,35 @@ static int commit_tree(graph *g, bool *dirty, errbuf *err) {
     free(order);
     size_t n_init = g->pb->n_initializer, n_vi = g->pb->n_value_info;
 
-    /* Initializers nobody reads go, unless the graph exposes them as inputs. */
-    size_t k = 0;
+    /* Initializers nobody reads go, unless the graph exposes them as inputs.
+    ** Below IR 4 the main graph had to list every initializer as an input,
+    ** and runtimes take them as constants: that listing goes with them. */
+    bool listed = !g->parent && g->model->pb->ir_version < 4;
+    size_t k = 0, n_in = g->pb->n_input;
     for (size_t i = 0; i < g->pb->n_initializer; i++) {
         Onnx__TensorProto *t = g->pb->initializer[i];
         graph_value *v = graph_find(g, t->name ? t->name : "");
-        if (v && !v->n_uses && v->input < 0 && v->output < 0) {
+        if (v && !v->n_uses && (v->input < 0 || listed) && v->output < 0) {
+            if (v->input >= 0) g->pb->input[v->input] = NULL;
             v->initializer = -1; /* gone: its value_info goes below too */
+            v->input = -1;
             continue;
         }
         g->pb->initializer[k++] = t;
     }
     g->pb->n_initializer = k;
     k = 0;
+    for (size_t i = 0; i < g->pb->n_input; i++)
+        if (g->pb->input[i]) g->pb->input[k++] = g->pb->input[i];
+    g->pb->n_input = k;
+    k = 0;
     for (size_t i = 0; i < g->pb->n_value_info; i++) {
         Onnx__ValueInfoProto *vi = g->pb->value_info[i];
         if (vi->name && value_exists(g, vi->name)) g->pb->value_info[k++] = vi;
     }
     g->pb->n_value_info = k;
-    if (!same || g->pb->n_initializer != n_init || k != n_vi) *dirty = true;
+    if (!same || g->pb->n_initializer != n_init || k != n_vi || g->pb->n_input != n_in)
+        *dirty = true;
     return TILEOPT_OK;
 }
 
@@ -575,6 +700,12 @@ int graph_commit(graph *g, errbuf *err) {
 
 int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf *err) {
     bool dflt = graph_domain_is_default(domain);
+    size_t at = m->default_opset_at;
+    if (dflt && at < m->pb->n_opset_import && graph_domain_is_default(m->pb->opset_import[at]->domain)) {
+        m->pb->opset_import[at]->has_version = 1;
+        m->pb->opset_import[at]->version = version;
+        return TILEOPT_OK;
+    }
     for (size_t i = 0; i < m->pb->n_opset_import; i++) {
         Onnx__OperatorSetIdProto *o = m->pb->opset_import[i];
         const char *d = o->domain ? o->domain : "";
@@ -594,6 +725,7 @@ int graph_set_opset(graph_model *m, const char *domain, int64_t version, errbuf 
     if (!o->domain || push(m->arena, (void ***)&m->pb->opset_import, &m->pb->n_opset_import,
                            &cap, o))
         return err_set(err, TILEOPT_NOMEM, "out of memory");
+    if (dflt) m->default_opset_at = m->pb->n_opset_import - 1;
     return TILEOPT_OK;
 }
 

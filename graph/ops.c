@@ -43,6 +43,16 @@ op_id op_of(const Onnx__NodeProto *n) {
     return op_find(n->op_type);
 }
 
+bool op_random(op_id op) {
+    static const op_id random_ops[] = {
+        OP_RandomNormal, OP_RandomNormalLike, OP_RandomUniform, OP_RandomUniformLike,
+        OP_Multinomial, OP_Bernoulli,
+    };
+    for (size_t i = 0; i < countof(random_ops); i++)
+        if (op == random_ops[i]) return true;
+    return false;
+}
+
 bool op_broadcasts(op_id op, int64_t opset) {
     if (op < 0 || op >= OP_COUNT) return false;
     const op_info *r = &op_table[op];

@@ -261,6 +261,10 @@ op_id op_of(const Onnx__NodeProto *n);
 /* The op called name in the default domain, or OP_NONE. */
 op_id op_find(const char *name);
 
+/* Ops whose outputs differ from run to run (the random generators): never
+** computed ahead of time, never taken for another node's twin. */
+bool op_random(op_id op);
+
 /* Elementwise ops whose inputs broadcast against each other (numpy style) at this
 ** opset: a Tile feeding them over size-1 axes may be a broadcast they do anyway. */
 bool op_broadcasts(op_id op, int64_t opset);

@@ -18,13 +18,38 @@ void graph_limits_default(graph_limits *lim) {
     lim->max_depth = 64;
     lim->max_rank = 64;
     lim->max_tensor_bytes = (uint64_t)4 << 30;
-    /* A third of the 24 GB machines this runs on: verify holds two models' values
-    ** one after the other, and the rest of the process needs room too. */
-    lim->max_eval_bytes = (uint64_t)8 << 30;
+    lim->max_eval_bytes = graph_memory_budget(1);
     /* About 4 s of the smallest nodes (1 us each in a release build); a real
     ** model's run takes thousands of steps, a long Loop a few hundred thousand. */
     lim->max_eval_steps = (uint64_t)1 << 22;
     lim->max_inline_bytes = INT32_MAX;
+}
+
+/* The cgroup v2 or v1 memory limit of this process, or 0 when none is set
+** (or none can be read). A container sees its own cgroup at the root. */
+static uint64_t cgroup_memory_limit(void) {
+    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
+                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < countof(files); i++) {
+        FILE *f = fopen(files[i], "re");
+        if (!f) continue;
+        unsigned long long v = 0;
+        int got = fscanf(f, "%llu", &v); /* "max": no limit */
+        fclose(f);
+        if (got == 1 && v > 0) return v;
+    }
+    return 0;
+}
+
+uint64_t graph_memory_budget(unsigned workers) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)8 << 30;
+    uint64_t cg = cgroup_memory_limit();
+    if (cg && cg < mem) mem = cg;
+    /* verify holds the input's values and then the output's, beside the two
+    ** models; the rest of the machine goes on working meanwhile */
+    uint64_t b = mem / 4 / (workers ? workers : 1), floor = (uint64_t)256 << 20;
+    return b > floor ? b : floor;
 }
 
 bool graph_tensor_is_external(const Onnx__TensorProto *t) {
@@ -149,8 +174,9 @@ int graph_external_extent(const graph_model *m, const Onnx__TensorProto *t,
     else if (!rc && !S_ISREG(st.st_mode))
         rc = err_set(err, TILEOPT_INVALID,
                      "tensor '%s': external data '%s' is not a regular file", name, out->path);
-    else if (!rc && (out->offset > (uint64_t)st.st_size ||
-                     out->length > (uint64_t)st.st_size - out->offset))
+    if (!rc) out->id = (graph_file_id){(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    if (!rc && (out->offset > (uint64_t)st.st_size ||
+                out->length > (uint64_t)st.st_size - out->offset))
         rc = err_set(err, TILEOPT_INVALID,
                      "tensor '%s': external data '%s' (%lld bytes) is shorter than offset %" PRIu64 " + length %" PRIu64,
                      name, out->path, (long long)st.st_size, out->offset, out->length);
@@ -251,6 +277,15 @@ static size_t field_count(const dtype_info *d, const Onnx__TensorProto *t) {
 ** It reads no tensor bytes: external files are only stat'ed.
 */
 int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err) {
+    graph_extent e;
+    int rc = graph_tensor_check_extent(m, t, &e, err);
+    free(e.path);
+    return rc;
+}
+
+int graph_tensor_check_extent(graph_model *m, const Onnx__TensorProto *t, graph_extent *ext,
+                              errbuf *err) {
+    memset(ext, 0, sizeof *ext);
     const char *name = t->name ? t->name : "";
     const dtype_info *d = dtype_get(t->has_data_type ? t->data_type : 0);
     if (!d) return TILEOPT_OK; /* refused where the value is indexed or read */
@@ -271,12 +306,7 @@ int graph_tensor_check(graph_model *m, const Onnx__TensorProto *t, errbuf *err) 
         return err_set(err, TILEOPT_INVALID,
                        "tensor '%s': dims overflow (%" PRIu64 " elements of %s)", name, numel,
                        d->name);
-    if (graph_tensor_is_external(t)) {
-        graph_extent e;
-        int rc = graph_external_extent(m, t, &e, err);
-        free(e.path);
-        return rc;
-    }
+    if (graph_tensor_is_external(t)) return graph_external_extent(m, t, ext, err);
     if (t->has_raw_data) {
         if (d->field != FIELD_STRING && t->raw_data.len != nbytes)
             return err_set(err, TILEOPT_INVALID,
@@ -844,4 +874,44 @@ int graph_constant_value(const Onnx__NodeProto *n, graph_const_hdr *hdr,
     }
     *out = tp;
     return TILEOPT_OK;
+}
+
+/* ----------------------------------------------------------------- sizes */
+
+/* Bytes of a varint, and of a length-delimited field holding len bytes whose
+** field number fits one tag byte (all GraphProto's do). */
+static uint64_t varint_bytes(uint64_t v) {
+    uint64_t n = 1;
+    for (; v >= 0x80; v >>= 7) n++;
+    return n;
+}
+static uint64_t field_bytes(uint64_t len) { return 1 + varint_bytes(len) + len; }
+
+uint64_t graph_initializer_bytes(const Onnx__TensorProto *t) {
+    uint64_t b = field_bytes(onnx__tensor_proto__get_packed_size(t));
+    if (graph_tensor_is_external(t)) {
+        const char *len = ext_field(t, "length");
+        if (len) b += strtoull(len, NULL, 10);
+    }
+    return b;
+}
+
+uint64_t graph_new_initializer_bytes(size_t name_len, int32_t elem, const int64_t *dims,
+                                     size_t rank, uint64_t nbytes) {
+    /* dims (field 1) are written unpacked, one tag per dim */
+    uint64_t b = 0;
+    for (size_t i = 0; i < rank; i++)
+        b += 1 + (dims[i] < 0 ? 10 : varint_bytes((uint64_t)dims[i]));
+    b += 1 + varint_bytes((uint64_t)(elem < 0 ? 0 : elem)); /* data_type */
+    b += field_bytes(name_len);                            /* name */
+    b += field_bytes(nbytes);                              /* raw_data */
+    return field_bytes(b);
+}
+
+uint64_t graph_node_bytes(const Onnx__NodeProto *n) {
+    return field_bytes(onnx__node_proto__get_packed_size(n));
+}
+
+uint64_t graph_value_info_bytes(const Onnx__ValueInfoProto *vi) {
+    return field_bytes(onnx__value_info_proto__get_packed_size(vi));
 }

@@ -11,7 +11,7 @@
 
 #include "graph/graph.h"
 
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+bool graph_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
     uint64_t v = 0;
     for (int shift = 0; shift < 64 && *p < end; shift += 7) {
         uint8_t b = *(*p)++;
@@ -39,7 +39,7 @@ static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
                        w->limit);
     while (p < end) {
         uint64_t key, len;
-        if (!read_varint(&p, end, &key)) break; /* protobuf-c reports the details */
+        if (!graph_wire_varint(&p, end, &key)) break; /* protobuf-c reports the details */
         /* protobuf-c accepts field number 0 when its key is over-long (80 00) but
         ** rejects the 1-byte key it writes back, so such a model would save into
         ** bytes that do not load (fuzz_load found this). */
@@ -48,13 +48,13 @@ static int scan_message(const ProtobufCMessageDescriptor *d, const uint8_t *p,
                            "not a valid %s: the protobuf has a field number 0", w->message);
         uint32_t wire = (uint32_t)(key & 7);
         if (wire == 0) {
-            if (!read_varint(&p, end, &len)) break;
+            if (!graph_wire_varint(&p, end, &len)) break;
         } else if (wire == 1) {
             p += (size_t)(end - p) < 8 ? (size_t)(end - p) : 8;
         } else if (wire == 5) {
             p += (size_t)(end - p) < 4 ? (size_t)(end - p) : 4;
         } else if (wire == 2) {
-            if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p)) break;
+            if (!graph_wire_varint(&p, end, &len) || len > (uint64_t)(end - p)) break;
             const ProtobufCFieldDescriptor *f =
                 key >> 3 <= UINT32_MAX
                     ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))

@@ -86,7 +86,8 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **                      taken out: from IR 4 on a listed initializer is an input
 **                      the caller may override, which runtimes do not fold)
 **   "max-tensor-bytes" bytes one evaluated tensor may take, default 4 GiB
-**   "max-eval-bytes"   bytes all live evaluator tensors may take, default 8 GiB
+**   "max-eval-bytes"   bytes all live evaluator tensors may take, default
+**                      tileopt_memory_budget(1)
 **   "max-eval-steps"   nodes run plus Loop iterations in one evaluation (run,
 **                      verify, each fold; a node making a sequence counts one
 **                      more per 64 items), default 2^22; 0 = no limit
@@ -95,6 +96,10 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 **   "seed"             seed for --verify inputs, default 1
 **   "verify-strict"    "0" (default) or "1": tileopt_model_verify fails with
 **                      TILEOPT_UNSUPPORTED where it would give no verdict
+**   "data-name"        the file name (one component, beside OUT) of the external
+**                      data a save writes, default OUT's name plus ".data";
+**                      tileopt_model_save refuses one that exists unless an
+**                      earlier save to OUT wrote it
 **   "verify-shape"     N: every symbolic or unknown dim of a generated input
 **                      takes N (default: 2 on the leading axis, elsewhere 2,
 **                      64, then 512 until the input model runs); or
@@ -116,6 +121,11 @@ TILEOPT_API const char *tileopt_ctx_errmsg(const tileopt_ctx *ctx);
 */
 TILEOPT_API tileopt_status tileopt_ctx_set(tileopt_ctx *ctx, const char *name,
                                            const char *value);
+/* The default of "max-eval-bytes" for one of `workers` processes working at
+** once (0 counts as 1): a quarter of the machine's physical memory, or of the
+** process's cgroup limit when that is lower, divided among them, and at least
+** 256 MiB. A program running models in parallel sets each one's option to it. */
+TILEOPT_API uint64_t tileopt_memory_budget(unsigned workers);
 
 /*
 ** Progress callback for long work; `done` of `total` units of `what`, the phase:
@@ -163,12 +173,17 @@ TILEOPT_API tileopt_status tileopt_model_load_buffer(tileopt_ctx *ctx, const voi
                                                      tileopt_model **out);
 TILEOPT_API void tileopt_model_free(tileopt_model *model);
 
-/* Save atomically (temporary file beside `path`, fsync, rename). External data
-** is kept by reference when saving into the source folder, copied beside the
-** output otherwise; models past 2 GB are saved with external data. A path that
-** is the file the model was loaded from, or one of its external data files,
-** however spelled (a symlink, a hard link), is TILEOPT_MISUSE before anything
-** is written. */
+/* Save atomically, with the external data the output needs: kept by reference
+** when `path` sits in the model's folder (files tileopt wrote for the model's
+** own file excepted: those are copied), copied into one data file beside it
+** otherwise ("data-name", default path + ".data"); big initializers go there
+** too when the model passes 2 GB. Each file has no name until it is complete,
+** `path` and its data are put in place together, and the data files an earlier
+** save to `path` wrote and the new one no longer reads are removed
+** (docs/cli.md: The output's external data files). On success the model reads
+** the files `path` reads. A path that is the file the model was loaded from, or
+** one of its external data files, however spelled (a symlink, a hard link), is
+** TILEOPT_MISUSE before anything is written. */
 TILEOPT_API tileopt_status tileopt_model_save(tileopt_ctx *ctx, tileopt_model *model,
                                               const char *path);
 /* The check tileopt_model_save makes of its path, alone: TILEOPT_MISUSE when

@@ -405,24 +405,63 @@ static void from_to(json_w *w, const char *domain, int64_t from, bool has_from, 
     json_end(w);
 }
 
-static void opset_changes(pass_snapshot *s, graph_model *m, json_w *w) {
-    bool listed = false;
+/* Index + 1 of domain d in a table of cap slots (a power of two) over the n
+** domains dom(i), 0 when absent. */
+typedef const char *(*domain_at)(const void *list, size_t i);
+static size_t domain_find(const uint32_t *table, uint32_t cap, const void *list, domain_at dom,
+                          const char *d) {
+    for (uint32_t i = graph_name_hash(d) & (cap - 1); table[i]; i = (i + 1) & (cap - 1))
+        if (strcmp(dom(list, table[i] - 1), d) == 0) return table[i];
+    return 0;
+}
+
+static const char *snap_domain(const void *list, size_t i) {
+    return ((const pass_snapshot *)list)->opset_domain[i];
+}
+static const char *model_domain(const void *list, size_t i) {
+    return safe(((const Onnx__ModelProto *)list)->opset_import[i]->domain);
+}
+
+/* One hash table per side, so that a model importing 100,000 domains costs
+** linear time (a scan of one list per entry of the other took minutes). */
+static int opset_changes(pass_snapshot *s, graph_model *m, json_w *w) {
     const Onnx__ModelProto *pb = m->pb;
+    bool same = s->n_opsets == pb->n_opset_import;
+    for (size_t i = 0; same && i < s->n_opsets; i++)
+        same = s->opset_version[i] == pb->opset_import[i]->version &&
+               strcmp(s->opset_domain[i], model_domain(pb, i)) == 0;
+    if (same) return TILEOPT_OK;
+    uint32_t cap_b = table_cap(s->n_opsets), cap_a = table_cap(pb->n_opset_import);
+    uint32_t *tb = calloc(cap_b, sizeof *tb), *ta = calloc(cap_a, sizeof *ta);
+    if (!tb || !ta) {
+        free(tb);
+        free(ta);
+        return TILEOPT_NOMEM;
+    }
+    /* the first entry of a domain listed twice is the one compared */
+    for (size_t i = s->n_opsets; i-- > 0;) {
+        uint32_t k = graph_name_hash(s->opset_domain[i]) & (cap_b - 1);
+        while (tb[k] && strcmp(s->opset_domain[tb[k] - 1], s->opset_domain[i]) != 0)
+            k = (k + 1) & (cap_b - 1);
+        tb[k] = (uint32_t)i + 1;
+    }
+    for (size_t i = pb->n_opset_import; i-- > 0;) {
+        const char *d = model_domain(pb, i);
+        uint32_t k = graph_name_hash(d) & (cap_a - 1);
+        while (ta[k] && strcmp(model_domain(pb, ta[k] - 1), d) != 0) k = (k + 1) & (cap_a - 1);
+        ta[k] = (uint32_t)i + 1;
+    }
+    bool listed = false;
     /* Domains before (changed or dropped), then domains that are new. */
     for (size_t i = 0; i < s->n_opsets + pb->n_opset_import; i++) {
         bool before = i < s->n_opsets;
-        const char *d = before ? s->opset_domain[i] : safe(pb->opset_import[i - s->n_opsets]->domain);
+        const char *d = before ? s->opset_domain[i] : model_domain(pb, i - s->n_opsets);
         int64_t v = before ? s->opset_version[i] : pb->opset_import[i - s->n_opsets]->version;
-        bool other = false;
-        int64_t ov = 0;
-        size_t n_other = before ? pb->n_opset_import : s->n_opsets;
-        for (size_t k = 0; k < n_other && !other; k++) {
-            const char *od = before ? safe(pb->opset_import[k]->domain) : s->opset_domain[k];
-            if (strcmp(od, d) == 0) {
-                other = true;
-                ov = before ? pb->opset_import[k]->version : s->opset_version[k];
-            }
-        }
+        size_t k = before ? domain_find(ta, cap_a, pb, model_domain, d)
+                          : domain_find(tb, cap_b, s, snap_domain, d);
+        bool other = k != 0;
+        int64_t ov = !other ? 0 : before ? pb->opset_import[k - 1]->version
+                                         : s->opset_version[k - 1];
         if ((other && (!before || ov == v))) continue;
         if (!listed) {
             json_key(w, "opset_import");
@@ -433,6 +472,9 @@ static void opset_changes(pass_snapshot *s, graph_model *m, json_w *w) {
         else from_to(w, d, 0, false, v, true);
     }
     if (listed) json_end(w);
+    free(tb);
+    free(ta);
+    return TILEOPT_OK;
 }
 
 /* A node gone without an action naming it: graph_commit swept it because
@@ -481,7 +523,7 @@ int pass_snapshot_report(pass_snapshot *s, pass_ctx *pc, char **json, uint64_t *
     if (!rc) rc = mark_graph(s, m->main);
     for (uint32_t gi = 0; gi < s->n_graphs; gi++)
         s->graphs[gi].alive = seen_of(s, s->graphs[gi].pb, NULL, K_GRAPH) & SEEN_AFTER;
-    if (!rc) opset_changes(s, m, &w);
+    if (!rc) rc = opset_changes(s, m, &w);
     if (!rc && m->pb->ir_version != s->ir) {
         json_key(&w, "ir_version");
         from_to(&w, NULL, s->ir, true, m->pb->ir_version, true);

@@ -27,7 +27,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Run p as the given round. *woke tells whether the pass its row wakes has
+/* Run p as the given round. *woke tells whether the passes its row wakes have
 ** work now. */
 static int run_pass(graph_model *m, const pass_run_env *env, const pass_def *p, int round,
                     pass_results *out, bool *woke, errbuf *err) {
@@ -84,6 +84,18 @@ static int run_pass(graph_model *m, const pass_run_env *env, const pass_def *p, 
     return TILEOPT_OK;
 }
 
+/* Is name one of the comma-separated names of list? */
+static bool wakes(const char *list, const char *name) {
+    size_t len = strlen(name);
+    for (const char *s = list; s && *s;) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n == len && memcmp(s, name, n) == 0) return true;
+        s = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
 int pass_run_one(graph_model *m, const pass_run_env *env, const pass_def *p, pass_results *out,
                  errbuf *err) {
     bool woke;
@@ -110,7 +122,7 @@ int pass_pipeline(graph_model *m, const pass_run_env *env, const pass_def *const
                 break;
             }
             for (size_t k = 0; woke && k < n; k++) {
-                if (strcmp(list[k]->name, list[i]->wakes) != 0) continue;
+                if (!wakes(list[i]->wakes, list[k]->name)) continue;
                 pending[k] = true;
                 again |= k <= i;
             }

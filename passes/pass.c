@@ -10,7 +10,10 @@
 void pass_options_default(pass_options *o) {
     memset(o, 0, sizeof *o);
     o->target_opset = 0;
-    o->fold_limit = (uint64_t)1 << 20;
+    /* fold everything, never growing the file (--fold-scope tile --fold-limit 1M
+    ** is what fold did before it simplified whole models) */
+    o->fold_limit = 0;
+    o->fold_scope_all = true;
     graph_limits_default(&o->lim);
 }
 

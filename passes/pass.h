@@ -23,7 +23,7 @@
 typedef struct pass_options {
     int64_t target_opset;    /* upgrade; 0 = keep from opset 7 on, else 13 */
     bool keep_initializer_inputs; /* upgrade: raising IR past 3 leaves them listed */
-    uint64_t fold_limit;     /* fold: bytes */
+    uint64_t fold_limit;     /* fold: bytes one fold may add to the file */
     double fold_max_growth;  /* fold: 0 = off */
     bool fold_scope_all;     /* fold: --fold-scope all */
     bool fuse_split;         /* fuse: rule 4 */
@@ -90,8 +90,9 @@ typedef struct pass_def {
     const char *name;
     pass_run_fn run;
     const char *summary;
-    /* The pass whose work this one's rewrites can create, or NULL: the pipeline
-    ** runs it again after this one, in rounds, until no pass has work. With
+    /* The passes whose work this one's rewrites can create (names separated
+    ** by commas), or NULL: the pipeline runs them again after this one, in
+    ** rounds, until no pass has work. With
     ** wake_on_change any change of the model wakes it; otherwise only a run
     ** that sets pc->wake does, for a pass that can tell which of its rewrites
     ** leave work behind. */

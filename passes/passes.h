@@ -29,4 +29,22 @@ int pass_fold(pass_ctx *pc);
 ** (passes/gqa.c). */
 int pass_gqa(pass_ctx *pc);
 
+/* The simplification passes (passes/eliminate/): each removes one kind of node
+** that computes nothing new, with its rule in the report. */
+int pass_eliminate_if(pass_ctx *pc);
+int pass_eliminate_identity(pass_ctx *pc);
+int pass_eliminate_dropout(pass_ctx *pc);
+int pass_eliminate_nop(pass_ctx *pc);
+int pass_eliminate_idempotent(pass_ctx *pc);
+int pass_eliminate_duplicate_initializers(pass_ctx *pc);
+int pass_eliminate_common_subexpression(pass_ctx *pc);
+int pass_eliminate_dead(pass_ctx *pc);
+
+/* Per-channel maps after a Conv folded into its weights (passes/conv/):
+** BatchNormalization at inference; Mul and Add by a constant. */
+int pass_fuse_bn_into_conv(pass_ctx *pc);
+int pass_fuse_affine_into_conv(pass_ctx *pc);
+/* Two Transposes in a row made one, or none (passes/merge/). */
+int pass_fuse_consecutive_transposes(pass_ctx *pc);
+
 #endif

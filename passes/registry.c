@@ -8,15 +8,56 @@
 /* Default order: migrate first so later passes see current op semantics, fold
 ** before fuse so fuse sees constant repeats. A fold can leave a Tile fuse can
 ** now take; a fuse that moves an op onto constant inputs (it says when) leaves
-** fold work: the pipeline runs them again until neither has any. */
+** fold work: the pipeline runs them again until neither has any. The
+** simplification passes come last: each can leave work for the others (an
+** Identity gone makes two nodes equal for CSE, an inlined If brings new
+** constants to fold), so any change of one runs fold, fuse and all of them
+** again, in rounds, until none changes anything. eliminate_dead ends the list:
+** whatever the others left unread goes. */
+#define SIMPLIFY                                                                        \
+    "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
+    "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
+    "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
+    "fuse_consecutive_transposes,eliminate_dead"
+#define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
+
 const pass_def pass_registry[] = {
     {"upgrade", pass_upgrade, "migrate default-domain nodes to the target opset (Tile-1 included)",
      NULL, false},
-    {"fold", pass_fold, "constant-fold Tile and the shape subgraphs that feed it", "fuse", true},
+    {"fold", pass_fold,
+     "constant-fold every constant subgraph (Tile first) that does not grow the file",
+     "fuse," SIMPLIFY, true},
     {"fuse", pass_fuse, "fuse Tile into the elementwise ops that read it", "fold", false},
     {"gqa", pass_gqa,
      "grouped-query attention: query heads grouped on their K/V head instead of K and V "
      "repeated", NULL, false},
+    {"eliminate_if", pass_eliminate_if,
+     "an If whose condition is a constant replaced by the branch it runs", AFTER_SIMPLIFY,
+     true},
+    {"eliminate_dropout", pass_eliminate_dropout, "Dropout at inference removed",
+     AFTER_SIMPLIFY, true},
+    {"eliminate_identity", pass_eliminate_identity, "Identity removed", AFTER_SIMPLIFY, true},
+    {"eliminate_nop", pass_eliminate_nop,
+     "no-op Slice, Pad, Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Cast, Expand, "
+     "Concat and Split removed", AFTER_SIMPLIFY, true},
+    {"eliminate_idempotent", pass_eliminate_idempotent,
+     "the second of two Relu, Abs, Ceil, Floor, Round or Sign removed", AFTER_SIMPLIFY, true},
+    /* two constants made one only make their readers alike */
+    {"eliminate_duplicate_initializers", pass_eliminate_duplicate_initializers,
+     "initializers of equal type, shape and bytes merged",
+     "eliminate_common_subexpression,eliminate_dead", true},
+    {"eliminate_common_subexpression", pass_eliminate_common_subexpression,
+     "nodes computing what an earlier node computes removed", AFTER_SIMPLIFY, true},
+    {"fuse_bn_into_conv", pass_fuse_bn_into_conv,
+     "BatchNormalization at inference folded into the Conv before it", AFTER_SIMPLIFY, true},
+    {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
+     "Mul or Add by a per-channel constant folded into the Conv before it",
+     AFTER_SIMPLIFY, true},
+    {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
+     "two Transposes in a row made one, or none when the second undoes the first",
+     AFTER_SIMPLIFY, true},
+    {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
+     false},
     {NULL, NULL, NULL, NULL, false},
 };
 const size_t pass_count = countof(pass_registry) - 1; /* the NULL row ends it */

@@ -19,6 +19,8 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 typedef struct opt_args {
     const char *in, *out, *passes, *report, *html;
     bool verify, strict, quiet, infer_shapes, target_asked;
+    bool eval_bytes_asked;   /* --max-eval-bytes given: a batch does not share it out */
+    bool data_name_asked;    /* --data-name given: one model's, no batch's */
 } opt_args;
 
 /* Optimize one model as `optimize` does (paths checked, report, summary). */

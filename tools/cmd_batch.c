@@ -496,6 +496,15 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
     if (rc == EXIT_OK) rc = make_folder(b->outdir);
     if (rc == EXIT_OK && b->report_dir) rc = make_folder(b->report_dir);
     if (rc == EXIT_OK && b->html_dir) rc = make_folder(b->html_dir);
+    /* the workers share the machine's memory: unless asked otherwise, each
+    ** evaluates within its part of the default budget */
+    if (rc == EXIT_OK && !b->common->eval_bytes_asked) {
+        char v[32];
+        unsigned workers = (unsigned)(count < (size_t)b->jobs ? count : (size_t)b->jobs);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)tileopt_memory_budget(workers));
+        if (tileopt_ctx_set(ctx, "max-eval-bytes", v) != TILEOPT_OK)
+            rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    }
     size_t failed = 0, done = 0;
     double t0 = now_s();
     slot *slots = rc == EXIT_OK ? calloc((size_t)b->jobs, sizeof *slots) : NULL;

@@ -35,7 +35,7 @@ static int parse_passes(const char *spec, const char **names, size_t cap, size_t
         bool found = false;
         for (size_t i = 0; tileopt_pass_name(i); i++) found |= strcmp(tileopt_pass_name(i), tok) == 0;
         if (!found) {
-            char known[256];
+            char known[1024];
             known_passes(known, sizeof known);
             return tool_error(EXIT_USAGE, "unknown pass '%s' in --passes (known: %s, or none)",
                               tok, known);
@@ -105,6 +105,41 @@ static int write_page(tileopt_ctx *ctx, const opt_args *a, tileopt_model *before
     tileopt_status st = tileopt_html_save(ctx, text, strlen(text), before, after, a->html);
     tileopt_free(text);
     return st ? cli_fail(ctx, st, NULL) : EXIT_OK;
+}
+
+/* --report naming one of the input's external data files would replace data
+** the input reads: refused like the input itself (the files are known once the
+** model is loaded; OUT is checked by tileopt_model_check_output). */
+static int check_report_path(const tileopt_ctx *ctx, const opt_args *a) {
+    if (!a->report || strcmp(a->report, "-") == 0) return EXIT_OK;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(a->in, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - a->in) : 1, slash ? a->in : ".");
+    for (size_t i = 0; i < tileopt_report_data_file_count(ctx, TILEOPT_INPUT); i++) {
+        char data[2 * PATH_MAX];
+        if (snprintf(data, sizeof data, "%s/%s", dir,
+                     tileopt_report_data_file(ctx, TILEOPT_INPUT, i)) >= (int)sizeof data)
+            continue;
+        if (cli_same_file(data, a->report))
+            return tool_error(EXIT_USAGE, "--report '%s' is external data of the input model (%s)",
+                              a->report, tileopt_report_data_file(ctx, TILEOPT_INPUT, i));
+    }
+    return EXIT_OK;
+}
+
+/* The output's data files as the report states them, one text. */
+static char *output_data_files(const tileopt_ctx *ctx) {
+    size_t n = 1;
+    for (size_t i = 0; i < tileopt_report_data_file_count(ctx, TILEOPT_OUTPUT); i++)
+        n += strlen(tileopt_report_data_file(ctx, TILEOPT_OUTPUT, i)) + 1;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    s[0] = '\0';
+    for (size_t i = 0; i < tileopt_report_data_file_count(ctx, TILEOPT_OUTPUT); i++) {
+        strcat(s, tileopt_report_data_file(ctx, TILEOPT_OUTPUT, i));
+        strcat(s, "/");
+    }
+    return s;
 }
 
 /* The name lists of a pass's "changes" in the report, as the summary words them. */
@@ -184,7 +219,7 @@ static void print_sizes(FILE *f, const tileopt_ctx *ctx) {
         tileopt_side side = k ? TILEOPT_OUTPUT : TILEOPT_INPUT;
         size_t n = tileopt_report_data_file_count(ctx, side);
         if (!n) continue;
-        fprintf(f, "  external data of the %s:", k ? "output" : "input");
+        fprintf(f, "  external data the %s reads:", k ? "output" : "input");
         for (size_t i = 0; i < n; i++) fprintf(f, " %s", tileopt_report_data_file(ctx, side, i));
         fputc('\n', f);
     }
@@ -281,6 +316,8 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
     }
+    if ((rc = check_report_path(ctx, a)) != EXIT_OK) goto done;
+    rc = EXIT_FAIL;
     st = tileopt_passes_run(ctx, model, passes, n_passes);
     if (st != TILEOPT_OK) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
@@ -304,6 +341,7 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     ** model, so a run without a report skips it.) */
     bool file_report = a->report && strcmp(a->report, "-") != 0;
     double predicted = 0;
+    char *predicted_files = NULL;
     if (a->report || a->html) {
         if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
             tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
@@ -315,23 +353,36 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
         if (a->html && (rc = write_page(ctx, a, before, model)) != EXIT_OK) goto done;
         rc = EXIT_FAIL;
         predicted = output_file_bytes(ctx);
+        if (!(predicted_files = output_data_files(ctx))) {
+            tool_error(EXIT_FAIL, "out of memory");
+            goto done;
+        }
     }
     if ((st = tileopt_model_save(ctx, model, a->out)) != TILEOPT_OK) {
+        free(predicted_files);
         rc = cli_fail(ctx, st, NULL);
         goto report;
     }
     rc = EXIT_OK;
-    /* OUT is in place: the report is rewritten only when the save's size differs
-    ** from the prediction (tensors moved to external data), and a rewrite that
-    ** fails leaves the first report and a warning, never a failed run. */
-    if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
+    /* OUT is in place: the report is rewritten only when the save's size or the
+    ** data files OUT reads differ from the prediction (tensors moved to a data
+    ** file of OUT's), and a rewrite that fails leaves the first report and a
+    ** warning, never a failed run. */
+    bool ended = tileopt_report_end(ctx, model, a->out) == TILEOPT_OK, same_files = true;
+    if (ended && predicted_files) {
+        char *files = output_data_files(ctx);
+        same_files = files && strcmp(files, predicted_files) == 0;
+        free(files);
+    }
+    free(predicted_files);
+    if (!ended) {
         if (!a->report) { /* nothing to summarize from */
             fprintf(stderr, "tileopt: warning: %s (no summary)\n", tileopt_ctx_errmsg(ctx));
             goto done;
         }
         fprintf(stderr, "tileopt: warning: %s (the report states the predicted output size)\n",
                 tileopt_ctx_errmsg(ctx));
-    } else if (file_report && output_file_bytes(ctx) != predicted &&
+    } else if (file_report && (output_file_bytes(ctx) != predicted || !same_files) &&
                tileopt_report_save(ctx, a->report) != TILEOPT_OK) {
         fprintf(stderr, "tileopt: warning: %s (it states the predicted output size)\n",
                 tileopt_ctx_errmsg(ctx));
@@ -409,6 +460,8 @@ static int take_option(void *user, const cli_option *o, const char *value) {
     case ID_INFER_SHAPES: a->infer_shapes = true; break;
     case ID_QUIET: a->quiet = true; break;
     case ID_TARGET_OPSET: a->target_asked = true; break;
+    case ID_MAX_EVAL_BYTES: a->eval_bytes_asked = true; break;
+    case ID_DATA_NAME: a->data_name_asked = true; break;
     case ID_VERIFY_INPUTS: a->verify = true; break;
     case ID_VERIFY:
         if (value && strcmp(value, "strict") != 0)
@@ -466,6 +519,9 @@ static int run_optimize(tileopt_ctx *ctx, opt_cmd *c) {
     if (batch) {
         if (a.report && strcmp(a.report, "-") == 0)
             return tool_error(EXIT_USAGE, "--report - writes one report: a batch needs a folder");
+        if (a.data_name_asked)
+            return tool_error(EXIT_USAGE, "--data-name names one model's data file: a batch "
+                              "writes OUT.data beside each OUT");
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         /* --html names a folder in a batch: each model's page goes below it */
         const char *html_dir = a.html;

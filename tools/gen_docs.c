@@ -77,7 +77,8 @@ static void man(void) {
     roff(cli_sizes_text);
     puts("\n.SH EXIT STATUS");
     roff(cli_exit_text);
-    puts("\n.SH SEE ALSO\nThe README of the tileopt source tree; the report's keys: "
+    puts("\n.SH SEE ALSO\nThe README of the tileopt source tree and docs/cli.md, the full "
+         "reference of the command line; the report's keys: "
          "tests/report.schema.json.");
 }
 

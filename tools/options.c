@@ -42,8 +42,8 @@ const cli_command cli_commands[] = {
 const size_t cli_command_count = sizeof cli_commands / sizeof *cli_commands;
 
 #define OPT CMD_OPTIMIZE
-#define LIMIT(name, value, lib, help) \
-    {ID_LIMIT, CMD_EVERY, name, NULL, NULL, value, ARG_REQUIRED, lib, SECTION_LIMITS, COMPLETE_NOTHING, \
+#define LIMIT(id, name, value, lib, help) \
+    {id, CMD_EVERY, name, NULL, NULL, value, ARG_REQUIRED, lib, SECTION_LIMITS, COMPLETE_NOTHING, \
      NULL, help}
 
 const cli_option cli_options[] = {
@@ -62,8 +62,9 @@ const cli_option cli_options[] = {
      "(default: all)"},
     {ID_PASSES, OPT, "--passes", NULL, NULL, "LIST", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_WORDS,
      "upgrade fold fuse gqa none",
-     "passes in order, comma-separated, from upgrade, fold, fuse, gqa, or none (load and "
-     "save only) (default upgrade,fold,fuse,gqa)"},
+     "passes in order, comma-separated, or none (load and save only); an unknown name "
+     "lists them all (default: every pass, in the order upgrade, fold, fuse, gqa, then "
+     "the simplifications eliminate_* and fuse_*)"},
     {ID_TARGET_OPSET, OPT, "--target-opset", NULL, NULL, "N", ARG_REQUIRED, "target-opset", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "the opset upgrade converts to, 1 to 26, up or down (default: the model's own from "
@@ -74,11 +75,11 @@ const cli_option cli_options[] = {
      "out)"},
     {ID_FOLD_SCOPE, OPT, "--fold-scope", NULL, NULL, "tile|all", ARG_REQUIRED, "fold-scope", SECTION_COMMAND,
      COMPLETE_WORDS, "tile all",
-     "fold Tiles and what feeds them, or every constant node (default tile)"},
+     "fold Tiles and what feeds them, or every constant node (default all)"},
     {ID_FOLD_LIMIT, OPT, "--fold-limit", NULL, NULL, "SIZE", ARG_REQUIRED, "fold-limit", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
-     "most bytes one fold may add to the model, outputs less the constants that go with it "
-     "(default 1M)"},
+     "most bytes one fold may add to the model, what it writes less what goes with it "
+     "(default 0: never grow)"},
     {ID_FOLD_MAX_GROWTH, OPT, "--fold-max-growth", NULL, NULL, "K", ARG_REQUIRED, "fold-max-growth",
      SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "also refuse outputs over K times their constant inputs (default 0: off)"},
@@ -108,6 +109,11 @@ const cli_option cli_options[] = {
      "runs)"},
     {ID_SEED, OPT, "--seed", NULL, NULL, "N", ARG_REQUIRED, "seed", SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "seed of verify's random inputs (default 1)"},
+    {ID_DATA_NAME, OPT, "--data-name", NULL, NULL, "NAME", ARG_REQUIRED, "data-name",
+     SECTION_COMMAND, COMPLETE_NOTHING, NULL,
+     "the external data file written beside OUT, when OUT needs one (default: OUT's name "
+     "and .data; one an earlier run to OUT wrote is replaced, any other file of that name "
+     "refused)"},
     {ID_REPORT, OPT, "--report", NULL, NULL, "FILE|DIR|-", ARG_REQUIRED, NULL, SECTION_COMMAND,
      COMPLETE_FILE, "*.json",
      "write the JSON report to FILE, or to stdout (-: the summary then goes to stderr); "
@@ -136,14 +142,15 @@ const cli_option cli_options[] = {
      "array) (default: text)"},
     {ID_ALL, CMD_INSPECT, "--all", NULL, NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "list every Tile (default: the first 10)"},
-    LIMIT("--max-tensor-bytes", "SIZE", "max-tensor-bytes",
+    LIMIT(ID_LIMIT, "--max-tensor-bytes", "SIZE", "max-tensor-bytes",
           "bytes one evaluated or loaded tensor may take (default 4G)"),
-    LIMIT("--max-eval-bytes", "SIZE", "max-eval-bytes",
-          "bytes all live evaluator tensors may take (default 8G)"),
-    LIMIT("--max-eval-steps", "N", "max-eval-steps",
+    LIMIT(ID_MAX_EVAL_BYTES, "--max-eval-bytes", "SIZE", "max-eval-bytes",
+          "bytes all live evaluator tensors may take (default: a quarter of the memory, or "
+          "of the cgroup's limit, shared among a batch's -j workers; at least 256M)"),
+    LIMIT(ID_LIMIT, "--max-eval-steps", "N", "max-eval-steps",
           "nodes run plus Loop iterations in one evaluation (default 4194304; 0: no limit)"),
-    LIMIT("--max-depth", "N", "max-depth", "subgraph nesting depth, 1 to 256 (default 64)"),
-    LIMIT("--max-rank", "N", "max-rank", "tensor rank (default 64)"),
+    LIMIT(ID_LIMIT, "--max-depth", "N", "max-depth", "subgraph nesting depth, 1 to 256 (default 64)"),
+    LIMIT(ID_LIMIT, "--max-rank", "N", "max-rank", "tensor rank (default 64)"),
 };
 const size_t cli_option_count = sizeof cli_options / sizeof *cli_options;
 

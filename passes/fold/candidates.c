@@ -7,11 +7,9 @@
 #include "graph/const.h"
 #include "passes/fold/fold_impl.h"
 
-/* Ops whose value differs from run to run, and ops that make sequences and
-** optionals (an initializer holds a tensor only): never folded. */
+/* Ops whose value differs from run to run (op_random), and ops that make
+** sequences and optionals (an initializer holds a tensor only): never folded. */
 static const op_id never_fold[] = {
-    OP_RandomNormal, OP_RandomNormalLike, OP_RandomUniform, OP_RandomUniformLike,
-    OP_Multinomial, OP_Bernoulli,
     OP_Optional, OP_SequenceConstruct, OP_SequenceEmpty, OP_SequenceErase, OP_SequenceInsert,
     OP_SplitToSequence,
 };
@@ -19,7 +17,7 @@ static const op_id never_fold[] = {
 static bool never_folds(op_id op) {
     for (size_t i = 0; i < countof(never_fold); i++)
         if (op == never_fold[i]) return true;
-    return false;
+    return op_random(op);
 }
 
 static uint8_t input_state(fold_graph *f, int32_t node, size_t slot) {
@@ -137,7 +135,9 @@ static void scope_reach(fold_graph *f, const graph_value *v, int32_t *stack, uin
 int fd_phase_scope(fold_graph *f) {
     graph *g = f->g;
     if (f->pc->opt->fold_scope_all) {
-        for (uint32_t i = 0; i < f->nn; i++) f->node[i].scope = f->node[i].maybe;
+        /* Tiles too: their rewrites need no constant input */
+        for (uint32_t i = 0; i < f->nn; i++)
+            f->node[i].scope = f->node[i].maybe || f->node[i].op == OP_Tile;
         return TILEOPT_OK;
     }
     int32_t *stack = malloc((f->nn ? f->nn : 1) * sizeof *stack);

@@ -114,16 +114,29 @@ static void settle_chains(fold_graph *f) {
     for (uint32_t k = f->count; k-- > 0;) {
         int32_t idx = f->order[k];
         if (f->node[idx].transient != TR_KEPT || graph_node_removed(f->g, idx)) continue;
+        fold_node *fn = &f->node[idx];
         if (!readers_gone(f, idx)) {
-            json_w *a = pass_skip(f->pc, f->g, idx, "outputs over --fold-limit %" PRIu64
-                                 ", and not every reader folded", f->pc->opt->fold_limit);
-            if (a) json_put_str(a, "rule", "fold-limit");
+            json_w *a = pass_skip(f->pc, f->g, idx, "folding it alone would grow the file "
+                                 "(--fold-limit %" PRIu64 "), and not every reader of its "
+                                 "outputs folded", f->pc->opt->fold_limit);
+            if (a) {
+                json_put_num(a, "bytes_before", (double)fn->in_bytes);
+                json_put_num(a, "bytes_after", (double)fn->out_bytes);
+                json_put_str(a, "rule", "fold-limit");
+            }
             continue;
         }
-        f->node[idx].transient = TR_GONE;
-        f->node[idx].folded = true;
+        fn->transient = TR_GONE;
+        fn->folded = true;
+        /* never written: its readers' folds freed what it held */
         json_w *a = pass_action(f->pc, f->g, idx, "folded");
-        if (a) json_put_str(a, "rule", "inside a constant chain");
+        if (a) {
+            json_put_str(a, "rule", "inside a constant chain");
+            json_put_num(a, "bytes_before", (double)fn->in_bytes);
+            json_put_num(a, "bytes_after", (double)fn->out_bytes);
+            json_put_num(a, "bytes_written", 0);
+            json_put_num(a, "bytes_freed", (double)fn->freed);
+        }
     }
 }
 

@@ -34,7 +34,9 @@ typedef struct fold_value {
     bool partial;            /* a shape known in part (by shape inference), no tensor */
     bool needed;             /* a reader did not fold, or a subgraph reads it */
     bool fold_out;           /* output of a folded node */
+    bool held_known;         /* held is set (else read from the graph) */
     int32_t remaining;       /* input slots still to be looked at */
+    uint64_t held;           /* bytes of the file that go with it (fd_held_bytes) */
 } fold_value;
 
 typedef struct fold_node {
@@ -46,6 +48,7 @@ typedef struct fold_node {
     bool folded;
     uint8_t transient;       /* evaluated over the size budget for readers that may
                              ** fold (TR_*) */
+    uint64_t in_bytes, out_bytes, freed; /* a transient's, for its report */
 } fold_node;
 
 typedef struct fold_graph {
@@ -87,6 +90,16 @@ const shape_value *fd_known_by_inference(fold_graph *f, int32_t idx);
 int fd_inferred_tensor(fold_graph *f, int32_t idx, tensor **out);
 /* May input i of op be a partial shape? Only where the op moves entries. */
 bool fd_partial_ok(op_id op, size_t i);
+/* The size policy's accounts: the bytes of the file that go when the last
+** reader of value vi folds (an initializer's entry, what a fold wrote for
+** it, what a chain intermediate's node frees; none for an initializer that is
+** also a graph input, which stays); what making a value called name a new
+** initializer writes (its entry, the graph input listing it below IR 4, and
+** the Identity that keeps a graph output's name). */
+uint64_t fd_held_bytes(fold_graph *f, int32_t vi);
+void fd_set_held(fold_graph *f, int32_t vi, uint64_t bytes);
+uint64_t fd_new_const_bytes(fold_graph *f, const char *name, int32_t elem, const int64_t *dims,
+                            size_t rank, uint64_t nbytes, bool graph_output);
 
 /* ---------------------------------------------------------------- the sweep */
 

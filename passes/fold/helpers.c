@@ -159,3 +159,41 @@ bool fd_partial_ok(op_id op, size_t i) {
     return op == OP_Gather || op == OP_Slice || op == OP_Unsqueeze || op == OP_Squeeze ||
            op == OP_Identity;
 }
+
+/* ------------------------------------------------------------ size policy */
+
+uint64_t fd_held_bytes(fold_graph *f, int32_t vi) {
+    if (f->v[vi].held_known) return f->v[vi].held;
+    const graph_value *v = &f->g->values[vi];
+    if (v->outer >= 0 || v->initializer < 0) return 0;
+    uint64_t b = graph_initializer_bytes(f->g->pb->initializer[v->initializer]);
+    if (v->input < 0) return b;
+    /* a graph input stays, but below IR 4 every initializer of the main graph
+    ** is listed as one, and that listing goes with it (graph_commit) */
+    if (f->g->parent || f->g->model->pb->ir_version >= 4) return 0;
+    return b + graph_value_info_bytes(f->g->pb->input[v->input]);
+}
+
+void fd_set_held(fold_graph *f, int32_t vi, uint64_t bytes) {
+    f->v[vi].held = bytes;
+    f->v[vi].held_known = true;
+}
+
+/* The digits of the suffix graph_unique_name may give a new name (name_N,
+** N a counter of the whole run): counted at their widest, never at the
+** counter's value now, so a second run over the output decides as the first
+** did (a fold at the margin would otherwise go through once the counter is
+** short again). */
+#define NAME_SUFFIX_DIGITS 10
+
+uint64_t fd_new_const_bytes(fold_graph *f, const char *name, int32_t elem, const int64_t *dims,
+                            size_t rank, uint64_t nbytes, bool graph_output) {
+    size_t len = strlen(name) + 1 + NAME_SUFFIX_DIGITS;
+    uint64_t b = graph_new_initializer_bytes(len, elem, dims, rank, nbytes);
+    /* below IR 4 it is listed as a graph input too: name, element type and
+    ** dims, each field with its tag and length (at most 12 bytes a dim) */
+    if (f->g->model->pb->ir_version < 4) b += len + 16 + 12 * (uint64_t)rank;
+    /* Identity(name_N) -> name: op_type, both names, tags and lengths */
+    if (graph_output) b += 2 * (uint64_t)len + 20;
+    return b;
+}

@@ -65,51 +65,69 @@ static bool predicted_bytes(fold_graph *f, int32_t idx, size_t o, uint64_t *byte
     return true;
 }
 
-/* The node stays: its outputs take (or, predicted, would take) `bytes`, which
-** less the `freed` bytes of the constants that would go with it is more than
-** --fold-limit. */
+/*
+** The size policy: a fold may add at most --fold-limit bytes to the file
+** (default 0: never grows it). What it adds is what it writes (its outputs as
+** initializers, a graph output's Identity) less what it removes (the node
+** itself and the constants nobody else reads). A constant of an enclosing graph
+** stays for the other readers there, so a copy folded into each branch of an
+** If counts once per branch; a generated weight (ConstantOfShape, Range, a Tile
+** of a small constant) writes far more than it removes, and stays generated.
+*/
+static bool over_budget(const pass_options *opt, uint64_t written, uint64_t freed) {
+    return written > freed && written - freed > opt->fold_limit;
+}
+
+/* The node stays: it would write `written` bytes and remove `freed`. */
 static void skip_over_limit(pass_ctx *pc, graph *g, int32_t idx, const char *verb,
-                            uint64_t in_bytes, uint64_t bytes, uint64_t freed) {
-    json_w *a = pass_skip(pc, g, idx, "outputs %s %" PRIu64 " bytes and free %" PRIu64
-                         ": %" PRIu64 " more, over --fold-limit %" PRIu64, verb, bytes, freed,
-                         bytes - freed, pc->opt->fold_limit);
+                            uint64_t in_bytes, uint64_t out_bytes, uint64_t written,
+                            uint64_t freed) {
+    json_w *a = pass_skip(pc, g, idx, "folding %s write %" PRIu64 " bytes and remove %" PRIu64
+                         ": the file would grow by %" PRIu64 ", over --fold-limit %" PRIu64
+                         "%s", verb, written, freed, written - freed, pc->opt->fold_limit,
+                         freed < in_bytes ? " (constants read elsewhere stay)" : "");
     if (!a) return;
     json_put_num(a, "bytes_before", (double)in_bytes);
-    json_put_num(a, "bytes_after", (double)bytes);
+    json_put_num(a, "bytes_after", (double)out_bytes);
+    json_put_num(a, "bytes_written", (double)written);
     json_put_num(a, "bytes_freed", (double)freed);
     json_put_str(a, "rule", "fold-limit");
 }
 
-/* Whether folding adds more than --fold-limit bytes: the outputs against the
-** constants that go away with the node (a Transpose of a weight adds none). */
-static bool over_budget(const pass_options *opt, uint64_t bytes, uint64_t freed) {
-    return bytes > freed && bytes - freed > opt->fold_limit;
-}
-
-/* Bytes of the constant inputs that go away when n folds: values of this graph
-** (initializers, Constant or folded outputs) that n alone reads, that no graph
-** output or subgraph needs. */
+/* Bytes node idx frees when it folds: its own entry, and what the file holds
+** of the constant inputs that go with it: values of this graph (initializers,
+** Constant or folded outputs) that n alone reads, that no graph output or
+** subgraph needs. */
 static uint64_t freed_bytes(fold_graph *f, int32_t node, tensor *const *in) {
     const Onnx__NodeProto *n = graph_node(f->g, node);
-    uint64_t b = 0;
+    uint64_t b = graph_node_bytes(n);
     for (size_t i = 0; i < n->n_input; i++) {
         int32_t vi = in[i] ? fd_vin(f, node, i) : -1;
         if (vi < 0 || (uint32_t)vi >= f->nv0) continue;
         const graph_value *v = &f->g->values[vi];
+        /* the value's own uses, not a scan of n's inputs: a Concat of N
+        ** constants would otherwise cost N^2 name comparisons */
         int32_t slots = 0;
         bool again = false;
-        for (size_t j = 0; j < n->n_input; j++) {
-            const char *o = graph_node_input(n, j);
-            if (!o || strcmp(o, v->name) != 0) continue;
+        for (uint32_t u = 0; u < v->n_uses; u++) {
+            if (v->uses[u].node != node || v->uses[u].input < 0) continue;
             slots++;
-            again = again || j < i;
+            again = again || (size_t)v->uses[u].input < i;
         }
         if (again || v->outer >= 0 || v->output >= 0 || f->v[vi].needed ||
             f->v[vi].remaining != slots)
             continue;
-        b += tensor_nbytes(in[i]);
+        b += fd_held_bytes(f, vi);
     }
     return b;
+}
+
+/* What making output o of node idx an initializer writes for data of nbytes. */
+static uint64_t written_bytes(fold_graph *f, int32_t idx, size_t o, const tensor *t) {
+    const char *name = graph_node(f->g, idx)->output[o];
+    const graph_value *v = graph_node_out(f->g, idx, o);
+    return fd_new_const_bytes(f, name, t->elem, t->dims, (size_t)t->rank, tensor_nbytes(t),
+                              v && v->output >= 0);
 }
 
 /* Some reader of n's outputs is a node of this sweep that may fold: a chain
@@ -280,9 +298,9 @@ static int fold_by_evaluator(fold_graph *f, fold_try *t, bool *go) {
                            graph_node_id(g, idx), t->n->op_type, t->n->output[o]);
         predicted += b;
     }
-    t->chain = chain_possible(f, idx);
+    /* the data alone is a lower bound of what the fold would write */
     if (over_budget(opt, predicted, t->freed) && !t->chain) {
-        skip_over_limit(pc, g, idx, "would take", t->in_bytes, predicted, t->freed);
+        skip_over_limit(pc, g, idx, "would", t->in_bytes, predicted, predicted, t->freed);
         return TILEOPT_OK;
     }
     /* no tensor of the evaluation may outgrow what the fold may keep or the
@@ -322,6 +340,7 @@ static int fold_by_evaluator(fold_graph *f, fold_try *t, bool *go) {
 /* Evaluate: the outputs, from shape inference where it knows them. */
 static int fold_evaluate(fold_graph *f, fold_try *t, bool *go) {
     *go = true;
+    t->chain = chain_possible(f, t->idx);
     if (t->inferred) {
         t->rule = "known by shape inference";
         return fd_inferred_tensor(f, t->idx, &t->outs[0]);
@@ -347,8 +366,9 @@ static void fold_record(fold_graph *f, fold_try *t, bool *done) {
     graph *g = f->g;
     const pass_options *opt = pc->opt;
     int32_t idx = t->idx;
-    /* a partial shape counts the bytes it would take as a tensor */
-    uint64_t out_bytes = 0;
+    /* a partial shape counts the bytes it would take as a tensor, and is
+    ** never written */
+    uint64_t out_bytes = 0, written = 0;
     for (size_t o = 0; o < t->n_out; o++) {
         int32_t vi = t->partial_out ? fd_vout(f, idx, o) : -1;
         if (vi >= 0) out_bytes += partial_bytes(f, vi);
@@ -356,10 +376,11 @@ static void fold_record(fold_graph *f, fold_try *t, bool *done) {
         if (!t->outs[o]) return; /* Shape/Size of an unknown type */
         if (t->outs[o]->kind != EVAL_TENSOR) return; /* Identity of a sequence, say */
         out_bytes += tensor_nbytes(t->outs[o]);
+        if (t->n->output[o][0]) written += written_bytes(f, idx, o, t->outs[o]);
     }
-    bool over = over_budget(opt, out_bytes, t->freed);
+    bool over = over_budget(opt, written, t->freed);
     if (over && !t->chain) {
-        skip_over_limit(pc, g, idx, "take", t->in_bytes, out_bytes, t->freed);
+        skip_over_limit(pc, g, idx, "would", t->in_bytes, out_bytes, written, t->freed);
         return;
     }
     if (!over && opt->fold_max_growth > 0 && out_bytes > FOLD_GROWTH_FLOOR &&
@@ -384,9 +405,19 @@ static void fold_record(fold_graph *f, fold_try *t, bool *done) {
             f->v[vi].val = t->outs[o];
             f->v[vi].partial = t->partial_out;
             f->v[vi].fold_out = false;
+            /* a chain intermediate is never written: a reader that folds
+            ** frees what this node frees when it goes (one output only, or
+            ** a reader of one output would count what the others keep) */
+            fd_set_held(f, vi, over && t->n_out == 1 ? t->freed : 0);
             t->outs[o] = NULL;
         }
-        if (over) f->node[idx].transient = TR_KEPT;
+        if (over) {
+            fold_node *fn = &f->node[idx];
+            fn->transient = TR_KEPT;
+            fn->in_bytes = t->in_bytes;
+            fn->out_bytes = out_bytes;
+            fn->freed = t->freed;
+        }
         return;
     }
     for (size_t o = 0; o < t->n_out; o++) {
@@ -394,6 +425,7 @@ static void fold_record(fold_graph *f, fold_try *t, bool *done) {
         if (vi < 0) continue;
         f->v[vi].val = t->outs[o];
         f->v[vi].fold_out = true;
+        fd_set_held(f, vi, t->n->output[o][0] ? written_bytes(f, idx, o, t->outs[o]) : 0);
         t->outs[o] = NULL;
     }
     f->node[idx].folded = true;
@@ -403,6 +435,8 @@ static void fold_record(fold_graph *f, fold_try *t, bool *done) {
         json_put_str(a, "rule", t->rule);
         json_put_num(a, "bytes_before", (double)t->in_bytes);
         json_put_num(a, "bytes_after", (double)out_bytes);
+        json_put_num(a, "bytes_written", (double)written);
+        json_put_num(a, "bytes_freed", (double)t->freed);
         int32_t v0 = fd_vout(f, idx, 0);
         if (v0 >= 0 && f->v[v0].val) add_shape(a, "output_shape", f->v[v0].val);
         int64_t rep[TENSOR_MAX_RANK];

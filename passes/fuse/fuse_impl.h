@@ -26,12 +26,13 @@
 ** Rule 5 (a Tile left over size-1 axes -> Expand) applies only where ONNX
 ** Runtime runs the Expand no slower. Measured with its profiler (ORT 1.30, one
 ** thread, bench/bench_fuse.py cases expand and expand_inner, and the shapes in
-** README), Expand is 1.2-11x faster when the innermost axis alone repeats a
-** size-1 axis 16 or more times ([N,1] x [1,r]: ORT's Tile then copies element
-** by element), but 0.4-1.0x for fewer repeats ([8192,1] x [1,2]), for an outer
-** axis repeated too ([1,64,1,1] x [8,1,56,56], the bias shape) and for repeats
-** of outer axes only ([1,2048] x [256,1], which ORT's Tile does with memcpy).
-** For tileopt's evaluator and any runtime with stride-0 views Expand is free.
+** docs/passes.md), Expand is 1.2-11x faster when the innermost axis alone
+** repeats a size-1 axis 16 or more times ([N,1] x [1,r]: ORT's Tile then copies
+** element by element), but 0.4-1.0x for fewer repeats ([8192,1] x [1,2]), for
+** an outer axis repeated too ([1,64,1,1] x [8,1,56,56], the bias shape) and for
+** repeats of outer axes only ([1,2048] x [256,1], which ORT's Tile does with
+** memcpy). For tileopt's evaluator and any runtime with stride-0 views Expand is
+** free.
 ** -DFUSE_RULE5=0 turns the rule off.
 */
 #define FUSE_EXPAND_MIN_REPEATS 16

@@ -217,6 +217,61 @@ const char *gq_shape(gq_sizes *z, const int64_t *spec, int n) {
     return o;
 }
 
+/* ------------------------------------------------------------ dispatch */
+
+const char gq_dispatch_doc[] =
+    "tileopt gqa: grouped-query attention in the folded form for few query rows, the "
+    "export's repeated K/V heads for many";
+
+const char *gq_fold_cond(gq_sizes *z) {
+    int64_t max = GQA_FOLD_MAX_ROWS;
+    const char *ins[2] = {size_tensor(z, GQ_GROUP_ROWS), gq_ints(z->e, "gqa_max_rows", &max, 1)};
+    return gq_node(z->e, "LessOrEqual", "fold_rows", ins, 2, NULL, NULL);
+}
+
+static int by_index(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int gq_dispatch(gq_emit *e, const char *cond, uint32_t first, const char *fold_out,
+                const int32_t *orig, int n_orig, const char *orig_out, const char *out,
+                int32_t elem) {
+    if (e->rc) return e->rc;
+    graph *g = e->g;
+    uint32_t last = graph_n_nodes(g);
+    size_t n_fold = last - first;
+    int32_t *fold = malloc((n_fold + (size_t)n_orig + 1) * sizeof *fold);
+    if (!fold) return e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+    int32_t *rest = fold + n_fold;
+    for (size_t i = 0; i < n_fold; i++) {
+        fold[i] = (int32_t)(first + i);
+        graph_remove_node(g, fold[i]);
+    }
+    /* the export's nodes in the graph's order, which the last commit sorted */
+    memcpy(rest, orig, (size_t)n_orig * sizeof *orig);
+    qsort(rest, (size_t)n_orig, sizeof *rest, by_index);
+    Onnx__NodeProto *ifn = NULL;
+    gq_node(e, "If", "dispatch", &cond, 1, out, &ifn);
+    int32_t at = (int32_t)graph_n_nodes(g) - 1;
+    Onnx__GraphProto *then = NULL, *els = NULL;
+    if (!e->rc) {
+        then = graph_subgraph_of_copies(g, at, fold, n_fold, fold_out, elem, "gqa_folded",
+                                        e->pc->err);
+        els = then ? graph_subgraph_of_copies(g, at, rest, (size_t)n_orig, orig_out, elem,
+                                              "gqa_repeated", e->pc->err)
+                   : NULL;
+        if (!els) e->rc = e->pc->err->code ? e->pc->err->code : TILEOPT_NOMEM;
+    }
+    free(fold);
+    if (e->rc) return e->rc;
+    if (graph_node_set_attr_graph(g, ifn, "then_branch", then) ||
+        graph_node_set_attr_graph(g, ifn, "else_branch", els) ||
+        !(ifn->doc_string = graph_strdup(g, gq_dispatch_doc)))
+        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+    return e->rc;
+}
+
 const char *gq_order_text(const gq_repeat *r) {
     return r->kv == 1     ? "one K/V head"
            : r->kv_major ? "kv-major (query head h reads K/V head h div n)"

@@ -25,14 +25,26 @@
 ** tensor (heads.c); an n-major one regroups the queries, and the whole
 ** attention between the MatMuls moves to the folded layout (region.c). Every
 ** fact is proven from shapes and the Shape subgraphs that made them
-** (repeat.c); what does not fit is left with its reason.
+** (repeat.c); what does not fit is left with its reason. The folded form wins
+** only for few query rows (GQA_FOLD_MAX_ROWS): with more the export's form
+** stays, picked at run time by an If where the query length is a named dim.
 */
 #include <stdlib.h>
+#include <string.h>
 
 #include "passes/gqa/gqa_impl.h"
 #include "shape/infer.h"
 
+/* The else branch of an If this pass made: the export's form, kept for many
+** query rows, stays as it is. */
+static bool kept_for_many_rows(graph *g) {
+    if (!g->parent || strcmp(g->parent_attr, "else_branch") != 0) return false;
+    const Onnx__NodeProto *n = graph_node(g->parent, g->parent_node);
+    return op_of(n) == OP_If && n->doc_string && strcmp(n->doc_string, gq_dispatch_doc) == 0;
+}
+
 static int gqa_graph(pass_ctx *pc, graph *g) {
+    if (kept_for_many_rows(g)) return TILEOPT_OK;
     uint32_t n0 = graph_n_nodes(g);
     /* the probabilities' MatMul of an n-major region found (rewritten or not) */
     bool *second = calloc(n0 ? n0 : 1, sizeof *second);

@@ -19,6 +19,21 @@
 #define GQA_RANK 4
 /* Layout ops followed from a repeat to the MatMul that reads it. */
 #define GQA_MAX_TRANSPOSES 4
+/*
+** The folded form's rows per MatMul (n query heads times the query rows) up to
+** which it beats the export's repeat. Past them its one product per group
+** loses to the export's per-head products: each pass over the folded queries
+** no longer stays in the cache (ONNX Runtime 1.30, 1 thread, Llama-3-8B heads
+** 32/8/128 and Gemma's 8/1/256, attention time folded against the export's:
+** over a cache of 4096, 3.5x and 6x at one query, 1.3x at 128, 1.1x at 256;
+** Gemma at 512 queries over 1024 keys 0.81x, Llama 1.03x; prefill of 2048,
+** 0.77 to 0.87x). Where the rows are known the rewrite is made or not; where
+** they are a named dim an If picks the form at run time.
+*/
+#define GQA_FOLD_MAX_ROWS 1024
+/* The doc_string of that If: the export's form in its else branch is left to
+** run as it is, not rewritten again. */
+extern const char gq_dispatch_doc[];
 
 /* ---------------------------------------------------------------- dims */
 
@@ -134,6 +149,17 @@ typedef struct gq_sizes {
 } gq_sizes;
 /* A 1-D shape of n entries, each a number or one of GQ_*. */
 const char *gq_shape(gq_sizes *z, const int64_t *spec, int n);
+
+/* The 1-element condition that the folded form runs: n * rows <= GQA_FOLD_MAX_ROWS,
+** rows read at run time. */
+const char *gq_fold_cond(gq_sizes *z);
+/* One If writing out, a tensor of element type elem: the nodes g made from
+** node `first` on (the folded form, writing fold_out, removed from g) run when
+** cond holds, copies of the export's nodes orig (writing orig_out; left to the
+** caller) otherwise. */
+int gq_dispatch(gq_emit *e, const char *cond, uint32_t first, const char *fold_out,
+                const int32_t *orig, int n_orig, const char *orig_out, const char *out,
+                int32_t elem);
 
 /* Bytes of a tensor type: a number, or a formula in its named dims ("" when
 ** not known). */

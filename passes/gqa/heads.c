@@ -15,6 +15,10 @@
 **
 ** A scalar scale right after the MatMul moves before the Reshape, where ONNX
 ** Runtime fuses it into the MatMul as it did in the export.
+**
+** Past GQA_FOLD_MAX_ROWS folded rows the export's form is faster: with the
+** rows known the MatMul is left, with them named an If runs the folded form or
+** a copy of the export's repeat and MatMul (the scale too) by the rows it gets.
 */
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +58,9 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
         *why = "the repeated tensor is read elsewhere too";
     } else if (graph_opset(g->model, "") < 14) {
         *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
+    } else if (gq_num(ta, 2) >= 0 && gq_num(ta, 2) * r->n > GQA_FOLD_MAX_ROWS) {
+        *why = "many query rows: the folded form's one product per group is slower there "
+               "than the export's products per head";
     }
     if (*why) return TILEOPT_OK;
 
@@ -61,6 +68,11 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
     gq_sizes z = {&e, a, r->src, gq_source_axis(o, 2), gq_source_axis(o, 3),
                   gq_num(ta, 0), gq_num(ta, 2), gq_num(ta, 3), gq_num(ty, 3), r->n, {NULL}};
     int32_t scale = scalar_scale(g, out);
+    /* what the types say is read now: new values may move the index's entries */
+    int32_t elem = ta->elem;
+    /* rows a named dim: the form is picked at run time */
+    const char *cond = gq_num(ta, 2) < 0 ? gq_fold_cond(&z) : NULL;
+    uint32_t first = graph_n_nodes(g);
     const char *ag =
         gq_reshape(&e, a, gq_shape(&z, (int64_t[]){GQ_BATCH, r->kv, GQ_GROUP_ROWS, GQ_INNER}, 4),
                    NULL);
@@ -80,6 +92,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
     char bytes[160];
     gq_bytes_text(g, gq_type_of(g, r->out), bytes, sizeof bytes);
     json_put_str(act, "bytes_not_materialized", bytes[0] ? bytes : "unknown");
+    if (cond) json_put_num(act, "folded_up_to_rows", GQA_FOLD_MAX_ROWS);
     /* the last node goes first, so its output name is free for the Reshape:
     ** every name keeps its meaning, graph outputs included */
     const char *keep = out;
@@ -91,7 +104,18 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
         graph_remove_node(g, scale);
     }
     graph_remove_node(g, m);
-    gq_reshape(&e, y, back, keep);
+    if (!cond) {
+        gq_reshape(&e, y, back, keep);
+    } else {
+        int32_t orig[GQA_MAX_TRANSPOSES + 6];
+        int n_orig = 0;
+        for (int i = 0; i < r->n_nodes; i++) orig[n_orig++] = r->nodes[i];
+        for (int i = 0; i < o->n_layout; i++) orig[n_orig++] = o->layout[i];
+        orig[n_orig++] = m;
+        if (scale >= 0) orig[n_orig++] = scale;
+        gq_dispatch(&e, cond, first, gq_reshape(&e, y, back, NULL), orig, n_orig, keep, keep,
+                    elem);
+    }
     if (e.rc) return e.rc;
     gq_drop_repeat(pc, g, o);
     pc->changed = true;

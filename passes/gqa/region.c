@@ -7,6 +7,8 @@
 ** operand of theirs that varies along the query rows (a mask) reads a
 ** [B,kv,n,Sq,S] view of them. That needs the whole region: both MatMuls, and
 ** ops between them that no one else reads and that treat every head alike.
+** Past GQA_FOLD_MAX_ROWS folded rows the region is left, or, with the rows a
+** named dim, an If runs the folded region or a copy of the export's.
 */
 #include <stdio.h>
 #include <string.h>
@@ -165,6 +167,11 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
         *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
         return false;
     }
+    if (gq_num(tq, 2) >= 0 && gq_num(tq, 2) * rg->n > GQA_FOLD_MAX_ROWS) {
+        *why = "many query rows: the folded form's one product per group is slower there "
+               "than the export's products per head";
+        return false;
+    }
     const Onnx__NodeProto *m2 = graph_node(g, rg->mm2);
     const char *vop = graph_node_input(m2, 1);
     const char *vwhy = gq_operand_of(g, vop, &rg->v);
@@ -197,7 +204,7 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
 }
 
 
-static void record(pass_ctx *pc, graph *g, const region *rg) {
+static void record(pass_ctx *pc, graph *g, const region *rg, bool dispatch) {
     json_w *a = pass_action(pc, g, rg->mm2, "rewritten");
     json_put_str(a, "rule", "grouped-query attention: query heads grouped on their K/V head");
     json_put_num(a, "heads", (double)rg->heads);
@@ -212,6 +219,7 @@ static void record(pass_ctx *pc, graph *g, const region *rg) {
     json_put_str(a, "k_bytes_not_materialized", kb[0] ? kb : "unknown");
     json_put_str(a, "v_bytes_not_materialized", vb[0] ? vb : "unknown");
     json_put_str(a, "scores_matmul", graph_node_id(g, rg->mm1));
+    if (dispatch) json_put_num(a, "folded_up_to_rows", GQA_FOLD_MAX_ROWS);
     for (int i = -1; i < rg->n_chain; i++) {
         int32_t id = i < 0 ? rg->mm1 : rg->chain[i];
         json_w *b = pass_action(pc, g, id, "rewritten");
@@ -227,10 +235,15 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     gq_emit e = {pc, g, rg->mm2, graph_opset(g->model, ""), 0};
     const char *q = graph_node_input(m1, 0), *out = m2->output[0];
     int64_t kv = rg->kv, n = rg->n, H = rg->heads, D = rg->head_size;
-    const char *kx = gq_relayout(&e, &rg->k);
     const graph_type *tq = gq_type_of(g, q), *ts = gq_type_of(g, m1->output[0]);
     gq_sizes z = {&e, q, rg->k.r.src, gq_source_axis(&rg->k, 2), gq_source_axis(&rg->k, 3),
                   gq_num(tq, 0), gq_num(tq, 2), D, gq_num(ts, 3), n, {NULL}};
+    /* what the types say is read now: new values may move the index's entries */
+    int32_t elem = tq->elem;
+    /* rows a named dim: the form is picked at run time */
+    const char *cond = gq_num(tq, 2) < 0 ? gq_fold_cond(&z) : NULL;
+    uint32_t first = graph_n_nodes(g);
+    const char *kx = gq_relayout(&e, &rg->k);
     /* Q [B,H,Sq,D], head h = j*kv + g -> [B,kv,n*Sq,D], rows (j, Sq) of group g */
     const char *q5 =
         gq_reshape(&e, q, gq_shape(&z, (int64_t[]){GQ_BATCH, n, kv, GQ_ROWS, D}, 5), NULL);
@@ -260,11 +273,25 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     const char *o5 =
         gq_reshape(&e, o4, gq_shape(&z, (int64_t[]){GQ_BATCH, kv, n, GQ_ROWS, D}, 5), NULL);
     if (e.rc) return e.rc;
-    record(pc, g, rg);
+    record(pc, g, rg, cond != NULL);
     /* the MatMul goes first, so its output name is free for the last Reshape:
     ** every name keeps its meaning, graph outputs included */
     graph_remove_node(g, rg->mm2);
-    gq_reshape(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, out);
+    const char *folded =
+        gq_reshape(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, cond ? NULL : out);
+    if (cond) {
+        int32_t orig[2 * (GQA_MAX_TRANSPOSES + 4) + GQA_MAX_CHAIN + 2];
+        int n_orig = 0;
+        const gq_operand *ops[2] = {&rg->k, &rg->v};
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < ops[k]->r.n_nodes; i++) orig[n_orig++] = ops[k]->r.nodes[i];
+            for (int i = 0; i < ops[k]->n_layout; i++) orig[n_orig++] = ops[k]->layout[i];
+        }
+        orig[n_orig++] = rg->mm1;
+        for (int i = 0; i < rg->n_chain; i++) orig[n_orig++] = rg->chain[i];
+        orig[n_orig++] = rg->mm2;
+        gq_dispatch(&e, cond, first, folded, orig, n_orig, out, out, elem);
+    }
     if (e.rc) return e.rc;
     graph_remove_node(g, rg->mm1);
     for (int i = 0; i < rg->n_chain; i++) graph_remove_node(g, rg->chain[i]);

@@ -1,6 +1,7 @@
 /*
 ** Adapters for Upsample and Resize: Upsample-1's scale attributes, Upsample-7's
-** scales attribute, Upsample to Resize at 10, Resize-10's coordinate defaults.
+** scales attribute, Upsample to Resize at 10, Resize-10's coordinate defaults,
+** Resize-11's tf_half_pixel_for_nn.
 */
 #include <string.h>
 
@@ -79,4 +80,36 @@ int up_adapt_resize_10_11(up *u, graph *g, int32_t *node, json_w *act) {
     const char *ins[3] = {graph_node_input(n, 0), roi, graph_node_input(n, 1)};
     if (!ins[2]) ins[2] = "";
     return up_replace_node(u, g, node, "Resize", ins, 3, 0);
+}
+
+/* Resize-13 dropped tf_half_pixel_for_nn, x_original = (x + 0.5) / scale: it is
+** half_pixel's h = (x + 0.5) / scale - 0.5 plus 0.5, so nearest's floor of it is
+** round_prefer_ceil of h (floor(h + 0.5)) and its round_prefer_floor is the
+** ceil of h (ceil(x_original - 0.5)). Its ceil and round_prefer_ceil are one
+** past those, and linear or cubic sample at h + 0.5: none has a Resize-13 form.
+** Left as it was, the mode is one Resize-13 does not define (ONNX Runtime still
+** runs it, the evaluator gives no verdict on it). */
+int up_adapt_resize_11_13(up *u, graph *g, int32_t *node, json_w *act) {
+    Onnx__NodeProto *n = graph_node(g, *node);
+    const char *ctm = graph_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    if (strcmp(ctm, "tf_half_pixel_for_nn") != 0) return 0;
+    const char *mode = graph_attr_string(n, "mode", "nearest");
+    const char *round = graph_attr_string(n, "nearest_mode", "round_prefer_floor");
+    const char *to = NULL;
+    if (strcmp(mode, "nearest") == 0 && strcmp(round, "floor") == 0) to = "round_prefer_ceil";
+    if (strcmp(mode, "nearest") == 0 && strcmp(round, "round_prefer_floor") == 0) to = "ceil";
+    if (!to)
+        return err_set(u->err, TILEOPT_UNSUPPORTED,
+                       "node %s: Resize-13 has no coordinate transformation equal to "
+                       "tf_half_pixel_for_nn with mode %s%s%s", graph_node_id(g, *node), mode,
+                       strcmp(mode, "nearest") == 0 ? " and nearest_mode " : "",
+                       strcmp(mode, "nearest") == 0 ? round : "");
+    if (graph_node_set_attr_string(g, n, "coordinate_transformation_mode", "half_pixel") ||
+        graph_node_set_attr_string(g, n, "nearest_mode", to))
+        return up_nomem(u);
+    if (act) {
+        json_put_str(act, "coordinate_transformation_mode", "half_pixel");
+        json_put_str(act, "nearest_mode", to);
+    }
+    return 0;
 }

@@ -77,6 +77,7 @@ static const adapter adapters[] = {
     {"Relu", 1, 6, up_adapt_consumed_inputs, NULL},
     {"Reshape", 1, 5, up_adapt_reshape_4_5, NULL},
     {"Resize", 10, 11, up_adapt_resize_10_11, NULL},
+    {"Resize", 11, 13, up_adapt_resize_11_13, NULL},
     {"RoiAlign", 10, 16, up_adapt_roialign_10_16, NULL},
     {"Scan", 8, 9, up_adapt_scan_8_9, NULL},
     {"Scatter", 9, 11, up_adapt_scatter_9_11, "ScatterElements"},

@@ -170,6 +170,7 @@ int up_adapt_upsample_1_7(up *u, graph *g, int32_t *node, json_w *act);
 int up_adapt_upsample_7_9(up *u, graph *g, int32_t *node, json_w *act);
 int up_adapt_upsample_9_10(up *u, graph *g, int32_t *node, json_w *act);
 int up_adapt_resize_10_11(up *u, graph *g, int32_t *node, json_w *act);
+int up_adapt_resize_11_13(up *u, graph *g, int32_t *node, json_w *act);
 
 /* adapt_rewrite.c: steps that rebuild the node: outputs, op name or a chain. */
 int up_adapt_bn_14(up *u, graph *g, int32_t *node, json_w *act);

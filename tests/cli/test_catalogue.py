@@ -190,6 +190,12 @@ def foreign_opset_only():
     return m
 
 
+def opset_imported_twice():
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="plain_relu")], [vi("x")], [vi("y")])
+    m.opset_import.append(helper.make_opsetid("ai.onnx", 11))
+    return m
+
+
 def loop_body_writing_its_input():
     # The body's node writes "v_in", one of the body's own inputs.
     body = helper.make_graph(
@@ -331,6 +337,8 @@ def cases():
          r"ir_version", LOAD),
         ("no opset import for the default domain", foreign_opset_only,
          r"default domain.*plain_relu", LOAD),
+        ("the default domain imported at two versions", opset_imported_twice,
+         r"default domain versions 13 and 11.*ambiguous", LOAD),
         ("a cycle",
          lambda: model([helper.make_node("Add", ["x", "c"], ["a"], name="cyc_add"),
                         helper.make_node("Relu", ["a"], ["c"], name="cyc_relu")],

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -218,6 +219,81 @@ def limits_should_enforce_max_eval_bytes_in_the_evaluator():
         rep = report_of("optimize", src, "-o", out, "--passes", "none", "--verify")
         if rep["verify"]["verdict"] != "match":
             raise AssertionError(f"verify without the limit: {rep['verify']}")
+
+
+def _memory_budget(workers):
+    """The default of --max-eval-bytes for one of `workers` (graph_memory_budget)."""
+    mem = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(f) as fh:
+                v = fh.read().strip()
+        except OSError:
+            continue
+        if v.isdigit() and 0 < int(v):
+            mem = min(mem, int(v))
+            break
+    return max(mem // 4 // workers, 256 << 20)
+
+
+def limits_should_share_the_default_eval_budget_among_batch_workers():
+    # One model needing a little more than a 32nd of the default budget: alone
+    # it verifies; as one of 32 models run 32 at a time its worker's share is
+    # too small, and the report names that share. A limit given on the command
+    # line is every worker's own, not shared out.
+    workers = 32
+    need = _memory_budget(workers) + (32 << 20)
+    if need >= _memory_budget(1):
+        print(f"skipped: {need} bytes do not fit the whole budget either")
+        return
+    reps = -(-need // 4096)
+    with h.tempdir() as d:
+        src_dir = os.path.join(d, "in")
+        os.mkdir(src_dir)
+        m = model([helper.make_node("Tile", ["x", "r"], ["t"], name="tile"),
+                   helper.make_node("Relu", ["t"], ["y"], name="relu")],
+                  [vi("x", (1024,))], [vi("y", (1024 * reps,))],
+                  [const("r", np.array([reps], np.int64))])
+        for k in range(workers):
+            x.write(os.path.join(src_dir, f"m{k:02d}.onnx"), m)
+        src = os.path.join(src_dir, "m00.onnx")
+        rep = report_of("optimize", src, "-o", os.path.join(d, "one.onnx"), "--passes",
+                        "none", "--verify")
+        if rep["verify"]["verdict"] != "match":
+            raise AssertionError(f"a single run: {rep['verify']}")
+        share, given = str(_memory_budget(workers)), str(need - 1)
+        for extra, limit in (([], share), (["--max-eval-bytes", given], given)):
+            out, reports = os.path.join(d, "out"), os.path.join(d, "reports")
+            h.expect_ok(h.tileopt("optimize", src_dir, "-o", out, "--passes", "none",
+                                  "--verify", "-j", str(workers), "--report", reports, "-q",
+                                  *extra, timeout=x.TIMEOUT))
+            with open(os.path.join(reports, "m05.onnx.json")) as f:
+                v = json.load(f)["verify"]
+            if v["verdict"] != "skipped" or f"over the limit {limit}" not in v["reason"]:
+                raise AssertionError(f"batch {extra}: {v} (the limit: {limit})")
+            for p in (out, reports):
+                for f in os.listdir(p):
+                    os.remove(os.path.join(p, f))
+
+
+def limits_should_take_100001_opset_imports_in_stride():
+    # 100,000 custom domains before the default one, and 5,000 nodes: every
+    # lookup of the default opset scanned them all, and comparing the imports
+    # before and after a pass scanned one list per entry of the other (minutes).
+    n = 100000
+    nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"]) for i in range(5000)]
+    g = helper.make_graph(nodes, "g", [vi("v0", (2,))], [vi("v5000", (2,))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid(f"d{i}", 1) for i in range(n)] +
+                          [helper.make_opsetid("", 13)])
+    with h.tempdir() as d:
+        src, out = os.path.join(d, "m.onnx"), os.path.join(d, "o.onnx")
+        x.write(src, m)
+        for extra in ([], ["--target-opset", "21"], ["--fold-scope", "all", "--verify"]):
+            h.expect_ok(h.tileopt("optimize", src, "-o", out, "-q", *extra, timeout=x.TIMEOUT))
+            got = onnx.load(out).opset_import
+            want = 21 if extra[:1] == ["--target-opset"] else 13
+            if len(got) != n + 1 or (got[n].domain, got[n].version) != ("", want):
+                raise AssertionError(f"{extra}: {len(got)} imports, the last {got[n]}")
 
 
 # ---------------------------------------------------------------- max-depth

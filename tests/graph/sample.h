@@ -20,4 +20,19 @@ static graph_model *load_sample(const char *name) {
     return m;
 }
 
+/* tile_add.onnx with a 16 KiB initializer "w" (0, 1, 2, ...) and an inline
+** limit of 4 KiB: a save puts w in external data. */
+static graph_model *load_sample_with_data(void) {
+    graph_model *m = load_sample("tile_add.onnx");
+    static float w[4096];
+    for (size_t i = 0; i < 4096; i++) w[i] = (float)i;
+    const int64_t dims[] = {4096};
+    const char *name;
+    errbuf err = {0};
+    assert_int_equal(graph_add_initializer(m->main, "w", DT_FLOAT, dims, 1, w, sizeof w, &name,
+                                           &err), TILEOPT_OK);
+    m->limits.max_inline_bytes = 4096;
+    return m;
+}
+
 #endif

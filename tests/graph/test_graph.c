@@ -196,44 +196,42 @@ static void save_path_should_fail_cleanly_in_a_missing_folder(void **state) {
     graph_model_free(m);
 }
 
-/* Past max_inline_bytes the big initializers move to "<output>.<tag>.data"; the
-** model reloads with equal values and the in-memory model is left as it was. */
+/* Past max_inline_bytes the big initializers move to "<output>.data"; the
+** model reloads with equal values, and the model in memory is the saved one:
+** it reads the data file, and its record says tileopt wrote that file. */
 static void save_should_externalize_a_model_over_the_inline_limit(void **state) {
     (void)state;
-    graph_model *m = load_sample("tile_add.onnx");
-    graph *g = m->main;
+    graph_model *m = load_sample_with_data();
     errbuf err = {0};
+    const char *name = "w";
     static float w[4096];
     for (size_t i = 0; i < 4096; i++) w[i] = (float)i;
-    const int64_t dims[] = {4096};
-    const char *name;
-    assert_int_equal(graph_add_initializer(g, "w", DT_FLOAT, dims, 1, w, sizeof w, &name, &err),
-                     TILEOPT_OK);
-    m->limits.max_inline_bytes = 4096;
     char dir[] = "/tmp/tileopt_graph_XXXXXX";
     assert_non_null(mkdtemp(dir));
     char path[256], data[256];
     snprintf(path, sizeof path, "%s/out.onnx", dir);
+    snprintf(data, sizeof data, "%s/out.onnx.data", dir);
     assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
-    assert_true(graph_initializer(g, name)->has_raw_data); /* restored in memory */
-    graph_model *back = NULL;
-    assert_int_equal(graph_model_load_path(path, NULL, NULL, &back, &err), TILEOPT_OK);
-    const Onnx__TensorProto *t = graph_initializer(back->main, name);
-    assert_true(graph_tensor_is_external(t));
-    const char *loc = NULL;
-    for (size_t k = 0; k < t->n_external_data; k++)
-        if (!strcmp(t->external_data[k]->key, "location")) loc = t->external_data[k]->value;
-    assert_non_null(loc);
-    assert_int_equal(strlen(loc), strlen("out.onnx.12345678.data"));
-    assert_int_equal(strncmp(loc, "out.onnx.", 9), 0);
-    snprintf(data, sizeof data, "%s/%s", dir, loc);
+    for (graph_model *from = m; from;) {
+        const Onnx__TensorProto *t = graph_initializer(from->main, name);
+        assert_true(graph_tensor_is_external(t));
+        const char *loc = NULL;
+        for (size_t k = 0; k < t->n_external_data; k++)
+            if (!strcmp(t->external_data[k]->key, "location")) loc = t->external_data[k]->value;
+        assert_string_equal(loc, "out.onnx.data");
+        graph_tensor_data d;
+        assert_int_equal(graph_tensor_read(from, t, &d, &err), TILEOPT_OK);
+        assert_true(d.owned);
+        assert_memory_equal(d.data, w, sizeof w);
+        free(d.data);
+        assert_int_equal(from->n_own_data, 1);
+        assert_string_equal(from->own_data[0], "out.onnx.data");
+        graph_model *back = NULL;
+        if (from == m) assert_int_equal(graph_model_load_path(path, NULL, NULL, &back, &err), TILEOPT_OK);
+        else graph_model_free(from);
+        from = back;
+    }
     assert_int_equal(access(data, R_OK), 0);
-    graph_tensor_data d;
-    assert_int_equal(graph_tensor_read(back, t, &d, &err), TILEOPT_OK);
-    assert_true(d.owned);
-    assert_memory_equal(d.data, w, sizeof w);
-    free(d.data);
-    graph_model_free(back);
     graph_model_free(m);
     unlink(path);
     unlink(data);
@@ -431,6 +429,23 @@ static void path_should_tell_branches_and_list_places_apart(void **state) {
     graph_model_free(m);
 }
 
+/* A quarter of the physical memory (or less under a cgroup limit), shared
+** among the workers, never under 256 MiB; 0 workers count as one. */
+static void memory_budget_should_share_a_quarter_of_the_memory_among_workers(void **state) {
+    (void)state;
+    uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t one = graph_memory_budget(1), floor = (uint64_t)256 << 20;
+    assert_true(one <= mem / 4 || one == floor);
+    assert_true(one >= floor);
+    assert_int_equal(graph_memory_budget(0), one);
+    for (unsigned w = 2; w <= 64; w *= 2) {
+        uint64_t b = graph_memory_budget(w);
+        assert_true(b == floor || (b <= one / w + 1 && b + 1 >= one / w));
+        assert_true(b <= graph_memory_budget(w / 2));
+    }
+    assert_int_equal(graph_memory_budget(1u << 30), floor);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_should_link_producers_and_uses),
@@ -448,6 +463,7 @@ int main(void) {
         cmocka_unit_test(constant_value_should_cover_every_attribute_form),
         cmocka_unit_test(pb_clone_should_copy_a_subgraph_deeply),
         cmocka_unit_test(path_should_tell_branches_and_list_places_apart),
+        cmocka_unit_test(memory_budget_should_share_a_quarter_of_the_memory_among_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,19 +124,19 @@ static void save_should_write_a_file_whose_name_is_near_name_max(void **state) {
     remove_dir(dir);
 }
 
+static bool has_entry(const char *dir, const char *name) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
 /* A save whose OUT cannot be written (here OUT is a folder, which rename cannot
-** replace) removes the data file it wrote: no OUT refers to it. A second save
-** writes a data file of its own, so the first pair stays whole until the switch. */
-static void save_should_pair_out_with_a_data_file_of_its_own(void **state) {
+** replace) leaves no data file: it had no name yet. Saved again and again, OUT
+** keeps one data file, OUT.data, replaced with it. */
+static void save_should_replace_out_and_its_data_file_together(void **state) {
     (void)state;
-    graph_model *m = load_sample("tile_add.onnx");
-    static float w[4096];
-    const int64_t dims[] = {4096};
-    const char *name;
+    graph_model *m = load_sample_with_data();
     errbuf err = {0};
-    assert_int_equal(graph_add_initializer(m->main, "w", DT_FLOAT, dims, 1, w, sizeof w, &name,
-                                           &err), TILEOPT_OK);
-    m->limits.max_inline_bytes = 4096;
     char *dir = make_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/out.onnx", dir);
@@ -144,10 +144,43 @@ static void save_should_pair_out_with_a_data_file_of_its_own(void **state) {
     assert_int_not_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
     assert_int_equal(count_entries(dir), 1); /* the folder named OUT, nothing else */
     assert_int_equal(rmdir(path), 0);
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
+        assert_int_equal(count_entries(dir), 2);
+        assert_true(has_entry(dir, "out.onnx.data"));
+    }
+    graph_model *back = NULL;
+    assert_int_equal(graph_model_load_path(path, NULL, NULL, &back, &err), TILEOPT_OK);
+    assert_int_equal(back->n_own_data, 1);
+    graph_model_free(back);
+    graph_model_free(m);
+    remove_dir(dir);
+}
+
+/* A data file of OUT's name that no save of OUT wrote is the user's (or
+** another model's): refused, left as it was, and OUT not written. */
+static void save_should_refuse_a_data_file_it_did_not_write(void **state) {
+    (void)state;
+    graph_model *m = load_sample_with_data();
+    errbuf err = {0};
+    char *dir = make_dir();
+    char path[4096], data[4096];
+    snprintf(path, sizeof path, "%s/out.onnx", dir);
+    snprintf(data, sizeof data, "%s/out.onnx.data", dir);
+    FILE *f = fopen(data, "w");
+    assert_non_null(f);
+    fputs("the user's", f);
+    fclose(f);
+    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_IO);
+    assert_non_null(strstr(err.msg, "no earlier save"));
+    assert_int_equal(count_entries(dir), 1);
+    struct stat st;
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(st.st_size, 10);
+    m->data_name = "weights.bin"; /* another name goes through */
     assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
-    assert_int_equal(count_entries(dir), 2);
-    assert_int_equal(graph_model_save_path(m, path, &err), TILEOPT_OK);
-    assert_int_equal(count_entries(dir), 3); /* a new data file; the old one untouched */
+    assert_true(has_entry(dir, "weights.bin"));
+    assert_int_equal(count_entries(dir), 3);
     graph_model_free(m);
     remove_dir(dir);
 }
@@ -157,7 +190,8 @@ int main(void) {
         cmocka_unit_test(save_should_give_new_files_the_mode_the_umask_allows),
         cmocka_unit_test(save_should_leave_the_umask_alone_while_threads_save),
         cmocka_unit_test(save_should_write_a_file_whose_name_is_near_name_max),
-        cmocka_unit_test(save_should_pair_out_with_a_data_file_of_its_own),
+        cmocka_unit_test(save_should_replace_out_and_its_data_file_together),
+        cmocka_unit_test(save_should_refuse_a_data_file_it_did_not_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

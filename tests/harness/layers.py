@@ -4,7 +4,7 @@
     layers.py SRCDIR
 
 The layers, lowest first, and what each may include besides itself and system
-headers (README's layout table says the same):
+headers (the layout table of docs/layout.md says the same):
 
     graph/   onnx.pb-c.h and onnx-data.pb-c.h (proto/) and include/tileopt.h (for
              the status codes)

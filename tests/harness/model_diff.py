@@ -51,7 +51,10 @@ def _ref(r):
 
 
 def _default_opset(model):
-    return {o.domain or "": o.version for o in model.opset_import}
+    # "ai.onnx" is the default domain spelled out; an entry listed again at the
+    # same version is the one entry (loading merges them, with a warning)
+    return {"" if o.domain == "ai.onnx" else o.domain or "": o.version
+            for o in model.opset_import}
 
 
 def unreported_differences(src, dst, report):

@@ -83,11 +83,21 @@ def fold_should_fold_the_shape_chain_of_shape_repeats_model():
     assert all("bytes_after" in a and "bytes_before" in a for a in folded)
 
 
-def fold_should_fold_away_the_tile_of_const_tile_model():
+def fold_should_leave_the_tile_of_const_tile_model_that_would_grow_the_file():
+    # 24 bytes tiled to 144: the fold would write more than it removes
     m, acts = fold(os.path.join(h.MODELS, "const_tile.onnx"))
+    assert ops(m) == ["Tile", "Add"], ops(m)
+    (skip,) = of(acts, "skipped", "Tile")
+    assert skip["rule"] == "fold-limit" and "would grow" in skip["reason"], skip
+    assert skip["bytes_written"] > skip["bytes_freed"], skip
+
+
+def fold_should_fold_away_the_tile_of_const_tile_model_when_growth_is_allowed():
+    m, acts = fold(os.path.join(h.MODELS, "const_tile.onnx"), "--fold-limit", "1M")
     assert "Tile" not in ops(m) and "Constant" not in ops(m), ops(m)
     tile = of(acts, "folded", "Tile")
     assert len(tile) == 1 and tile[0]["bytes_after"] > 0, acts
+    assert tile[0]["bytes_written"] > tile[0]["bytes_freed"], tile
 
 
 # ------------------------------------------------------------ size policy
@@ -101,8 +111,8 @@ def big_tile_model():
                 [f32("c", np.arange(16).reshape(4, 4) % 3), i64("reps", [1024, 1024])])
 
 
-def fold_should_leave_a_64mb_tile_unfolded_by_default():
-    m, acts = fold(big_tile_model())
+def fold_scope_tile_should_leave_a_64mb_tile_unfolded():
+    m, acts = fold(big_tile_model(), "--fold-scope", "tile", "--fold-limit", "1M")
     assert "Tile" in ops(m)
     skip = of(acts, "skipped", "Tile")
     assert skip and skip[0]["rule"] == "fold-limit", acts
@@ -110,8 +120,8 @@ def fold_should_leave_a_64mb_tile_unfolded_by_default():
     assert "--fold-limit" in skip[0]["reason"], skip
 
 
-def fold_should_fold_a_64mb_tile_with_a_higher_limit():
-    m, acts = fold(big_tile_model(), "--fold-limit", "100000000")
+def fold_scope_tile_should_fold_a_64mb_tile_with_a_higher_limit():
+    m, acts = fold(big_tile_model(), "--fold-scope", "tile", "--fold-limit", "100000000")
     assert "Tile" not in ops(m), ops(m)
     folded = of(acts, "folded", "Tile")
     assert folded and folded[0]["bytes_after"] == 4096 * 4096 * 4, acts
@@ -161,7 +171,7 @@ def growth_model():
 
 
 def fold_should_refuse_growth_over_fold_max_growth():
-    m, acts = fold(growth_model(), "--fold-max-growth", "10")
+    m, acts = fold(growth_model(), "--fold-limit", "1M", "--fold-max-growth", "10")
     assert "Tile" in ops(m)
     skip = of(acts, "skipped", "Tile")
     assert skip and skip[0]["rule"] == "fold-max-growth", acts
@@ -169,7 +179,7 @@ def fold_should_refuse_growth_over_fold_max_growth():
 
 
 def fold_should_fold_growth_within_fold_max_growth():
-    m, _ = fold(growth_model(), "--fold-max-growth", "1000")
+    m, _ = fold(growth_model(), "--fold-limit", "1M", "--fold-max-growth", "1000")
     assert "Tile" not in ops(m)
 
 
@@ -295,7 +305,9 @@ def fold_should_fold_a_value_whose_named_dims_cancel():
                         [i64("zero", 0), i64("four", 4), i64("axes", [0]), i64("one", [1])]))
     assert ops(m) == ["Tile"], ops(m)
     (div,) = [a for a in of(acts, "folded") if a["node"] == "div"]
-    assert div["rule"] == "known by shape inference", div
+    # written alone, the scalar would take more bytes than the Div frees: it
+    # folds with the chain that ends in the repeats
+    assert div["rule"] == "inside a constant chain" and div["bytes_written"] == 0, div
     reps = [t for t in m.graph.initializer if t.name == m.graph.node[0].input[1]]
     assert list(numpy_helper.to_array(reps[0])) == [4, 1]
 
@@ -343,7 +355,7 @@ def scope_model():
 
 
 def fold_scope_tile_should_fold_only_the_tile_subgraph():
-    m, _ = fold(scope_model())
+    m, _ = fold(scope_model(), "--fold-scope", "tile")
     assert ops(m) == ["Add", "Mul", "Tile"], ops(m)
 
 
@@ -352,11 +364,37 @@ def fold_scope_all_should_fold_every_constant_node():
     assert ops(m) == ["Mul", "Tile"], ops(m)
 
 
+def fold_should_fold_every_constant_node_by_default():
+    m, _ = fold(scope_model())
+    assert ops(m) == ["Mul", "Tile"], ops(m)
+
+
+def fold_should_leave_a_generated_weight_generated_by_default():
+    # ConstantOfShape([256, 256]) is 20 bytes of node that would become 256 KB
+    # of initializer: the default run never grows the file
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["w"], name="gen",
+                              value=numpy_helper.from_array(np.array([0.5], np.float32))),
+             helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    m = make(nodes, [vi("x", F, [256, 256])], [vi("y", F, [256, 256])], [i64("shape", [256, 256])])
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        report = h.optimize_checked(src, dst, "fold")
+        assert os.path.getsize(dst) <= os.path.getsize(src)
+    acts = [a for p in report["passes"] for a in p["actions"]]
+    (skip,) = of(acts, "skipped", "ConstantOfShape")
+    assert skip["rule"] == "fold-limit" and "would grow" in skip["reason"], skip
+    assert skip["bytes_written"] >= 256 * 256 * 4 > skip["bytes_freed"], skip
+    out, _ = fold(m)
+    assert ops(out) == ["ConstantOfShape", "Add"], ops(out)
+
+
 def fold_should_keep_graph_output_names_of_folded_values():
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
              helper.make_node("Relu", ["x"], ["y"])]
+    # the Identity that keeps the name costs more than the Shape: allowed here
     m, _ = fold(make(nodes, [vi("x", F, [2, 3])], [vi("s", I64, [2]), vi("y", F, [2, 3])]),
-                "--fold-scope", "all")
+                "--fold-limit", "1K")
     assert [o.name for o in m.graph.output] == ["s", "y"]
     assert "Shape" not in ops(m), ops(m)
 
@@ -454,7 +492,8 @@ def fold_should_treat_initializers_of_ir3_models_as_constants():
              [vi("y", F, [4, 6])], [f32("c", np.arange(6).reshape(2, 3)), i64("reps", [2, 2])],
              opset=8)
     m.ir_version = 3
-    out, acts = fold(m, feeds={"x": np.ones((4, 6), dtype=np.float32)})
+    # the inputs stay listed, so nothing is freed: growth has to be allowed
+    out, acts = fold(m, "--fold-limit", "1M", feeds={"x": np.ones((4, 6), dtype=np.float32)})
     assert ops(out) == ["Add"], ops(out)
     assert of(acts, "folded", "Tile"), acts
 

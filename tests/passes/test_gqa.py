@@ -102,10 +102,11 @@ DIMS = {}
 
 def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1qs",
           dyn=True, opset=17, v_form=None, v_kv=None, k_reader=False, q_heads=None,
-          scale="mul"):
+          scale="mul", run_sq=None):
     """An attention: out = softmax(q k^T * scale + mask) v, K/V repeated by form.
 
-    Returns (model, feeds at other sizes than the export's)."""
+    Returns (model, feeds at other sizes than the export's; run_sq query rows
+    when given)."""
     a = Attn(opset)
     H = kv * n
     v_kv = v_kv or kv
@@ -151,7 +152,7 @@ def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1
     g = helper.make_graph(a.nodes, "gqa_test", a.inputs, outputs, initializer=a.inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     # run at other sizes than the declared ones when they are symbolic
-    rb, rsq, rs = (b + 1, sq + 2, s + 3) if dyn else (b, sq, s)
+    rb, rsq, rs = (b + 1, run_sq or sq + 2, s + 3) if dyn else (b, sq, s)
     shapes = {"q": (rb, qh, rsq, d), "v": (rb, v_kv if v_form != "plain" else H, rs, d),
               "k": (rb, kv, rs, d) if layout == "bhsd" else (rb, rs, kv, d)}
     if mshape:
@@ -188,6 +189,22 @@ def ops(m):
     return [n.op_type for n in m.graph.node]
 
 
+def dispatches(m):
+    """The Ifs gqa made: (folded branch, the export's branch) of each."""
+    out = []
+    for n in m.graph.node:
+        if n.op_type == "If" and n.doc_string.startswith("tileopt gqa"):
+            br = {a.name: a.g for a in n.attribute}
+            out.append((br["then_branch"], br["else_branch"]))
+    return out
+
+
+def folded_nodes(m):
+    """The nodes that run for few query rows: the main graph's and the folded
+    branches'."""
+    return list(m.graph.node) + [n for f, _ in dispatches(m) for n in f.node]
+
+
 N_MAJOR = ("tile", "expand_before")
 
 
@@ -197,7 +214,14 @@ def assert_rewritten(m, feeds, form="expand", order=None, kv=None, five=None):
     out, actions = optimize(m, feeds)
     done = folds(actions)
     assert len(done) == (1 if form in N_MAJOR else 2), done
-    assert "Expand" not in ops(out) and "Tile" not in ops(out), ops(out)
+    folded = [n.op_type for n in folded_nodes(out)]
+    assert "Expand" not in folded and "Tile" not in folded, folded
+    # a named query length: each rewrite picks its form at run time, the
+    # export's kept whole in the other branch
+    dyn = any(d.dim_param for d in m.graph.input[0].type.tensor_type.shape.dim)
+    assert len(dispatches(out)) == (len(done) if dyn else 0), ops(out)
+    for _, kept in dispatches(out):
+        assert "MatMul" in [n.op_type for n in kept.node], kept
     for r in done:
         if order:
             assert r["order"].startswith(order), r["order"]
@@ -254,9 +278,9 @@ def gqa_should_move_a_scalar_scale_before_the_regrouping():
     for scale in ("mul", "div"):
         m, feeds = build(scale=scale)
         out, _ = assert_rewritten(m, feeds)
-        (mm,) = [n for n in out.graph.node if n.op_type == "MatMul" and
-                 any(x.op_type in ("Mul", "Div") and n.output[0] in x.input
-                     for x in out.graph.node)]
+        nodes = folded_nodes(out)
+        (mm,) = [n for n in nodes if n.op_type == "MatMul" and "grouped" in n.name and
+                 any(x.op_type in ("Mul", "Div") and n.output[0] in x.input for x in nodes)]
         assert mm is not None
 
 
@@ -286,8 +310,47 @@ def gqa_should_rewrite_static_shapes_without_shape_subgraphs():
     assert "Shape" not in ops(out), ops(out)
 
 
+def negate_kept_branches(m):
+    """m with the output of every kept export's branch negated: a run that
+    takes such a branch no longer matches."""
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    for _, kept in dispatches(m):
+        y = kept.output[0].name
+        kept.output[0].name = y + "_negated"
+        kept.node.append(helper.make_node("Neg", [y], [y + "_negated"]))
+    return m
+
+
+def gqa_should_run_the_exports_form_for_many_query_rows():
+    # 4 heads a group: 300 query rows are past the folded form's 1024 rows and
+    # run the export's repeat, 5 run the folded form, in ORT and the evaluator
+    for form in ("expand", "tile"):
+        m, many = build(form=form, run_sq=300)
+        _, few = build(form=form)
+        out, _ = assert_rewritten(m, many, form)
+        with h.tempdir() as d:
+            src, bad = os.path.join(d, "src.onnx"), os.path.join(d, "bad.onnx")
+            onnx.save(m, src)
+            onnx.save(negate_kept_branches(out), bad)
+            for feeds, kept in ((many, True), (few, False)):
+                want = h.run_ort(src, feeds)[0]
+                for got in (h.run_ort(bad, feeds)[0], h.run_tileopt(bad, feeds)[0]):
+                    assert np.allclose(got, want, rtol=1e-4, atol=1e-5) != kept, (form, kept)
+
+
+def gqa_should_leave_many_static_query_rows():
+    m, feeds = build(dyn=False, sq=300)
+    assert_left(m, feeds, "many query rows")
+    m, feeds = build(form="tile", dyn=False, sq=300)
+    assert_left(m, feeds, "many query rows")
+
+
 def gqa_should_reach_a_fixed_point():
-    m, feeds = build(form="tile")
+    for form in ("tile", "expand"):
+        assert_fixed_point(build(form=form)[0])
+
+
+def assert_fixed_point(m):
     with h.tempdir() as d:
         src, a, b = (os.path.join(d, f) for f in ("s.onnx", "a.onnx", "b.onnx"))
         onnx.save(m, src)

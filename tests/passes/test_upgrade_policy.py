@@ -216,6 +216,29 @@ def optimize_should_convert_to_an_asked_target():
         h.assert_close(h.run_ort(dst, feeds), tile_model_expected(feeds))
 
 
+def upgrade_should_merge_a_default_domain_imported_three_times():
+    """Some models import the default domain again and again (16, 16, 16, as
+    PINTO0309's WarpAffine does): the entries are merged into one, the warning
+    says so, and converting leaves one import that ONNX Runtime reads."""
+    with h.tempdir() as d:
+        src = os.path.join(d, "dup.onnx")
+        m = tile_model(17)
+        m.opset_import[0].version = 16
+        m.opset_import.extend([helper.make_opsetid("", 16), helper.make_opsetid("ai.onnx", 16)])
+        onnx.save(m, src)
+        feeds = h.random_feeds(m, seed=4)
+        for tgt in (11, 21):
+            dst = os.path.join(d, f"o{tgt}.onnx")
+            r, cp = optimize(src, dst, "--target-opset", tgt)
+            out = onnx.load(dst)
+            assert [(o.domain, o.version) for o in out.opset_import] == [("", tgt)], \
+                out.opset_import
+            assert any("default domain 3 times, each at version 16: merged" in w
+                       for w in r["warnings"]), r["warnings"]
+            assert "merged into one entry" in cp.stderr, cp.stderr
+            h.assert_close(h.run_ort(dst, feeds), tile_model_expected(feeds))
+
+
 def upgrade_should_refuse_to_go_down_from_past_its_newest_opset():
     """Opsets past the schema table (26, the newest ONNX Runtime 1.30 runs) keep
     their opset by default; going down from there is refused, since which

@@ -67,7 +67,12 @@ def package_should_optimize_a_modelproto_into_one_that_checks_and_matches():
     assert isinstance(out, onnx.ModelProto), type(out)
     assert report_errors(report) == [], report_errors(report)
     assert report["input"]["tiles"] == 1 and report["output"]["tiles"] == 0, report["output"]
-    assert [p["name"] for p in report["passes"]] == ["upgrade", "fold", "fuse", "gqa"]
+    assert [p["name"] for p in report["passes"]] == [
+        "upgrade", "fold", "fuse", "gqa", "eliminate_if", "eliminate_dropout",
+        "eliminate_identity", "eliminate_nop", "eliminate_idempotent",
+        "eliminate_duplicate_initializers", "eliminate_common_subexpression",
+        "fuse_bn_into_conv", "fuse_affine_into_conv", "fuse_consecutive_transposes",
+        "eliminate_dead"]
     onnx.checker.check_model(out, full_check=True)
     feeds = {"x": np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)}
     with h.tempdir() as d:

@@ -187,7 +187,8 @@ class ModelRun:
         self.model = os.path.join(self.folder, "model.onnx")
         self.results = {}
         self.seconds = 0.0
-        self.kv_repeats = None  # (in the original, in the output) when counted
+        # (in the original, in the output, kept for long queries) when counted
+        self.kv_repeats = None
 
     def stage(self, name, fn):
         try:
@@ -372,7 +373,7 @@ class ModelRun:
         feeds = self.feeds()
         before = gqa_repeats.find_repeats(self.model, feeds)
         after = gqa_repeats.find_repeats(opt, feeds)
-        self.kv_repeats = (len(before), len(after))
+        self.kv_repeats = (len(before), len(after), gqa_repeats.kept_for_long_queries(opt))
         bad = gqa_repeats.judge(self.name, self.meta["kv_repeats"], before, after)
         if bad:
             raise StageFailure("; ".join(bad))

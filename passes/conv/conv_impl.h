@@ -1,0 +1,60 @@
+/*
+** What the files of passes/conv/ share: folding a per-channel affine map that
+** follows a Conv (y = x * scale[c] + shift[c] over the output channels) into
+** the Conv's weights and bias. bn.c (BatchNormalization) and affine.c (Mul,
+** Add by a constant) each run one pass over helpers.c.
+*/
+#ifndef TILEOPT_CONV_IMPL_H
+#define TILEOPT_CONV_IMPL_H
+
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+
+/* The Conv whose output node `reader` reads in slot `slot`, with its constant
+** weights and bias as doubles, one row of per_channel weights for each of the
+** m output channels. */
+typedef struct cv_conv {
+    int32_t node;            /* the Conv */
+    int32_t elem;            /* FLOAT or DOUBLE */
+    int64_t m, per_channel;  /* output channels, weights per channel */
+    int32_t rank;            /* of the weight: the Conv output's rank too */
+    int64_t wdims[8];
+    double *w, *b;           /* b: NULL when the Conv has no bias */
+    /* set by cv_fold: what the fold writes and removes (for a skip's report) */
+    uint64_t bytes_written, bytes_freed;
+} cv_conv;
+
+/*
+** Find the Conv that writes input slot `slot` of node `reader`: *found false
+** when there is none; otherwise, when it cannot be folded into, *why says why
+** (its output read elsewhere, weights not constant, a type other than float or
+** double...). Free with cv_free.
+*/
+int cv_find(pass_ctx *pc, graph *g, int32_t reader, size_t slot, cv_conv *c, bool *found,
+            const char **why);
+void cv_free(cv_conv *c);
+
+/* A skip of node for why, with the bytes when the size policy said no. */
+void cv_skip(pass_ctx *pc, graph *g, int32_t node, const cv_conv *c, const char *why);
+
+/* Per-channel values of constant name as doubles into out[m]: a tensor of m
+** values, or of one (broadcast). False when it is no float/double constant of
+** c's element type, or of another count. */
+bool cv_channel_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *name, double *out);
+
+/*
+** Rewrite the Conv so it computes reader's output 0: weights times scale[m]
+** (scale NULL: unchanged) and bias[m] as the bias (bias NULL: the old bias
+** times scale, or none when there was none). Callers compute both in the
+** weights' own precision, in the order ONNX Runtime's fusions do, so the
+** model gives what ONNX Runtime gives when it fuses the original itself. The
+** reader goes, its output written by the Conv. Skipped, with *why, when the
+** new constants would take more bytes than the ones that go, by more than
+** --fold-limit (weights shared with another node stay, and the copy grows the
+** file; a bias made from a scalar takes a value per channel), or when the
+** output name cannot move. *done tells whether it happened.
+*/
+int cv_fold(pass_ctx *pc, graph *g, cv_conv *c, int32_t reader, const double *scale,
+            const double *bias, bool *done, const char **why);
+
+#endif
