@@ -34,6 +34,10 @@ deps_test() {
         libonnx-testdata clang libclang-rt-14-dev
     # cli_docs checks the zsh completion's syntax and the man page's rendering
     _apt_install zsh man-db
+    # cli_html_browser loads the --html pages in headless Chromium and reads its
+    # screenshots with PIL; where chromium cannot be installed the test skips
+    _apt_install python3-pil
+    _apt_install chromium || echo "chromium not installed: cli_html_browser will skip" >&2
     # The Python package: its extension (Python.h), and pip install . offline
     # through Debian's meson-python.
     _apt_install python3-dev python3-pip python3-mesonpy

@@ -24,6 +24,8 @@ typedef struct api_names {
 } api_names;
 /* count[name] += by, the name added on first use; false when out of memory. */
 bool api_names_bump(api_names *s, const char *name, uint64_t by);
+/* The index of name in s, or SIZE_MAX when s lacks it. */
+size_t api_names_find(const api_names *s, const char *name);
 void api_names_free(api_names *s);
 
 /* A model as the report and inspect describe it: the counts over the main graph

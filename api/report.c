@@ -48,6 +48,14 @@ bool api_names_bump(api_names *s, const char *name, uint64_t by) {
     return true;
 }
 
+size_t api_names_find(const api_names *s, const char *name) {
+    if (!s->n_slots) return SIZE_MAX;
+    uint32_t mask = s->n_slots - 1;
+    for (uint32_t i = graph_name_hash(name) & mask; s->slots[i]; i = (i + 1) & mask)
+        if (strcmp(s->name[s->slots[i] - 1], name) == 0) return s->slots[i] - 1;
+    return SIZE_MAX;
+}
+
 void api_names_free(api_names *s) {
     for (size_t i = 0; i < s->n; i++) free(s->name[i]);
     free(s->name);

@@ -343,6 +343,54 @@ TILEOPT_API const char *tileopt_verdict_str(tileopt_verdict verdict);
 TILEOPT_API size_t tileopt_report_warning_count(const tileopt_ctx *ctx);
 TILEOPT_API const char *tileopt_report_warning(const tileopt_ctx *ctx, size_t i);
 
+/* ------------------------------------------------------------------- page */
+
+/*
+** The report as one self-contained HTML page (no network, no external script,
+** style or font): the models' sizes, node and Tile counts, opsets, the verify
+** verdict with its inputs and the time at the top; the nodes per op type and
+** the passes; then a card per action with the before and after drawings of its
+** region (its nodes and their one-hop neighbours, laid out top to bottom, edge
+** shapes with symbolic dims by name, constants' shapes, the rule in words;
+** colours for removed, added and changed nodes); then the nodes the passes left
+** alone, grouped by reason, each drawn when opened. The first 300 cards are
+** inline SVG; past them the cards are grouped by rule and drawn by the page's
+** own script (the only script its Content-Security-Policy lets run) from data
+** the page holds. Every string from the model or the report is escaped.
+**
+** report_json: len bytes of a report (tileopt_report_string, or a --report
+** file); before and after: the models it describes (their main graphs are
+** drawn; either may be NULL, drawing that side empty). Shape inference runs on
+** the models' index for the edge labels; the models' contents do not change.
+** TILEOPT_PARSE for text that is no JSON, TILEOPT_INVALID for JSON that is no
+** report. *html_out: a new NUL-terminated string freed with tileopt_free(),
+** *html_size its length.
+*/
+TILEOPT_API tileopt_status tileopt_html(tileopt_ctx *ctx, const char *report_json, size_t len,
+                                        tileopt_model *before, tileopt_model *after,
+                                        char **html_out, size_t *html_size);
+/* The same page written to path atomically (a temporary file beside it, then
+** rename). */
+TILEOPT_API tileopt_status tileopt_html_save(tileopt_ctx *ctx, const char *report_json,
+                                             size_t len, tileopt_model *before,
+                                             tileopt_model *after, const char *path);
+
+/* One model of a batch, as its row of the index page. */
+typedef struct tileopt_html_row {
+    const char *model;       /* the input's path */
+    const char *page;        /* its page, relative to the index; NULL: none */
+    const char *error;       /* why it failed; NULL when it did not */
+    int64_t bytes_before, bytes_after;     /* the .onnx files and their external data */
+    int64_t nodes_before, nodes_after, tiles_before, tiles_after;
+    const char *verdict;     /* "match", "mismatch", "skipped"; NULL: no verify */
+    double seconds;
+} tileopt_html_row;
+/* The index page of a batch (optimize --html DIR): a row per model with its
+** sizes, counts, verdict and a link to its page, totals on top; written to
+** path atomically, as tileopt_html_save writes a page. */
+TILEOPT_API tileopt_status tileopt_html_index(tileopt_ctx *ctx, const tileopt_html_row *rows,
+                                              size_t n, const char *path);
+
 /* ---------------------------------------------------------------- tensors */
 
 /* A value: a tensor, or a sequence or optional of tensors (see tileopt_tensor_kind). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -192,3 +193,27 @@ int cli_fail(tileopt_ctx *ctx, tileopt_status st, const char *what) {
     return tool_error(st == TILEOPT_MISUSE ? EXIT_USAGE : EXIT_FAIL, "%s%s%s", what ? what : "",
                       what ? ": " : "", tileopt_ctx_errmsg(ctx));
 }
+
+/* path with its folder resolved (symlinks, "." and ".."): two spellings of a file
+** that does not exist yet resolve alike. false when the folder does not exist. */
+static bool resolve_path(const char *path, char *out) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return false;
+    return snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX;
+}
+
+bool cli_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) return false;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return resolve_path(a, ra) && resolve_path(b, rb) && strcmp(ra, rb) == 0;
+}
+

@@ -17,7 +17,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* What `optimize` was asked for one model. */
 typedef struct opt_args {
-    const char *in, *out, *passes, *report;
+    const char *in, *out, *passes, *report, *html;
     bool verify, strict, quiet, infer_shapes, target_asked;
     bool eval_bytes_asked;   /* --max-eval-bytes given: a batch does not share it out */
     bool data_name_asked;    /* --data-name given: one model's, no batch's */
@@ -31,6 +31,7 @@ typedef int (*optimize_fn)(tileopt_ctx *ctx, const opt_args *a, const char *cons
 typedef struct batch_opts {
     const opt_args *common;  /* every option but the paths */
     const char *outdir, *report_dir; /* report_dir: NULL for none */
+    const char *html_dir;    /* a page per model and index.html; NULL for none */
     const char *const *passes;
     size_t n_passes;
     int jobs;                /* models at once */
@@ -44,6 +45,7 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
 int cmd_optimize(tileopt_ctx *ctx, int argc, char **argv);
 int cmd_run(tileopt_ctx *ctx, int argc, char **argv);
 int cmd_inspect(tileopt_ctx *ctx, int argc, char **argv);
+int cmd_report(tileopt_ctx *ctx, int argc, char **argv);
 
 /* Print "tileopt: error: <message>" to stderr and return code (for usage errors,
 ** code 2, a hint to the command's --help follows). */
@@ -74,6 +76,10 @@ int cli_parse(tileopt_ctx *ctx, const cli_command *cmd, int argc, char **argv, c
 /* Print the library's last error (after what:, when given) and return its exit
 ** code: 2 for a misuse (an argument the library refused), else 1. */
 int cli_fail(tileopt_ctx *ctx, tileopt_status st, const char *what);
+
+/* True when a and b name one file, however spelled: ./m.onnx, a symlink, a
+** hard link, or the same resolved path when neither exists yet. */
+bool cli_same_file(const char *a, const char *b);
 
 /* Progress on a terminal: one line redrawn in place (a tileopt_progress_fn). */
 void cli_progress(void *user, const char *what, uint64_t done, uint64_t total);

@@ -33,6 +33,8 @@ typedef struct model {
     int signal;
     double seconds, in_bytes, out_bytes;
     int tiles_before, tiles_after;
+    int64_t nodes_before, nodes_after;
+    tileopt_verdict verdict;
     char error[512];
 } model;
 
@@ -46,6 +48,8 @@ typedef struct result {
     int rc;
     double in_bytes, out_bytes;
     int tiles_before, tiles_after;
+    int64_t nodes_before, nodes_after;
+    tileopt_verdict verdict;
 } result;
 
 static double now_s(void) {
@@ -172,8 +176,8 @@ static void child_run(tileopt_ctx *ctx, const batch_opts *b, const model *m, int
     dup2(err_fd, STDERR_FILENO);
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
-    char out[PATH_MAX], rep[PATH_MAX];
-    result r = {EXIT_FAIL, 0, 0, 0, 0};
+    char out[PATH_MAX], rep[PATH_MAX], page[PATH_MAX];
+    result r = {EXIT_FAIL, 0, 0, 0, 0, 0, 0, TILEOPT_VERDICT_NONE};
     opt_args a = *b->common;
     a.in = m->in;
     a.out = out;
@@ -187,13 +191,22 @@ static void child_run(tileopt_ctx *ctx, const batch_opts *b, const model *m, int
                     (int)sizeof rep ||
                 make_parents(rep) != 0)) {
         tool_error(EXIT_FAIL, "cannot make the folder for '%s'", rep);
+    } else if (b->html_dir &&
+               (snprintf(page, sizeof page, "%s/%s.html", b->html_dir, m->rel) >=
+                    (int)sizeof page ||
+                make_parents(page) != 0)) {
+        tool_error(EXIT_FAIL, "cannot make the folder for '%s'", page);
     } else {
         if (b->report_dir) a.report = rep;
+        if (b->html_dir) a.html = page;
         r.rc = b->one(ctx, &a, b->passes, b->n_passes);
         r.in_bytes = (double)tileopt_report_model_stat(ctx, TILEOPT_INPUT, TILEOPT_MODEL_FILE_BYTES);
         r.out_bytes = (double)tileopt_report_model_stat(ctx, TILEOPT_OUTPUT, TILEOPT_MODEL_FILE_BYTES);
         r.tiles_before = (int)tileopt_report_model_stat(ctx, TILEOPT_INPUT, TILEOPT_MODEL_TILES);
         r.tiles_after = (int)tileopt_report_model_stat(ctx, TILEOPT_OUTPUT, TILEOPT_MODEL_TILES);
+        r.nodes_before = tileopt_report_model_stat(ctx, TILEOPT_INPUT, TILEOPT_MODEL_NODES);
+        r.nodes_after = tileopt_report_model_stat(ctx, TILEOPT_OUTPUT, TILEOPT_MODEL_NODES);
+        r.verdict = tileopt_report_verdict(ctx, NULL);
     }
     fflush(NULL);
     ssize_t w = write(out_fd, &r, sizeof r);
@@ -297,6 +310,9 @@ static void reap(slot *s, model *m, int status) {
         m->out_bytes = r.out_bytes;
         m->tiles_before = r.tiles_before;
         m->tiles_after = r.tiles_after;
+        m->nodes_before = r.nodes_before;
+        m->nodes_after = r.nodes_after;
+        m->verdict = r.verdict;
     } else if (m->rc == EXIT_OK) {
         m->rc = EXIT_FAIL;
         snprintf(m->error, sizeof m->error, "the worker sent no result");
@@ -407,6 +423,35 @@ static int write_summary(const batch_opts *b, const list *l, double seconds, siz
     return EXIT_OK;
 }
 
+/* html_dir/index.html: a row per model, linking the pages the workers wrote. */
+static int write_index(tileopt_ctx *ctx, const batch_opts *b, const list *l) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/index.html", b->html_dir) >= (int)sizeof path)
+        return tool_error(EXIT_FAIL, "'%s/index.html': path too long", b->html_dir);
+    tileopt_html_row *rows = calloc(l->n + 1, sizeof *rows);
+    char **pages = calloc(l->n + 1, sizeof *pages);
+    int rc = EXIT_OK;
+    if (!rows || !pages) rc = tool_error(EXIT_FAIL, "out of memory");
+    for (size_t i = 0; rc == EXIT_OK && i < l->n; i++) {
+        const model *m = &l->m[i];
+        size_t len = strlen(m->rel) + sizeof ".html";
+        if (m->rc == EXIT_OK && (pages[i] = malloc(len))) snprintf(pages[i], len, "%s.html", m->rel);
+        rows[i] = (tileopt_html_row){
+            .model = m->in, .page = pages[i], .error = m->rc == EXIT_OK ? NULL : m->error,
+            .bytes_before = (int64_t)m->in_bytes, .bytes_after = (int64_t)m->out_bytes,
+            .nodes_before = m->nodes_before, .nodes_after = m->nodes_after,
+            .tiles_before = m->tiles_before, .tiles_after = m->tiles_after,
+            .verdict = m->verdict == TILEOPT_VERDICT_NONE ? NULL : tileopt_verdict_str(m->verdict),
+            .seconds = m->seconds};
+    }
+    if (rc == EXIT_OK && tileopt_html_index(ctx, rows, l->n, path) != TILEOPT_OK)
+        rc = tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
+    for (size_t i = 0; pages && i < l->n; i++) free(pages[i]);
+    free(pages);
+    free(rows);
+    return rc;
+}
+
 int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t n_inputs) {
     list l = {0};
     /* the folders written to, when they exist already, are not searched */
@@ -450,6 +495,7 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
     /* nothing is created before the list stands */
     if (rc == EXIT_OK) rc = make_folder(b->outdir);
     if (rc == EXIT_OK && b->report_dir) rc = make_folder(b->report_dir);
+    if (rc == EXIT_OK && b->html_dir) rc = make_folder(b->html_dir);
     /* the workers share the machine's memory: unless asked otherwise, each
     ** evaluates within its part of the default budget */
     if (rc == EXIT_OK && !b->common->eval_bytes_asked) {
@@ -528,6 +574,11 @@ int cmd_batch(tileopt_ctx *ctx, const batch_opts *b, char *const *inputs, size_t
         if (b->report_dir) {
             list shard = {l.m + first, count, count};
             int wrc = write_summary(b, &shard, seconds, failed);
+            if (wrc) rc = wrc;
+        }
+        if (b->html_dir) {
+            list shard = {l.m + first, count, count};
+            int wrc = write_index(ctx, b, &shard);
             if (wrc) rc = wrc;
         }
         if (rc == EXIT_OK && failed) rc = EXIT_FAIL;

@@ -60,52 +60,51 @@ static int write_report(tileopt_ctx *ctx, const char *dest) {
     return EXIT_OK;
 }
 
-/* path with its folder resolved (symlinks, "." and ".."): two spellings of a file
-** that does not exist yet resolve alike. false when the folder does not exist. */
-static bool resolve_path(const char *path, char *out) {
-    char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    char real[PATH_MAX];
-    if (!realpath(dir, real)) return false;
-    return snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX;
-}
-
-/* True when a and b name one file, however spelled: ./m.onnx, a symlink, a hard
-** link (one inode), or the same resolved path when either does not exist yet. */
-static bool same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    if (ea != eb) return false;
-    char ra[PATH_MAX], rb[PATH_MAX];
-    return resolve_path(a, ra) && resolve_path(b, rb) && strcmp(ra, rb) == 0;
-}
-
 /* Refuse, before anything is read or written, the paths that would destroy data:
 ** OUT or the report naming the input, the report naming OUT, and a destination
 ** that exists but is no regular file (the atomic rename would replace a device
 ** such as /dev/null with a file, or fail on a folder only after all the work). */
 static int check_paths(const opt_args *a) {
-    if (same_file(a->in, a->out))
+    if (cli_same_file(a->in, a->out))
         return tool_error(EXIT_USAGE, "OUT '%s' is the input model: write to another file",
                           a->out);
-    const char *dests[2] = {a->out, a->report && strcmp(a->report, "-") ? a->report : NULL};
-    for (size_t i = 0; i < 2; i++) {
+    /* the files written besides OUT, each checked against what it must not
+    ** overwrite */
+    const struct { const char *path, *flag, *hint; } dests[] = {
+        {a->out, NULL, ""},
+        {a->report && strcmp(a->report, "-") ? a->report : NULL, "--report",
+         " (--report - writes to stdout)"},
+        {a->html, "--html", ""},
+    };
+    for (size_t i = 0; i < sizeof dests / sizeof dests[0]; i++) {
         struct stat st;
-        if (dests[i] && stat(dests[i], &st) == 0 && !S_ISREG(st.st_mode))
-            return tool_error(EXIT_FAIL, "'%s' exists and is not a regular file%s", dests[i],
-                              i ? " (--report - writes to stdout)" : "");
+        if (dests[i].path && stat(dests[i].path, &st) == 0 && !S_ISREG(st.st_mode))
+            return tool_error(EXIT_FAIL, "'%s' exists and is not a regular file%s",
+                              dests[i].path, dests[i].hint);
     }
-    if (!dests[1]) return EXIT_OK;
-    if (same_file(a->in, a->report))
-        return tool_error(EXIT_USAGE, "--report '%s' is the input model", a->report);
-    if (same_file(a->out, a->report))
-        return tool_error(EXIT_USAGE, "--report '%s' is the output model", a->report);
+    for (size_t i = 1; i < sizeof dests / sizeof dests[0]; i++) {
+        if (!dests[i].path) continue;
+        if (cli_same_file(a->in, dests[i].path))
+            return tool_error(EXIT_USAGE, "%s '%s' is the input model", dests[i].flag,
+                              dests[i].path);
+        for (size_t k = 0; k < i; k++)
+            if (dests[k].path && cli_same_file(dests[k].path, dests[i].path))
+                return tool_error(EXIT_USAGE, "%s '%s' is the %s", dests[i].flag, dests[i].path,
+                                  k ? "report" : "output model");
+    }
     return EXIT_OK;
+}
+
+/* The page of --html, from the report as it stands: before is the input as
+** loaded, after the model the passes made. */
+static int write_page(tileopt_ctx *ctx, const opt_args *a, tileopt_model *before,
+                      tileopt_model *after) {
+    char *text;
+    if (tileopt_report_string(ctx, &text) != TILEOPT_OK)
+        return tool_error(EXIT_FAIL, "report: out of memory");
+    tileopt_status st = tileopt_html_save(ctx, text, strlen(text), before, after, a->html);
+    tileopt_free(text);
+    return st ? cli_fail(ctx, st, NULL) : EXIT_OK;
 }
 
 /* --report naming one of the input's external data files would replace data
@@ -121,7 +120,7 @@ static int check_report_path(const tileopt_ctx *ctx, const opt_args *a) {
         if (snprintf(data, sizeof data, "%s/%s", dir,
                      tileopt_report_data_file(ctx, TILEOPT_INPUT, i)) >= (int)sizeof data)
             continue;
-        if (same_file(data, a->report))
+        if (cli_same_file(data, a->report))
             return tool_error(EXIT_USAGE, "--report '%s' is external data of the input model (%s)",
                               a->report, tileopt_report_data_file(ctx, TILEOPT_INPUT, i));
     }
@@ -304,7 +303,7 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     ** included) fails the run; OUT naming one of its external data files,
     ** known once it is loaded, is a usage error */
     tileopt_status st = tileopt_model_load(ctx, a->in, &model);
-    if (!st && a->verify) st = tileopt_model_load(ctx, a->in, &before);
+    if (!st && (a->verify || a->html)) st = tileopt_model_load(ctx, a->in, &before);
     if (st) {
         tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
         goto done;
@@ -343,12 +342,16 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
     bool file_report = a->report && strcmp(a->report, "-") != 0;
     double predicted = 0;
     char *predicted_files = NULL;
-    if (a->report) {
+    if (a->report || a->html) {
         if (tileopt_report_end(ctx, model, a->out) != TILEOPT_OK) {
             tool_error(EXIT_FAIL, "%s", tileopt_ctx_errmsg(ctx));
             goto done;
         }
         if (file_report && write_report(ctx, a->report) != EXIT_OK) goto done;
+        /* the page, like the report, before OUT: a page that cannot be
+        ** written fails the run with OUT untouched */
+        if (a->html && (rc = write_page(ctx, a, before, model)) != EXIT_OK) goto done;
+        rc = EXIT_FAIL;
         predicted = output_file_bytes(ctx);
         if (!(predicted_files = output_data_files(ctx))) {
             tool_error(EXIT_FAIL, "out of memory");
@@ -389,6 +392,8 @@ static int optimize(tileopt_ctx *ctx, const opt_args *a, const char *const *pass
 report:
     tileopt_report_end(ctx, model, a->out);
     if (a->report) write_report(ctx, a->report);
+    /* a failed run's page shows how far it got and why (OUT is not written) */
+    if (a->html) write_page(ctx, a, before, model);
 summary:
     if (rc == EXIT_OK && !a->quiet)
         print_summary(ctx, a, a->report && strcmp(a->report, "-") == 0 ? stderr : stdout);
@@ -451,6 +456,7 @@ static int take_option(void *user, const cli_option *o, const char *value) {
     case ID_OUTPUT: a->out = value; break;
     case ID_PASSES: a->passes = value; break;
     case ID_REPORT: a->report = value; break;
+    case ID_HTML: a->html = value; break;
     case ID_INFER_SHAPES: a->infer_shapes = true; break;
     case ID_QUIET: a->quiet = true; break;
     case ID_TARGET_OPSET: a->target_asked = true; break;
@@ -517,7 +523,10 @@ static int run_optimize(tileopt_ctx *ctx, opt_cmd *c) {
             return tool_error(EXIT_USAGE, "--data-name names one model's data file: a batch "
                               "writes OUT.data beside each OUT");
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        batch_opts b = {&a, a.out, a.report, names, n_names,
+        /* --html names a folder in a batch: each model's page goes below it */
+        const char *html_dir = a.html;
+        a.html = NULL;
+        batch_opts b = {&a, a.out, a.report, html_dir, names, n_names,
                         c->jobs ? c->jobs : (cores > 0 ? (int)cores : 1), c->shard_i,
                         c->shard_n, a.quiet, tty, optimize_checked};
         return cmd_batch(ctx, &b, c->inputs, c->n_inputs);

@@ -31,6 +31,13 @@ const cli_command cli_commands[] = {
      "Prints opsets, IR version, graph inputs and outputs, node counts per op type, "
      "initializers and the Tile nodes of each model.",
      "*.onnx"},
+    {"report", CMD_REPORT,
+     {"report REPORT.json IN.onnx OUT.onnx -o PAGE.html", NULL, NULL},
+     "Writes the page optimize --html writes, from a report written already (--report) "
+     "and the two models it describes: one self-contained HTML file (no network, no "
+     "external script, style or font) with the counts before and after, the verify "
+     "verdict, and before and after drawings of every region a pass rewrote.",
+     "*.@(json|onnx)"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof *cli_commands;
 
@@ -42,12 +49,12 @@ const size_t cli_command_count = sizeof cli_commands / sizeof *cli_commands;
 const cli_option cli_options[] = {
     {ID_HELP, CMD_EVERY, "--help", "-h", NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "print this help and exit"},
-    {ID_OUTPUT, OPT | CMD_RUN, "--output", "-o", NULL, "OUT", ARG_REQUIRED, NULL, SECTION_COMMAND,
+    {ID_OUTPUT, OPT | CMD_RUN | CMD_REPORT, "--output", "-o", NULL, "OUT", ARG_REQUIRED, NULL, SECTION_COMMAND,
      COMPLETE_FILE, NULL,
      "optimize: the optimized model (never IN itself), or the output folder of a batch; "
      "run: OUT.npz gets the outputs as one archive, any other OUT is a folder of "
-     "output_N.pb (per data set OUT/test_data_set_N/) (default: optimize's second "
-     "operand; run prints the outputs)"},
+     "output_N.pb (per data set OUT/test_data_set_N/); report: the page (default: "
+     "optimize's second operand; run prints the outputs)"},
     {ID_JOBS, OPT, "--jobs", "-j", NULL, "N", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
      NULL, "batch: models optimized at once (default: the number of cores)"},
     {ID_SHARD, OPT, "--shard", NULL, NULL, "I/N", ARG_REQUIRED, NULL, SECTION_COMMAND, COMPLETE_NOTHING,
@@ -80,7 +87,7 @@ const cli_option cli_options[] = {
      COMPLETE_NOTHING, NULL,
      "fuse a Tile into a binary op with a full-size operand by reshaping both to broadcast "
      "(default off)"},
-    {ID_INPUT_SHAPE, CMD_EVERY, "--input-shape", NULL, "--overwrite-input-shape", "NAME:D1,D2,...",
+    {ID_INPUT_SHAPE, OPT | CMD_RUN | CMD_INSPECT, "--input-shape", NULL, "--overwrite-input-shape", "NAME:D1,D2,...",
      ARG_REQUIRED, "input-shape", SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "fix a graph input's dims, and each named dim of it everywhere the model declares it "
      "(repeatable; onnx-simplifier's spelling works too) (default none)"},
@@ -111,6 +118,11 @@ const cli_option cli_options[] = {
      COMPLETE_FILE, "*.json",
      "write the JSON report to FILE, or to stdout (-: the summary then goes to stderr); "
      "for a batch a folder: one report per model and batch.json (default none)"},
+    {ID_HTML, OPT, "--html", NULL, NULL, "PAGE.html|DIR", ARG_REQUIRED, NULL, SECTION_COMMAND,
+     COMPLETE_FILE, "*.html",
+     "write the report as one self-contained HTML page: counts before and after, the "
+     "verify verdict, and before and after drawings of every region a pass rewrote; for a "
+     "batch a folder: one page per model and index.html (default none)"},
     {ID_QUIET, OPT, "--quiet", "-q", NULL, NULL, ARG_NONE, NULL, SECTION_COMMAND, COMPLETE_NOTHING, NULL,
      "no progress and no summary; warnings and errors still go to stderr (default: progress "
      "on a terminal, summary on stdout)"},

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 /* The commands, as bits: an option lists the commands that take it. */
-enum { CMD_OPTIMIZE = 1, CMD_RUN = 2, CMD_INSPECT = 4, CMD_EVERY = 7 };
+enum { CMD_OPTIMIZE = 1, CMD_RUN = 2, CMD_INSPECT = 4, CMD_REPORT = 8, CMD_EVERY = 15 };
 
 typedef enum cli_arg {
     ARG_NONE,                /* a flag */
@@ -37,7 +37,7 @@ typedef enum cli_section {
 typedef enum cli_id {
     ID_HELP, ID_OUTPUT, ID_JOBS, ID_SHARD, ID_PASSES, ID_TARGET_OPSET, ID_KEEP_INIT_INPUTS,
     ID_FOLD_SCOPE, ID_FOLD_LIMIT, ID_FOLD_MAX_GROWTH, ID_FUSE_SPLIT, ID_INPUT_SHAPE,
-    ID_INFER_SHAPES, ID_VERIFY, ID_VERIFY_INPUTS, ID_VERIFY_SHAPE, ID_SEED, ID_REPORT, ID_QUIET,
+    ID_INFER_SHAPES, ID_VERIFY, ID_VERIFY_INPUTS, ID_VERIFY_SHAPE, ID_SEED, ID_REPORT, ID_HTML, ID_QUIET,
     ID_DATA_NAME, ID_RANDOM, ID_TEST_DIR, ID_JSON, ID_ALL, ID_LIMIT, ID_MAX_EVAL_BYTES,
 } cli_id;
 

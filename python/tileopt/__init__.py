@@ -28,7 +28,7 @@ from . import _tileopt
 __version__ = _tileopt.version
 
 __all__ = [
-    "optimize", "inspect", "run", "verify",
+    "optimize", "inspect", "run", "verify", "html",
     "Error", "NoMemoryError", "FileError", "ParseError", "InvalidModelError",
     "UnsupportedError", "LimitError", "MismatchError", "UsageError",
 ]
@@ -260,6 +260,18 @@ def verify(before, after, seed=1, strict=False, base_dir=None, **options):
     with _library_errors():
         report = json.loads(_tileopt.verify(src_b, dir_b, src_a, dir_a, opts))
     return report["verify"]
+
+
+def html(report, before, after, base_dir=None, **options):
+    """The report as one self-contained HTML page, as `optimize --html` writes
+    it: report is the dict optimize returns (or its JSON text), before and
+    after the models it describes (ModelProto, bytes or paths). Returns the
+    page as a str; write it with open(path, "w", encoding="utf-8")."""
+    text = report if isinstance(report, str) else json.dumps(report)
+    src_b, dir_b, _ = _source(before, base_dir)
+    src_a, dir_a, _ = _source(after, base_dir)
+    with _library_errors():
+        return _tileopt.html(text, src_b, dir_b, src_a, dir_a, _options({}, options))
 
 
 # ------------------------------------------------------------------ values

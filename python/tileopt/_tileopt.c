@@ -651,11 +651,48 @@ static PyObject *py_verify(PyObject *self, PyObject *args) {
     return result;
 }
 
+PyDoc_STRVAR(html_doc,
+"html(report, before, before_base_dir, after, after_base_dir, options) -> str\n"
+"The page of optimize --html: report is the JSON report's text, before and after\n"
+"the two models (path or bytes) it describes.");
+
+static PyObject *py_html(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *src_b, *dir_b, *src_a, *dir_a, *options, *path_b = NULL, *path_a = NULL;
+    PyObject *result = NULL;
+    const char *report;
+    Py_ssize_t report_len;
+    if (!PyArg_ParseTuple(args, "s#OOOOO", &report, &report_len, &src_b, &dir_b, &src_a,
+                          &dir_a, &options))
+        return NULL;
+    tileopt_ctx *ctx = ctx_open(options);
+    tileopt_model *before = ctx ? model_open(ctx, src_b, dir_b, &path_b) : NULL;
+    tileopt_model *after = before ? model_open(ctx, src_a, dir_a, &path_a) : NULL;
+    if (after) {
+        char *page = NULL;
+        size_t size = 0;
+        tileopt_status st;
+        Py_BEGIN_ALLOW_THREADS
+        st = tileopt_html(ctx, report, (size_t)report_len, before, after, &page, &size);
+        Py_END_ALLOW_THREADS
+        if (st) fail(ctx, st, 0);
+        else result = PyUnicode_DecodeUTF8(page, (Py_ssize_t)size, "strict");
+        tileopt_free(page);
+    }
+    tileopt_model_free(before);
+    tileopt_model_free(after);
+    tileopt_ctx_free(ctx);
+    Py_XDECREF(path_b);
+    Py_XDECREF(path_a);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"optimize", py_optimize, METH_VARARGS, optimize_doc},
     {"inspect", py_inspect, METH_VARARGS, inspect_doc},
     {"run", py_run, METH_VARARGS, run_doc},
     {"verify", py_verify, METH_VARARGS, verify_doc},
+    {"html", py_html, METH_VARARGS, html_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -109,7 +109,7 @@ def run_script_should_keep_outputs_of_models_that_share_a_name():
         got = sorted(os.listdir(os.path.join(d, "out")))
         assert got == sorted(f"{n}.{k}" for n in ("model", "test_tile_model",
                                                   "test_tile_precomputed_model")
-                             for k in ("opt.onnx", "report.json")), got
+                             for k in ("opt.onnx", "report.json", "html")), got
 
 
 def optimize_in_terminal(src, out, passes, *flags):

@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..")), "tests", "harness"))
 import harness as h  # noqa: E402
 
-COMMANDS = ("optimize", "run", "inspect")
+COMMANDS = ("optimize", "run", "inspect", "report")
 DOCS = os.path.join(os.environ.get("BUILDDIR", ""), "tools", "docs")
 
 

@@ -117,6 +117,18 @@ def optimize_should_fail_cleanly_at_every_allocation():
     assert not problems, "\n".join(problems[:20])
 
 
+def page_should_fail_cleanly_at_every_allocation():
+    # optimize --html (the page written before OUT), then tileopt report
+    with h.tempdir() as d:
+        src = os.path.join(MODELS, "legacy_repeat.onnx")
+        out, rep, page = (os.path.join(d, f) for f in ("o.onnx", "r.json", "p.html"))
+        problems = runs(["optimize", src, "-o", out, "--report", rep, "--html", page,
+                         "--quiet"], [out, rep, page], d)
+        h.expect_ok(h.tileopt("optimize", src, "-o", out, "--report", rep, "--quiet"))
+        problems += runs(["report", rep, src, out, "-o", page], [page], d)
+    assert not problems, "\n".join(problems[:20])
+
+
 def inspect_should_fail_cleanly_at_every_allocation():
     with h.tempdir() as d:
         problems = runs(["inspect", "--json", os.path.join(MODELS, "shape_repeats.onnx")], [], d)

@@ -6,7 +6,8 @@
 Seeds (nothing big is committed): every models/*.onnx and a sample of the ONNX
 backend test data models for the model targets (load, passes); for the tensor
 target, the sample's input_*.pb tensors behind a few control headers (see
-fuzz_tensor.c); for the npy target, .npy files and .npz archives numpy writes. The committed inputs under tests/fuzz/regress/NAME/ run first,
+fuzz_tensor.c); for the npy target, .npy files and .npz archives numpy writes; for the html
+target, reports. The committed inputs under tests/fuzz/regress/NAME/ run first,
 once each. Prints the executions and whether anything crashed; exits 1 on a
 crash, hang or leak (libFuzzer's own exit codes), 0 otherwise.
 """
@@ -113,6 +114,21 @@ def npy_seeds(out):
     return n + 2
 
 
+def html_seeds(out):
+    """Reports: the committed ones (regress/fuzz_html) and small variants."""
+    n = 0
+    for p in regress_files("fuzz_html"):
+        shutil.copyfile(p, os.path.join(out, os.path.basename(p)))
+        n += 1
+    for i, text in enumerate(['{"input":{},"passes":[]}', '{"input":{},"passes":[{"name":"f",'
+                              '"actions":[{"node":"tile","op":"Tile","action":"skipped",'
+                              '"reason":"a: b"}]}]}']):
+        with open(os.path.join(out, f"small{i}.json"), "w") as f:
+            f.write(text)
+        n += 1
+    return n
+
+
 def regress_files(name):
     d = os.path.join(HERE, "regress", name)
     return sorted(p for p in glob.glob(os.path.join(d, "*")) if os.path.isfile(p))
@@ -154,7 +170,8 @@ def main():
         crashes = os.path.join(base, "crashes")
         for d in (corpus, seeds, crashes):
             os.makedirs(d, exist_ok=True)
-        make = {"fuzz_tensor": tensor_seeds, "fuzz_npy": npy_seeds}.get(name, model_seeds)
+        make = {"fuzz_tensor": tensor_seeds, "fuzz_npy": npy_seeds,
+                "fuzz_html": html_seeds}.get(name, model_seeds)
         n_seeds = make(seeds)
         cmd = [binary, f"-max_total_time={seconds}", "-timeout=25", "-rss_limit_mb=2560",
                "-print_final_stats=1", f"-artifact_prefix={crashes}/{name}-", corpus, seeds]
