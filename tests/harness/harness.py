@@ -249,9 +249,11 @@ def random_feeds(model, seed=1, sym_dim=2, shapes=None):
     return out
 
 
-def run_ort(path, feeds):
-    """Outputs of path in ONNX Runtime (list of arrays, graph output order)."""
-    return _ort.run_ort(str(path), _named(path, feeds))
+def run_ort(path, feeds, graph_opt=None, disable_optimizers=()):
+    """Outputs of path in ONNX Runtime (list of arrays, graph output order);
+    graph_opt and disable_optimizers as in ort.run_ort."""
+    return _ort.run_ort(str(path), _named(path, feeds), graph_opt=graph_opt,
+                        disable_optimizers=disable_optimizers)
 
 
 def run_tileopt(path, feeds, extra_args=()):

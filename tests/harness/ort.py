@@ -3,6 +3,8 @@
     from ort import run_ort
     outs = run_ort("model.onnx", [x, y])          # positional: non-initializer inputs
     outs = run_ort("model.onnx", {"x": x, "y": y}) # by name
+    outs = run_ort("model.onnx", [x], graph_opt="disabled")  # no graph rewrites
+    outs = run_ort("model.onnx", [x], disable_optimizers=["NchwcTransformer"])
 
 Inputs are written as serialized TensorProto files (onnx.numpy_helper), run by
 tests/harness/ort_run.js, and the output_N.pb files are read back as numpy arrays,
@@ -98,8 +100,12 @@ def _inline_external_data(model_path, tmp):
     return inline
 
 
-def run_ort(model_path, inputs, timeout=600):
-    """Outputs of model_path run in ONNX Runtime on inputs (list or dict)."""
+def run_ort(model_path, inputs, timeout=600, graph_opt=None, disable_optimizers=()):
+    """Outputs of model_path run in ONNX Runtime on inputs (list or dict).
+
+    graph_opt: the session's optimization level (disabled, basic, extended, all;
+    None is ORT's default, all); disable_optimizers: names of ORT transformers to
+    leave out."""
     ok, why = ort_available()
     if not ok:
         raise OrtError(why)
@@ -107,7 +113,9 @@ def run_ort(model_path, inputs, timeout=600):
         model_path = _inline_external_data(str(model_path), tmp)
         pbs = write_inputs(inputs, tmp)
         outdir = os.path.join(tmp, "out")
-        cp = subprocess.run(["node", ORT_RUN_JS, str(model_path), *pbs, "-o", outdir],
+        opts = (["--graph-opt", graph_opt] if graph_opt else []) + \
+            (["--disable-optimizers", ",".join(disable_optimizers)] if disable_optimizers else [])
+        cp = subprocess.run(["node", ORT_RUN_JS, str(model_path), *pbs, "-o", outdir, *opts],
                             capture_output=True, text=True, timeout=timeout)
         if cp.returncode != 0:
             raise OrtError(f"ort_run.js {model_path} failed (exit {cp.returncode}): "

@@ -4,13 +4,17 @@
  * inputs, the independent executor of tileopt's differential tests.
  *
  *   node ort_run.js MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR]
- *                   [--rtol R] [--atol A]
+ *                   [--rtol R] [--atol A] [--graph-opt LEVEL] [--disable-optimizers LIST]
  *
  * Inputs bind by the TensorProto's name when every input file names a model input,
  * otherwise by position to session.inputNames (graph inputs that are not
  * initializers). --test-dir DIR reads DIR/input_*.pb and compares the outputs with
  * DIR/output_*.pb (floats: |a-b| <= atol + rtol*|b|, default rtol 1e-3, atol 1e-7;
  * NaN equals NaN; other types exactly). -o OUTDIR writes output_N.pb.
+ * --graph-opt disabled|basic|extended|all sets the session's graph optimization
+ * level (default all, ORT's own default); --disable-optimizers LIST turns off the
+ * named transformers (comma-separated, e.g. NchwcTransformer), so a difference that
+ * comes from one of ONNX Runtime's rewrites can be told from one in its kernels.
  * stdout: one JSON line {"outputs":[{"name","dtype","dims"}...]}.
  * Exit: 0 ok, 1 model/run failure or mismatch (message on stderr), 2 usage.
  *
@@ -264,7 +268,8 @@ function compare(name, got, want, rtol, atol) {
 /* ----------------------------------------------------------------- main */
 
 function parseArgs(argv) {
-    const a = { model: null, inputs: [], testDir: null, outDir: null, rtol: 1e-3, atol: 1e-7 };
+    const a = { model: null, inputs: [], testDir: null, outDir: null, rtol: 1e-3, atol: 1e-7,
+                graphOpt: null, disable: null };
     for (let i = 0; i < argv.length; i++) {
         const s = argv[i];
         const next = () => {
@@ -275,8 +280,15 @@ function parseArgs(argv) {
         else if (s === '-o') a.outDir = next();
         else if (s === '--rtol') a.rtol = Number(next());
         else if (s === '--atol') a.atol = Number(next());
+        else if (s === '--graph-opt') {
+            a.graphOpt = next();
+            if (!['disabled', 'basic', 'extended', 'all'].includes(a.graphOpt)) {
+                die(2, `--graph-opt: ${a.graphOpt} is not disabled, basic, extended or all`);
+            }
+        } else if (s === '--disable-optimizers') a.disable = next();
         else if (s === '-h' || s === '--help') {
-            process.stdout.write('usage: ort_run.js MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR] [--rtol R] [--atol A]\n');
+            process.stdout.write('usage: ort_run.js MODEL.onnx [INPUT.pb ...] [--test-dir DIR] [-o OUTDIR] ' +
+                                 '[--rtol R] [--atol A] [--graph-opt LEVEL] [--disable-optimizers LIST]\n');
             process.exit(0);
         } else if (s.startsWith('-')) die(2, `unknown option ${s}`);
         else if (a.model === null) a.model = s;
@@ -300,9 +312,12 @@ async function main() {
     let inputFiles = args.inputs;
     if (args.testDir) inputFiles = inputFiles.concat(numbered(args.testDir, 'input'));
 
+    const options = { logSeverityLevel: 3 };
+    if (args.graphOpt) options.graphOptimizationLevel = args.graphOpt;
+    if (args.disable) options.extra = { optimization: { disable_specified_optimizers: args.disable } };
     let session;
     try {
-        session = await ort.InferenceSession.create(args.model, { logSeverityLevel: 3 });
+        session = await ort.InferenceSession.create(args.model, options);
     } catch (e) {
         die(1, `${args.model}: ${e.message}`);
     }

@@ -91,6 +91,27 @@ def tools_ort_run_should_pass_and_fail_against_test_data():
                                  f"{cp.stderr!r}")
 
 
+def tools_run_ort_should_take_the_graph_optimization_options():
+    # The options that tell a difference made by ONNX Runtime's graph rewrites
+    # from one in its kernels: each level runs, and a level it lacks is refused
+    # rather than run at the default.
+    _need_ort()
+    p = os.path.join(h.MODELS, "tile_add.onnx")
+    x = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
+    y = np.ones((1024, 1024), np.float32)
+    for kw in ({"graph_opt": "disabled"}, {"graph_opt": "basic"}, {"graph_opt": "extended"},
+               {"graph_opt": "all"},
+               {"disable_optimizers": ["NchwcTransformer", "ConstantFolding"]}):
+        h.assert_close(h.run_ort(p, [x, y], **kw)[0], np.tile(x, (16, 4)) + y, rtol=0, atol=0)
+    try:
+        h.run_ort(p, [x, y], graph_opt="most")
+    except h.OrtError as e:
+        if "disabled, basic, extended or all" not in str(e):
+            raise AssertionError(f"message does not list the levels: {e}") from e
+        return
+    raise AssertionError("an unknown level ran")
+
+
 def tools_run_ort_should_raise_on_a_model_ort_rejects():
     _need_ort()
     try:

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Resize as TensorFlow and PyTorch exporters write it at opset 11 (sizes given,
-roi and scales empty; NHWC models behind Transposes), upgraded to 13 and 21.
+roi and scales empty; NHWC models behind Transposes), upgraded to 13 and 21
+(and 18 and 19 for the forms of three public exports).
 
 Between 11 and 21 the one change to what these forms mean is Resize-13 dropping
 tf_half_pixel_for_nn (x_original = (x + 0.5) / scale). Where half_pixel with
@@ -165,6 +166,104 @@ def evaluator_should_run_half_pixel_symmetric_as_resize_19_says():
                         continue
                     h.assert_close(h.run_tileopt(path, feeds), h.run_ort(path, feeds),
                                    rtol=1e-4, atol=1e-5, what=f"{mode} {hw} x {scales}")
+
+
+# The Resize patterns of three public exports whose upgrade to 21 was said to
+# change ONNX Runtime's outputs (AGLLNet and M-LSD tiny from tf2onnx, YOLOX nano
+# from torch.onnx), each as the smallest graph that keeps what ORT rewrites
+# around the Resize: the Convs that take NCHWc blocks (16 channels, a whole block
+# on AVX2 and AVX-512), the SiLU it fuses, sizes computed from Shape, NHWC ends.
+# The models themselves gave ORT 1.30's outputs bit for bit at 11, 13, 18, 19
+# and 21, with its graph optimizations and without, and without NCHWc.
+def _conv(name, x, cin, cout, rng, k=3):
+    w = numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) * 0.2)
+                                .astype(np.float32), name + "_w")
+    b = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, name + "_b")
+    return (helper.make_node("Conv", [x, w.name, b.name], [name], name=name, pads=[k // 2] * 4,
+                             kernel_shape=[k, k]), [w, b])
+
+
+def export_pattern(kind, rng):
+    c = 16
+    nodes, inits = [], [numpy_helper.from_array(np.zeros(0, np.float32), "roi")]
+
+    def conv(name, x, cin, cout):
+        n, i = _conv(name, x, cin, cout, rng)
+        nodes.append(n)
+        inits.extend(i)
+        return name
+
+    def op(op_type, ins, out, **attrs):
+        nodes.append(helper.make_node(op_type, ins, [out], name=out, **attrs))
+        return out
+
+    if kind == "agll":  # tf2onnx: nearest, half_pixel, round_prefer_ceil; Concat in, Conv out
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 4, 4])]
+        a = op("Relu", [conv("c1", "x", c, c)], "r1")
+        cat = op("Concat", [a, "x"], "cat", axis=1)
+        inits.append(numpy_helper.from_array(np.array([1, 2 * c, 8, 8], np.int64), "sizes"))
+        r = op("Resize", [cat, "roi", "roi", "sizes"], "resize", mode="nearest",
+               coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_ceil",
+               exclude_outside=0)
+        y = op("Relu", [conv("c2", r, 2 * c, c)], "r2")
+        op("Transpose", [y], "y", perm=[0, 2, 3, 1])
+        out = [1, 8, 8, c]
+    elif kind == "yolox":  # torch.onnx: nearest, asymmetric, floor, constant scales; SiLU in
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 6, 6]),
+                  helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, c, 12, 12])]
+        t = conv("c1", "x", c, c)
+        silu = op("Mul", [t, op("Sigmoid", [t], "sig")], "silu")
+        inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"))
+        r = op("Resize", [silu, "roi", "scales"], "resize", mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor",
+               cubic_coeff_a=-0.75)
+        op("Concat", [r, "z"], "cat", axis=1)
+        conv("y", "cat", 2 * c, c)
+        out = [1, c, 12, 12]
+    else:  # M-LSD, tf2onnx: linear, half_pixel, sizes from Shape; NHWC at both ends
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 5, c])]
+        xt = op("Transpose", ["x"], "xt", perm=[0, 3, 1, 2])
+        add = op("Add", [conv("c1", xt, c, c), conv("c0", xt, c, c)], "add")
+        inits += [numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                  numpy_helper.from_array(np.array([2], np.int64), "two"),
+                  numpy_helper.from_array(np.array([10, 10], np.int64), "hw")]
+        nc = op("Slice", [op("Shape", [add], "shape"), "zero", "two"], "nc")
+        sizes = op("Concat", [nc, "hw"], "sizes", axis=0)
+        r = op("Resize", [add, "roi", "roi", sizes], "resize", mode="linear",
+               coordinate_transformation_mode="half_pixel", nearest_mode="floor",
+               exclude_outside=0)
+        op("Transpose", [op("Relu", [conv("c2", r, c, c)], "r2")], "y", perm=[0, 2, 3, 1])
+        out = [1, 10, 10, c]
+    g = helper.make_graph(nodes, kind, inputs,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+
+
+def upgrade_should_keep_the_public_exports_resize_patterns_bit_for_bit():
+    rng = np.random.default_rng(11)
+    ort_settings = ({}, {"graph_opt": "disabled"}, {"disable_optimizers": ["NchwcTransformer"]})
+    with h.tempdir() as d:
+        for kind in ("agll", "yolox", "mlsd"):
+            src = os.path.join(d, f"{kind}.onnx")
+            onnx.save(export_pattern(kind, rng), src)
+            h.check(src)
+            feeds = h.random_feeds(src, seed=4)
+            want = [h.run_ort(src, feeds, **s) for s in ort_settings]
+            before = [n for n in onnx.load(src).graph.node if n.op_type == "Resize"]
+            for target in ("13", "18", "19", "21"):
+                dst = os.path.join(d, f"{kind}_{target}.onnx")
+                h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", "upgrade",
+                                      "--target-opset", target, "--verify=strict", "-q"))
+                after = [n for n in onnx.load(dst).graph.node if n.op_type == "Resize"]
+                if after != before:  # no step from 11 to 21 changes these forms
+                    raise AssertionError(f"{kind} at {target}: the Resize node changed: {after}")
+                for s, w in zip(ort_settings, want):
+                    got = h.run_ort(dst, feeds, **s)
+                    if not all(np.array_equal(a, b) for a, b in zip(got, w)):
+                        raise AssertionError(f"{kind} at {target} {s}: ONNX Runtime's outputs "
+                                             "changed")
+                h.assert_close(h.run_tileopt(dst, feeds), want[0], rtol=1e-4, atol=1e-5,
+                               what=f"{kind} at {target}, evaluator vs ORT")
 
 
 if __name__ == "__main__":
