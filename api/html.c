@@ -153,7 +153,7 @@ static void human_bytes(pass_text *t, double b) {
         b /= 1024;
         u++;
     }
-    html_printf(t, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    pass_text_printf(t, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
 /* A value of an action's details as short text: numbers, strings, arrays and
@@ -166,8 +166,8 @@ static void value_text(pass_text *t, const jr *v, int depth) {
         /* whole numbers exactly (byte counts, dims); the range check first, as
         ** a double past long long's has no conversion */
         if (v->num > -9e18 && v->num < 9e18 && v->num == (double)(long long)v->num)
-            html_printf(t, "%lld", (long long)v->num);
-        else html_printf(t, "%.4g", v->num);
+            pass_text_printf(t, "%lld", (long long)v->num);
+        else pass_text_printf(t, "%.4g", v->num);
         break;
     case JR_STR: pass_text_str(t, v->str); break;
     case JR_ARR:
@@ -179,7 +179,7 @@ static void value_text(pass_text *t, const jr *v, int depth) {
                 break;
             }
             if (i) pass_text_str(t, ",");
-            if (v->type == JR_OBJ) html_printf(t, "%s: ", v->keys[i]);
+            if (v->type == JR_OBJ) pass_text_printf(t, "%s: ", v->keys[i]);
             value_text(t, &v->items[i], depth + 1);
         }
         pass_text_str(t, v->type == JR_ARR ? "]" : "}");
@@ -199,12 +199,12 @@ static void details_text(pass_text *t, const jr *a) {
         for (size_t k = 0; k < countof(shown_elsewhere); k++)
             skip |= strcmp(a->keys[i], shown_elsewhere[k]) == 0;
         if (skip) continue;
-        html_printf(t, "%s%s: ", first ? "" : " \xc2\xb7 ", a->keys[i]);
+        pass_text_printf(t, "%s%s: ", first ? "" : " \xc2\xb7 ", a->keys[i]);
         value_text(t, &a->items[i], 0);
         first = false;
     }
     const char *g = jr_str(a, "graph");
-    if (g) html_printf(t, "%sin subgraph %s", first ? "" : " \xc2\xb7 ", g);
+    if (g) pass_text_printf(t, "%sin subgraph %s", first ? "" : " \xc2\xb7 ", g);
     pass_text_put(t, "", 1);
 }
 
@@ -282,7 +282,7 @@ static void opsets_text(pass_text *t, const jr *model) {
         const char *d = jr_str(&o->items[i], "domain");
         if (i) pass_text_str(t, ", ");
         html_esc(t, d && d[0] ? d : "ai.onnx", HTML_LABEL_BYTES);
-        html_printf(t, " %.0f", jr_num(&o->items[i], "version", 0));
+        pass_text_printf(t, " %.0f", jr_num(&o->items[i], "version", 0));
     }
 }
 
@@ -299,7 +299,7 @@ static void summary(page *pg) {
                      "<tr><th>model size</th>");
     for (int s = 0; s < 2; s++) {
         double b = stat_of(sides[s], "file_bytes") + stat_of(sides[s], "external_data_bytes");
-        html_printf(t, "<td id=\"bytes-%d\" data-v=\"%.0f\">", s, b);
+        pass_text_printf(t, "<td id=\"bytes-%d\" data-v=\"%.0f\">", s, b);
         human_bytes(t, b);
         pass_text_str(t, "</td>");
     }
@@ -307,13 +307,13 @@ static void summary(page *pg) {
         {"nodes", "nodes"}, {"tiles", "Tile nodes"}, {"initializer_bytes", "initializer bytes"},
         {"ir_version", "IR version"}};
     for (size_t r = 0; r < countof(rows); r++) {
-        html_printf(t, "</tr><tr><th>%s</th>", rows[r].words);
+        pass_text_printf(t, "</tr><tr><th>%s</th>", rows[r].words);
         for (int s = 0; s < 2; s++) {
             const jr *v = jr_get(sides[s], rows[r].key);
             if (v && v->type == JR_NUM)
-                html_printf(t, "<td id=\"%s-%d\" data-v=\"%.0f\">%.0f</td>", rows[r].key, s, v->num,
+                pass_text_printf(t, "<td id=\"%s-%d\" data-v=\"%.0f\">%.0f</td>", rows[r].key, s, v->num,
                             v->num);
-            else html_printf(t, "<td id=\"%s-%d\">-</td>", rows[r].key, s);
+            else pass_text_printf(t, "<td id=\"%s-%d\">-</td>", rows[r].key, s);
         }
     }
     pass_text_str(t, "</tr><tr><th>opsets</th>");
@@ -345,7 +345,7 @@ static void summary(page *pg) {
                 pass_text_str(t, " (");
                 html_esc(t, src, 32);
                 if (src && strcmp(src, "random") == 0)
-                    html_printf(t, ", seed %.0f", jr_num(v, "seed", 0));
+                    pass_text_printf(t, ", seed %.0f", jr_num(v, "seed", 0));
                 pass_text_str(t, ")");
             }
             pass_text_str(t, ":");
@@ -378,7 +378,7 @@ static void summary(page *pg) {
     }
     double ms = 0;
     for (size_t i = 0; i < pg->passes->n; i++) ms += jr_num(pass_at(pg, i), "duration_ms", 0);
-    html_printf(t, "<p>time in the passes: <span id=\"time\">%.1f ms</span>; "
+    pass_text_printf(t, "<p>time in the passes: <span id=\"time\">%.1f ms</span>; "
                    "<span id=\"n-actions\" data-v=\"%zu\">%zu</span> actions changed the "
                    "model, <span id=\"n-skipped\" data-v=\"%zu\">%zu</span> nodes were left "
                    "with a reason. ",
@@ -433,7 +433,7 @@ static void ops_section(page *pg) {
                 if ((b != a) != changed) continue;
                 pass_text_str(t, changed ? "<tr class=\"chg\"><td>" : "<tr><td>");
                 html_esc(t, op, HTML_LABEL_BYTES);
-                html_printf(t, "</td><td>%.0f</td><td>%.0f</td></tr>", b, a);
+                pass_text_printf(t, "</td><td>%.0f</td><td>%.0f</td></tr>", b, a);
             }
         }
     pass_text_str(t, "</table></div>\n");
@@ -456,8 +456,8 @@ static void pass_table(page *pg) {
         pass_text_str(t, "<tr><td>");
         html_esc(t, jr_str(p, "name"), HTML_LABEL_BYTES);
         double round = jr_num(p, "round", 1);
-        if (round > 1) html_printf(t, " (round %.0f)", round);
-        html_printf(t, "</td><td>%.0f</td><td>%.0f</td><td>%zu</td><td>%.1f</td><td>",
+        if (round > 1) pass_text_printf(t, " (round %.0f)", round);
+        pass_text_printf(t, "</td><td>%.0f</td><td>%.0f</td><td>%zu</td><td>%.1f</td><td>",
                     jr_num(p, "nodes_changed", 0), jr_num(p, "nodes_skipped", 0), acts,
                     jr_num(p, "duration_ms", 0));
         const jr *ch = jr_get(p, "changes");
@@ -466,7 +466,7 @@ static void pass_table(page *pg) {
             if (k) pass_text_str(t, "; ");
             html_esc(t, ch->keys[k], HTML_LABEL_BYTES);
             if (v->type == JR_ARR) {
-                html_printf(t, " %zu", v->n);
+                pass_text_printf(t, " %zu", v->n);
             } else {
                 pass_text sub = {0};
                 value_text(&sub, v, 0);
@@ -504,16 +504,16 @@ static void group_title(pass_text *t, const char *key) {
 
 static void rule_table(page *pg) {
     pass_text *t = pg->t;
-    html_printf(t, "<details><summary>Actions by rule: %zu rule%s</summary><table id=\"rules\">"
+    pass_text_printf(t, "<details><summary>Actions by rule: %zu rule%s</summary><table id=\"rules\">"
                    "<tr><th>rule</th><th>nodes</th></tr>", pg->groups.n, pg->groups.n == 1 ? "" : "s");
     for (size_t g = 0; g < pg->groups.n; g++) {
         if (g == HTML_SKIP_GROUPS) {
-            html_printf(t, "<tr><td>and %zu more</td><td></td></tr>", pg->groups.n - g);
+            pass_text_printf(t, "<tr><td>and %zu more</td><td></td></tr>", pg->groups.n - g);
             break;
         }
         pass_text_str(t, "<tr><td>");
         group_title(t, pg->groups.name[g]);
-        html_printf(t, "</td><td class=\"n\">%llu</td></tr>",
+        pass_text_printf(t, "</td><td class=\"n\">%llu</td></tr>",
                     (unsigned long long)pg->groups.count[g]);
     }
     pass_text_str(t, "</table></details>\n");
@@ -625,7 +625,7 @@ static int collect(page *pg) {
             bool skipped = action && strcmp(action, "skipped") == 0;
             pass_text key = {0};
             const char *pass = jr_str(pass_at(pg, i), "name"), *rule = rule_text(&a);
-            html_printf(&key, "%s\x1f%s\x1f%.*s", pass ? pass : "", action ? action : "",
+            pass_text_printf(&key, "%s\x1f%s\x1f%.*s", pass ? pass : "", action ? action : "",
                         (int)(skipped ? reason_head(rule) : strlen(rule)), rule);
             pass_text_put(&key, "", 1);
             if (key.failed || !api_names_bump(&pg->groups, key.p, 1)) {
@@ -695,7 +695,7 @@ static int collect(page *pg) {
 
 static int cards(page *pg) {
     pass_text *t = pg->t;
-    html_printf(t, "<h2>Rewritten regions</h2><section id=\"cards\">");
+    pass_text_printf(t, "<h2>Rewritten regions</h2><section id=\"cards\">");
     if (!pg->n_changed) pass_text_str(t, "<p>No pass changed a node.</p>");
     for (size_t k = 0; k < pg->n_acts; k++) {
         const act_ref *r = &pg->acts[k];
@@ -721,13 +721,13 @@ static int cards(page *pg) {
         }
         if (!n) continue;
         if (!any)
-            html_printf(t, "<h2>More rewritten regions</h2><p>The first %d actions are drawn "
+            pass_text_printf(t, "<h2>More rewritten regions</h2><p>The first %d actions are drawn "
                            "above; the others, by rule, are drawn when opened.</p>"
                            "<section id=\"more\">", HTML_INLINE_CARDS);
         any = true;
-        html_printf(t, "<details class=\"grp\" data-first=\"%u\" data-count=\"%zu\"><summary>", first, n);
+        pass_text_printf(t, "<details class=\"grp\" data-first=\"%u\" data-count=\"%zu\"><summary>", first, n);
         group_title(t, pg->groups.name[g]);
-        html_printf(t, " \xe2\x80\x94 <span class=\"n\">%zu</span> more</summary><div "
+        pass_text_printf(t, " \xe2\x80\x94 <span class=\"n\">%zu</span> more</summary><div "
                        "class=\"slot\"></div>%s</details>",
                     n, n > 50 ? "<button class=\"more\" type=\"button\">show 50 more</button>" : "");
     }
@@ -754,13 +754,13 @@ static int skipped(page *pg) {
             if (!n++) {
                 pass_text_str(t, "<details class=\"skip\"><summary>");
                 group_title(t, pg->groups.name[g]);
-                html_printf(t, " \xe2\x80\x94 <span class=\"n\">%llu</span> node%s</summary><ul "
+                pass_text_printf(t, " \xe2\x80\x94 <span class=\"n\">%llu</span> node%s</summary><ul "
                                "class=\"sk\">",
                             (unsigned long long)pg->groups.count[g],
                             pg->groups.count[g] == 1 ? "" : "s");
             }
             if (listed == HTML_SKIP_LISTED) {
-                html_printf(t, "<li>and %llu more</li>",
+                pass_text_printf(t, "<li>and %llu more</li>",
                             (unsigned long long)(pg->groups.count[g] - listed));
                 listed++;
             }
@@ -770,7 +770,7 @@ static int skipped(page *pg) {
             int rc = act_parse(pg, r, &a);
             if (rc) return rc;
             if (r->record != UINT32_MAX)
-                html_printf(t, "<li><details class=\"lazy\" data-r=\"%u\"><summary>", r->record);
+                pass_text_printf(t, "<li><details class=\"lazy\" data-r=\"%u\"><summary>", r->record);
             else pass_text_str(t, "<li>");
             pass_text_str(t, "<code>");
             html_esc(t, jr_str(&a, "node"), HTML_NAME_BYTES);
@@ -793,7 +793,7 @@ static int skipped(page *pg) {
         if (n) pass_text_str(t, "</ul></details>");
     }
     if (unlisted)
-        html_printf(t, "<p>and %zu more reasons, for %zu nodes (the report lists them)</p>",
+        pass_text_printf(t, "<p>and %zu more reasons, for %zu nodes (the report lists them)</p>",
                     unlisted, unlisted_nodes);
     pass_text_str(t, "</section>\n");
     return 0;
@@ -836,7 +836,7 @@ static int records(page *pg) {
             rc = err_set(&pg->ctx->err, TILEOPT_NOMEM, "page: cannot deflate its data");
             break;
         }
-        html_printf(pg->t, "<script type=\"application/x-tileopt\" id=\"z%zu\">",
+        pass_text_printf(pg->t, "<script type=\"application/x-tileopt\" id=\"z%zu\">",
                     first / HTML_BLOCK);
         base64(pg->t, z, zn);
         pass_text_str(pg->t, "</script>\n");
@@ -959,7 +959,7 @@ static void href(pass_text *t, const char *path) {
         if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
             strchr("-._~/", *c))
             pass_text_put(t, (const char *)c, 1);
-        else html_printf(t, "%%%02X", *c);
+        else pass_text_printf(t, "%%%02X", *c);
     }
 }
 
@@ -980,12 +980,12 @@ tileopt_status tileopt_html_index(tileopt_ctx *ctx, const tileopt_html_row *rows
         tb += (double)rows[i].tiles_before;
         ta += (double)(rows[i].error ? rows[i].tiles_before : rows[i].tiles_after);
     }
-    html_printf(&t, "<header><h1>tileopt: batch of <span id=\"n-models\">%zu</span> models, "
+    pass_text_printf(&t, "<header><h1>tileopt: batch of <span id=\"n-models\">%zu</span> models, "
                     "<span id=\"n-failed\">%zu</span> failed</h1><p>bytes ", n, failed);
     human_bytes(&t, bb);
     pass_text_str(&t, " \xe2\x86\x92 ");
     human_bytes(&t, ba);
-    html_printf(&t, ", Tile nodes %.0f \xe2\x86\x92 %.0f</p></header>", tb, ta);
+    pass_text_printf(&t, ", Tile nodes %.0f \xe2\x86\x92 %.0f</p></header>", tb, ta);
     pass_text_str(&t, "<table id=\"models\"><tr><th>model</th><th>size before</th><th>after</th>"
                       "<th>nodes before</th><th>after</th><th>Tile before</th><th>after</th>"
                       "<th>verify</th><th>s</th></tr>");
@@ -1008,7 +1008,7 @@ tileopt_status tileopt_html_index(tileopt_ctx *ctx, const tileopt_html_row *rows
             human_bytes(&t, (double)r->bytes_before);
             pass_text_str(&t, "</td><td>");
             human_bytes(&t, (double)r->bytes_after);
-            html_printf(&t, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>",
+            pass_text_printf(&t, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>",
                         (long long)r->nodes_before, (long long)r->nodes_after,
                         (long long)r->tiles_before, (long long)r->tiles_after);
             if (r->verdict) {
@@ -1022,7 +1022,7 @@ tileopt_status tileopt_html_index(tileopt_ctx *ctx, const tileopt_html_row *rows
             }
             pass_text_str(&t, "</td>");
         }
-        html_printf(&t, "<td>%.2f</td></tr>", r->seconds);
+        pass_text_printf(&t, "<td>%.2f</td></tr>", r->seconds);
     }
     pass_text_str(&t, "</table><script>");
     pass_text_str(&t, html_page_js);

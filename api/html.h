@@ -67,9 +67,5 @@ void html_esc(pass_text *t, const char *s, size_t max);
 ** & as \u escapes, so the text can sit anywhere in a page). */
 void html_jstr(pass_text *t, const char *s, size_t max);
 /* printf into t. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-void html_printf(pass_text *t, const char *fmt, ...);
 
 #endif

@@ -10,29 +10,6 @@
 
 /* ------------------------------------------------------------------ text */
 
-void html_printf(pass_text *t, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof buf) {
-        pass_text_put(t, buf, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        t->failed = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    pass_text_put(t, big, (size_t)n);
-    free(big);
-}
-
 /* Walk s as UTF-8, up to max bytes: runs of characters that need nothing go
 ** out as they are; each byte `special` names, each byte that is no character
 ** and each control character goes to put alone (c NULL for the last two). */
@@ -81,7 +58,7 @@ static void put_json(pass_text *t, const unsigned char *c) {
         char e[2] = {'\\', (char)*c};
         pass_text_put(t, e, 2);
     } else {
-        html_printf(t, "\\u%04x", *c);
+        pass_text_printf(t, "\\u%04x", *c);
     }
 }
 
@@ -850,16 +827,16 @@ static int edge_points(const drawing *d, const dedge *e, int *xy) {
 
 void html_pair_svg(pass_text *t, const html_pair *p, int side) {
     const drawing *d = &p->d[side];
-    html_printf(t, "<svg class=\"g\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
+    pass_text_printf(t, "<svg class=\"g\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
                 d->w, d->h, d->w, d->h);
     for (int k = 0; k < d->ne; k++) {
         int xy[2 * (MAX_DRAWN + 2)];
         int n = edge_points(d, &d->e[k], xy);
         pass_text_str(t, "<path class=\"e\" d=\"");
-        for (int j = 0; j < n; j++) html_printf(t, "%c%d %d", j ? 'L' : 'M', xy[2 * j], xy[2 * j + 1]);
+        for (int j = 0; j < n; j++) pass_text_printf(t, "%c%d %d", j ? 'L' : 'M', xy[2 * j], xy[2 * j + 1]);
         pass_text_str(t, "\"/>");
         if (d->e[k].label && d->e[k].label[0]) {
-            html_printf(t, "<text class=\"el\" x=\"%d\" y=\"%d\">", xy[0] + 4, xy[1] + 13);
+            pass_text_printf(t, "<text class=\"el\" x=\"%d\" y=\"%d\">", xy[0] + 4, xy[1] + 13);
             html_esc(t, d->e[k].label, HTML_LABEL_BYTES);
             pass_text_str(t, "</text>");
         }
@@ -867,16 +844,16 @@ void html_pair_svg(pass_text *t, const html_pair *p, int side) {
     for (int i = 0; i < d->n; i++) {
         const ditem *it = &d->it[i];
         if (it->kind == K_DUMMY) continue;
-        html_printf(t, "<g class=\"%s %s%s\"><title>", kind_name[it->kind], class_name[it->cls],
+        pass_text_printf(t, "<g class=\"%s %s%s\"><title>", kind_name[it->kind], class_name[it->cls],
                     it->focus ? " focus" : "");
         html_esc(t, it->l1, HTML_NAME_BYTES);
         pass_text_str(t, " ");
         html_esc(t, it->l2, HTML_NAME_BYTES);
-        html_printf(t, "</title><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"%d\"/>",
+        pass_text_printf(t, "</title><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"%d\"/>",
                     it->x, it->y, it->w, it->h, it->kind == K_NODE ? 4 : 12);
-        html_printf(t, "<text x=\"%d\" y=\"%d\" class=\"l1\">", it->x + it->w / 2, it->y + 14);
+        pass_text_printf(t, "<text x=\"%d\" y=\"%d\" class=\"l1\">", it->x + it->w / 2, it->y + 14);
         html_esc(t, it->l1, HTML_LABEL_BYTES);
-        html_printf(t, "</text><text x=\"%d\" y=\"%d\" class=\"l2\">", it->x + it->w / 2,
+        pass_text_printf(t, "</text><text x=\"%d\" y=\"%d\" class=\"l2\">", it->x + it->w / 2,
                     it->y + it->h - 6);
         html_esc(t, it->l2, HTML_LABEL_BYTES);
         pass_text_str(t, "</text></g>");

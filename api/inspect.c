@@ -30,26 +30,10 @@ static bool const_ints(graph *g, const char *name, int64_t *out, size_t cap, siz
 static void textf(pass_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void textf(pass_text *t, const char *fmt, ...) {
     if (!t) return;
-    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    pass_text_vprintf(t, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof buf) {
-        pass_text_put(t, buf, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        t->failed = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    pass_text_put(t, big, (size_t)n);
-    free(big);
 }
 
 /* A shape: numbers, named dims by name, unknown dims as null ("?" in text);

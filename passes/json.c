@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,33 @@ void pass_text_put(pass_text *t, const char *s, size_t n) {
     }
     memcpy(t->p + t->len, s, n);
     t->len += n;
+}
+
+void pass_text_vprintf(pass_text *t, const char *fmt, va_list ap) {
+    char buf[1024];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= 0 && (size_t)n < sizeof buf) {
+        pass_text_put(t, buf, (size_t)n);
+    } else if (n >= 0) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, again);
+            pass_text_put(t, big, (size_t)n);
+            free(big);
+        } else {
+            t->failed = true;
+        }
+    }
+    va_end(again);
+}
+
+void pass_text_printf(pass_text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pass_text_vprintf(t, fmt, ap);
+    va_end(ap);
 }
 
 void pass_text_str(pass_text *t, const char *s) { pass_text_put(t, s, strlen(s)); }

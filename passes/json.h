@@ -20,6 +20,7 @@
 #ifndef TILEOPT_JSON_H
 #define TILEOPT_JSON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,12 @@ typedef struct pass_text {
 } pass_text;
 void pass_text_put(pass_text *t, const char *s, size_t n);
 void pass_text_str(pass_text *t, const char *s);
+/* printf onto the text, however long the result. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void pass_text_printf(pass_text *t, const char *fmt, ...);
+void pass_text_vprintf(pass_text *t, const char *fmt, va_list ap);
 /* Tabs for depth levels of indentation. */
 void pass_text_indent(pass_text *t, int depth);
 /* s as a JSON string, quotes included. */

@@ -83,5 +83,11 @@ int cv_pad_find(pass_ctx *pc, graph *g, int32_t reader, cv_pad *p, bool *found,
 /* reader reads the Pad's input, its pads attribute grown by the Pad's
 ** spatial pads (the caller checked auto_pad). */
 int cv_pad_merge(pass_ctx *pc, graph *g, int32_t reader, const cv_pad *p);
+/* The zero Pad before reader merged into its pads, recorded as rule, unless
+** the Pad's checks or the reader's (guard: why reader cannot take it, or
+** NULL) say why not, which is then recorded as a skip. */
+int cv_pad_fold(pass_ctx *pc, graph *g, int32_t reader,
+                const char *(*guard)(pass_ctx *pc, const Onnx__NodeProto *n),
+                const char *rule, const char *into);
 
 #endif

@@ -10,28 +10,19 @@
 
 #include "passes/conv/conv_impl.h"
 
+/* The Conv's auto_pad computes its pads: a Pad's cannot be added to them. */
+static const char *conv_guard(pass_ctx *pc, const Onnx__NodeProto *n) {
+    (void)pc;
+    return strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0
+               ? "the Conv's auto_pad computes its pads from the input it reads"
+               : NULL;
+}
+
 static int pad_conv_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     if (op_of(n) != OP_Conv) return TILEOPT_OK;
-    cv_pad p;
-    bool found;
-    const char *why;
-    int rc = cv_pad_find(pc, g, node, &p, &found, &why);
-    if (rc || !found) return rc;
-    if (!why && strcmp(graph_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0)
-        why = "the Conv's auto_pad computes its pads from the input it reads";
-    if (why) {
-        pass_skip(pc, g, node, "not merged with the Pad before it: %s", why);
-        return TILEOPT_OK;
-    }
-    if ((rc = cv_pad_merge(pc, g, node, &p))) return rc;
-    json_w *a = pass_action(pc, g, node, "rewritten");
-    if (a) {
-        json_put_str(a, "rule", "zero Pad into the Conv's pads");
-        json_put_str(a, "from", graph_node_id(g, p.node));
-    }
-    rw_drop_unread(pc, g, p.node, "into the Conv's pads");
-    return TILEOPT_OK;
+    return cv_pad_fold(pc, g, node, conv_guard, "zero Pad into the Conv's pads",
+                       "into the Conv's pads");
 }
 
 int pass_fuse_pad_into_conv(pass_ctx *pc) {

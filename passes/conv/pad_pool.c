@@ -33,24 +33,9 @@ static int pad_pool_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     op_id op = op_of(n);
     if (op != OP_AveragePool && op != OP_MaxPool) return TILEOPT_OK;
-    cv_pad p;
-    bool found;
-    const char *why;
-    int rc = cv_pad_find(pc, g, node, &p, &found, &why);
-    if (rc || !found) return rc;
-    if (!why) why = not_exact(pc, n);
-    if (why) {
-        pass_skip(pc, g, node, "not merged with the Pad before it: %s", why);
-        return TILEOPT_OK;
-    }
-    if ((rc = cv_pad_merge(pc, g, node, &p))) return rc;
-    json_w *a = pass_action(pc, g, node, "rewritten");
-    if (a) {
-        json_put_str(a, "rule", "zero Pad into the AveragePool's pads (count_include_pad)");
-        json_put_str(a, "from", graph_node_id(g, p.node));
-    }
-    rw_drop_unread(pc, g, p.node, "into the pool's pads");
-    return TILEOPT_OK;
+    return cv_pad_fold(pc, g, node, not_exact,
+                       "zero Pad into the AveragePool's pads (count_include_pad)",
+                       "into the pool's pads");
 }
 
 int pass_fuse_pad_into_pool(pass_ctx *pc) {

@@ -109,3 +109,26 @@ int cv_pad_merge(pass_ctx *pc, graph *g, int32_t reader, const cv_pad *p) {
     pc->changed = true;
     return TILEOPT_OK;
 }
+
+int cv_pad_fold(pass_ctx *pc, graph *g, int32_t reader,
+                const char *(*guard)(pass_ctx *pc, const Onnx__NodeProto *n),
+                const char *rule, const char *into) {
+    cv_pad p;
+    bool found;
+    const char *why;
+    int rc = cv_pad_find(pc, g, reader, &p, &found, &why);
+    if (rc || !found) return rc;
+    if (!why) why = guard(pc, graph_node(g, reader));
+    if (why) {
+        pass_skip(pc, g, reader, "not merged with the Pad before it: %s", why);
+        return TILEOPT_OK;
+    }
+    if ((rc = cv_pad_merge(pc, g, reader, &p))) return rc;
+    json_w *a = pass_action(pc, g, reader, "rewritten");
+    if (a) {
+        json_put_str(a, "rule", rule);
+        json_put_str(a, "from", graph_node_id(g, p.node));
+    }
+    rw_drop_unread(pc, g, p.node, into);
+    return TILEOPT_OK;
+}
