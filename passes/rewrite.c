@@ -299,3 +299,17 @@ int rw_forward(pass_ctx *pc, graph *g, int32_t node, size_t out, const char *x, 
     pc->changed = true;
     return TILEOPT_OK;
 }
+
+int rw_eliminate_into(pass_ctx *pc, graph *g, int32_t node, const char *x, const char *rule) {
+    bool done;
+    const char *why;
+    int rc = rw_forward(pc, g, node, 0, x, &done, &why);
+    if (rc) return rc;
+    if (!done) {
+        pass_skip(pc, g, node, "%s", why);
+        return TILEOPT_OK;
+    }
+    json_w *a = pass_action(pc, g, node, "eliminated");
+    if (a) json_put_str(a, "rule", rule);
+    return TILEOPT_OK;
+}

@@ -98,6 +98,9 @@ bool rw_cast_exact(int32_t from, int32_t to);
 */
 int rw_forward(pass_ctx *pc, graph *g, int32_t node, size_t out, const char *x, bool *done,
                const char **why);
+/* Node's only output forwarded to x (rw_forward) and the node recorded as
+** eliminated by rule, or skipped with why it has to stay. */
+int rw_eliminate_into(pass_ctx *pc, graph *g, int32_t node, const char *x, const char *rule);
 /* Remove node when nothing reads its outputs any more, with an "eliminated"
 ** action naming the rule that took its readers (merged into another node). */
 void rw_drop_unread(pass_ctx *pc, graph *g, int32_t node, const char *rule);

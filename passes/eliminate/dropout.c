@@ -32,16 +32,7 @@ static int dropout_rule(pass_ctx *pc, graph *g, int32_t node) {
         pass_skip(pc, g, node, "%s", why);
         return TILEOPT_OK;
     }
-    bool done;
-    int rc = rw_forward(pc, g, node, 0, x, &done, &why);
-    if (rc) return rc;
-    if (!done) {
-        pass_skip(pc, g, node, "%s", why);
-        return TILEOPT_OK;
-    }
-    json_w *a = pass_action(pc, g, node, "eliminated");
-    if (a) json_put_str(a, "rule", "Dropout at inference");
-    return TILEOPT_OK;
+    return rw_eliminate_into(pc, g, node, x, "Dropout at inference");
 }
 
 int pass_eliminate_dropout(pass_ctx *pc) {

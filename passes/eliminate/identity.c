@@ -11,17 +11,7 @@ static int identity_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *x = op_of(n) == OP_Identity ? graph_node_input(n, 0) : NULL;
     if (!x || n->n_output != 1) return TILEOPT_OK;
-    bool done;
-    const char *why;
-    int rc = rw_forward(pc, g, node, 0, x, &done, &why);
-    if (rc) return rc;
-    if (!done) {
-        pass_skip(pc, g, node, "%s", why);
-        return TILEOPT_OK;
-    }
-    json_w *a = pass_action(pc, g, node, "eliminated");
-    if (a) json_put_str(a, "rule", "Identity");
-    return TILEOPT_OK;
+    return rw_eliminate_into(pc, g, node, x, "Identity");
 }
 
 int pass_eliminate_identity(pass_ctx *pc) {
