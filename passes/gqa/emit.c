@@ -234,36 +234,25 @@ static int by_index(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int gq_dispatch(gq_emit *e, const char *cond, uint32_t first, const char *fold_out,
-                const int32_t *orig, int n_orig, const char *orig_out, const char *out,
-                int32_t elem) {
+void gq_sort_nodes(int32_t *v, size_t n) { qsort(v, n, sizeof *v, by_index); }
+
+int gq_dispatch(gq_emit *e, const char *cond, const int32_t *fold, size_t n_fold,
+                const int32_t *orig, size_t n_orig, const char *out, int32_t elem) {
     if (e->rc) return e->rc;
     graph *g = e->g;
-    uint32_t last = graph_n_nodes(g);
-    size_t n_fold = last - first;
-    int32_t *fold = malloc((n_fold + (size_t)n_orig + 1) * sizeof *fold);
-    if (!fold) return e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
-    int32_t *rest = fold + n_fold;
-    for (size_t i = 0; i < n_fold; i++) {
-        fold[i] = (int32_t)(first + i);
-        graph_remove_node(g, fold[i]);
-    }
-    /* the export's nodes in the graph's order, which the last commit sorted */
-    memcpy(rest, orig, (size_t)n_orig * sizeof *orig);
-    qsort(rest, (size_t)n_orig, sizeof *rest, by_index);
+    for (size_t i = 0; i < n_fold; i++) graph_remove_node(g, fold[i]);
     Onnx__NodeProto *ifn = NULL;
     gq_node(e, "If", "dispatch", &cond, 1, out, &ifn);
     int32_t at = (int32_t)graph_n_nodes(g) - 1;
     Onnx__GraphProto *then = NULL, *els = NULL;
     if (!e->rc) {
-        then = graph_subgraph_of_copies(g, at, fold, n_fold, fold_out, elem, "gqa_folded",
+        then = graph_subgraph_of_copies(g, at, fold, n_fold, out, elem, "gqa_folded",
                                         e->pc->err);
-        els = then ? graph_subgraph_of_copies(g, at, rest, (size_t)n_orig, orig_out, elem,
-                                              "gqa_repeated", e->pc->err)
+        els = then ? graph_subgraph_of_copies(g, at, orig, n_orig, out, elem, "gqa_repeated",
+                                              e->pc->err)
                    : NULL;
         if (!els) e->rc = e->pc->err->code ? e->pc->err->code : TILEOPT_NOMEM;
     }
-    free(fold);
     if (e->rc) return e->rc;
     if (graph_node_set_attr_graph(g, ifn, "then_branch", then) ||
         graph_node_set_attr_graph(g, ifn, "else_branch", els) ||

@@ -29,6 +29,7 @@
 ** only for few query rows (GQA_FOLD_MAX_ROWS): with more the export's form
 ** stays, picked at run time by an If where the query length is a named dim.
 */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,98 @@ static bool kept_for_many_rows(graph *g) {
     return op_of(n) == OP_If && n->doc_string && strcmp(n->doc_string, gq_dispatch_doc) == 0;
 }
 
+/* The pending fold whose nodes hold node i, or -1. */
+static ptrdiff_t pending_of(const gq_pendings *p, int32_t i) {
+    for (size_t k = 0; k < p->n; k++)
+        if ((uint32_t)i >= p->v[k].first && (uint32_t)i < p->v[k].last) return (ptrdiff_t)k;
+    return -1;
+}
+
+/* The pending fold all of whose nodes' reads of name are every read of it
+** (no graph output, no subgraph), or -1. */
+static ptrdiff_t read_by_one_fold(graph *g, const gq_pendings *p, const char *name) {
+    if (graph_value_is_output(g, name)) return -1;
+    graph_value *v = graph_find(g, name);
+    ptrdiff_t k = -1;
+    for (uint32_t u = 0; v && u < v->n_uses; u++) {
+        int32_t r = v->uses[u].node;
+        if (graph_node_removed(g, r)) continue;
+        ptrdiff_t at = v->uses[u].input < 0 ? -1 : pending_of(p, r);
+        if (at < 0 || (k >= 0 && at != k)) return -1;
+        k = at;
+    }
+    return k;
+}
+
+/* The export's nodes from the scores a writes to the fold that reads what
+** they make, when nothing else reads any of them (the mask's Add, Softmax,
+** ...): chain[] and the index of that fold, or -1. */
+static ptrdiff_t chain_to_next(graph *g, uint32_t n0, const gq_pendings *p, const gq_pending *a,
+                               int32_t *chain, size_t *n_chain) {
+    const char *cur = a->out;
+    *n_chain = 0;
+    for (;;) {
+        ptrdiff_t k = read_by_one_fold(g, p, cur);
+        if (k >= 0) return &p->v[k] == a ? -1 : k;
+        int32_t r = gq_sole_reader(g, cur);
+        if (r < 0) return -1;
+        const Onnx__NodeProto *n = graph_node(g, r);
+        if ((uint32_t)r >= n0 || *n_chain == GQA_MAX_CHAIN || n->n_output != 1 ||
+            graph_node_subgraphs(g, r))
+            return -1;
+        chain[(*n_chain)++] = r;
+        cur = n->output[0];
+    }
+}
+
+/*
+** One If per attention where both of its MatMuls wait for one: its output is
+** the attention's [B,H,Sq,D], not the scores [B,H,Sq,S] between them, which
+** would otherwise leave an If (and ONNX Runtime copies a subgraph's big
+** outputs: 1.5% of a prefill of 512). The rest get an If each.
+*/
+static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p) {
+    bool *done = calloc(p->n ? p->n : 1, sizeof *done);
+    int32_t *fold = NULL, *orig = NULL;
+    size_t cap = 0;
+    for (size_t k = 0; k < p->n; k++) cap += p->v[k].last - p->v[k].first + GQA_MAX_TRANSPOSES + 6;
+    cap += GQA_MAX_CHAIN;
+    fold = malloc(cap * sizeof *fold);
+    orig = malloc(cap * sizeof *orig);
+    int rc = done && fold && orig ? TILEOPT_OK : err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    for (size_t k = 0; !rc && k < p->n; k++) {
+        if (done[k]) continue;
+        const gq_pending *a = &p->v[k], *b = NULL;
+        int32_t chain[GQA_MAX_CHAIN];
+        size_t n_chain = 0, n_fold = 0, n_orig = 0;
+        ptrdiff_t j = chain_to_next(g, n0, p, a, chain, &n_chain);
+        if (j >= 0 && !done[j]) b = &p->v[j];
+        const gq_pending *parts[2] = {a, b};
+        for (int s = 0; s < (b ? 2 : 1); s++) {
+            for (uint32_t i = parts[s]->first; i < parts[s]->last; i++) fold[n_fold++] = (int32_t)i;
+            for (int i = 0; i < parts[s]->n_orig; i++) orig[n_orig++] = parts[s]->orig[i];
+            /* the export's nodes between the MatMuls run in both forms */
+            for (size_t i = 0; s == 0 && b && i < n_chain; i++) {
+                fold[n_fold++] = chain[i];
+                orig[n_orig++] = chain[i];
+            }
+        }
+        gq_sort_nodes(orig, n_orig);
+        gq_emit e = {pc, g, orig[n_orig - 1], graph_opset(g->model, ""), 0};
+        /* the first MatMul's rows, read outside the If: the queries' */
+        gq_sizes z = {&e, a->a, NULL, 0, 0, -1, -1, -1, -1, a->n, {NULL}};
+        const char *cond = gq_fold_cond(&z);
+        rc = e.rc ? e.rc
+                  : gq_dispatch(&e, cond, fold, n_fold, orig, n_orig, b ? b->out : a->out, a->elem);
+        done[k] = true;
+        if (b) done[j] = true;
+    }
+    free(done);
+    free(fold);
+    free(orig);
+    return rc;
+}
+
 static int gqa_graph(pass_ctx *pc, graph *g) {
     if (kept_for_many_rows(g)) return TILEOPT_OK;
     uint32_t n0 = graph_n_nodes(g);
@@ -50,6 +143,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
     bool *second = calloc(n0 ? n0 : 1, sizeof *second);
     if (!second) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     int rc = TILEOPT_OK;
+    gq_pendings later = {NULL, 0, 0};
     for (uint32_t i = 0; !rc && i < n0; i++) {
         if (graph_node_removed(g, (int32_t)i) || second[i] ||
             op_of(graph_node(g, (int32_t)i)) != OP_MatMul)
@@ -59,7 +153,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
         const char *why = gq_operand_of(g, graph_node_input(mm, 1), &o);
         if (why == gq_not_repeat) continue;
         if (!why && (o.r.kv_major || o.r.kv == 1)) {
-            rc = gq_fold_matmul(pc, g, (int32_t)i, &o, &why);
+            rc = gq_fold_matmul(pc, g, (int32_t)i, &o, &later, &why);
         } else if (!why) {
             int32_t mm2 = -1;
             rc = gq_fold_region(pc, g, (int32_t)i, &mm2, &why);
@@ -70,6 +164,8 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
             pass_skip(pc, g, (int32_t)i, "grouped-query attention left as it is: %s", why);
     }
     free(second);
+    if (!rc && later.n) rc = dispatch_pending(pc, g, n0, &later);
+    free(later.v);
     return rc;
 }
 

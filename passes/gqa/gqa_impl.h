@@ -19,6 +19,8 @@
 #define GQA_RANK 4
 /* Layout ops followed from a repeat to the MatMul that reads it. */
 #define GQA_MAX_TRANSPOSES 4
+/* Ops between the two MatMuls of one attention. */
+#define GQA_MAX_CHAIN 16
 /*
 ** The folded form's rows per MatMul (n query heads times the query rows) up to
 ** which it beats the export's repeat. Past them its one product per group
@@ -153,13 +155,35 @@ const char *gq_shape(gq_sizes *z, const int64_t *spec, int n);
 /* The 1-element condition that the folded form runs: n * rows <= GQA_FOLD_MAX_ROWS,
 ** rows read at run time. */
 const char *gq_fold_cond(gq_sizes *z);
-/* One If writing out, a tensor of element type elem: the nodes g made from
-** node `first` on (the folded form, writing fold_out, removed from g) run when
-** cond holds, copies of the export's nodes orig (writing orig_out; left to the
-** caller) otherwise. */
-int gq_dispatch(gq_emit *e, const char *cond, uint32_t first, const char *fold_out,
-                const int32_t *orig, int n_orig, const char *orig_out, const char *out,
-                int32_t elem);
+/* One If writing out, a tensor of element type elem: copies of the nodes fold
+** (in that order: the folded form, writing out; removed from g) run when cond
+** holds, copies of the export's nodes orig (in g's order, writing out; left to
+** the caller) otherwise. */
+int gq_dispatch(gq_emit *e, const char *cond, const int32_t *fold, size_t n_fold,
+                const int32_t *orig, size_t n_orig, const char *out, int32_t elem);
+/* Node indices in g's order (the export's nodes, which the last commit sorted). */
+void gq_sort_nodes(int32_t *v, size_t n);
+
+/*
+** A folded MatMul whose form an If is to pick: the nodes made for it (from
+** first up to last, the last writing out) and the export's nodes they stand
+** for. The two MatMuls of one attention share one If, so that its output is
+** the attention's, not the big scores between them (gqa.c pairs them and
+** makes the condition from the first's rows).
+*/
+typedef struct gq_pending {
+    const char *a;           /* the MatMul's first operand: its rows decide */
+    int64_t n;
+    const char *out;
+    uint32_t first, last;
+    int32_t orig[GQA_MAX_TRANSPOSES + 6];
+    int n_orig;
+    int32_t elem;
+} gq_pending;
+typedef struct gq_pendings {
+    gq_pending *v;
+    size_t n, cap;
+} gq_pendings;
 
 /* Bytes of a tensor type: a number, or a formula in its named dims ("" when
 ** not known). */
@@ -173,8 +197,10 @@ const char *gq_order_text(const gq_repeat *r);
 /* ---------------------------------------------------------------- rewrites */
 
 /* Fold the MatMul at m, whose second operand o is a kv-major repeat (heads.c).
-** *why when it does not fit (nothing changed). */
-int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const char **why);
+** *why when it does not fit (nothing changed). Where an If is to pick the
+** form, the fold is pushed on later for gqa.c to dispatch. */
+int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pendings *later,
+                   const char **why);
 /* Fold the attention whose scores MatMul is mm1 with an n-major repeat of K
 ** (region.c); *second is set to the probabilities' MatMul once found (-1
 ** before), *why when it does not fit. */

@@ -21,6 +21,7 @@
 ** a copy of the export's repeat and MatMul (the scale too) by the rows it gets.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/gqa/gqa_impl.h"
@@ -43,7 +44,8 @@ static int32_t scalar_scale(graph *g, const char *out) {
     return r;
 }
 
-int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const char **why) {
+int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pendings *later,
+                   const char **why) {
     const Onnx__NodeProto *mm = graph_node(g, m);
     const char *a = graph_node_input(mm, 0), *x = graph_node_input(mm, 1), *out = mm->output[0];
     const gq_repeat *r = &o->r;
@@ -70,8 +72,8 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
     int32_t scale = scalar_scale(g, out);
     /* what the types say is read now: new values may move the index's entries */
     int32_t elem = ta->elem;
-    /* rows a named dim: the form is picked at run time */
-    const char *cond = gq_num(ta, 2) < 0 ? gq_fold_cond(&z) : NULL;
+    /* rows a named dim: the form is picked at run time (gqa.c) */
+    bool later_if = gq_num(ta, 2) < 0;
     uint32_t first = graph_n_nodes(g);
     const char *ag =
         gq_reshape(&e, a, gq_shape(&z, (int64_t[]){GQ_BATCH, r->kv, GQ_GROUP_ROWS, GQ_INNER}, 4),
@@ -92,7 +94,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
     char bytes[160];
     gq_bytes_text(g, gq_type_of(g, r->out), bytes, sizeof bytes);
     json_put_str(act, "bytes_not_materialized", bytes[0] ? bytes : "unknown");
-    if (cond) json_put_num(act, "folded_up_to_rows", GQA_FOLD_MAX_ROWS);
+    if (later_if) json_put_num(act, "folded_up_to_rows", GQA_FOLD_MAX_ROWS);
     /* the last node goes first, so its output name is free for the Reshape:
     ** every name keeps its meaning, graph outputs included */
     const char *keep = out;
@@ -104,19 +106,23 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, const
         graph_remove_node(g, scale);
     }
     graph_remove_node(g, m);
-    if (!cond) {
-        gq_reshape(&e, y, back, keep);
-    } else {
-        int32_t orig[GQA_MAX_TRANSPOSES + 6];
-        int n_orig = 0;
-        for (int i = 0; i < r->n_nodes; i++) orig[n_orig++] = r->nodes[i];
-        for (int i = 0; i < o->n_layout; i++) orig[n_orig++] = o->layout[i];
-        orig[n_orig++] = m;
-        if (scale >= 0) orig[n_orig++] = scale;
-        gq_dispatch(&e, cond, first, gq_reshape(&e, y, back, NULL), orig, n_orig, keep, keep,
-                    elem);
-    }
+    gq_reshape(&e, y, back, keep);
     if (e.rc) return e.rc;
+    if (later_if) {
+        if (later->n == later->cap) {
+            size_t cap = later->cap ? later->cap * 2 : 8;
+            gq_pending *v = realloc(later->v, cap * sizeof *v);
+            if (!v) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+            later->v = v;
+            later->cap = cap;
+        }
+        gq_pending *p = &later->v[later->n++];
+        *p = (gq_pending){a, r->n, keep, first, graph_n_nodes(g), {0}, 0, elem};
+        for (int i = 0; i < r->n_nodes; i++) p->orig[p->n_orig++] = r->nodes[i];
+        for (int i = 0; i < o->n_layout; i++) p->orig[p->n_orig++] = o->layout[i];
+        p->orig[p->n_orig++] = m;
+        if (scale >= 0) p->orig[p->n_orig++] = scale;
+    }
     gq_drop_repeat(pc, g, o);
     pc->changed = true;
     return TILEOPT_OK;

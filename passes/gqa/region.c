@@ -11,12 +11,11 @@
 ** named dim, an If runs the folded region or a copy of the export's.
 */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/gqa/gqa_impl.h"
 
-/* Ops between the two MatMuls. */
-#define GQA_MAX_CHAIN 16
 
 /* One attention: S = MatMul(Q, K'), the ops on S, O = MatMul(P, V'), where K'
 ** and V' are repeats of K and V seen through Transposes. */
@@ -277,11 +276,10 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     /* the MatMul goes first, so its output name is free for the last Reshape:
     ** every name keeps its meaning, graph outputs included */
     graph_remove_node(g, rg->mm2);
-    const char *folded =
-        gq_reshape(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, cond ? NULL : out);
+    gq_reshape(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, out);
     if (cond) {
         int32_t orig[2 * (GQA_MAX_TRANSPOSES + 4) + GQA_MAX_CHAIN + 2];
-        int n_orig = 0;
+        size_t n_orig = 0;
         const gq_operand *ops[2] = {&rg->k, &rg->v};
         for (int k = 0; k < 2; k++) {
             for (int i = 0; i < ops[k]->r.n_nodes; i++) orig[n_orig++] = ops[k]->r.nodes[i];
@@ -290,7 +288,13 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
         orig[n_orig++] = rg->mm1;
         for (int i = 0; i < rg->n_chain; i++) orig[n_orig++] = rg->chain[i];
         orig[n_orig++] = rg->mm2;
-        gq_dispatch(&e, cond, first, folded, orig, n_orig, out, out, elem);
+        gq_sort_nodes(orig, n_orig);
+        size_t n_fold = graph_n_nodes(g) - first;
+        int32_t *fold = malloc((n_fold ? n_fold : 1) * sizeof *fold);
+        if (!fold) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+        for (size_t i = 0; i < n_fold; i++) fold[i] = (int32_t)(first + i);
+        gq_dispatch(&e, cond, fold, n_fold, orig, n_orig, out, elem);
+        free(fold);
     }
     if (e.rc) return e.rc;
     graph_remove_node(g, rg->mm1);

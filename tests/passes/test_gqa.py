@@ -216,10 +216,13 @@ def assert_rewritten(m, feeds, form="expand", order=None, kv=None, five=None):
     assert len(done) == (1 if form in N_MAJOR else 2), done
     folded = [n.op_type for n in folded_nodes(out)]
     assert "Expand" not in folded and "Tile" not in folded, folded
-    # a named query length: each rewrite picks its form at run time, the
-    # export's kept whole in the other branch
+    # a named query length: the form is picked at run time, the export's kept
+    # whole in the other branch; one If for the whole attention, whose output
+    # is the attention's and not the scores between its MatMuls
     dyn = any(d.dim_param for d in m.graph.input[0].type.tensor_type.shape.dim)
-    assert len(dispatches(out)) == (len(done) if dyn else 0), ops(out)
+    assert len(dispatches(out)) == (1 if dyn else 0), ops(out)
+    for folded_branch, _ in dispatches(out):
+        assert [n.op_type for n in folded_branch.node].count("MatMul") == 2, folded_branch
     for _, kept in dispatches(out):
         assert "MatMul" in [n.op_type for n in kept.node], kept
     for r in done:
