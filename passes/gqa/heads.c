@@ -17,8 +17,9 @@
 ** Runtime fuses it into the MatMul as it did in the export.
 **
 ** Past GQA_FOLD_MAX_ROWS folded rows the export's form is faster: with the
-** rows known the MatMul is left, with them named an If runs the folded form or
-** a copy of the export's repeat and MatMul (the scale too) by the rows it gets.
+** rows known the MatMul is left, with them named the fold waits for gqa.c,
+** whose If runs it or a copy of the export's repeat and MatMul (the scale too,
+** and the whole attention when both MatMuls fold) by the rows it gets.
 */
 #include <stdio.h>
 #include <stdlib.h>
