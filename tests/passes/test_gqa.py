@@ -365,6 +365,16 @@ def assert_fixed_point(m):
 
 # ------------------------------------------------------------- left alone
 
+def attention_on(a, kr):
+    """softmax(q kr^T) v as a model of a's nodes: kr the repeated K [2,4,S,8]."""
+    kt = a.node("Transpose", [kr], perm=[0, 1, 3, 2])
+    p = a.node("Softmax", [a.node("MatMul", ["q", kt])], axis=-1)
+    o = a.node("MatMul", [p, "v"], "out")
+    g = helper.make_graph(a.nodes, "t", a.inputs, [h.vi(o, F, [2, 4, 3, 8])],
+                          initializer=a.inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def gqa_should_leave_a_reshape_that_merges_the_new_axis_elsewhere():
     # the new axis merged with the sequence: K repeated along S, not along heads
     a = Attn(17)
@@ -373,12 +383,7 @@ def gqa_should_leave_a_reshape_that_merges_the_new_axis_elsewhere():
     u = a.unsqueeze("k", 3)
     e = a.node("Expand", [u, a.const(np.array([2, 4, 5, 2, 8], np.int64))])
     kr = a.node("Reshape", [e, a.const(np.array([2, 4, 10, 8], np.int64))])
-    kt = a.node("Transpose", [kr], perm=[0, 1, 3, 2])
-    p = a.node("Softmax", [a.node("MatMul", ["q", kt])], axis=-1)
-    o = a.node("MatMul", [p, "v"], "out")
-    g = helper.make_graph(a.nodes, "t", a.inputs, [h.vi(o, F, [2, 4, 3, 8])],
-                          initializer=a.inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = attention_on(a, kr)
     assert_left(m, h.random_feeds(m, seed=3), "head axis")
 
 
@@ -390,12 +395,7 @@ def gqa_should_leave_an_expand_that_broadcasts_another_axis():
     # batch 1 -> 2 as well as the new axis 1 -> 2
     e = a.node("Expand", [u, a.const(np.array([2, 2, 2, 5, 8], np.int64))])
     kr = a.node("Reshape", [e, a.const(np.array([2, 4, 5, 8], np.int64))])
-    kt = a.node("Transpose", [kr], perm=[0, 1, 3, 2])
-    p = a.node("Softmax", [a.node("MatMul", ["q", kt])], axis=-1)
-    o = a.node("MatMul", [p, "v"], "out")
-    g = helper.make_graph(a.nodes, "t", a.inputs, [h.vi(o, F, [2, 4, 3, 8])],
-                          initializer=a.inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = attention_on(a, kr)
     assert_left(m, h.random_feeds(m, seed=3), "repeats another axis")
 
 
