@@ -41,7 +41,8 @@ const pass_def pass_registry[] = {
     {"eliminate_identity", pass_eliminate_identity, "Identity removed", AFTER_SIMPLIFY, true},
     {"eliminate_nop", pass_eliminate_nop,
      "no-op Slice, Pad, Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Cast, Expand, "
-     "Concat and Split removed", AFTER_SIMPLIFY, true},
+     "Concat and Split removed, and Add, Sub, Mul, Div or Pow by a neutral constant",
+     AFTER_SIMPLIFY, true},
     {"eliminate_idempotent", pass_eliminate_idempotent,
      "the second of two Relu, Abs, Ceil, Floor, Round or Sign removed", AFTER_SIMPLIFY, true},
     /* two constants made one only make their readers alike */

@@ -2,9 +2,9 @@
 ** What the files of the eliminate passes share (passes/eliminate/ only). Each
 ** file is one pass, or its rules: identity.c, dropout.c, idempotent.c,
 ** if_const.c, dedup.c, cse.c and dead.c each run one pass; nop.c runs the
-** no-op pass over the tests in nop_layout.c and nop_data.c.
+** no-op pass over the tests in nop_layout.c, nop_data.c and nop_arith.c.
 **
-** Files call only files before them in nop_layout -> nop_data -> nop, and the
+** Files call only files before them in nop_layout -> nop_data -> nop_arith -> nop, and the
 ** passes call only passes/rewrite.c besides (tests/harness/file_cycles.py fails
 ** on any two files that call each other).
 */
@@ -44,6 +44,12 @@ int el_nop_pad(pass_ctx *pc, graph *g, int32_t node, const char **rule, const ch
 int el_nop_cast(pass_ctx *pc, graph *g, int32_t node, const char **rule, const char **why);
 int el_nop_concat(pass_ctx *pc, graph *g, int32_t node, const char **rule, const char **why);
 int el_nop_split(pass_ctx *pc, graph *g, int32_t node, const char **rule, const char **why);
+
+/* nop_arith.c: Add or Sub of 0, Mul, Div or Pow by 1, the constant second
+** (first too for Add and Mul). el_arith_operand: the slot of the operand that
+** is handed on (1 when a commuting op's constant comes first, else 0). */
+int el_nop_arith(pass_ctx *pc, graph *g, int32_t node, const char **rule, const char **why);
+size_t el_arith_operand(graph *g, const Onnx__NodeProto *n);
 
 /* The element type of a value, 0 when unknown. */
 static inline int32_t el_elem(graph *g, const char *name) {
