@@ -53,6 +53,7 @@ int pass_fuse_pad_into_pool(pass_ctx *pc);
 ** cancel, an exact Cast before another. */
 int pass_fuse_consecutive_transposes(pass_ctx *pc);
 int pass_fuse_consecutive_reshapes(pass_ctx *pc);
+int pass_fold_reshape_target(pass_ctx *pc);
 int pass_fuse_squeeze_unsqueeze(pass_ctx *pc);
 int pass_fuse_consecutive_casts(pass_ctx *pc);
 /* MatMul + Add, and Transposes of its operands, into Gemm (passes/merge/). */

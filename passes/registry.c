@@ -18,9 +18,9 @@
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
-    "fuse_consecutive_transposes,fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,"     \
-    "fuse_consecutive_casts,fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,"        \
-    "fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
+    "fuse_consecutive_transposes,fold_reshape_target,fuse_consecutive_reshapes,"        \
+    "fuse_squeeze_unsqueeze,fuse_consecutive_casts,fuse_matmul_add_into_gemm,"          \
+    "fuse_transpose_into_gemm,fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -59,6 +59,9 @@ const pass_def pass_registry[] = {
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
      AFTER_SIMPLIFY, true},
+    {"fold_reshape_target", pass_fold_reshape_target,
+     "a Reshape target computed from shapes, known but for one entry, made a constant with "
+     "-1 there", AFTER_SIMPLIFY, true},
     {"fuse_consecutive_reshapes", pass_fuse_consecutive_reshapes,
      "a Reshape, Flatten, Squeeze or Unsqueeze before a Reshape merged into it",
      AFTER_SIMPLIFY, true},

@@ -127,6 +127,55 @@ def fuse_consecutive_reshapes_should_keep_a_first_reshape_read_elsewhere():
         assert any("read elsewhere" in r for r in skip_reasons(acts, "Reshape")), acts
 
 
+# ------------------------------------------------------------- fold_reshape_target
+
+def shape_chain(x, index, rest, extra=()):
+    """Reshape(x, Concat(Shape(x)[index], rest)): the flatten exporters write
+    around a dynamic batch, with the entries of rest as constants."""
+    return [node("Shape", [x], ["sh"]), node("Gather", ["sh", "i"], ["d"], axis=0),
+            node("Unsqueeze", ["d", "ax0"], ["d1"]),
+            node("Concat", ["d1", "rest"], ["target"], axis=0),
+            node("Reshape", [x, "target"], ["r"]), node("Relu", ["r"], ["y"])] + list(extra), \
+        [i64("i", index), i64("ax0", [0]), i64("rest", rest)]
+
+
+def fold_reshape_target_should_make_a_target_known_but_for_one_entry_a_constant():
+    nodes, inits = shape_chain("x", 0, [12])
+    m = make(nodes, [vi("x", F, ["n", 3, 4])], [vi("y", F, ["n", 12])], inits)
+    # an empty batch too: -1 of 0 elements over 12 is 0, as the copied dim was
+    for n in (2, 0):
+        out, acts = run(m, "fold_reshape_target,eliminate_dead",
+                        feeds={"x": rand(n, 3, 4)})
+        assert ops(out) == ["Reshape", "Relu"], ops(out)
+        (r,) = of(acts, "rewritten", "Reshape")
+        (target,) = [numpy_helper.to_array(t) for t in out.graph.initializer
+                     if t.name == out.graph.node[0].input[1]]
+        assert list(target) == [-1, 12], target
+
+
+def fold_reshape_target_should_keep_targets_minus_one_cannot_stand_for():
+    # a 0 beside the entry known at run time (the product -1 divides by may be
+    # 0), two entries known at run time, a target another node reads
+    cases = [
+        (shape_chain("x", 0, [0, 4]), ["n", 3, 4], ["n", 3, 4], "a 0 or a -1"),
+        (shape_chain("x", 0, [-1]), ["n", 3, 4], ["n", 12], "a 0 or a -1"),
+        (shape_chain("x", 0, [3, 4], [node("Neg", ["target"], ["t2"])]), ["n", 3, 4],
+         ["n", 3, 4], "read elsewhere"),
+    ]
+    for (nodes, inits), xs, ys, why in cases:
+        outs = [vi("y", F, ys)] + ([vi("t2", I64, [3])] if len(nodes) > 6 else [])
+        m = make(nodes, [vi("x", F, xs)], outs, inits)
+        out, acts = run(m, "fold_reshape_target,eliminate_dead")
+        assert "Shape" in ops(out), ops(out)
+        assert any(why in r for r in skip_reasons(acts, "Reshape")), (why, acts)
+    two = [node("Shape", ["x"], ["sh"]), node("Reshape", ["x", "sh"], ["r"]),
+           node("Relu", ["r"], ["y"])]
+    m = make(two, [vi("x", F, ["n", "m"])], [vi("y", F, ["n", "m"])])
+    out, acts = run(m, "fold_reshape_target,eliminate_dead")
+    assert "Shape" in ops(out), ops(out)
+    assert any("more than one" in r for r in skip_reasons(acts, "Reshape")), acts
+
+
 # ---------------------------------------------------------- fuse_squeeze_unsqueeze
 
 def fuse_squeeze_unsqueeze_should_remove_a_pair_that_cancels():
