@@ -471,14 +471,29 @@ def fuse_pad_into_pool_should_take_a_zero_pad_into_an_average_pool_counting_its_
     assert list(pads.ints) == [2, 1, 1, 2], pads
 
 
+def fuse_pad_into_pool_should_make_a_pool_without_pads_count_the_pads_it_takes():
+    # count_include_pad=0 (given or the default) and no pads of its own: every
+    # window divides by 9, the Pad's zeros included, as the merged pool counting
+    # its pads does
+    for reader, shape in ((pool("AveragePool"), [1, 2, 5, 5]),
+                          (pool("AveragePool", count_include_pad=0, pads=[0] * 4), [1, 2, 5, 5]),
+                          (pool("AveragePool", strides=[2, 2]), [1, 2, 3, 3])):
+        out, acts = run(padded(reader, [0, 0, 1, 1, 0, 0, 1, 1], out_shape=shape),
+                        "fuse_pad_into_pool")
+        assert ops(out) == ["AveragePool", "Relu"], ops(out)
+        attrs = {a.name: a for a in out.graph.node[0].attribute}
+        assert attrs["count_include_pad"].i == 1 and list(attrs["pads"].ints) == [1] * 4, attrs
+        (r,) = of(acts, "rewritten", "AveragePool")
+        assert "count_include_pad=1" in r["rule"], r
+
+
 def fuse_pad_into_pool_should_keep_pads_a_pool_does_differently():
-    # without count_include_pad the pool leaves its own pads out of the
-    # average: folding would change the border (shown below by the model it
-    # would make); MaxPool pads with -inf; ceil_mode is left alone
+    # a pool that leaves its own pads out of the average would have to count the
+    # Pad's and not its own (shown below by the model folding would make);
+    # MaxPool pads with -inf; ceil_mode is left alone
     pads = [0, 0, 1, 1, 0, 0, 1, 1]
     for want, reader, shape in (
-            ("count_include_pad=0", pool("AveragePool"), [1, 2, 5, 5]),
-            ("count_include_pad=0", pool("AveragePool", count_include_pad=0), [1, 2, 5, 5]),
+            ("count_include_pad=0", pool("AveragePool", pads=[1, 1, 1, 1]), [1, 2, 7, 7]),
             ("-inf", pool("MaxPool"), [1, 2, 5, 5]),
             ("ceil_mode", pool("AveragePool", count_include_pad=1, ceil_mode=1,
                                strides=[2, 2]), [1, 2, 3, 3])):
@@ -487,9 +502,10 @@ def fuse_pad_into_pool_should_keep_pads_a_pool_does_differently():
         assert any(want in r for r in skip_reasons(acts)), (want, acts)
     with h.tempdir() as d:
         a, b = os.path.join(d, "a.onnx"), os.path.join(d, "b.onnx")
-        onnx.save(padded(pool("AveragePool"), pads, out_shape=[1, 2, 5, 5]), a)
-        onnx.save(make([pool("AveragePool", pads=[1, 1, 1, 1]), node("Relu", ["c"], ["y"])],
-                       [vi("p", F, [1, 2, 5, 5])], [vi("y", F, [1, 2, 5, 5])]), b)
+        onnx.save(padded(pool("AveragePool", pads=[1, 1, 1, 1]), pads, out_shape=[1, 2, 7, 7]),
+                  a)
+        onnx.save(make([pool("AveragePool", pads=[2, 2, 2, 2]), node("Relu", ["c"], ["y"])],
+                       [vi("p", F, [1, 2, 5, 5])], [vi("y", F, [1, 2, 7, 7])]), b)
         x = rand(1, 2, 5, 5)
         (ya,), (yb,) = h.run_ort(a, {"x": x}), h.run_ort(b, {"p": x})
         assert not np.allclose(ya, yb), "folding would have been exact"
