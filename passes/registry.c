@@ -79,7 +79,8 @@ const pass_def pass_registry[] = {
      "a zero Pad of the spatial axes made the pads of the Conv after it", AFTER_SIMPLIFY,
      true},
     {"fuse_pad_into_pool", pass_fuse_pad_into_pool,
-     "a zero Pad made the pads of the AveragePool after it, where it counts its pads",
+     "a zero Pad made the pads of the AveragePool after it, where it counts its pads or has "
+     "none",
      AFTER_SIMPLIFY, true},
     {"eliminate_dead", pass_eliminate_dead, "unread nodes and initializers removed", NULL,
      false},
