@@ -17,7 +17,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* What `optimize` was asked for one model. */
 typedef struct opt_args {
-    const char *in, *out, *passes, *report, *html;
+    const char *in, *out, *passes, *skip_passes, *report, *html;
     bool verify, strict, quiet, infer_shapes, target_asked;
     bool eval_bytes_asked;   /* --max-eval-bytes given: a batch does not share it out */
     bool data_name_asked;    /* --data-name given: one model's, no batch's */

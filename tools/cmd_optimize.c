@@ -21,29 +21,44 @@ static void known_passes(char *buf, size_t cap) {
     if (!buf[0]) strncat(buf, "(none yet)", cap - 1);
 }
 
-/* Split --passes into names, checking each; "none" gives an empty list. */
-static int parse_passes(const char *spec, const char **names, size_t cap, size_t *count,
-                        char *storage, size_t storage_cap) {
+/* Is tok a pass name? Else a usage error naming the option it came from. */
+static int check_pass(const char *tok, const char *option) {
+    for (size_t i = 0; tileopt_pass_name(i); i++)
+        if (strcmp(tileopt_pass_name(i), tok) == 0) return EXIT_OK;
+    char known[1024];
+    known_passes(known, sizeof known);
+    return tool_error(EXIT_USAGE, "unknown pass '%s' in %s (known: %s, or none)", tok, option,
+                      known);
+}
+
+/* Split --passes into names, checking each ("none" gives an empty list), then
+** drop those --skip-passes names. */
+static int parse_passes(const char *spec, const char *skip, const char **names, size_t cap,
+                        size_t *count, char *storage, size_t storage_cap) {
     *count = 0;
     if (!spec) {
         for (size_t i = 0; tileopt_pass_name(i) && i < cap; i++) names[(*count)++] = tileopt_pass_name(i);
-        return EXIT_OK;
-    }
-    if (strcmp(spec, "none") == 0) return EXIT_OK;
-    snprintf(storage, storage_cap, "%s", spec);
-    for (char *tok = strtok(storage, ","); tok; tok = strtok(NULL, ",")) {
-        bool found = false;
-        for (size_t i = 0; tileopt_pass_name(i); i++) found |= strcmp(tileopt_pass_name(i), tok) == 0;
-        if (!found) {
-            char known[1024];
-            known_passes(known, sizeof known);
-            return tool_error(EXIT_USAGE, "unknown pass '%s' in --passes (known: %s, or none)",
-                              tok, known);
+    } else if (strcmp(spec, "none") != 0) {
+        snprintf(storage, storage_cap, "%s", spec);
+        for (char *tok = strtok(storage, ","); tok; tok = strtok(NULL, ",")) {
+            if (check_pass(tok, "--passes")) return EXIT_USAGE;
+            if (*count == cap) return tool_error(EXIT_USAGE, "too many passes in --passes");
+            names[(*count)++] = tok;
         }
-        if (*count == cap) return tool_error(EXIT_USAGE, "too many passes in --passes");
-        names[(*count)++] = tok;
+        if (!*count) return tool_error(EXIT_USAGE, "--passes is empty");
     }
-    if (!*count) return tool_error(EXIT_USAGE, "--passes is empty");
+    if (!skip) return EXIT_OK;
+    char left_out[1024];
+    snprintf(left_out, sizeof left_out, "%s", skip);
+    size_t kept = *count;
+    for (char *tok = strtok(left_out, ","); tok; tok = strtok(NULL, ",")) {
+        if (check_pass(tok, "--skip-passes")) return EXIT_USAGE;
+        size_t k = 0;
+        for (size_t i = 0; i < kept; i++)
+            if (strcmp(names[i], tok) != 0) names[k++] = names[i];
+        kept = k;
+    }
+    *count = kept;
     return EXIT_OK;
 }
 
@@ -455,6 +470,7 @@ static int take_option(void *user, const cli_option *o, const char *value) {
     switch (o->id) {
     case ID_OUTPUT: a->out = value; break;
     case ID_PASSES: a->passes = value; break;
+    case ID_SKIP_PASSES: a->skip_passes = value; break;
     case ID_REPORT: a->report = value; break;
     case ID_HTML: a->html = value; break;
     case ID_INFER_SHAPES: a->infer_shapes = true; break;
@@ -513,7 +529,7 @@ static int run_optimize(tileopt_ctx *ctx, opt_cmd *c) {
     const char *names[64];
     size_t n_names;
     char storage[1024];
-    int rc = parse_passes(a.passes, names, 64, &n_names, storage, sizeof storage);
+    int rc = parse_passes(a.passes, a.skip_passes, names, 64, &n_names, storage, sizeof storage);
     if (rc) return rc;
     bool tty = !a.quiet && isatty(STDERR_FILENO);
     if (batch) {

@@ -65,6 +65,10 @@ const cli_option cli_options[] = {
      "passes in order, comma-separated, or none (load and save only); an unknown name "
      "lists them all (default: every pass, in the order upgrade, fold, fuse, gqa, then "
      "the simplifications eliminate_* and fuse_*)"},
+    {ID_SKIP_PASSES, OPT, "--skip-passes", NULL, NULL, "LIST", ARG_REQUIRED, NULL, SECTION_COMMAND,
+     COMPLETE_WORDS, "upgrade fold fuse gqa",
+     "passes left out of the list --passes gives, or of the default one, comma-separated "
+     "(--skip-passes gqa,fuse_bn_into_conv)"},
     {ID_TARGET_OPSET, OPT, "--target-opset", NULL, NULL, "N", ARG_REQUIRED, "target-opset", SECTION_COMMAND,
      COMPLETE_NOTHING, NULL,
      "the opset upgrade converts to, 1 to 26, up or down (default: the model's own from "

@@ -4,6 +4,7 @@ stderr line `tileopt: error: ...` naming the problem, creates no output file
 (nothing at all appears in the output folder) and leaves the input untouched.
 Usage errors give exit 2. The malformed models are built here with onnx.helper and
 never passed through the checker."""
+import json
 import os
 import re
 import sys
@@ -186,6 +187,23 @@ def usage_should_exit_2_on_an_unknown_pass():
         if not any(p in cp.stderr for p in ("none", "upgrade", "fold", "fuse")):
             raise AssertionError(f"unknown pass message lists no known pass: "
                                  f"{cp.stderr!r}")
+
+
+def skip_passes_should_leave_out_the_passes_it_names():
+    with h.tempdir() as d:
+        src = os.path.join(h.MODELS, "tile_add.onnx")
+        out, rep = os.path.join(d, "o.onnx"), os.path.join(d, "r.json")
+        for args, gone, kept in ((["--skip-passes", "fuse,eliminate_dead"],
+                                  {"fuse", "eliminate_dead"}, {"upgrade", "fold"}),
+                                 (["--passes", "fold,fuse", "--skip-passes", "fuse"],
+                                  {"fuse", "upgrade"}, {"fold"})):
+            cp = h.tileopt("optimize", src, "-o", out, "--report", rep, "--quiet", *args)
+            assert cp.returncode == 0, cp.stderr
+            with open(rep) as f:
+                ran = {p["name"] for p in json.load(f)["passes"]}
+            assert not ran & gone and kept <= ran, (args, ran)
+        expect_error(["optimize", src, "-o", os.path.join(d, "x.onnx"), "--skip-passes",
+                      "fusee"], r"unknown pass 'fusee' in --skip-passes", None, None, code=2)
 
 
 def usage_should_exit_2_without_an_output_path():
