@@ -219,6 +219,11 @@ struct graph_model {
     ** by inference, cleared by every reindex and by a pass that changed the
     ** model, so a pass after one that changed nothing infers nothing again */
     bool shapes_current;
+    /* which ops of the op table some live node holds, in any graph (one bit
+    ** each, built on first use by op_model_has); op_present_current is cleared
+    ** by every reindex and by a pass that changed the model, as shapes_current */
+    uint8_t *op_present;
+    bool op_present_current;
 };
 
 /* --------------------------------------------------------- load and save */

@@ -534,6 +534,7 @@ static void release_tables(graph *g) {
 static int index_graph(graph_model *m, graph *g, errbuf *err) {
     g->model = m;
     m->shapes_current = false; /* the types come from the protobuf again */
+    m->op_present_current = false;
     release_tables(g);
     g->values = NULL;
     g->n_values = g->cap_values = 0;

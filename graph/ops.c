@@ -43,6 +43,29 @@ op_id op_of(const Onnx__NodeProto *n) {
     return op_find(n->op_type);
 }
 
+static void mark_present(graph *g, uint8_t *bits) {
+    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
+        if (graph_node_removed(g, (int32_t)i)) continue;
+        op_id op = op_of(graph_node(g, (int32_t)i));
+        if (op != OP_NONE) bits[op / 8] |= (uint8_t)(1u << (op % 8));
+        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
+            mark_present(s, bits);
+    }
+}
+
+bool op_model_has(graph_model *m, const op_id *ops, size_t n) {
+    if (!m->op_present && !(m->op_present = arena_calloc(m->arena, (OP_COUNT + 7) / 8, 1)))
+        return true;
+    if (!m->op_present_current) {
+        memset(m->op_present, 0, (OP_COUNT + 7) / 8);
+        mark_present(m->main, m->op_present);
+        m->op_present_current = true;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (ops[k] != OP_NONE && (m->op_present[ops[k] / 8] & (1u << (ops[k] % 8)))) return true;
+    return false;
+}
+
 bool op_random(op_id op) {
     static const op_id random_ops[] = {
         OP_RandomNormal, OP_RandomNormalLike, OP_RandomUniform, OP_RandomUniformLike,

@@ -258,6 +258,12 @@ extern const op_info op_table[OP_COUNT];
 
 /* The op of a node: OP_NONE for ops outside the table and other domains. */
 op_id op_of(const Onnx__NodeProto *n);
+/* Does some live node of m, in any graph, run one of the n ops? A pass whose
+** ops the model lacks has nothing to do: the pipeline asks this before every
+** pass, so the answer is kept on m until the model changes (one walk over the
+** model per change, not one per pass). True when out of memory: the pass
+** runs, and finds out. */
+bool op_model_has(graph_model *m, const op_id *ops, size_t n);
 /* The op called name in the default domain, or OP_NONE. */
 op_id op_find(const char *name);
 

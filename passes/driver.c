@@ -54,18 +54,20 @@ static int run_pass(graph_model *m, const pass_run_env *env, const pass_def *p, 
     };
     err_clear(err);
     double t0 = now_ms();
-    pass_snapshot *snap;
-    int rc = pass_snapshot_take(m, &snap);
+    /* a model without the pass's ops gives it nothing to do or change */
+    bool idle = p->n_ops && !op_model_has(m, p->ops, p->n_ops);
+    pass_snapshot *snap = NULL;
+    int rc = idle ? TILEOPT_OK : pass_snapshot_take(m, &snap);
     if (rc) {
         err_set(err, rc, "out of memory");
-    } else {
+    } else if (!idle) {
         rc = p->run(&pc);
         tbuf_cache_drop();
         if (!rc && (rc = pass_snapshot_report(snap, &pc, &e->changes, e->stat)))
             err_set(err, rc, "out of memory");
         pass_snapshot_free(snap);
     }
-    if (pc.changed || e->changes) m->shapes_current = false;
+    if (pc.changed || e->changes) m->shapes_current = m->op_present_current = false;
     size_t n_changed = 0, n_skipped = 0;
     int lrc = pass_log_finish(log, &e->actions, &n_changed, &n_skipped);
     pass_log_free(log);

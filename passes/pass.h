@@ -17,6 +17,7 @@
 
 #include "eval/eval.h"
 #include "graph/graph.h"
+#include "graph/ops.h"
 #include "passes/json.h"
 #include "tileopt.h"
 
@@ -98,7 +99,17 @@ typedef struct pass_def {
     ** leave work behind. */
     const char *wakes;
     bool wake_on_change;
+    /* The ops the pass rewrites around (n_ops of them), or none: a model
+    ** without any of them gives it nothing to do, and the driver records its
+    ** run without making it (no snapshot of the model, no walk). */
+    const op_id *ops;
+    size_t n_ops;
 } pass_def;
+
+/* A registry row's ops: OPS(OP_Conv, OP_Add), or ANY_OPS for a pass that
+** runs whatever the model holds. */
+#define OPS(...) (const op_id[]){__VA_ARGS__}, countof(((const op_id[]){__VA_ARGS__}))
+#define ANY_OPS NULL, 0
 
 /* The registry, in default order; pass_count entries. */
 extern const pass_def pass_registry[];

@@ -35,22 +35,6 @@ int rw_walk(pass_ctx *pc, rw_rule rule) {
     return pc->changed ? graph_commit(pc->model->main, pc->err) : TILEOPT_OK;
 }
 
-static bool graph_has(graph *g, const op_id *ops, size_t n) {
-    for (uint32_t i = 0; i < graph_n_nodes(g); i++) {
-        if (graph_node_removed(g, (int32_t)i)) continue;
-        op_id op = op_of(graph_node(g, (int32_t)i));
-        for (size_t k = 0; k < n; k++)
-            if (op == ops[k]) return true;
-        for (graph *s = graph_node_subgraphs(g, (int32_t)i); s; s = s->next_sibling)
-            if (graph_has(s, ops, n)) return true;
-    }
-    return false;
-}
-
-bool rw_model_has(graph_model *m, const op_id *ops, size_t n) {
-    return graph_has(m->main, ops, n);
-}
-
 /* -------------------------------------------------------------- readers */
 
 rw_reads rw_reads_of(graph *g, const char *name) {

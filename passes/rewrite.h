@@ -107,8 +107,4 @@ void rw_drop_unread(pass_ctx *pc, graph *g, int32_t node, const char *rule);
 /* A fresh value name from node's output (its name, for readable models). */
 const char *rw_name(graph *g, int32_t node, const char *suffix);
 
-/* Does some graph of m hold a live node of one of these ops? A pass whose
-** ops the model lacks returns before it infers shapes. */
-bool rw_model_has(graph_model *m, const op_id *ops, size_t n);
-
 #endif

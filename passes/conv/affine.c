@@ -88,7 +88,5 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_affine_into_conv(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Conv};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, affine_rule);
 }

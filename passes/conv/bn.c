@@ -87,7 +87,5 @@ static int bn_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_bn_into_conv(pass_ctx *pc) {
-    static const op_id ops[] = {OP_BatchNormalization};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, bn_rule);
 }

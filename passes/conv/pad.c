@@ -26,7 +26,5 @@ static int pad_conv_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_pad_into_conv(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Pad};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, pad_conv_rule);
 }

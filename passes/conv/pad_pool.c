@@ -59,7 +59,5 @@ static int pad_pool_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_pad_into_pool(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Pad};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, pad_pool_rule);
 }

@@ -36,7 +36,5 @@ static int dropout_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_eliminate_dropout(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Dropout};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, dropout_rule);
 }

@@ -33,6 +33,6 @@ static int idempotent_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_eliminate_idempotent(pass_ctx *pc) {
-    if (!rw_model_has(pc->model, idempotent_ops, countof(idempotent_ops))) return TILEOPT_OK;
+    if (!op_model_has(pc->model, idempotent_ops, countof(idempotent_ops))) return TILEOPT_OK;
     return rw_walk(pc, idempotent_rule);
 }

@@ -15,7 +15,5 @@ static int identity_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_eliminate_identity(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Identity};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, identity_rule);
 }

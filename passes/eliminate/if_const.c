@@ -200,7 +200,5 @@ static int if_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_eliminate_if(pass_ctx *pc) {
-    static const op_id ops[] = {OP_If};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, if_rule);
 }

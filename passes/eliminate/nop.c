@@ -54,6 +54,6 @@ static int nop_rule(pass_ctx *pc, graph *g, int32_t node) {
 int pass_eliminate_nop(pass_ctx *pc) {
     op_id ops[countof(nop_tests)];
     for (size_t i = 0; i < countof(nop_tests); i++) ops[i] = nop_tests[i].op;
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
+    if (!op_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, nop_rule);
 }

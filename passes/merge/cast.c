@@ -76,7 +76,5 @@ static int cast_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_consecutive_casts(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Cast};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, cast_rule);
 }

@@ -50,7 +50,5 @@ static int gemm_transpose_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_transpose_into_gemm(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Gemm};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, gemm_transpose_rule);
 }

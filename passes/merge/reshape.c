@@ -103,7 +103,5 @@ static int reshape_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_consecutive_reshapes(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Reshape};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, reshape_rule);
 }

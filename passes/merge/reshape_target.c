@@ -70,7 +70,5 @@ static int target_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fold_reshape_target(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Reshape};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, target_rule);
 }

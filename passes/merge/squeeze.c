@@ -98,7 +98,5 @@ static int squeeze_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_squeeze_unsqueeze(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Squeeze};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, squeeze_rule);
 }

@@ -74,7 +74,5 @@ static int transpose_rule(pass_ctx *pc, graph *g, int32_t node) {
 }
 
 int pass_fuse_consecutive_transposes(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Transpose};
-    if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, transpose_rule);
 }
