@@ -7,8 +7,9 @@
 ** an unknown rank leaves a pair whose axes differ in sign. The inner Concat
 ** goes once nothing reads it: while another node or a graph output reads it
 ** the pair stays (splicing would remove nothing), and so does a Concat on
-** another axis, which lays its pieces out otherwise. A chain collapses in one
-** walk: each Concat, visited after the ones it reads, finds them merged.
+** another axis, which lays its pieces out otherwise. A chain (or a tree) of
+** such Concats becomes one in one walk, written once by the outermost: the
+** ones it will take in wait for it.
 */
 #include <stdlib.h>
 
@@ -47,53 +48,105 @@ static const Onnx__NodeProto *splice_of(graph *g, int32_t node, const char *in, 
     return *why ? NULL : p;
 }
 
+/* A growing array of n items of size sz. */
+static bool grow(void **v, size_t *cap, size_t n, size_t sz) {
+    if (n < *cap) return true;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *p = realloc(*v, c * sz);
+    if (!p) return false;
+    *v = p;
+    *cap = c;
+    return true;
+}
+
+typedef struct pending {
+    const char *name;
+    int32_t reader; /* the Concat reading it: the outer one or one spliced in */
+} pending;
+
+/*
+** Concat node with its spliceable Concats flattened into one list of inputs, in
+** order, depth first (a spliced Concat's own spliceable inputs spliced too).
+** *from lists the Concats spliced, each after the one that read it.
+*/
+static int flatten(pass_ctx *pc, graph *g, int32_t node, int64_t opset, int32_t rank, int64_t k,
+                   const char ***ins, size_t *len, int32_t **from, size_t *nf) {
+    size_t cap_ins = 0, cap_from = 0, cap_st = 0, top = 0;
+    pending *st = NULL;
+    const Onnx__NodeProto *n = graph_node(g, node);
+    int rc = TILEOPT_OK;
+    *ins = NULL;
+    *from = NULL;
+    *len = *nf = 0;
+    for (size_t i = n->n_input; !rc && i-- > 0;) {
+        if (!grow((void **)&st, &cap_st, top, sizeof *st)) rc = TILEOPT_NOMEM;
+        else st[top++] = (pending){n->input[i], node};
+    }
+    while (!rc && top) {
+        pending e = st[--top];
+        int32_t inner;
+        const char *why;
+        const Onnx__NodeProto *p = splice_of(g, e.reader, e.name, opset, rank, k, &inner, &why);
+        if (why) pass_skip(pc, g, e.reader, "%s", why);
+        if (!p) {
+            if (!grow((void **)ins, &cap_ins, *len, sizeof **ins)) rc = TILEOPT_NOMEM;
+            else (*ins)[(*len)++] = e.name;
+            continue;
+        }
+        if (!grow((void **)from, &cap_from, *nf, sizeof **from)) rc = TILEOPT_NOMEM;
+        else (*from)[(*nf)++] = inner;
+        for (size_t i = p->n_input; !rc && i-- > 0;) {
+            if (!grow((void **)&st, &cap_st, top, sizeof *st)) rc = TILEOPT_NOMEM;
+            else st[top++] = (pending){p->input[i], inner};
+        }
+    }
+    free(st);
+    return rc ? err_set(pc->err, rc, "out of memory") : TILEOPT_OK;
+}
+
+/* The axis Concat node is on, from the rank of its output (-1 when it cannot
+** be compared). */
+static int64_t concat_axis(graph *g, const Onnx__NodeProto *n, int64_t opset, int32_t *rank) {
+    int64_t k;
+    *rank = rw_rank(g, n->output[0]);
+    return axis_of(n, opset, *rank, &k) ? k : -1;
+}
+
 static int concats_rule(pass_ctx *pc, graph *g, int32_t node) {
     Onnx__NodeProto *n = graph_node(g, node);
     if (op_of(n) != OP_Concat || !n->n_output) return TILEOPT_OK;
-    int64_t opset = graph_opset(pc->model, ""), k;
-    int32_t rank = rw_rank(g, n->output[0]), inner;
-    if (!axis_of(n, opset, rank, &k)) k = -1;
+    int64_t opset = graph_opset(pc->model, "");
+    int32_t rank, reader, inner, outer_rank;
     const char *why;
-    size_t total = 0, spliced = 0;
-    for (size_t i = 0; i < n->n_input; i++) {
-        const Onnx__NodeProto *p = splice_of(g, node, n->input[i], opset, rank, k, &inner, &why);
-        if (why) pass_skip(pc, g, node, "%s", why);
-        total += p ? p->n_input : 1;
-        spliced += p != NULL;
+    /* a Concat the one reading it will splice in waits for it: each list of
+    ** a chain is then written once, by the outermost, and not once a link */
+    const Onnx__NodeProto *c = rw_sole_consumer(g, n->output[0], &reader);
+    if (c && op_of(c) == OP_Concat) {
+        int64_t ck = concat_axis(g, c, opset, &outer_rank);
+        if (splice_of(g, reader, n->output[0], opset, outer_rank, ck, &inner, &why))
+            return TILEOPT_OK;
     }
-    if (!spliced) return TILEOPT_OK;
-    /* every name of the new list, read before the first slot changes */
-    const char **ins = malloc(total * sizeof *ins);
-    int32_t *from = malloc(n->n_input * sizeof *from);
-    if (!ins || !from) {
-        free(ins);
-        free(from);
-        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    }
-    size_t len = 0, nf = 0;
-    for (size_t i = 0; i < n->n_input; i++) {
-        const Onnx__NodeProto *p = splice_of(g, node, n->input[i], opset, rank, k, &inner, &why);
-        if (!p) {
-            ins[len++] = n->input[i];
-            continue;
-        }
-        for (size_t j = 0; j < p->n_input; j++) ins[len++] = p->input[j];
-        from[nf++] = inner;
-    }
-    int rc = TILEOPT_OK;
-    for (size_t i = 0; !rc && i < len; i++) rc = graph_node_set_input(g, node, i, ins[i]);
+    int64_t k = concat_axis(g, n, opset, &rank);
+    const char **ins;
+    int32_t *from;
+    size_t len, nf;
+    int rc = flatten(pc, g, node, opset, rank, k, &ins, &len, &from, &nf);
+    for (size_t i = 0; !rc && nf && i < len; i++)
+        if ((rc = graph_node_set_input(g, node, i, ins[i])))
+            rc = err_set(pc->err, rc, "out of memory");
     free(ins);
     if (rc) {
         free(from);
-        return err_set(pc->err, rc, "out of memory");
+        return rc;
     }
-    pc->changed = true;
-    /* an inner Concat read in two slots is listed twice and goes once */
+    if (nf) pc->changed = true;
+    /* each after the one that read it, which is gone by then; one read in two
+    ** slots is listed twice and goes once */
     for (size_t f = 0; f < nf; f++) {
         if (graph_node_removed(g, from[f])) continue;
         json_w *act = pass_action(pc, g, node, "rewritten");
         if (act) {
-            json_put_str(act, "rule", "reads the inputs of the Concat before it, on its axis");
+            json_put_str(act, "rule", "reads the inputs of a Concat before it, on its axis");
             json_put_str(act, "from", graph_node_id(g, from[f]));
         }
         rw_drop_unread(pc, g, from[f], "spliced into the Concat after it");

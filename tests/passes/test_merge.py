@@ -466,6 +466,13 @@ def fuse_consecutive_concats_should_flatten_a_chain_in_one_run():
     out, _ = run(m, "fuse_consecutive_concats")
     assert ops(out) == ["Concat", "Relu"], ops(out)
     assert list(out.graph.node[0].input) == ["d", "a", "b", "c"], out.graph.node[0]
+    # a tree: the inner ones in any slot, each spliced where it was read
+    m = make([cat(["b", "c"], "i", 0), cat(["a", "i"], "j", 0), cat(["j", "d"], "o", 0),
+              node("Relu", ["o"], ["y"])], ins, [vi("y", F, [8, 3])])
+    out, acts = run(m, "fuse_consecutive_concats")
+    assert ops(out) == ["Concat", "Relu"], ops(out)
+    assert list(out.graph.node[0].input) == ["a", "b", "c", "d"], out.graph.node[0]
+    assert len(of(acts, "eliminated", "Concat")) == 2, acts
 
 
 def fuse_consecutive_concats_should_keep_what_it_cannot_splice():
