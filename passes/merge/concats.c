@@ -27,8 +27,9 @@ static bool axis_of(const Onnx__NodeProto *n, int64_t opset, int32_t rank, int64
     return true;
 }
 
-/* Is input slot i of Concat n (axis k) the output of a Concat it can splice
-** in? *why says why not when it reads a Concat it leaves. */
+/* The Concat writing value in, when Concat node (axis k, of rank rank) reads
+** it and can splice it in; *why says why not when it reads a Concat it
+** leaves. */
 static const Onnx__NodeProto *splice_of(graph *g, int32_t node, const char *in, int64_t opset,
                                         int32_t rank, int64_t k, int32_t *inner,
                                         const char **why) {
@@ -48,15 +49,14 @@ static const Onnx__NodeProto *splice_of(graph *g, int32_t node, const char *in, 
     return *why ? NULL : p;
 }
 
-/* A growing array of n items of size sz. */
-static bool grow(void **v, size_t *cap, size_t n, size_t sz) {
-    if (n < *cap) return true;
+/* Room for item n of array v of *cap items of size sz: v, or v moved to a
+** bigger block; NULL when out of memory (v is then left as it was). */
+static void *room(void *v, size_t *cap, size_t n, size_t sz) {
+    if (n < *cap) return v;
     size_t c = *cap ? 2 * *cap : 16;
-    void *p = realloc(*v, c * sz);
-    if (!p) return false;
-    *v = p;
-    *cap = c;
-    return true;
+    void *p = realloc(v, c * sz);
+    if (p) *cap = c;
+    return p;
 }
 
 typedef struct pending {
@@ -64,44 +64,55 @@ typedef struct pending {
     int32_t reader; /* the Concat reading it: the outer one or one spliced in */
 } pending;
 
+typedef struct flat {
+    pending *st;     /* names still to place, the next one last */
+    const char **ins;
+    int32_t *from;
+    size_t top, len, nf, cap_st, cap_ins, cap_from;
+} flat;
+
+/* Push a Concat's inputs, its first on top. */
+static bool push_inputs(flat *f, const Onnx__NodeProto *c, int32_t reader) {
+    for (size_t i = c->n_input; i-- > 0;) {
+        pending *st = room(f->st, &f->cap_st, f->top, sizeof *st);
+        if (!st) return false;
+        f->st = st;
+        f->st[f->top++] = (pending){c->input[i], reader};
+    }
+    return true;
+}
+
 /*
-** Concat node with its spliceable Concats flattened into one list of inputs, in
-** order, depth first (a spliced Concat's own spliceable inputs spliced too).
-** *from lists the Concats spliced, each after the one that read it.
+** Concat node with its spliceable Concats flattened into one list of inputs
+** (f->ins), in order, depth first (a spliced Concat's own spliceable inputs
+** spliced too). f->from lists the Concats spliced, each after the one that
+** read it.
 */
 static int flatten(pass_ctx *pc, graph *g, int32_t node, int64_t opset, int32_t rank, int64_t k,
-                   const char ***ins, size_t *len, int32_t **from, size_t *nf) {
-    size_t cap_ins = 0, cap_from = 0, cap_st = 0, top = 0;
-    pending *st = NULL;
-    const Onnx__NodeProto *n = graph_node(g, node);
-    int rc = TILEOPT_OK;
-    *ins = NULL;
-    *from = NULL;
-    *len = *nf = 0;
-    for (size_t i = n->n_input; !rc && i-- > 0;) {
-        if (!grow((void **)&st, &cap_st, top, sizeof *st)) rc = TILEOPT_NOMEM;
-        else st[top++] = (pending){n->input[i], node};
-    }
-    while (!rc && top) {
-        pending e = st[--top];
+                   flat *f) {
+    bool ok = push_inputs(f, graph_node(g, node), node);
+    while (ok && f->top) {
+        pending e = f->st[--f->top];
         int32_t inner;
         const char *why;
         const Onnx__NodeProto *p = splice_of(g, e.reader, e.name, opset, rank, k, &inner, &why);
         if (why) pass_skip(pc, g, e.reader, "%s", why);
         if (!p) {
-            if (!grow((void **)ins, &cap_ins, *len, sizeof **ins)) rc = TILEOPT_NOMEM;
-            else (*ins)[(*len)++] = e.name;
+            const char **ins = room(f->ins, &f->cap_ins, f->len, sizeof *ins);
+            if ((ok = ins != NULL)) {
+                f->ins = ins;
+                f->ins[f->len++] = e.name;
+            }
             continue;
         }
-        if (!grow((void **)from, &cap_from, *nf, sizeof **from)) rc = TILEOPT_NOMEM;
-        else (*from)[(*nf)++] = inner;
-        for (size_t i = p->n_input; !rc && i-- > 0;) {
-            if (!grow((void **)&st, &cap_st, top, sizeof *st)) rc = TILEOPT_NOMEM;
-            else st[top++] = (pending){p->input[i], inner};
+        int32_t *from = room(f->from, &f->cap_from, f->nf, sizeof *from);
+        if ((ok = from != NULL)) {
+            f->from = from;
+            f->from[f->nf++] = inner;
+            ok = push_inputs(f, p, inner);
         }
     }
-    free(st);
-    return rc ? err_set(pc->err, rc, "out of memory") : TILEOPT_OK;
+    return ok ? TILEOPT_OK : err_set(pc->err, TILEOPT_NOMEM, "out of memory");
 }
 
 /* The axis Concat node is on, from the rank of its output (-1 when it cannot
@@ -127,32 +138,27 @@ static int concats_rule(pass_ctx *pc, graph *g, int32_t node) {
             return TILEOPT_OK;
     }
     int64_t k = concat_axis(g, n, opset, &rank);
-    const char **ins;
-    int32_t *from;
-    size_t len, nf;
-    int rc = flatten(pc, g, node, opset, rank, k, &ins, &len, &from, &nf);
-    for (size_t i = 0; !rc && nf && i < len; i++)
-        if ((rc = graph_node_set_input(g, node, i, ins[i])))
+    flat f = {0};
+    int rc = flatten(pc, g, node, opset, rank, k, &f);
+    for (size_t i = 0; !rc && f.nf && i < f.len; i++)
+        if ((rc = graph_node_set_input(g, node, i, f.ins[i])))
             rc = err_set(pc->err, rc, "out of memory");
-    free(ins);
-    if (rc) {
-        free(from);
-        return rc;
-    }
-    if (nf) pc->changed = true;
+    if (!rc && f.nf) pc->changed = true;
     /* each after the one that read it, which is gone by then; one read in two
     ** slots is listed twice and goes once */
-    for (size_t f = 0; f < nf; f++) {
-        if (graph_node_removed(g, from[f])) continue;
+    for (size_t i = 0; !rc && i < f.nf; i++) {
+        if (graph_node_removed(g, f.from[i])) continue;
         json_w *act = pass_action(pc, g, node, "rewritten");
         if (act) {
             json_put_str(act, "rule", "reads the inputs of a Concat before it, on its axis");
-            json_put_str(act, "from", graph_node_id(g, from[f]));
+            json_put_str(act, "from", graph_node_id(g, f.from[i]));
         }
-        rw_drop_unread(pc, g, from[f], "spliced into the Concat after it");
+        rw_drop_unread(pc, g, f.from[i], "spliced into the Concat after it");
     }
-    free(from);
-    return TILEOPT_OK;
+    free(f.st);
+    free(f.ins);
+    free(f.from);
+    return rc;
 }
 
 int pass_fuse_consecutive_concats(pass_ctx *pc) {

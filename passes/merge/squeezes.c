@@ -41,8 +41,8 @@ static int squeezes_rule(pass_ctx *pc, graph *g, int32_t node) {
     if (!p || op_of(p) != op || !graph_node_input(p, 0)) return TILEOPT_OK;
     const char *x = graph_node_input(p, 0);
     if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads a %s whose output is read elsewhere too (a node or a graph "
-                  "output): merging would remove nothing", p->op_type);
+        pass_skip(pc, g, node, "reads another %s whose output is read elsewhere too (a node or a "
+                  "graph output): merging would remove nothing", p->op_type);
         return TILEOPT_OK;
     }
     int64_t opset = graph_opset(pc->model, "");
@@ -54,13 +54,13 @@ static int squeezes_rule(pass_ctx *pc, graph *g, int32_t node) {
     size_t na, nb;
     if (!merge_axes_of(g, p, opset >= 13, tp ? tp->rank : -1, tp, a, &na) ||
         !merge_axes_of(g, n, opset >= 13, tn ? tn->rank : -1, tn, b, &nb)) {
-        pass_skip(pc, g, node, "reads a %s, but the axes of one are not known (not constant, "
-                  "negative with an unknown rank, or a Squeeze of every 1 of an unknown "
-                  "shape)", p->op_type);
+        pass_skip(pc, g, node, "reads another %s, but the axes of one are not known (not "
+                  "constant, negative with an unknown rank, or a Squeeze of every 1 of an "
+                  "unknown shape)", p->op_type);
         return TILEOPT_OK;
     }
     if (!na || !nb || !distinct(a, na) || !distinct(b, nb)) {
-        pass_skip(pc, g, node, "reads a %s, and one of them names no axis or an axis twice",
+        pass_skip(pc, g, node, "reads another %s, and one of them names no axis or an axis twice",
                   p->op_type);
         return TILEOPT_OK;
     }

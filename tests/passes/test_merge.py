@@ -244,7 +244,8 @@ def fuse_consecutive_casts_should_keep_the_output_name_of_a_round_trip():
 def unranked():
     """x made by a Reshape to a shape known only at run time: its rank is
     unknown. Returns the node, the graph inputs and feeds."""
-    return (node("Reshape", ["x_in", "sh"], ["x"]), [vi("x_in", F, [2, 3, 4]), vi("sh", I64, ["k"])],
+    return (node("Reshape", ["x_in", "sh"], ["x"]),
+            [vi("x_in", F, [2, 3, 4]), vi("sh", I64, ["k"])],
             {"x_in": rand(2, 3, 4), "sh": np.array([2, 3, 4], np.int64)})
 
 
