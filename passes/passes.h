@@ -56,6 +56,14 @@ int pass_fuse_consecutive_reshapes(pass_ctx *pc);
 int pass_fold_reshape_target(pass_ctx *pc);
 int pass_fuse_squeeze_unsqueeze(pass_ctx *pc);
 int pass_fuse_consecutive_casts(pass_ctx *pc);
+/* Two of one op in a row made one (passes/merge/): Squeezes or Unsqueezes,
+** Slices of other axes, Concats on one axis; a Log of a Softmax made a
+** LogSoftmax, a reduction whose dims an Unsqueeze puts back made keepdims=1. */
+int pass_fuse_consecutive_squeezes(pass_ctx *pc);
+int pass_fuse_consecutive_slices(pass_ctx *pc);
+int pass_fuse_consecutive_concats(pass_ctx *pc);
+int pass_fuse_consecutive_log_softmax(pass_ctx *pc);
+int pass_fuse_consecutive_reduce_unsqueeze(pass_ctx *pc);
 /* MatMul + Add, and Transposes of its operands, into Gemm (passes/merge/). */
 int pass_fuse_matmul_add_into_gemm(pass_ctx *pc);
 int pass_fuse_transpose_into_gemm(pass_ctx *pc);

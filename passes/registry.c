@@ -19,7 +19,9 @@
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
     "fuse_consecutive_transposes,fold_reshape_target,fuse_consecutive_reshapes,"        \
-    "fuse_squeeze_unsqueeze,fuse_consecutive_casts,fuse_matmul_add_into_gemm,"          \
+    "fuse_squeeze_unsqueeze,fuse_consecutive_casts,fuse_consecutive_squeezes,"          \
+    "fuse_consecutive_slices,fuse_consecutive_concats,fuse_consecutive_log_softmax,"    \
+    "fuse_consecutive_reduce_unsqueeze,fuse_matmul_add_into_gemm,"                      \
     "fuse_transpose_into_gemm,fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
@@ -74,6 +76,19 @@ const pass_def pass_registry[] = {
     {"fuse_consecutive_casts", pass_fuse_consecutive_casts,
      "a Cast after an exact Cast reads its input, or both go when it converts back",
      AFTER_SIMPLIFY, true, OPS(OP_Cast)},
+    {"fuse_consecutive_squeezes", pass_fuse_consecutive_squeezes,
+     "two Squeezes, or two Unsqueezes, in a row made one over the axes of both",
+     AFTER_SIMPLIFY, true, OPS(OP_Squeeze, OP_Unsqueeze)},
+    {"fuse_consecutive_slices", pass_fuse_consecutive_slices,
+     "two Slices in a row of other axes made one", AFTER_SIMPLIFY, true, OPS(OP_Slice)},
+    {"fuse_consecutive_concats", pass_fuse_consecutive_concats,
+     "a Concat read by a Concat on the same axis spliced into it", AFTER_SIMPLIFY, true,
+     OPS(OP_Concat)},
+    {"fuse_consecutive_log_softmax", pass_fuse_consecutive_log_softmax,
+     "Log of a Softmax made a LogSoftmax", AFTER_SIMPLIFY, true, OPS(OP_Softmax)},
+    {"fuse_consecutive_reduce_unsqueeze", pass_fuse_consecutive_reduce_unsqueeze,
+     "a reduction with keepdims=0 and an Unsqueeze of its axes made keepdims=1",
+     AFTER_SIMPLIFY, true, OPS(OP_Unsqueeze)},
     {"fuse_matmul_add_into_gemm", pass_fuse_matmul_add_into_gemm,
      "Add of a 2-D MatMul by a constant right operand and a bias made one Gemm",
      AFTER_SIMPLIFY, true, OPS(OP_MatMul)},

@@ -14,21 +14,21 @@
 
 #include "passes/passes.h"
 #include "passes/rewrite.h"
+#include "passes/merge/merge_impl.h"
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-/*
-** The axes of Squeeze or Unsqueeze n, counted from rank (the Squeeze's input
-** rank, -1 when unknown), sorted. A Squeeze without axes takes the dims of
-** type t that are 1, when every dim is known. False when they cannot be known.
-*/
-static bool axes_of(graph *g, const Onnx__NodeProto *n, int64_t opset, int32_t rank,
-                    const graph_type *t, int64_t *ax, size_t *len) {
-    const char *in = opset >= 13 ? graph_node_input(n, 1) : NULL;
-    const Onnx__AttributeProto *a = opset < 13 ? graph_attr(n, "axes") : NULL;
+void merge_sort_axes(int64_t *ax, size_t n) {
+    qsort(ax, n, sizeof *ax, cmp_i64);
+}
+
+bool merge_axes_of(graph *g, const Onnx__NodeProto *n, bool as_input, int32_t rank,
+                   const graph_type *t, int64_t *ax, size_t *len) {
+    const char *in = as_input ? graph_node_input(n, 1) : NULL;
+    const Onnx__AttributeProto *a = as_input ? NULL : graph_attr(n, "axes");
     *len = 0;
     if (in) {
         if (!rw_const_ints(g, in, ax, DIM_MAX_RANK, len)) return false;
@@ -48,7 +48,7 @@ static bool axes_of(graph *g, const Onnx__NodeProto *n, int64_t opset, int32_t r
         if (ax[i] < 0 && rank < 0) return false;
         if (ax[i] < 0) ax[i] += rank;
     }
-    qsort(ax, *len, sizeof *ax, cmp_i64);
+    merge_sort_axes(ax, *len);
     return true;
 }
 
@@ -67,7 +67,8 @@ static int squeeze_rule(pass_ctx *pc, graph *g, int32_t node) {
     int64_t opset = graph_opset(pc->model, "");
     int64_t a[DIM_MAX_RANK], b[DIM_MAX_RANK];
     size_t na, nb;
-    if (!axes_of(g, p, opset, rank, t, a, &na) || !axes_of(g, n, opset, rank, t, b, &nb)) {
+    if (!merge_axes_of(g, p, opset >= 13, rank, t, a, &na) ||
+        !merge_axes_of(g, n, opset >= 13, rank, t, b, &nb)) {
         pass_skip(pc, g, node, "reads a %s, but the axes of one are not known (not constant, "
                   "negative with an unknown rank, or a Squeeze of every 1 of an unknown "
                   "shape)", p->op_type);

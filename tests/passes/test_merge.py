@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Model-level tests of the merging passes (passes/merge/): Reshapes, a Squeeze
-and an Unsqueeze, Casts in a row, MatMul + Add and Transposes into Gemm, and
-Pad into Conv and AveragePool (passes/conv/pad.c), each rule and the cases it
-must leave alone.
+and an Unsqueeze, Casts in a row, Squeezes, Unsqueezes, Slices and Concats in a
+row, Log of a Softmax, a reduction and the Unsqueeze putting its dims back,
+MatMul + Add and Transposes into Gemm, and Pad into Conv and AveragePool
+(passes/conv/pad.c), each rule and the cases it must leave alone.
 
 Each case builds a small model, runs `tileopt optimize --passes PASS`, checks the
 output with onnx.checker (full check), validates the report against the schema,
@@ -285,6 +286,405 @@ def fuse_consecutive_casts_should_keep_the_output_name_of_a_round_trip():
               node("Cast", ["c1"], ["y"], to=F)], [X], [vi("y", F, [2, 3, 4])])
     out, _ = run(m, "fuse_consecutive_casts")
     assert ops(out) == ["Relu"] and out.graph.node[0].output[0] == "y", out.graph
+
+
+# ------------------------------------------------------- fuse_consecutive_squeezes
+
+def unranked():
+    """x made by a Reshape to a shape known only at run time: its rank is
+    unknown. Returns the node, the graph inputs and feeds."""
+    return (node("Reshape", ["x_in", "sh"], ["x"]),
+            [vi("x_in", F, [2, 3, 4]), vi("sh", I64, ["k"])],
+            {"x_in": rand(2, 3, 4), "sh": np.array([2, 3, 4], np.int64)})
+
+
+def axes_of(m, n):
+    """The axes of Squeeze/Unsqueeze/Reduce n of model m (input or attribute)."""
+    for a in n.attribute:
+        if a.name == "axes":
+            return list(a.ints)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    return list(inits[n.input[1]]) if len(n.input) > 1 and n.input[1] else None
+
+
+def attr(n, name, default=None):
+    for a in n.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def fuse_consecutive_squeezes_should_merge_two_squeezes():
+    x = vi("x", F, [1, 2, 1, 3, 1])
+    # the second's axis 1 is x's axis 2 (the first took axis 0); -1 and 0
+    # count from ranks 5 and 4; a Squeeze of every 1 of a known shape
+    for opset, first, second, inits, want in (
+            (13, node("Squeeze", ["x", "a0"], ["s"]), node("Squeeze", ["s", "a1"], ["q"]),
+             [i64("a0", [0]), i64("a1", [1])], [0, 2]),
+            (11, node("Squeeze", ["x"], ["s"], axes=[-1]), node("Squeeze", ["s"], ["q"], axes=[0]),
+             [], [0, 4]),
+            (13, node("Squeeze", ["x", "a4"], ["s"]), node("Squeeze", ["s"], ["q"]),
+             [i64("a4", [4])], [0, 2, 4])):
+        out_shape = [d for i, d in enumerate([1, 2, 1, 3, 1]) if i not in want]
+        m = make([first, second, node("Relu", ["q"], ["y"])], [x], [vi("y", F, out_shape)],
+                 inits, opset=opset)
+        out, acts = run(m, "fuse_consecutive_squeezes")
+        assert ops(out) == ["Squeeze", "Relu"], (opset, ops(out))
+        sq = out.graph.node[0]
+        assert sq.input[0] == "x" and axes_of(out, sq) == want, (want, sq)
+        (r,) = of(acts, "rewritten", "Squeeze")
+        assert r["from"] == "s" and r["axes"] == want, r
+        assert of(acts, "eliminated", "Squeeze"), acts
+
+
+def fuse_consecutive_squeezes_should_merge_two_unsqueezes():
+    x = vi("x", F, [2, 3])
+    # [2, 3] -> [2, 1, 3] -> [1, 2, 1, 3]: the first's axis 1 sits at 2 once the
+    # second put its 1 at 0; -1 counts from ranks 3 and 4
+    for opset, first, second, inits, want in (
+            (13, node("Unsqueeze", ["x", "a1"], ["s"]), node("Unsqueeze", ["s", "a0"], ["u"]),
+             [i64("a1", [1]), i64("a0", [0])], [0, 2]),
+            (13, node("Unsqueeze", ["x", "a0"], ["s"]), node("Unsqueeze", ["s", "a2"], ["u"]),
+             [i64("a0", [0]), i64("a2", [2])], [0, 2]),
+            (11, node("Unsqueeze", ["x"], ["s"], axes=[-1]),
+             node("Unsqueeze", ["s"], ["u"], axes=[-1, 0]), [], [0, 3, 4])):
+        shape = [2, 3]
+        for a in want:
+            shape.insert(a, 1)
+        m = make([first, second, node("Relu", ["u"], ["y"])], [x], [vi("y", F, shape)],
+                 inits, opset=opset)
+        out, acts = run(m, "fuse_consecutive_squeezes")
+        assert ops(out) == ["Unsqueeze", "Relu"], (opset, ops(out))
+        un = out.graph.node[0]
+        assert un.input[0] == "x" and axes_of(out, un) == want, (want, un)
+        (r,) = of(acts, "rewritten", "Unsqueeze")
+        assert r["from"] == "s", r
+
+
+def fuse_consecutive_squeezes_should_merge_a_chain_in_one_run():
+    m = make([node("Unsqueeze", ["x", "a0"], ["u1"]), node("Unsqueeze", ["u1", "a0"], ["u2"]),
+              node("Unsqueeze", ["u2", "a0"], ["u3"]), node("Relu", ["u3"], ["y"])], [X],
+             [vi("y", F, [1, 1, 1, 2, 3, 4])], [i64("a0", [0])])
+    out, _ = run(m, "fuse_consecutive_squeezes")
+    assert ops(out) == ["Unsqueeze", "Relu"], ops(out)
+    assert axes_of(out, out.graph.node[0]) == [0, 1, 2]
+
+
+def fuse_consecutive_squeezes_should_keep_a_first_read_elsewhere():
+    # a graph output or another node reads the first: the second reading x
+    # would remove nothing
+    for extra_nodes, outs in (
+            ([], [vi("s", F, [2, 1, 4]), vi("y", F, [2, 4])]),
+            ([node("Neg", ["s"], ["z"])], [vi("z", F, [2, 1, 4]), vi("y", F, [2, 4])])):
+        m = make([node("Squeeze", ["x", "a0"], ["s"]), node("Squeeze", ["s", "a1"], ["q"]),
+                  node("Relu", ["q"], ["y"])] + extra_nodes, [vi("x", F, [1, 2, 1, 4])], outs,
+                 [i64("a0", [0]), i64("a1", [1])])
+        out, acts = run(m, "fuse_consecutive_squeezes")
+        assert ops(out).count("Squeeze") == 2, ops(out)
+        assert out.graph.node[1].input[0] == "s", out.graph.node[1]
+        assert any("merging would remove nothing" in r
+                   for r in skip_reasons(acts, "Squeeze")), acts
+
+
+def fuse_consecutive_squeezes_should_keep_axes_it_cannot_count():
+    # a negative axis of an unknown rank; a Squeeze of every 1 of a shape
+    # known only at run time (b may be 1, and then y is [2])
+    reshape, ins, feeds = unranked()
+    cases = [
+        (make([reshape, node("Unsqueeze", ["x", "m1"], ["s"]),
+               node("Unsqueeze", ["s", "a0"], ["u"]), node("Relu", ["u"], ["y"])], ins,
+              [vi("y", F, [1, 2, 3, 4, 1])], [i64("m1", [-1]), i64("a0", [0])]), feeds,
+         "Unsqueeze"),
+        (make([node("Squeeze", ["x", "a1"], ["s"]), node("Squeeze", ["s"], ["q"]),
+               node("Relu", ["q"], ["y"])], [vi("x", F, [2, 1, "b", 1])], [vi("y", F, [2, 3])],
+              [i64("a1", [1])]), {"x": rand(2, 1, 3, 1)}, "Squeeze"),
+    ]
+    for m, feeds, op in cases:
+        out, acts = run(m, "fuse_consecutive_squeezes", feeds=feeds)
+        assert ops(out)[-3:] == [op, op, "Relu"], ops(out)
+        assert any("not known" in r for r in skip_reasons(acts, op)), acts
+
+
+# --------------------------------------------------------- fuse_consecutive_slices
+
+XS = vi("x", F, [4, 6, 8])
+
+
+def slice_pair(first, second, inits, out_shape, opset=13, extra_nodes=(), extra_out=(),
+               inputs=(XS,), pre=()):
+    return make(list(pre) + [first, second, node("Relu", ["t"], ["y"])] + list(extra_nodes),
+                list(inputs),
+                [vi("y", F, out_shape)] + list(extra_out), inits, opset=opset)
+
+
+def fuse_consecutive_slices_should_merge_slices_of_other_axes():
+    cases = [
+        # axes given, a step, an end past the dim
+        (node("Slice", ["x", "s1", "e1", "a1"], ["s"]),
+         node("Slice", ["s", "s2", "e2", "a2", "st2"], ["t"]),
+         [i64("s1", [1]), i64("e1", [3]), i64("a1", [0]), i64("s2", [-7]), i64("e2", [100]),
+          i64("a2", [2]), i64("st2", [2])], [2, 6, 4], 13, [0, 2]),
+        # the first's axes by default, the second's -2 counted from rank 3
+        (node("Slice", ["x", "s1", "e1"], ["s"]),
+         node("Slice", ["s", "s2", "e2", "m2"], ["t"]),
+         [i64("s1", [1]), i64("e1", [-1]), i64("s2", [0]), i64("e2", [3]), i64("m2", [-2])],
+         [2, 3, 8], 10, [0, 1]),
+        # the attribute form of opsets before 10
+        (node("Slice", ["x"], ["s"], starts=[2], ends=[5], axes=[1]),
+         node("Slice", ["s"], ["t"], starts=[0, 1], ends=[1, 3], axes=[0, 2]),
+         [], [1, 3, 2], 9, [1, 0, 2]),
+    ]
+    for first, second, inits, shape, opset, want in cases:
+        out, acts = run(slice_pair(first, second, inits, shape, opset), "fuse_consecutive_slices")
+        assert ops(out) == ["Slice", "Relu"], (opset, ops(out))
+        sl = out.graph.node[0]
+        assert sl.input[0] == "x", sl
+        (r,) = of(acts, "rewritten", "Slice")
+        assert r["from"] == "s" and r["axes"] == want, r
+        assert of(acts, "eliminated", "Slice"), acts
+
+
+def fuse_consecutive_slices_should_keep_two_slices_of_one_axis():
+    # 1 and -2 are one axis of a rank-3 x: the second's start counts on what
+    # the first left
+    m = slice_pair(node("Slice", ["x", "s1", "e1", "a1"], ["s"]),
+                   node("Slice", ["s", "s2", "e2", "m2"], ["t"]),
+                   [i64("s1", [1]), i64("e1", [5]), i64("a1", [1]), i64("s2", [1]),
+                    i64("e2", [3]), i64("m2", [-2])], [4, 2, 8])
+    out, acts = run(m, "fuse_consecutive_slices")
+    assert ops(out) == ["Slice", "Slice", "Relu"], ops(out)
+    assert any("same axis (1)" in r for r in skip_reasons(acts, "Slice")), acts
+
+
+def fuse_consecutive_slices_should_keep_what_it_cannot_merge():
+    cases = [
+        # the first's output is a graph output
+        ("merging would remove nothing",
+         slice_pair(node("Slice", ["x", "s1", "e1", "a1"], ["s"]),
+                    node("Slice", ["s", "s2", "e2", "a2"], ["t"]),
+                    [i64("s1", [1]), i64("e1", [3]), i64("a1", [0]), i64("s2", [1]),
+                     i64("e2", [3]), i64("a2", [1])], [2, 2, 8],
+                    extra_out=[vi("s", F, [2, 6, 8])]), None),
+        # starts known only at run time
+        ("not all constants",
+         slice_pair(node("Slice", ["x", "k", "e1", "a1"], ["s"]),
+                    node("Slice", ["s", "s2", "e2", "a2"], ["t"]),
+                    [i64("e1", [3]), i64("a1", [0]), i64("s2", [1]), i64("e2", [3]),
+                     i64("a2", [1])], [None, 2, 8], inputs=(XS, vi("k", I64, [1]))),
+         {"x": rand(4, 6, 8), "k": np.array([1], np.int64)}),
+        # a negative axis of an unknown rank
+        ("unknown rank",
+         slice_pair(node("Slice", ["x", "s1", "e1", "m1"], ["s"]),
+                    node("Slice", ["s", "s2", "e2", "a2"], ["t"]),
+                    [i64("s1", [1]), i64("e1", [3]), i64("m1", [-1]), i64("s2", [1]),
+                     i64("e2", [3]), i64("a2", [0])], [2, 3, 2], inputs=unranked()[1],
+                    pre=[unranked()[0]]), unranked()[2]),
+    ]
+    for want, m, feeds in cases:
+        out, acts = run(m, "fuse_consecutive_slices", feeds=feeds)
+        assert ops(out)[-3:] == ["Slice", "Slice", "Relu"], (want, ops(out))
+        assert any(want in r for r in skip_reasons(acts, "Slice")), (want, acts)
+
+
+# -------------------------------------------------------- fuse_consecutive_concats
+
+def cat(ins, out, axis):
+    return node("Concat", ins, [out], axis=axis)
+
+
+def fuse_consecutive_concats_should_splice_an_inner_concat_on_the_same_axis():
+    ins = [vi(n, F, [2, 3, 4]) for n in "abcd"]
+    # -2 and 1 are one axis of rank 3; an inner Concat read in two slots
+    for inner, outer, want, shape in (
+            (cat(["a", "b"], "i", 1), cat(["c", "i", "d"], "o", -2), ["c", "a", "b", "d"],
+             [2, 12, 4]),
+            (cat(["a", "b"], "i", 0), cat(["i", "c", "i"], "o", 0),
+             ["a", "b", "c", "a", "b"], [10, 3, 4])):
+        m = make([inner, outer, node("Relu", ["o"], ["y"])], ins, [vi("y", F, shape)])
+        out, acts = run(m, "fuse_consecutive_concats")
+        assert ops(out) == ["Concat", "Relu"], ops(out)
+        assert list(out.graph.node[0].input) == want, out.graph.node[0]
+        (r,) = of(acts, "rewritten", "Concat")
+        assert r["from"] == "i", r
+        assert of(acts, "eliminated", "Concat"), acts
+
+
+def fuse_consecutive_concats_should_flatten_a_chain_in_one_run():
+    ins = [vi(n, F, [2, 3]) for n in "abcd"]
+    m = make([cat(["a", "b"], "i", 1), cat(["i", "c"], "j", 1), cat(["d", "j"], "o", 1),
+              node("Relu", ["o"], ["y"])], ins, [vi("y", F, [2, 12])])
+    out, _ = run(m, "fuse_consecutive_concats")
+    assert ops(out) == ["Concat", "Relu"], ops(out)
+    assert list(out.graph.node[0].input) == ["d", "a", "b", "c"], out.graph.node[0]
+    # a tree: the inner ones in any slot, each spliced where it was read
+    m = make([cat(["b", "c"], "i", 0), cat(["a", "i"], "j", 0), cat(["j", "d"], "o", 0),
+              node("Relu", ["o"], ["y"])], ins, [vi("y", F, [8, 3])])
+    out, acts = run(m, "fuse_consecutive_concats")
+    assert ops(out) == ["Concat", "Relu"], ops(out)
+    assert list(out.graph.node[0].input) == ["a", "b", "c", "d"], out.graph.node[0]
+    assert len(of(acts, "eliminated", "Concat")) == 2, acts
+
+
+def fuse_consecutive_concats_should_keep_what_it_cannot_splice():
+    ins = [vi(n, F, [2, 2]) for n in "abc"]
+    cases = [
+        ("another axis", [cat(["a", "b"], "i", 0), cat(["i", "i"], "o", 1)], [vi("y", F, [4, 4])]),
+        ("read elsewhere", [cat(["a", "b"], "i", 1), cat(["i", "c"], "o", 1)],
+         [vi("y", F, [2, 6]), vi("i", F, [2, 4])]),
+        ("read elsewhere", [cat(["a", "b"], "i", 1), cat(["i", "c"], "o", 1),
+                            node("Neg", ["i"], ["z"])], [vi("y", F, [2, 6]), vi("z", F, [2, 4])]),
+    ]
+    for want, nodes, outs in cases:
+        m = make(nodes[:2] + [node("Relu", ["o"], ["y"])] + nodes[2:], ins, outs)
+        out, acts = run(m, "fuse_consecutive_concats")
+        assert ops(out).count("Concat") == 2, (want, ops(out))
+        assert any(want in r for r in skip_reasons(acts, "Concat")), (want, acts)
+
+
+# ---------------------------------------------------- fuse_consecutive_log_softmax
+
+def fuse_consecutive_log_softmax_should_make_one_log_softmax():
+    # before 13 both ops flatten to 2-D at the axis (default 1), from 13 both
+    # work along one axis (default -1): the attribute carries over as it is
+    for opset, attrs in ((11, {}), (11, {"axis": 2}), (13, {}), (13, {"axis": 1}),
+                         (12, {"axis": -2})):
+        m = make([node("Softmax", ["x"], ["s"], **attrs), node("Log", ["s"], ["l"]),
+                  node("Relu", ["l"], ["y"])], [X], [vi("y", F, [2, 3, 4])], opset=opset)
+        out, acts = run(m, "fuse_consecutive_log_softmax")
+        assert ops(out) == ["LogSoftmax", "Relu"], (opset, ops(out))
+        ls = out.graph.node[0]
+        assert ls.input[0] == "x" and attr(ls, "axis") == attrs.get("axis"), ls
+        (e,) = of(acts, "eliminated", "Log")
+        assert e["rule"] == "Log of a Softmax into LogSoftmax", e
+        assert of(acts, "eliminated", "Softmax"), acts
+
+
+def fuse_consecutive_log_softmax_should_keep_the_output_name():
+    m = make([node("Softmax", ["x"], ["s"]), node("Log", ["s"], ["y"])], [X],
+             [vi("y", F, [2, 3, 4])])
+    out, _ = run(m, "fuse_consecutive_log_softmax")
+    assert ops(out) == ["LogSoftmax"] and out.graph.node[0].output[0] == "y", out.graph
+
+
+def fuse_consecutive_log_softmax_should_keep_a_softmax_read_elsewhere():
+    for extra_nodes, outs in (([], [vi("y", F, [2, 3, 4]), vi("s", F, [2, 3, 4])]),
+                              ([node("Neg", ["s"], ["z"])],
+                               [vi("y", F, [2, 3, 4]), vi("z", F, [2, 3, 4])])):
+        m = make([node("Softmax", ["x"], ["s"]), node("Log", ["s"], ["y"])] + extra_nodes,
+                 [X], outs)
+        out, acts = run(m, "fuse_consecutive_log_softmax")
+        assert "LogSoftmax" not in ops(out) and "Log" in ops(out), ops(out)
+        assert any("read elsewhere" in r for r in skip_reasons(acts, "Log")), acts
+
+
+# ----------------------------------------------- fuse_consecutive_reduce_unsqueeze
+
+def reduce_pair(op, r_ins, r_attrs, u, inits, out_shape, opset=13, extra_nodes=(),
+                extra_out=(), inputs=(X,), pre=()):
+    u_node = (node("Unsqueeze", ["r", "ua"], ["u"]) if opset >= 13
+              else node("Unsqueeze", ["r"], ["u"], axes=u))
+    if opset >= 13:
+        inits = list(inits) + [i64("ua", u)]
+    return make(list(pre) + [node(op, ["x"] + r_ins, ["r"], keepdims=0, **r_attrs), u_node,
+                 node("Relu", ["u"], ["y"])] + list(extra_nodes), list(inputs),
+                [vi("y", F, out_shape)] + list(extra_out), inits, opset=opset)
+
+
+def run_past_checker(m, passes, feeds=None):
+    """run() for opsets past the ones onnx's checker knows (it stops at 17):
+    the report is validated, and ONNX Runtime and the evaluator give the
+    original's outputs. Returns (model, actions)."""
+    import json
+    from validate_report import report_errors
+    with h.tempdir() as d:
+        src, dst, rep = (os.path.join(d, n) for n in ("src.onnx", "dst.onnx", "report.json"))
+        onnx.save(m, src)
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--passes", passes, "--report", rep))
+        with open(rep) as f:
+            report = json.load(f)
+        assert not report_errors(report), report_errors(report)
+        feeds = feeds or h.random_feeds(src, seed=7)
+        want = h.run_ort(src, feeds)
+        h.assert_close(h.run_ort(dst, feeds), want, what="ORT, output vs original")
+        h.assert_close(h.run_tileopt(src, feeds), want, what="evaluator, original")
+        h.assert_close(h.run_tileopt(dst, feeds), want, what="evaluator, output")
+        return onnx.load(dst), [a for p in report["passes"] for a in p["actions"]]
+
+
+def fuse_consecutive_reduce_unsqueeze_should_keep_the_dims_instead():
+    cases = [
+        # axes an input of ReduceSum from 13, of the others from 18
+        ("ReduceSum", ["ra"], {}, [1], [i64("ra", [1])], [2, 1, 4], 13),
+        ("ReduceMax", ["ra"], {}, [0, 2], [i64("ra", [2, 0])], [1, 3, 1], 18),
+        # the attribute form, a negative axis on either side
+        ("ReduceMean", [], {"axes": [-1]}, [2], [], [2, 3, 1], 13),
+        ("ReduceSum", [], {"axes": [1]}, [-2], [], [2, 1, 4], 11),
+        ("ReduceL2", [], {"axes": [0, 1]}, [0, 1], [], [1, 1, 4], 17),
+        # no axes: every axis, put back by an Unsqueeze of every axis
+        ("ReduceProd", [], {}, [0, 1, 2], [], [1, 1, 1], 13),
+        ("ReduceLogSumExp", [], {}, [2, 1, 0], [], [1, 1, 1], 18),
+        ("ReduceSum", [], {"noop_with_empty_axes": 0}, [0, 1, 2], [], [1, 1, 1], 13),
+    ]
+    for op, r_ins, r_attrs, u, inits, shape, opset in cases:
+        m = reduce_pair(op, r_ins, r_attrs, u, inits, shape, opset)
+        out, acts = (run if opset <= 17 else run_past_checker)(
+            m, "fuse_consecutive_reduce_unsqueeze")
+        assert ops(out) == [op, "Relu"], (op, opset, ops(out))
+        r = out.graph.node[0]
+        assert attr(r, "keepdims") == 1 and r.output[0] == "u", r
+        (a,) = of(acts, "rewritten", op)
+        assert a["from"] == "u", a
+        assert of(acts, "eliminated", "Unsqueeze"), acts
+
+
+def fuse_consecutive_reduce_unsqueeze_should_keep_the_graph_output_name():
+    m = make([node("ReduceSum", ["x", "ra"], ["r"], keepdims=0),
+              node("Unsqueeze", ["r", "ra"], ["y"])], [X], [vi("y", F, [2, 1, 4])],
+             [i64("ra", [1])])
+    out, _ = run(m, "fuse_consecutive_reduce_unsqueeze")
+    assert ops(out) == ["ReduceSum"] and out.graph.node[0].output[0] == "y", out.graph
+
+
+def fuse_consecutive_reduce_unsqueeze_should_keep_what_it_cannot_merge():
+    cases = [
+        # the Unsqueeze puts its 1 elsewhere: [2, 4] -> [1, 2, 4], not [2, 1, 4]
+        ("other axes", dict(op="ReduceSum", r_ins=["ra"], r_attrs={}, u=[0],
+                            inits=[i64("ra", [1])], out_shape=[1, 2, 4])),
+        ("other axes", dict(op="ReduceMean", r_ins=[], r_attrs={"axes": [0, 2]}, u=[0],
+                            inits=[], out_shape=[1, 3], opset=11)),
+        # the Reduce's output is read elsewhere
+        ("read elsewhere", dict(op="ReduceMax", r_ins=[], r_attrs={"axes": [1]}, u=[1],
+                                inits=[], out_shape=[2, 1, 4],
+                                extra_out=[vi("r", F, [2, 4])])),
+        # an identity: noop_with_empty_axes without axes, [2, 3, 4] -> [1, 2, 3, 4]
+        ("reduces no axis", dict(op="ReduceSum", r_ins=[], r_attrs={"noop_with_empty_axes": 1},
+                                 u=[0], inits=[], out_shape=[1, 2, 3, 4])),
+        # every axis of an unknown rank
+        ("unknown rank", dict(op="ReduceSum", r_ins=[], r_attrs={}, u=[0], inits=[],
+                              out_shape=[1], inputs=unranked()[1], pre=[unranked()[0]])),
+    ]
+    for want, kw in cases:
+        feeds = unranked()[2] if "pre" in kw else None
+        out, acts = run(reduce_pair(**kw), "fuse_consecutive_reduce_unsqueeze", feeds=feeds)
+        assert "Unsqueeze" in ops(out), (want, ops(out))
+        assert any(want in r for r in skip_reasons(acts, "Unsqueeze")), (want, acts)
+
+
+def consecutive_passes_should_reach_their_fixed_point_in_one_default_run():
+    # Slice, Slice, Unsqueeze, Unsqueeze, Concat of a Concat, Softmax, Log,
+    # ReduceSum without keepdims, Unsqueeze: one of each op is left
+    m = make([node("Slice", ["x", "z1", "e1", "z1"], ["s1"]),
+              node("Slice", ["s1", "z1", "e2", "o1"], ["s2"]),
+              node("Unsqueeze", ["s2", "z1"], ["u1"]), node("Unsqueeze", ["u1", "z1"], ["u2"]),
+              node("Concat", ["u2", "u2"], ["c1"], axis=2),
+              node("Concat", ["c1", "u2"], ["c2"], axis=2),
+              node("Softmax", ["c2"], ["sm"]), node("Log", ["sm"], ["lg"]),
+              node("ReduceSum", ["lg", "r3"], ["rs"], keepdims=0),
+              node("Unsqueeze", ["rs", "r3"], ["y"])],
+             [X], [vi("y", F, [1, 1, 3, 2, 1])],
+             [i64("z1", [0]), i64("o1", [1]), i64("e1", [1]), i64("e2", [2]), i64("r3", [4])])
+    out = fixed_point(m)
+    assert ops(out) == ["Slice", "Unsqueeze", "Concat", "LogSoftmax", "ReduceSum"], ops(out)
 
 
 # ------------------------------------------------------- fuse_matmul_add_into_gemm
