@@ -28,7 +28,7 @@ from . import _tileopt
 __version__ = _tileopt.version
 
 __all__ = [
-    "optimize", "inspect", "run", "verify", "html",
+    "optimize", "inspect", "run", "verify", "html", "pass_names",
     "Error", "NoMemoryError", "FileError", "ParseError", "InvalidModelError",
     "UnsupportedError", "LimitError", "MismatchError", "UsageError",
 ]
@@ -153,7 +153,22 @@ def _options(named, extra):
     return pairs
 
 
-def _passes(passes):
+def pass_names():
+    """Every pass, in the default order (what `passes=None` runs)."""
+    return _tileopt.pass_names()
+
+
+def _passes(passes, skip_passes=None):
+    if skip_passes is not None:
+        skip = skip_passes.split(",") if isinstance(skip_passes, str) else list(skip_passes)
+        unknown = [p for p in skip if p not in pass_names()]
+        if unknown:
+            raise UsageError("unknown pass %r in skip_passes (known: %s)"
+                             % (unknown[0], ", ".join(pass_names())))
+        given = pass_names() if passes is None else (
+            [] if passes in ("none", []) else
+            passes.split(",") if isinstance(passes, str) else list(passes))
+        passes = [p for p in given if p not in skip]
     if passes is None or isinstance(passes, str):
         return passes
     names = list(passes)
@@ -180,11 +195,13 @@ def _numpy():
 
 def optimize(model, passes=None, target_opset=None, fold_limit=None, fold_scope=None,
              fuse_split=False, input_shapes=None, verify=False, seed=1, output=None,
-             base_dir=None, **options):
+             base_dir=None, skip_passes=None, **options):
     """Optimize model as `tileopt optimize` does; returns (model, report).
 
-    passes: None for the default pipeline (upgrade, fold, fuse), a list of pass
+    passes: None for the default pipeline (every pass, pass_names()), a list of pass
     names or a comma-separated string, [] or "none" for none.
+    skip_passes: passes left out of that list (a list or a comma-separated
+    string), as `--skip-passes`: skip_passes=["gqa"] runs every other pass.
     target_opset: the opset upgrade converts to. fold_limit: most bytes one fold
     may add (an int, or "16M", "1GiB", "unlimited"). fold_scope: "tile" or
     "all". fuse_split: fuse Tiles into binary ops with full-size operands.
@@ -219,7 +236,7 @@ def optimize(model, passes=None, target_opset=None, fold_limit=None, fold_scope=
                      "verify_strict": verify == "strict" or None}, options)
     out = os.fspath(output) if output is not None else None
     with _library_errors():
-        data, report = _tileopt.optimize(source, base_dir, opts, _passes(passes),
+        data, report = _tileopt.optimize(source, base_dir, opts, _passes(passes, skip_passes),
                                          bool(verify), out)
     report = json.loads(report)
     onnx = _onnx()

@@ -687,8 +687,28 @@ static PyObject *py_html(PyObject *self, PyObject *args) {
     return result;
 }
 
+PyDoc_STRVAR(pass_names_doc, "pass_names() -> list of str\n"
+"Every pass the library has, in default order.");
+
+static PyObject *py_pass_names(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list && tileopt_pass_name(i); i++) {
+        PyObject *name = PyUnicode_FromString(tileopt_pass_name(i));
+        if (!name || PyList_Append(list, name) < 0) {
+            Py_XDECREF(name);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(name);
+    }
+    return list;
+}
+
 static PyMethodDef methods[] = {
     {"optimize", py_optimize, METH_VARARGS, optimize_doc},
+    {"pass_names", py_pass_names, METH_NOARGS, pass_names_doc},
     {"inspect", py_inspect, METH_VARARGS, inspect_doc},
     {"run", py_run, METH_VARARGS, run_doc},
     {"verify", py_verify, METH_VARARGS, verify_doc},

@@ -67,7 +67,7 @@ def package_should_optimize_a_modelproto_into_one_that_checks_and_matches():
     assert isinstance(out, onnx.ModelProto), type(out)
     assert report_errors(report) == [], report_errors(report)
     assert report["input"]["tiles"] == 1 and report["output"]["tiles"] == 0, report["output"]
-    assert [p["name"] for p in report["passes"]] == [
+    assert [p["name"] for p in report["passes"]] == tileopt.pass_names() == [
         "upgrade", "fold", "fuse", "gqa", "eliminate_if", "eliminate_dropout",
         "eliminate_identity", "eliminate_nop", "eliminate_idempotent",
         "eliminate_duplicate_initializers", "eliminate_common_subexpression",
@@ -84,6 +84,16 @@ def package_should_optimize_a_modelproto_into_one_that_checks_and_matches():
                        ort_outputs(m, feeds, d, "in.onnx"))
     # the input is left as it was
     assert [n.op_type for n in m.graph.node].count("Tile") == 1
+
+
+def package_should_leave_out_the_passes_skip_passes_names():
+    m = shape_tile_model()
+    for kw, gone in (({"skip_passes": ["fuse", "eliminate_dead"]}, {"fuse", "eliminate_dead"}),
+                     ({"passes": "fold,fuse", "skip_passes": "fuse"}, {"fuse", "upgrade"})):
+        _, report = tileopt.optimize(m, **kw)
+        ran = {p["name"] for p in report["passes"]}
+        assert ran and not ran & gone, (kw, ran)
+    expect(tileopt.UsageError, tileopt.optimize, m, skip_passes=["fusee"])
 
 
 def package_should_give_bytes_for_bytes_the_cli_would_write():
