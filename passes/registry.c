@@ -66,7 +66,8 @@ const pass_def pass_registry[] = {
      AFTER_SIMPLIFY, true, OPS(OP_Transpose)},
     {"fold_reshape_target", pass_fold_reshape_target,
      "a Reshape target computed from shapes, known but for one entry, made a constant with "
-     "-1 there", AFTER_SIMPLIFY, true, OPS(OP_Reshape)},
+     "-1 there, or an Unsqueeze or Squeeze where it only puts in or takes out 1s",
+     AFTER_SIMPLIFY, true, OPS(OP_Reshape)},
     {"fuse_consecutive_reshapes", pass_fuse_consecutive_reshapes,
      "a Reshape, Flatten, Squeeze or Unsqueeze before a Reshape merged into it",
      AFTER_SIMPLIFY, true, OPS(OP_Reshape)},

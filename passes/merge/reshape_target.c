@@ -11,9 +11,18 @@
 ** of the others, which is what -1 computes. That needs every other entry a
 ** number of at least 1 (a 0 copies a dim of x, or is a size with allowzero:
 ** dividing by a product that can be 0 leaves -1 undefined) and the unknown
-** entry provably a size, not a -1 or a 0 of its own. The shape subgraph goes
-** with its last reader, so the target is taken only when the Reshape alone
-** reads it: with another reader the constant would add bytes and remove none.
+** entry provably a size, not a -1 or a 0 of its own.
+**
+** A target that -1 cannot stand for may still be x's own dims with 1s put in
+** or taken out (Reshape(x, Concat(Shape(x)[0], [1], Shape(x)[1:]))): the
+** Reshape is then an Unsqueeze or a Squeeze of x at those axes, exact for every
+** x, an empty batch too (ONNX Runtime's basic level writes [0, 1, -1, 120] for
+** PaddleOCR's such Reshape, which fails on an empty batch). The dims compare by
+** shape inference's equality (the same number, or the same named dim).
+**
+** The shape subgraph goes with its last reader, so the target is taken only
+** when the Reshape alone reads it: with another reader the constant would add
+** bytes and remove none.
 */
 #include "passes/passes.h"
 #include "passes/rewrite.h"
@@ -38,6 +47,79 @@ static const char *with_minus_one(const shape_value *sv, int64_t *s) {
     return NULL;
 }
 
+/*
+** The axes at which the entries of target sv (a 0 copying x's dim there, as
+** Reshape reads it without allowzero) put 1s into x's dims (*unsqueeze) or
+** take dims of 1 out of them: false when the target is no such relabelling.
+** A -1 stands for one dim of x, whichever it is (the dims of 1 around it go
+** first when some must): the element count over the other entries, which are
+** x's other dims and 1s, is that dim wherever the original runs.
+*/
+static bool relabels_ones(const shape_value *sv, bool allowzero, const graph_type *tx,
+                          int64_t *axes, size_t *n_axes, bool *unsqueeze) {
+    int32_t rx = tx ? tx->rank : -1, rt = sv->n;
+    if (rx < 0 || rx == rt) return false;
+    dim t[DIM_MAX_RANK];
+    bool rest[DIM_MAX_RANK] = {false}, seen_rest = false;
+    for (int32_t i = 0; i < rt; i++) {
+        t[i] = sv->e[i];
+        if (dim_is(t[i], 0) && !allowzero) {
+            if (i >= rx) return false;
+            t[i] = dim_at(tx, i);
+        } else if (dim_is(t[i], -1) && !seen_rest) {
+            rest[i] = seen_rest = true;
+        } else if (dim_is_num(t[i]) && t[i].n < 0) {
+            return false;
+        }
+    }
+    *n_axes = 0;
+    *unsqueeze = rt > rx;
+    int32_t i = 0, j = 0;
+    /* walk both: a dim that is not the other's next must be a 1 of the longer */
+    while (i < rt || j < rx) {
+        if (i < rt && rest[i] && j < rx) {
+            while (!*unsqueeze && j + 1 < rx && dim_is(dim_at(tx, j), 1) && rx - j > rt - i)
+                axes[(*n_axes)++] = j++;
+            i++, j++;
+        } else if (i < rt && j < rx && dim_eq(t[i], dim_at(tx, j))) {
+            i++, j++;
+        } else if (*unsqueeze && i < rt && dim_is(t[i], 1)) {
+            axes[(*n_axes)++] = i++;
+        } else if (!*unsqueeze && j < rx && dim_is(dim_at(tx, j), 1)) {
+            axes[(*n_axes)++] = j++;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Reshape node becomes an Unsqueeze or a Squeeze of its input at axes. */
+static int make_relabel(pass_ctx *pc, graph *g, int32_t node, bool unsqueeze,
+                        const int64_t *axes, size_t n_axes) {
+    const Onnx__NodeProto *n = graph_node(g, node);
+    const char *op = unsqueeze ? "Unsqueeze" : "Squeeze";
+    bool axes_input = graph_opset(pc->model, "") >= 13;
+    const char *ins[2] = {n->input[0], NULL}, *out = n->output[0];
+    const char *name = n->name && n->name[0] ? n->name : NULL;
+    int rc = axes_input ? rw_add_ints(pc, g, n->input[1], axes, n_axes, 1, &ins[1]) : TILEOPT_OK;
+    if (rc) return rc;
+    json_w *a = pass_action(pc, g, node, "rewritten");
+    if (a) {
+        json_put_str(a, "rule", unsqueeze ? "a target of its input's dims with 1s put in made "
+                                            "an Unsqueeze"
+                                          : "a target of its input's dims with 1s taken out "
+                                            "made a Squeeze");
+        json_put_str(a, "op_now", op);
+    }
+    graph_remove_node(g, node);
+    Onnx__NodeProto *m = graph_add_node(g, op, name, ins, axes_input ? 2 : 1, &out, 1, NULL);
+    if (!m || (!axes_input && graph_node_set_attr_ints(g, m, "axes", axes, n_axes)))
+        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    pc->changed = true;
+    return TILEOPT_OK;
+}
+
 static int target_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *t = op_of(n) == OP_Reshape ? graph_node_input(n, 1) : NULL;
@@ -50,7 +132,13 @@ static int target_rule(pass_ctx *pc, graph *g, int32_t node) {
         return TILEOPT_OK;
     int64_t s[DIM_MAX_RANK];
     const char *why = with_minus_one(sv, s);
-    if (!why && !rw_sole_reader(g, t, node))
+    bool sole = rw_sole_reader(g, t, node), unsqueeze;
+    size_t n_axes;
+    bool allowzero = graph_opset(pc->model, "") >= 14 && graph_attr_int(n, "allowzero", 0);
+    if (why && sole && relabels_ones(sv, allowzero, rw_type(g, n->input[0]), s, &n_axes,
+                                     &unsqueeze))
+        return make_relabel(pc, g, node, unsqueeze, s, n_axes);
+    if (!why && !sole)
         why = "its target is read elsewhere too: a constant beside it would remove nothing";
     if (why) {
         pass_skip(pc, g, node, "target not made a constant: %s", why);

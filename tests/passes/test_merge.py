@@ -154,6 +154,52 @@ def fold_reshape_target_should_make_a_target_known_but_for_one_entry_a_constant(
         assert list(target) == [-1, 12], target
 
 
+def dims_target(pieces, rest):
+    """Concat of Shape(x)[a:b] slices and constants: pieces is a list of
+    (start, end) slices of x's shape or constant lists."""
+    nodes, inits, parts = [node("Shape", ["x"], ["sh"])], list(rest), []
+    for k, p in enumerate(pieces):
+        if isinstance(p, tuple):
+            inits += [i64(f"s{k}", [p[0]]), i64(f"e{k}", [p[1]])]
+            nodes.append(node("Slice", ["sh", f"s{k}", f"e{k}"], [f"p{k}"]))
+        else:
+            inits.append(i64(f"p{k}", p))
+        parts.append(f"p{k}")
+    nodes += [node("Concat", parts, ["target"], axis=0), node("Reshape", ["x", "target"], ["r"]),
+              node("Relu", ["r"], ["y"])]
+    return nodes, inits
+
+
+def fold_reshape_target_should_make_a_target_that_only_adds_or_drops_ones_an_unsqueeze():
+    # [n, w, 120] -> Concat(n, 1, w, 120): an Unsqueeze at 1, exact for an empty
+    # batch too (where [0, 1, -1, 120] would divide by 0); [n, 120, 1, w] ->
+    # Concat(n, 120, -1): the -1 is w once the 1 goes, a Squeeze at 2
+    for pieces, xs, ys, feed_shape, op, axes in (
+            ([(0, 1), [1], (1, 3)], ["n", "w", 120], ["n", 1, "w", 120], (0, 5, 120),
+             "Unsqueeze", [1]),
+            ([(0, 1), [1], (1, 3)], ["n", "w", 120], ["n", 1, "w", 120], (2, 5, 120),
+             "Unsqueeze", [1]),
+            ([(0, 2), [-1]], ["n", 120, 1, "w"], ["n", 120, "w"], (2, 120, 1, 7),
+             "Squeeze", [2])):
+        nodes, inits = dims_target(pieces, [])
+        m = make(nodes, [vi("x", F, xs)], [vi("y", F, ys)], inits)
+        out, acts = run(m, "fold_reshape_target,eliminate_dead",
+                        feeds={"x": rand(*feed_shape)})
+        assert ops(out) == [op, "Relu"], ops(out)
+        (a,) = [numpy_helper.to_array(t) for t in out.graph.initializer
+                if t.name == out.graph.node[0].input[1]]
+        assert list(a) == axes, a
+        (r,) = of(acts, "rewritten", "Reshape")
+        assert r["op_now"] == op, r
+    # before opset 13 the axes are an attribute
+    nodes, inits = dims_target([(0, 1), [1], (1, 3)], [])
+    m = make(nodes, [vi("x", F, ["n", "w", 120])], [vi("y", F, ["n", 1, "w", 120])], inits,
+             opset=11)
+    out, _ = run(m, "fold_reshape_target,eliminate_dead")
+    assert ops(out) == ["Unsqueeze", "Relu"], ops(out)
+    assert [list(a.ints) for a in out.graph.node[0].attribute if a.name == "axes"] == [[1]]
+
+
 def fold_reshape_target_should_keep_targets_minus_one_cannot_stand_for():
     # a 0 beside the entry known at run time (the product -1 divides by may be
     # 0), two entries known at run time, a target another node reads
