@@ -1,17 +1,20 @@
 /*
 ** fold_reshape_target: a Reshape whose target is computed at run time from
-** shapes (Shape, Gather, Concat...) but known to shape inference in every entry
-** but one becomes a Reshape to a constant with -1 in that entry. Exporters
-** write Reshape(x, Concat(Shape(x)[0], 200)) for a flatten that keeps a dynamic
-** batch; Reshape(x, [-1, 200]) is the same map and needs no shape subgraph at
-** run time (ONNX Runtime's basic level makes the same constant).
+** shapes (Shape, Gather, Concat...) but known to shape inference entry by
+** entry becomes a Reshape to a constant. Exporters write Reshape(x,
+** Concat(Shape(x)[0], 200)) for a flatten that keeps a dynamic batch, and
+** Reshape(q, Concat(Shape(q)[0], Shape(q)[1], 8, 16)) to split heads: these are
+** Reshape(x, [-1, 200]) and Reshape(q, [0, 0, 8, 16]), the same maps without a
+** shape subgraph at run time (ONNX Runtime's basic level makes such constants).
 **
-** Exact whenever the original runs: it reshapes x to a target whose element
-** count is x's, so the one entry not known here is x's count over the product
-** of the others, which is what -1 computes. That needs every other entry a
-** number of at least 1 (a 0 copies a dim of x, or is a size with allowzero:
-** dividing by a product that can be 0 leaves -1 undefined) and the unknown
-** entry provably a size, not a -1 or a 0 of its own.
+** Each entry keeps its meaning. A number stays. An entry provably equal to x's
+** dim at the same index becomes 0, which copies that dim (Reshape without
+** allowzero). One entry known only at run time may become -1: the original
+** reshapes x to a target whose element count is x's, so that entry is x's count
+** over the product of the others, which is what -1 computes, wherever the
+** original runs. That needs the others known numbers of at least 1 (a copied 0
+** or a 0 size would leave -1 dividing by a product that can be 0), and the
+** entry provably a size.
 **
 ** A target that -1 cannot stand for may still be x's own dims with 1s put in
 ** or taken out (Reshape(x, Concat(Shape(x)[0], [1], Shape(x)[1:]))): the
@@ -27,23 +30,32 @@
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
-/* The entries of target sv, known but for one, as a constant with -1 there,
-** into s: NULL when they can be, else why not. */
-static const char *with_minus_one(const shape_value *sv, int64_t *s) {
-    bool unknown = false;
+/* The entries of target sv as a constant into s (see above): NULL when they
+** can be one, else why not. tx is x's type. */
+static const char *as_constant(const shape_value *sv, bool allowzero, const graph_type *tx,
+                               int64_t *s) {
+    int32_t rx = tx ? tx->rank : -1;
+    bool minus_one = false, zeros = false, made_minus_one = false;
     for (int32_t i = 0; i < sv->n; i++) {
         dim d = sv->e[i];
-        if (!dim_is_num(d)) {
-            if (unknown) return "more than one entry of its target is known only at run time";
-            if (!dim_nonneg(d)) return "the entry known only at run time may be negative";
-            unknown = true;
-            s[i] = -1;
-        } else if (d.n < 1) {
-            return "its target holds a 0 or a -1 beside the entry known only at run time";
-        } else {
+        if (dim_is_num(d)) {
+            if (d.n < -1) return "its target holds a negative entry";
+            minus_one |= d.n == -1;
+            zeros |= d.n == 0;
             s[i] = d.n;
+        } else if (!allowzero && i < rx && dim_eq(d, dim_at(tx, i))) {
+            zeros = true;
+            s[i] = 0;
+        } else {
+            if (minus_one) return "more than one entry of its target is known only at run time";
+            if (!dim_nonneg(d)) return "the entry known only at run time may be negative";
+            minus_one = made_minus_one = true;
+            s[i] = -1;
         }
     }
+    if (made_minus_one && zeros)
+        return "its target holds a 0 (a copied dim or a size) beside the entry known only at "
+               "run time, which -1 would divide by";
     return NULL;
 }
 
@@ -131,12 +143,12 @@ static int target_rule(pass_ctx *pc, graph *g, int32_t node) {
         graph_const_find(g, t, &c))
         return TILEOPT_OK;
     int64_t s[DIM_MAX_RANK];
-    const char *why = with_minus_one(sv, s);
+    bool allowzero = graph_opset(pc->model, "") >= 14 && graph_attr_int(n, "allowzero", 0);
+    const graph_type *tx = rw_type(g, n->input[0]);
+    const char *why = as_constant(sv, allowzero, tx, s);
     bool sole = rw_sole_reader(g, t, node), unsqueeze;
     size_t n_axes;
-    bool allowzero = graph_opset(pc->model, "") >= 14 && graph_attr_int(n, "allowzero", 0);
-    if (why && sole && relabels_ones(sv, allowzero, rw_type(g, n->input[0]), s, &n_axes,
-                                     &unsqueeze))
+    if (why && sole && relabels_ones(sv, allowzero, tx, s, &n_axes, &unsqueeze))
         return make_relabel(pc, g, node, unsqueeze, s, n_axes);
     if (!why && !sole)
         why = "its target is read elsewhere too: a constant beside it would remove nothing";
@@ -151,7 +163,8 @@ static int target_rule(pass_ctx *pc, graph *g, int32_t node) {
     pc->changed = true;
     json_w *a = pass_action(pc, g, node, "rewritten");
     if (a) {
-        json_put_str(a, "rule", "target known but for one entry made a constant with -1 there");
+        json_put_str(a, "rule", "target known entry by entry made a constant (0 copying x's "
+                                "dims, -1 for one known only at run time)");
         json_put_str(a, "target", name);
     }
     return TILEOPT_OK;

@@ -130,30 +130,6 @@ def fuse_consecutive_reshapes_should_keep_a_first_reshape_read_elsewhere():
 
 # ------------------------------------------------------------- fold_reshape_target
 
-def shape_chain(x, index, rest, extra=()):
-    """Reshape(x, Concat(Shape(x)[index], rest)): the flatten exporters write
-    around a dynamic batch, with the entries of rest as constants."""
-    return [node("Shape", [x], ["sh"]), node("Gather", ["sh", "i"], ["d"], axis=0),
-            node("Unsqueeze", ["d", "ax0"], ["d1"]),
-            node("Concat", ["d1", "rest"], ["target"], axis=0),
-            node("Reshape", [x, "target"], ["r"]), node("Relu", ["r"], ["y"])] + list(extra), \
-        [i64("i", index), i64("ax0", [0]), i64("rest", rest)]
-
-
-def fold_reshape_target_should_make_a_target_known_but_for_one_entry_a_constant():
-    nodes, inits = shape_chain("x", 0, [12])
-    m = make(nodes, [vi("x", F, ["n", 3, 4])], [vi("y", F, ["n", 12])], inits)
-    # an empty batch too: -1 of 0 elements over 12 is 0, as the copied dim was
-    for n in (2, 0):
-        out, acts = run(m, "fold_reshape_target,eliminate_dead",
-                        feeds={"x": rand(n, 3, 4)})
-        assert ops(out) == ["Reshape", "Relu"], ops(out)
-        (r,) = of(acts, "rewritten", "Reshape")
-        (target,) = [numpy_helper.to_array(t) for t in out.graph.initializer
-                     if t.name == out.graph.node[0].input[1]]
-        assert list(target) == [-1, 12], target
-
-
 def dims_target(pieces, rest):
     """Concat of Shape(x)[a:b] slices and constants: pieces is a list of
     (start, end) slices of x's shape or constant lists."""
@@ -170,16 +146,34 @@ def dims_target(pieces, rest):
     return nodes, inits
 
 
+def fold_reshape_target_should_make_a_target_known_entry_by_entry_a_constant():
+    # [n, 12]: n is x's dim 0 there, a 0 copies it (an empty batch too); [12, n]:
+    # n is the element count over 12, a -1 (at n = 0 the original's target
+    # [12, 0] would copy x's 3: it runs only where n is no 0)
+    for pieces, ys, want, batches in (([(0, 1), [12]], ["n", 12], [0, 12], (2, 0)),
+                                      ([[12], (0, 1)], [12, "n"], [12, -1], (2,))):
+        nodes, inits = dims_target(pieces, [])
+        m = make(nodes, [vi("x", F, ["n", 3, 4])], [vi("y", F, ys)], inits)
+        for n in batches:
+            out, acts = run(m, "fold_reshape_target,eliminate_dead",
+                            feeds={"x": rand(n, 3, 4)})
+            assert ops(out) == ["Reshape", "Relu"], ops(out)
+            (r,) = of(acts, "rewritten", "Reshape")
+            (target,) = [numpy_helper.to_array(t) for t in out.graph.initializer
+                         if t.name == out.graph.node[0].input[1]]
+            assert list(target) == want, target
+
+
 def fold_reshape_target_should_make_a_target_that_only_adds_or_drops_ones_an_unsqueeze():
     # [n, w, 120] -> Concat(n, 1, w, 120): an Unsqueeze at 1, exact for an empty
     # batch too (where [0, 1, -1, 120] would divide by 0); [n, 120, 1, w] ->
-    # Concat(n, 120, -1): the -1 is w once the 1 goes, a Squeeze at 2
+    # Concat(n, 120, 1, w)[..] written with w first: a Squeeze at 2
     for pieces, xs, ys, feed_shape, op, axes in (
             ([(0, 1), [1], (1, 3)], ["n", "w", 120], ["n", 1, "w", 120], (0, 5, 120),
              "Unsqueeze", [1]),
             ([(0, 1), [1], (1, 3)], ["n", "w", 120], ["n", 1, "w", 120], (2, 5, 120),
              "Unsqueeze", [1]),
-            ([(0, 2), [-1]], ["n", 120, 1, "w"], ["n", 120, "w"], (2, 120, 1, 7),
+            ([(0, 2), (3, 4)], ["n", 120, 1, "w"], ["n", 120, "w"], (0, 120, 1, 7),
              "Squeeze", [2])):
         nodes, inits = dims_target(pieces, [])
         m = make(nodes, [vi("x", F, xs)], [vi("y", F, ys)], inits)
@@ -201,26 +195,22 @@ def fold_reshape_target_should_make_a_target_that_only_adds_or_drops_ones_an_uns
 
 
 def fold_reshape_target_should_keep_targets_minus_one_cannot_stand_for():
-    # a 0 beside the entry known at run time (the product -1 divides by may be
-    # 0), two entries known at run time, a target another node reads
+    # [n, 4, m] of [n, m, 4]: m would be a -1 beside the copied n (0 elements of
+    # an empty batch leave it undefined); [m, n] of [n, m]: two entries known
+    # only at run time; a target another node reads
     cases = [
-        (shape_chain("x", 0, [0, 4]), ["n", 3, 4], ["n", 3, 4], "a 0 or a -1"),
-        (shape_chain("x", 0, [-1]), ["n", 3, 4], ["n", 12], "a 0 or a -1"),
-        (shape_chain("x", 0, [3, 4], [node("Neg", ["target"], ["t2"])]), ["n", 3, 4],
-         ["n", 3, 4], "read elsewhere"),
+        ([(0, 1), [4], (1, 2)], ["n", 4, "m"], "which -1 would divide by", []),
+        ([(1, 2), (0, 1)], ["m", "n"], "more than one", []),
+        ([(0, 1), [12]], ["n", 12], "read elsewhere", [node("Neg", ["target"], ["t2"])]),
     ]
-    for (nodes, inits), xs, ys, why in cases:
-        outs = [vi("y", F, ys)] + ([vi("t2", I64, [3])] if len(nodes) > 6 else [])
-        m = make(nodes, [vi("x", F, xs)], outs, inits)
+    for pieces, ys, why, extra in cases:
+        nodes, inits = dims_target(pieces, [])
+        xs = ["n", "m", 4] if len(ys) == 3 else (["n", 3, 4] if extra else ["n", "m"])
+        outs = [vi("y", F, ys)] + ([vi("t2", I64, [2])] if extra else [])
+        m = make(nodes + extra, [vi("x", F, xs)], outs, inits)
         out, acts = run(m, "fold_reshape_target,eliminate_dead")
         assert "Shape" in ops(out), ops(out)
         assert any(why in r for r in skip_reasons(acts, "Reshape")), (why, acts)
-    two = [node("Shape", ["x"], ["sh"]), node("Reshape", ["x", "sh"], ["r"]),
-           node("Relu", ["r"], ["y"])]
-    m = make(two, [vi("x", F, ["n", "m"])], [vi("y", F, ["n", "m"])])
-    out, acts = run(m, "fold_reshape_target,eliminate_dead")
-    assert "Shape" in ops(out), ops(out)
-    assert any("more than one" in r for r in skip_reasons(acts, "Reshape")), acts
 
 
 # ---------------------------------------------------------- fuse_squeeze_unsqueeze
