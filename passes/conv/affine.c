@@ -9,6 +9,14 @@
 ** 1], a constant first, a Sub) would round differently from the original
 ** there, and stay with their reason; constants that vary within a channel
 ** are no per-channel map at all.
+**
+** After a ConvTranspose, a Gemm or a MatMul by a constant ONNX Runtime fuses
+** neither, so no form rounds as it runs the original: those are folded in
+** any operand order, the constant one value per output channel (axis 1 of a
+** ConvTranspose's output, the last of a Gemm's or a MatMul's) or a scalar.
+** An Add becomes a ConvTranspose's bias or a Gemm's C; after a MatMul it is
+** fuse_matmul_add_into_gemm's (a MatMul has no bias of its own to shift), and
+** a Mul scales the columns of its constant B, batched or not.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +46,38 @@ static const char *not_ort_form(graph *g, const cv_conv *c, op_id op, const char
     return NULL;
 }
 
+/* Why constant k is no per-channel map over the output of c (no Conv), or
+** NULL. */
+static const char *not_channel(graph *g, const cv_conv *c, const char *k) {
+    const graph_type *t = rw_type(g, k);
+    if (!t || t->rank < 0) return "the constant's shape is unknown";
+    if (c->out_rank < 0) return "the rank of the output it reads is unknown";
+    if (t->rank > c->out_rank) return "the constant has more axes than the output: it widens it";
+    for (int32_t i = 0; i < t->rank; i++) {
+        dim d = dim_at(t, i);
+        int32_t axis = c->out_rank - t->rank + i;
+        if (!dim_is(d, 1) && !(axis == c->axis && dim_is(d, c->m)))
+            return "the constant varies along an axis other than the channels";
+    }
+    return NULL;
+}
+
+static const char *rule_of(op_id producer, op_id op) {
+    if (op == OP_Mul) {
+        switch (producer) {
+        case OP_Conv: return "Mul by a constant into the Conv's weights";
+        case OP_ConvTranspose: return "Mul by a constant into the ConvTranspose's weights";
+        case OP_Gemm: return "Mul by a constant into the Gemm's B";
+        default: return "Mul by a constant into the MatMul's B";
+        }
+    }
+    switch (producer) {
+    case OP_Conv: return "bias into the Conv";
+    case OP_ConvTranspose: return "bias into the ConvTranspose";
+    default: return "bias into the Gemm's C";
+    }
+}
+
 static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     op_id op = op_of(n);
@@ -53,8 +93,12 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     const char *why;
     int rc = cv_find(pc, g, node, slot, &c, &found, &why);
     if (rc || !found) return rc;
-    if (!why) why = not_ort_form(g, &c, op, k);
-    if (!why && slot == 1)
+    if (c.op == OP_MatMul && op == OP_Add) {
+        cv_free(&c);
+        return TILEOPT_OK;
+    }
+    if (!why) why = c.op == OP_Conv ? not_ort_form(g, &c, op, k) : not_channel(g, &c, k);
+    if (!why && slot == 1 && c.op == OP_Conv)
         why = "the constant comes first: ONNX Runtime fuses only the Conv's output first, and "
               "the folded weights would round differently from the original there";
     double *v = why ? NULL : malloc((size_t)c.m * sizeof *v);
@@ -63,7 +107,8 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
         return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     }
     if (!why && !cv_channel_values(pc, g, &c, k, v))
-        why = "the other input is no constant of the Conv's type";
+        why = c.op == OP_Conv ? "the other input is no constant of the Conv's type"
+                              : "the other input is no constant of the weight's type";
     /* the new bias b + k, in the weights' precision (k alone without b) */
     for (int64_t i = 0; !why && op == OP_Add && c.b && i < c.m; i++)
         v[i] = c.elem == DT_FLOAT ? (double)((float)c.b[i] + (float)v[i]) : c.b[i] + v[i];
@@ -80,15 +125,14 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     }
     json_w *a = pass_action(pc, g, node, "eliminated");
     if (a) {
-        json_put_str(a, "rule", op == OP_Mul ? "Mul by a constant into the Conv's weights"
-                                             : "bias into the Conv");
+        json_put_str(a, "rule", rule_of(c.op, op));
         json_put_str(a, "into", graph_node_id(g, c.node));
     }
     return TILEOPT_OK;
 }
 
 int pass_fuse_affine_into_conv(pass_ctx *pc) {
-    static const op_id ops[] = {OP_Conv};
+    static const op_id ops[] = {OP_Conv, OP_ConvTranspose, OP_Gemm, OP_MatMul};
     if (!rw_model_has(pc->model, ops, countof(ops))) return TILEOPT_OK;
     return rw_walk(pc, affine_rule);
 }
