@@ -16,7 +16,8 @@
 ** whatever the others left unread goes. */
 #define SIMPLIFY                                                                        \
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
-    "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
+    "eliminate_idempotent,eliminate_nop_monotone_argmax,"                               \
+    "eliminate_duplicate_initializers,"                                                 \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
     "fuse_consecutive_transposes,fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,"     \
     "fuse_consecutive_casts,fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,"        \
@@ -44,6 +45,9 @@ const pass_def pass_registry[] = {
      "Concat and Split removed", AFTER_SIMPLIFY, true},
     {"eliminate_idempotent", pass_eliminate_idempotent,
      "the second of two Relu, Abs, Ceil, Floor, Round or Sign removed", AFTER_SIMPLIFY, true},
+    {"eliminate_nop_monotone_argmax", pass_eliminate_nop_monotone_argmax,
+     "ArgMax or ArgMin of Exp, Log, Sqrt or a Softmax over its axis reads that op's input",
+     AFTER_SIMPLIFY, true},
     /* two constants made one only make their readers alike */
     {"eliminate_duplicate_initializers", pass_eliminate_duplicate_initializers,
      "initializers of equal type, shape and bytes merged",

@@ -1,7 +1,7 @@
 /*
 ** What the files of the eliminate passes share (passes/eliminate/ only). Each
 ** file is one pass, or its rules: identity.c, dropout.c, idempotent.c,
-** if_const.c, dedup.c, cse.c and dead.c each run one pass; nop.c runs the
+** monotone_argmax.c, if_const.c, dedup.c, cse.c and dead.c each run one pass; nop.c runs the
 ** no-op pass over the tests in nop_layout.c and nop_data.c.
 **
 ** Files call only files before them in nop_layout -> nop_data -> nop, and the
