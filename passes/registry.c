@@ -55,9 +55,11 @@ const pass_def pass_registry[] = {
     {"eliminate_common_subexpression", pass_eliminate_common_subexpression,
      "nodes computing what an earlier node computes removed", AFTER_SIMPLIFY, true},
     {"fuse_bn_into_conv", pass_fuse_bn_into_conv,
-     "BatchNormalization at inference folded into the Conv before it", AFTER_SIMPLIFY, true},
+     "BatchNormalization at inference folded into the Conv, ConvTranspose, Gemm or MatMul "
+     "before it", AFTER_SIMPLIFY, true},
     {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
-     "Mul or Add by a per-channel constant folded into the Conv before it",
+     "Mul or Add by a per-channel constant folded into the Conv, ConvTranspose, Gemm or "
+     "MatMul before it",
      AFTER_SIMPLIFY, true},
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
@@ -74,7 +76,8 @@ const pass_def pass_registry[] = {
      "Add of a 2-D MatMul by a constant right operand and a bias made one Gemm",
      AFTER_SIMPLIFY, true},
     {"fuse_transpose_into_gemm", pass_fuse_transpose_into_gemm,
-     "a Transpose of a Gemm operand folded into transA or transB", AFTER_SIMPLIFY, true},
+     "a Transpose of a Gemm operand folded into transA or transB, of its output into the "
+     "operands swapped", AFTER_SIMPLIFY, true},
     {"fuse_pad_into_conv", pass_fuse_pad_into_conv,
      "a zero Pad of the spatial axes made the pads of the Conv after it", AFTER_SIMPLIFY,
      true},
