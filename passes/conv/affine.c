@@ -11,12 +11,16 @@
 ** are no per-channel map at all.
 **
 ** After a ConvTranspose, a Gemm or a MatMul by a constant ONNX Runtime fuses
-** neither, so no form rounds as it runs the original: those are folded in
-** any operand order, the constant one value per output channel (axis 1 of a
-** ConvTranspose's output, the last of a Gemm's or a MatMul's) or a scalar.
-** An Add becomes a ConvTranspose's bias or a Gemm's C; after a MatMul it is
-** fuse_matmul_add_into_gemm's (a MatMul has no bias of its own to shift), and
-** a Mul scales the columns of its constant B, batched or not.
+** neither, so only folds that are exact are made, in any operand order, the
+** constant one value per output channel (axis 1 of a ConvTranspose's output,
+** the last of a Gemm's or a MatMul's) or a scalar: a Mul by powers of two
+** (scaling by one commutes with every rounding of the sums) scales the
+** weights' channels, a batched MatMul's columns of B too; an Add becomes the
+** bias of a ConvTranspose that has none (ONNX Runtime adds a bias after the
+** sums, as the Add did). Other scales, an Add to a ConvTranspose's bias (b + k
+** rounds once more) and an Add into a Gemm's C (which ONNX Runtime adds into
+** its sums, block by block) stay, with their reason. After a MatMul an Add is
+** fuse_matmul_add_into_gemm's (a MatMul has no bias of its own to shift).
 */
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +63,23 @@ static const char *not_channel(graph *g, const cv_conv *c, const char *k) {
         if (!dim_is(d, 1) && !(axis == c->axis && dim_is(d, c->m)))
             return "the constant varies along an axis other than the channels";
     }
+    return NULL;
+}
+
+/* Why folding the constant's values v after c (no Conv) would not give
+** what ONNX Runtime computes for the original, bit for bit, or NULL. */
+static const char *not_exact(const cv_conv *c, op_id op, const double *v) {
+    if (op == OP_Mul)
+        return cv_exact_scale(c, v) ? NULL
+                                    : "a scale other than a power of two (or one that leaves "
+                                      "the normal range): ONNX Runtime runs the Mul itself, "
+                                      "and the folded weights would round differently there";
+    if (c->op == OP_Gemm)
+        return "ONNX Runtime adds a Gemm's C into its sums, a block of them at a time, and "
+               "the Add after all of them: the order would change";
+    if (c->b)
+        return "the ConvTranspose has a bias: b + k would round once more than adding b, "
+               "then k";
     return NULL;
 }
 
@@ -109,6 +130,7 @@ static int affine_rule(pass_ctx *pc, graph *g, int32_t node) {
     if (!why && !cv_channel_values(pc, g, &c, k, v))
         why = c.op == OP_Conv ? "the other input is no constant of the Conv's type"
                               : "the other input is no constant of the weight's type";
+    if (!why && c.op != OP_Conv) why = not_exact(&c, op, v);
     /* the new bias b + k, in the weights' precision (k alone without b) */
     for (int64_t i = 0; !why && op == OP_Add && c.b && i < c.m; i++)
         v[i] = c.elem == DT_FLOAT ? (double)((float)c.b[i] + (float)v[i]) : c.b[i] + v[i];

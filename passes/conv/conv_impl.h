@@ -58,6 +58,11 @@ void cv_skip(pass_ctx *pc, graph *g, int32_t node, const cv_conv *c, const char 
 ** c's element type, or of another count. */
 bool cv_channel_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *name, double *out);
 
+/* Is scaling c's weights and bias by scale[m] exact, the sums after it too:
+** every scale a power of two (scaling by one commutes with rounding), no
+** scaled weight or bias leaving the normal range. */
+bool cv_exact_scale(const cv_conv *c, const double *scale);
+
 /*
 ** Rewrite the Conv so it computes reader's output 0: weights times scale[m]
 ** (scale NULL: unchanged) and bias[m] as the bias (bias NULL: the old bias

@@ -2,6 +2,8 @@
 ** Folding a per-channel affine map into the Conv before it: finding the Conv,
 ** reading its constants, weighing the bytes, writing the new weights.
 */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,6 +207,26 @@ bool cv_channel_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *nam
     for (int64_t i = 0; ok && i < c->m; i++) out[i] = v[n == 1 ? 0 : i];
     free(v);
     return ok;
+}
+
+bool cv_exact_scale(const cv_conv *c, const double *scale) {
+    for (int64_t i = 0; i < c->m; i++) {
+        int e;
+        if (!isfinite(scale[i]) || fabs(frexp(scale[i], &e)) != 0.5) return false;
+    }
+    uint64_t nw = (uint64_t)c->m * (uint64_t)c->per_channel;
+    for (uint64_t i = 0; i < nw + (c->b ? (uint64_t)c->m : 0); i++) {
+        uint64_t row = i / (uint64_t)c->inner, mid = (uint64_t)c->mid;
+        double w = i < nw ? c->w[i] : c->b[i - nw];
+        double s = i < nw ? scale[row / (mid * (uint64_t)c->rows) * mid + row % mid]
+                          : scale[i - nw];
+        double p = c->elem == DT_FLOAT ? (double)(float)(w * s) : w * s;
+        /* a product that leaves the normal range (overflow, or subnormal
+        ** bits lost) does not scale back */
+        if (p / s != w || (p != 0 && fabs(p) < (c->elem == DT_FLOAT ? FLT_MIN : DBL_MIN)))
+            return false;
+    }
+    return true;
 }
 
 /* Bytes of the file that go with value name when node no longer reads it: an
