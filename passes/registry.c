@@ -55,8 +55,8 @@ const pass_def pass_registry[] = {
     {"eliminate_common_subexpression", pass_eliminate_common_subexpression,
      "nodes computing what an earlier node computes removed", AFTER_SIMPLIFY, true},
     {"fuse_bn_into_conv", pass_fuse_bn_into_conv,
-     "BatchNormalization at inference folded into the Conv, ConvTranspose, Gemm or MatMul "
-     "before it", AFTER_SIMPLIFY, true},
+     "BatchNormalization at inference folded into the Conv before it, or with the MatMul "
+     "before it made a Gemm", AFTER_SIMPLIFY, true},
     {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
      "Mul or Add by a per-channel constant folded into the Conv, ConvTranspose, Gemm or "
      "MatMul before it",
