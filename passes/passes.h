@@ -36,6 +36,7 @@ int pass_eliminate_identity(pass_ctx *pc);
 int pass_eliminate_dropout(pass_ctx *pc);
 int pass_eliminate_nop(pass_ctx *pc);
 int pass_eliminate_idempotent(pass_ctx *pc);
+int pass_eliminate_nop_monotone_argmax(pass_ctx *pc);
 int pass_eliminate_duplicate_initializers(pass_ctx *pc);
 int pass_eliminate_common_subexpression(pass_ctx *pc);
 int pass_eliminate_dead(pass_ctx *pc);

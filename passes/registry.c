@@ -16,7 +16,8 @@
 ** whatever the others left unread goes. */
 #define SIMPLIFY                                                                        \
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
-    "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
+    "eliminate_idempotent,eliminate_nop_monotone_argmax,"                               \
+    "eliminate_duplicate_initializers,"                                                 \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
     "fuse_consecutive_transposes,fold_reshape_target,fuse_consecutive_reshapes,"        \
     "fuse_squeeze_unsqueeze,fuse_consecutive_casts,fuse_consecutive_squeezes,"          \
@@ -49,6 +50,9 @@ const pass_def pass_registry[] = {
     {"eliminate_idempotent", pass_eliminate_idempotent,
      "the second of two Relu, Abs, Ceil, Floor, Round or Sign removed", AFTER_SIMPLIFY, true,
      ANY_OPS},
+    {"eliminate_nop_monotone_argmax", pass_eliminate_nop_monotone_argmax,
+     "ArgMax or ArgMin of Exp, Log, Sqrt or a Softmax over its axis reads that op's input",
+     AFTER_SIMPLIFY, true, OPS(OP_ArgMax, OP_ArgMin)},
     /* two constants made one only make their readers alike */
     {"eliminate_duplicate_initializers", pass_eliminate_duplicate_initializers,
      "initializers of equal type, shape and bytes merged",
@@ -56,11 +60,12 @@ const pass_def pass_registry[] = {
     {"eliminate_common_subexpression", pass_eliminate_common_subexpression,
      "nodes computing what an earlier node computes removed", AFTER_SIMPLIFY, true, ANY_OPS},
     {"fuse_bn_into_conv", pass_fuse_bn_into_conv,
-     "BatchNormalization at inference folded into the Conv before it", AFTER_SIMPLIFY, true,
-     OPS(OP_BatchNormalization)},
+     "BatchNormalization at inference folded into the Conv before it, or with the MatMul "
+     "before it made a Gemm", AFTER_SIMPLIFY, true, OPS(OP_BatchNormalization)},
     {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
-     "Mul or Add by a per-channel constant folded into the Conv before it",
-     AFTER_SIMPLIFY, true, OPS(OP_Conv)},
+     "Mul or Add by a per-channel constant folded into the Conv, ConvTranspose, Gemm or "
+     "MatMul before it",
+     AFTER_SIMPLIFY, true, OPS(OP_Conv, OP_ConvTranspose, OP_Gemm, OP_MatMul)},
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
      AFTER_SIMPLIFY, true, OPS(OP_Transpose)},
@@ -94,8 +99,8 @@ const pass_def pass_registry[] = {
      "Add of a 2-D MatMul by a constant right operand and a bias made one Gemm",
      AFTER_SIMPLIFY, true, OPS(OP_MatMul)},
     {"fuse_transpose_into_gemm", pass_fuse_transpose_into_gemm,
-     "a Transpose of a Gemm operand folded into transA or transB", AFTER_SIMPLIFY, true,
-     OPS(OP_Gemm)},
+     "a Transpose of a Gemm operand folded into transA or transB, of its output into the "
+     "operands swapped", AFTER_SIMPLIFY, true, OPS(OP_Gemm)},
     {"fuse_pad_into_conv", pass_fuse_pad_into_conv,
      "a zero Pad of the spatial axes made the pads of the Conv after it", AFTER_SIMPLIFY,
      true, OPS(OP_Pad)},

@@ -1,7 +1,8 @@
 /*
 ** What the files of passes/conv/ share: folding a per-channel affine map that
-** follows a Conv (y = x * scale[c] + shift[c] over the output channels) into
-** the Conv's weights and bias. bn.c (BatchNormalization) and affine.c (Mul,
+** follows a node with constant weights (y = x * scale[c] + shift[c] over its
+** output channels) into those weights and its bias: a Conv, a ConvTranspose, a
+** Gemm or a MatMul by a constant. bn.c (BatchNormalization) and affine.c (Mul,
 ** Add by a constant) each run one pass over helpers.c. And a zero Pad before a
 ** Conv or an average pool made its own padding: pad.c and pad_pool.c, each
 ** one pass over pad_read.c.
@@ -12,25 +13,38 @@
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
-/* The Conv whose output node `reader` reads in slot `slot`, with its constant
-** weights and bias as doubles, one row of per_channel weights for each of the
-** m output channels. */
+/*
+** The node whose output node `reader` reads in slot `slot` (the "Conv" of the
+** names below, whichever of the four it is), with its constant weights and
+** bias as doubles. Its m output channels lie along axis `axis` of its output:
+** 1 for a Conv or a ConvTranspose ([N, M, ...]), the last for a Gemm or a
+** MatMul (its columns). Where the weight's elements go: element i scales
+** channel ((i / inner) / (mid * rows)) * mid + (i / inner) % mid, one formula
+** for the four layouts (Conv [M, C/g, k...]: mid M, inner C/g * k; ConvTranspose
+** [C, M/g, k...]: mid M/g, inner k, rows C/g, a group of rows per group of
+** channels; Gemm's B [K, N]: mid N, inner 1, rows K; its B [N, K] with transB:
+** mid N, inner K).
+*/
 typedef struct cv_conv {
-    int32_t node;            /* the Conv */
+    int32_t node;            /* the Conv, ConvTranspose, Gemm or MatMul */
+    op_id op;
     int32_t elem;            /* FLOAT or DOUBLE */
     int64_t m, per_channel;  /* output channels, weights per channel */
-    int32_t rank;            /* of the weight: the Conv output's rank too */
+    int32_t rank;            /* of the weight */
+    int32_t out_rank, axis;  /* of the output (-1 unknown), and its channel axis */
     int64_t wdims[8];
-    double *w, *b;           /* b: NULL when the Conv has no bias */
+    int64_t inner, mid, rows;
+    double *w, *b;           /* b: NULL when there is no bias (a Gemm's: beta * C) */
     /* set by cv_fold: what the fold writes and removes (for a skip's report) */
     uint64_t bytes_written, bytes_freed;
 } cv_conv;
 
 /*
-** Find the Conv that writes input slot `slot` of node `reader`: *found false
-** when there is none; otherwise, when it cannot be folded into, *why says why
-** (its output read elsewhere, weights not constant, a type other than float or
-** double...). Free with cv_free.
+** Find the Conv, ConvTranspose, Gemm or MatMul that writes input slot `slot`
+** of node `reader`: *found false when there is none; otherwise, when it cannot
+** be folded into, *why says why (its output read elsewhere, weights not
+** constant, a type other than float or double, a ConvTranspose's channels
+** unknown, a Gemm's C that varies along its rows...). Free with cv_free.
 */
 int cv_find(pass_ctx *pc, graph *g, int32_t reader, size_t slot, cv_conv *c, bool *found,
             const char **why);
@@ -44,10 +58,16 @@ void cv_skip(pass_ctx *pc, graph *g, int32_t node, const cv_conv *c, const char 
 ** c's element type, or of another count. */
 bool cv_channel_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *name, double *out);
 
+/* Is scaling c's weights and bias by scale[m] exact, the sums after it too:
+** every scale a power of two (scaling by one commutes with rounding), no
+** scaled weight or bias leaving the normal range. */
+bool cv_exact_scale(const cv_conv *c, const double *scale);
+
 /*
 ** Rewrite the Conv so it computes reader's output 0: weights times scale[m]
 ** (scale NULL: unchanged) and bias[m] as the bias (bias NULL: the old bias
-** times scale, or none when there was none). Callers compute both in the
+** times scale, or none when there was none). A Gemm given a bias gets beta 1
+** (its C holds beta * C already); a MatMul given one becomes Gemm(A, B, bias). Callers compute both in the
 ** weights' own precision, in the order ONNX Runtime's fusions do, so the
 ** model gives what ONNX Runtime gives when it fuses the original itself. The
 ** reader goes, its output written by the Conv. Skipped, with *why, when the

@@ -1,10 +1,12 @@
 /*
 ** What the files of the eliminate passes share (passes/eliminate/ only). Each
 ** file is one pass, or its rules: identity.c, dropout.c, idempotent.c,
-** if_const.c, dedup.c, cse.c and dead.c each run one pass; nop.c runs the
-** no-op pass over the tests in nop_layout.c, nop_data.c and nop_arith.c.
+** monotone_argmax.c, if_const.c, dedup.c, cse.c and dead.c each run one pass;
+** nop.c runs the no-op pass over the tests in nop_layout.c, nop_data.c and
+** nop_arith.c.
 **
-** Files call only files before them in nop_layout -> nop_data -> nop_arith -> nop, and the
+** Files call only files before them in nop_layout -> nop_data -> nop_arith ->
+** nop, and the
 ** passes call only passes/rewrite.c besides (tests/harness/file_cycles.py fails
 ** on any two files that call each other).
 */

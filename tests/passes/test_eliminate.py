@@ -332,6 +332,92 @@ def eliminate_idempotent_should_keep_two_different_ops():
     assert ops(out) == ["Neg", "Abs", "Relu"], ops(out)
 
 
+# --------------------------------------------------- eliminate_nop_monotone_argmax
+
+def argmax_of(op, arg="ArgMax", opset=13, xshape=(2, 3, 4), op_attrs=None, **attrs):
+    yshape = list(xshape)
+    yshape[attrs.get("axis", 0)] = 1
+    return make([node(op, ["x"], ["f"], name="f", **(op_attrs or {})),
+                 node(arg, ["f"], ["y"], name="am", **attrs)],
+                [vi("x", F, list(xshape))], [vi("y", I64, yshape)], opset=opset)
+
+
+POSITIVE = {"x": np.random.default_rng(5).uniform(0.1, 3, (2, 3, 4)).astype(np.float32)}
+
+
+def eliminate_nop_monotone_argmax_should_read_through_exp_log_and_sqrt():
+    for op, arg, feeds in (("Exp", "ArgMax", None), ("Exp", "ArgMin", None),
+                           ("Log", "ArgMax", POSITIVE), ("Sqrt", "ArgMin", POSITIVE)):
+        out, acts = run(argmax_of(op, arg, axis=1), "eliminate_nop_monotone_argmax",
+                        feeds=feeds)
+        assert ops(out) == [arg] and out.graph.node[0].input[0] == "x", (op, ops(out))
+        (r,) = of(acts, "rewritten", arg)
+        assert r["from"] == "f", r
+        (e,) = of(acts, "eliminated", op)
+
+
+def eliminate_nop_monotone_argmax_should_read_through_a_softmax_over_the_same_reduction():
+    # from opset 13 the same axis; before, any axis at or after the one the
+    # Softmax coerces its input to 2-D at (one row, one denominator)
+    cases = [("Softmax", 13, {"axis": 2}, {}), ("LogSoftmax", 13, {"axis": -1}, {"axis": 2}),
+             ("Softmax", 13, {"axis": 1}, {"axis": -2}), ("Softmax", 11, {"axis": 1}, {}),
+             ("Softmax", 11, {"axis": 2}, {}), ("LogSoftmax", 11, {"axis": 1}, {"axis": 1}),
+             ("Softmax", 9, {"axis": 2}, {"axis": 2})]
+    for op, opset, am, sm in cases:
+        out, acts = run(argmax_of(op, opset=opset, op_attrs=sm, **am),
+                        "eliminate_nop_monotone_argmax")
+        assert ops(out) == ["ArgMax"], (op, opset, am, sm, ops(out))
+        assert of(acts, "rewritten", "ArgMax"), acts
+
+
+def eliminate_nop_monotone_argmax_should_keep_a_softmax_over_another_reduction():
+    cases = [("Softmax", 13, {"axis": 1}, {}), ("LogSoftmax", 13, {"axis": 0}, {"axis": 1}),
+             ("Softmax", 11, {"axis": 0}, {}), ("Softmax", 11, {"axis": 1}, {"axis": 2})]
+    for op, opset, am, sm in cases:
+        out, acts = run(argmax_of(op, opset=opset, op_attrs=sm, **am),
+                        "eliminate_nop_monotone_argmax")
+        assert ops(out) == [op, "ArgMax"], (op, opset, am, sm, ops(out))
+        (s,) = of(acts, "skipped", "ArgMax")
+        assert "axis" in s["reason"], s
+
+
+def eliminate_nop_monotone_argmax_should_keep_an_op_read_elsewhere_or_that_saturates():
+    m = argmax_of("Exp", axis=1)
+    m.graph.output.append(vi("f", F, [2, 3, 4]))
+    out, acts = run(m, "eliminate_nop_monotone_argmax")
+    assert ops(out) == ["Exp", "ArgMax"], ops(out)
+    (s,) = of(acts, "skipped", "ArgMax")
+    assert "read elsewhere" in s["reason"], s
+    # Tanh(10) and Tanh(20) are both 1 in float: the original's index is the
+    # first, the input's the second
+    for op in ("Tanh", "Sigmoid", "Erf"):
+        out, acts = run(argmax_of(op, axis=1), "eliminate_nop_monotone_argmax")
+        assert ops(out) == [op, "ArgMax"], ops(out)
+        (s,) = of(acts, "skipped", "ArgMax")
+        assert "saturates" in s["reason"], s
+
+
+def eliminate_nop_monotone_argmax_should_leave_an_argmax_of_a_non_monotone_op_alone():
+    for op in ("Relu", "Abs", "Neg"):
+        out, acts = run(argmax_of(op, axis=1), "eliminate_nop_monotone_argmax")
+        assert ops(out) == [op, "ArgMax"] and not acts, (ops(out), acts)
+
+
+def eliminate_nop_monotone_argmax_should_pick_the_true_maximum_where_exp_rounds_a_tie():
+    # exp(1e-9) and exp(2e-9) are both 1.0f: the original's ArgMax picks the
+    # first of the tie, the rewritten one the larger input. The decision
+    # (docs/passes.md): the index of the true maximum is as right
+    m = argmax_of("Exp", xshape=(1, 2), axis=1)
+    x = np.array([[1e-9, 2e-9]], np.float32)
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "src.onnx"), os.path.join(d, "dst.onnx")
+        onnx.save(m, src)
+        h.optimize_checked(src, dst, "eliminate_nop_monotone_argmax")
+        assert h.run_ort(src, {"x": x})[0].tolist() == [[0]]
+        assert h.run_ort(dst, {"x": x})[0].tolist() == [[1]]
+        assert h.run_tileopt(dst, {"x": x})[0].tolist() == [[1]]
+
+
 # -------------------------------------------------------------------- eliminate_if
 
 def eliminate_if_should_inline_the_branch_a_constant_condition_picks():

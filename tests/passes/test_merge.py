@@ -814,6 +814,77 @@ def fuse_transpose_into_gemm_should_keep_a_transpose_another_node_reads():
     assert any("read elsewhere" in r for r in skip_reasons(acts, "Gemm")), acts
 
 
+def gemm_transposed(trans_a=0, trans_b=0, c=None, c_first=None, alpha=0.5, beta=1.5,
+                    extra_nodes=(), extra_out=(), opset=13):
+    a_shape = [4, 3] if trans_a else [3, 4]
+    b = rand(5, 4) if trans_b else rand(4, 5)
+    inits = [f32("b", b)] + ([f32("c", c)] if c is not None else [])
+    ins = ["a", "b"] + (["c"] if c is not None else [])
+    nodes = [node("Gemm", ins, ["g"], name="gemm", transA=trans_a, transB=trans_b, alpha=alpha,
+                  beta=beta),
+             node("Transpose", ["g"], ["t"], name="t", perm=[1, 0]), node("Relu", ["t"], ["y"])]
+    return make(nodes + list(extra_nodes), [vi("a", F, a_shape)],
+                [vi("y", F, [5, 3])] + list(extra_out), inits, opset=opset)
+
+
+def fuse_transpose_into_gemm_should_swap_the_operands_of_a_gemm_read_transposed():
+    # (A'B')^T = B'^T A'^T: Gemm(B, A) with transA = !transB, transB = !transA
+    for trans_a, trans_b in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        for c, want_c in ((None, None), (rand(5), (5, 1)), (rand(1, 5), (5, 1)),
+                          (rand(3, 1), (1, 3)), (rand(3, 5), (5, 3)), (np.float32(0.7), ()),
+                          (rand(1, 1), (1, 1))):
+            out, acts = run(gemm_transposed(trans_a, trans_b, c), "fuse_transpose_into_gemm")
+            assert ops(out) == ["Gemm", "Relu"], ops(out)
+            g = out.graph.node[0]
+            attrs = {a.name: a for a in g.attribute}
+            assert attrs["transA"].i == 1 - trans_b and attrs["transB"].i == 1 - trans_a, g
+            assert list(g.input[:2]) == ["b", "a"] and g.output[0] == "t", g
+            if want_c is not None:
+                (ct,) = [i for i in out.graph.initializer if i.name == g.input[2]]
+                assert tuple(ct.dims) == want_c, (c.shape, ct.dims)
+            (e,) = of(acts, "eliminated", "Transpose")
+            assert e["into"] == "gemm", e
+
+
+def fuse_transpose_into_gemm_should_keep_the_name_of_a_transposed_graph_output():
+    m = make([node("Gemm", ["a", "b"], ["g"], name="gemm"),
+              node("Transpose", ["g"], ["y"], name="t")],
+             [vi("a", F, [3, 4])], [vi("y", F, [5, 3])], [f32("b", rand(4, 5))])
+    out, _ = run(m, "fuse_transpose_into_gemm")
+    assert ops(out) == ["Gemm"] and out.graph.node[0].output[0] == "y", out.graph
+
+
+def fuse_transpose_into_gemm_should_keep_a_transpose_of_a_gemm_read_elsewhere():
+    m = gemm_transposed(extra_nodes=[node("Neg", ["g"], ["z"])],
+                        extra_out=[vi("z", F, [3, 5])])
+    out, acts = run(m, "fuse_transpose_into_gemm")
+    assert ops(out) == ["Gemm", "Transpose", "Relu", "Neg"], ops(out)
+    assert any("read elsewhere" in r for r in skip_reasons(acts, "Transpose")), acts
+
+
+def fuse_transpose_into_gemm_should_keep_a_transpose_whose_c_cannot_be_transposed():
+    # a computed C: no constant to transpose
+    m = make([node("Gemm", ["a", "b", "c"], ["g"], name="gemm"),
+              node("Transpose", ["g"], ["y"], name="t")],
+             [vi("a", F, [3, 4]), vi("c", F, [3, 5])], [vi("y", F, [5, 3])],
+             [f32("b", rand(4, 5))])
+    out, acts = run(m, "fuse_transpose_into_gemm")
+    assert ops(out) == ["Gemm", "Transpose"], ops(out)
+    assert any("no constant" in r for r in skip_reasons(acts, "Transpose")), acts
+    # a C another Gemm reads stays beside its copy: over the size policy
+    m = gemm_transposed(c=rand(30, 5), extra_nodes=[
+        node("Gemm", ["a2", "b", "c"], ["g2"], name="gemm2")])
+    m.graph.input[0].CopyFrom(vi("a", F, [30, 4]))
+    m.graph.input.append(vi("a2", F, [30, 4]))
+    m.graph.output[0].CopyFrom(vi("y", F, [5, 30]))
+    m.graph.output.append(vi("g2", F, [30, 5]))
+    out, acts = run(m, "fuse_transpose_into_gemm")
+    assert ops(out) == ["Gemm", "Transpose", "Relu", "Gemm"], ops(out)
+    assert any("--fold-limit" in r for r in skip_reasons(acts, "Transpose")), acts
+    out, _ = run(m, "fuse_transpose_into_gemm", "--fold-limit", "1M")
+    assert ops(out) == ["Gemm", "Relu", "Gemm"], ops(out)
+
+
 def gemm_passes_should_take_a_transposed_matmul_in_one_default_run():
     # Transpose -> MatMul -> Add: the default pipeline makes one Gemm with
     # transA, and a second optimize writes the same bytes
