@@ -96,6 +96,31 @@ def fuse_bn_into_conv_should_keep_a_bn_with_a_negative_variance():
     assert "not positive" in s["reason"], s
 
 
+def fuse_bn_into_conv_should_fold_after_dilated_strided_and_auto_padded_convs():
+    # the fold scales each output channel's weights, whatever the Conv does with
+    # them: dilations, strides, auto_pad and groups leave it as exact
+    for attrs, shape in (({"dilations": [2, 2], "pads": [2, 2, 2, 2]}, [1, 6, 6, 6]),
+                         ({"strides": [2, 2], "auto_pad": "SAME_UPPER"}, [1, 6, 3, 3]),
+                         ({"group": 2, "auto_pad": "VALID"}, [1, 6, 4, 4])):
+        w = f32("w", rand(6, 4 // attrs.get("group", 1), 3, 3))
+        m = make([node("Conv", ["x", "w"], ["c"], name="conv", **attrs),
+                  node("BatchNormalization", ["c"] + BN_IN, ["y"], name="bn", epsilon=1e-3)],
+                 [X], [vi("y", F, shape)], [w] + bn_params(6))
+        out, acts = run(m, "fuse_bn_into_conv")
+        assert ops(out) == ["Conv"], (attrs, ops(out))
+
+
+def fuse_bn_into_conv_should_fold_a_bn_with_epsilon_0_over_positive_variances():
+    # epsilon only guards the square root: with every variance positive, 0 is
+    # as good (a variance of 0 with it is "not positive", as a negative one is)
+    m = conv_bn()
+    for n in m.graph.node:
+        if n.op_type == "BatchNormalization":
+            n.attribute[0].f = 0.0
+    out, acts = run(m, "fuse_bn_into_conv")
+    assert ops(out) == ["Conv"], ops(out)
+
+
 def fuse_bn_into_conv_should_keep_a_bn_after_something_else():
     m = make([node("Relu", ["x"], ["r"]),
               node("BatchNormalization", ["r"] + BN_IN, ["y"], name="bn")], [X],

@@ -136,6 +136,17 @@ def eliminate_dropout_should_remove_one_with_a_constant_false_training_mode():
     assert ops(out) == ["Relu"], ops(out)
 
 
+def eliminate_dropout_should_keep_a_dropout_in_training_mode():
+    # a constant true training_mode drops at random (ratio 0 here, so that the
+    # original and the output can be compared): it is no no-op
+    m = make([node("Dropout", ["x", "r", "t"], ["d"]), node("Relu", ["d"], ["y"])], [X], [Y],
+             [f32("r", 0.0), numpy_helper.from_array(np.array(True), "t")])
+    out, acts = run(m, "eliminate_dropout")
+    assert "Dropout" in ops(out), ops(out)
+    (s,) = of(acts, "skipped", "Dropout")
+    assert "training" in s["reason"], s
+
+
 def eliminate_dropout_should_keep_a_dropout_whose_mask_is_read():
     m = make([node("Dropout", ["x"], ["d", "mask"]), node("Relu", ["d"], ["y"])], [X],
              [Y, vi("mask", B, [2, 3, 4])])
