@@ -237,6 +237,20 @@ static bool unread(graph *g, int32_t node) {
     return true;
 }
 
+int rw_reread(pass_ctx *pc, graph *g, int32_t node, const char *x, int32_t first,
+              const char *rule, json_w **act) {
+    *act = NULL;
+    if (graph_node_set_input(g, node, 0, x))
+        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    pc->changed = true;
+    *act = pass_action(pc, g, node, "rewritten");
+    if (*act) {
+        json_put_str(*act, "rule", rule);
+        json_put_str(*act, "from", graph_node_id(g, first));
+    }
+    return TILEOPT_OK;
+}
+
 void rw_drop_unread(pass_ctx *pc, graph *g, int32_t node, const char *rule) {
     if (graph_node_removed(g, node) || !unread(g, node)) return;
     json_w *a = pass_action(pc, g, node, "eliminated");

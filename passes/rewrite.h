@@ -101,6 +101,12 @@ int rw_forward(pass_ctx *pc, graph *g, int32_t node, size_t out, const char *x, 
 /* Node's only output forwarded to x (rw_forward) and the node recorded as
 ** eliminated by rule, or skipped with why it has to stay. */
 int rw_eliminate_into(pass_ctx *pc, graph *g, int32_t node, const char *x, const char *rule);
+/* Node reads x in input 0 in place of the output of node first before it
+** (merged into it, or passed over), recorded as "rewritten" by rule, "from"
+** first; *act is that action, for more details (NULL when not kept). The
+** caller then lets first go (rw_drop_unread). */
+int rw_reread(pass_ctx *pc, graph *g, int32_t node, const char *x, int32_t first,
+              const char *rule, json_w **act);
 /* Remove node when nothing reads its outputs any more, with an "eliminated"
 ** action naming the rule that took its readers (merged into another node). */
 void rw_drop_unread(pass_ctx *pc, graph *g, int32_t node, const char *rule);

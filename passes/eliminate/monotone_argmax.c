@@ -91,14 +91,10 @@ static int argmax_rule(pass_ctx *pc, graph *g, int32_t node) {
                   f->op_type, why);
         return TILEOPT_OK;
     }
-    int rc = graph_node_set_input(g, node, 0, x);
-    if (rc) return err_set(pc->err, rc, "out of memory");
-    pc->changed = true;
-    json_w *a = pass_action(pc, g, node, "rewritten");
-    if (a) {
-        json_put_str(a, "rule", "reads the input of the strictly increasing op before it");
-        json_put_str(a, "from", graph_node_id(g, fi));
-    }
+    json_w *a;
+    int rc = rw_reread(pc, g, node, x, fi, "reads the input of the strictly increasing op "
+                       "before it", &a);
+    if (rc) return rc;
     rw_drop_unread(pc, g, fi, "the ArgMax after it reads its input");
     return TILEOPT_OK;
 }

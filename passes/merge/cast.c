@@ -63,14 +63,9 @@ static int cast_rule(pass_ctx *pc, graph *g, int32_t node) {
                   "or a graph output): merging would remove nothing");
         return TILEOPT_OK;
     }
-    int rc = graph_node_set_input(g, node, 0, x);
-    if (rc) return err_set(pc->err, rc, "out of memory");
-    pc->changed = true;
-    json_w *a = pass_action(pc, g, node, "rewritten");
-    if (a) {
-        json_put_str(a, "rule", "merged with the exact Cast before it");
-        json_put_str(a, "from", graph_node_id(g, first));
-    }
+    json_w *a;
+    int rc = rw_reread(pc, g, node, x, first, "merged with the exact Cast before it", &a);
+    if (rc) return rc;
     rw_drop_unread(pc, g, first, "merged into the Cast after it");
     return TILEOPT_OK;
 }

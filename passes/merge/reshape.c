@@ -90,14 +90,10 @@ static int reshape_rule(pass_ctx *pc, graph *g, int32_t node) {
     } else if (changed) {
         rc = graph_node_set_attr_ints(g, graph_node(g, node), "shape", s, len);
     }
-    if (!rc) rc = graph_node_set_input(g, node, 0, x);
     if (rc) return err_set(pc->err, rc, "out of memory");
-    pc->changed = true;
-    json_w *a = pass_action(pc, g, node, "rewritten");
-    if (a) {
-        json_put_str(a, "rule", "merged with the reshaping op before it");
-        json_put_str(a, "from", graph_node_id(g, first));
-    }
+    json_w *a;
+    if ((rc = rw_reread(pc, g, node, x, first, "merged with the reshaping op before it", &a)))
+        return rc;
     rw_drop_unread(pc, g, first, "merged into the Reshape after it");
     return TILEOPT_OK;
 }

@@ -136,15 +136,12 @@ static int slices_rule(pass_ctx *pc, graph *g, int32_t node) {
         if (!rc) rc = graph_node_set_attr_ints(g, n, "ends", m.ends, m.n);
         if (!rc) rc = graph_node_set_attr_ints(g, n, "axes", m.axes, m.n);
     }
-    if (!rc) rc = graph_node_set_input(g, node, 0, x);
     if (rc) return err_set(pc->err, rc, "out of memory");
-    pc->changed = true;
-    json_w *act = pass_action(pc, g, node, "rewritten");
-    if (act) {
-        json_put_str(act, "rule", "merged with the Slice before it, of other axes");
-        json_put_str(act, "from", graph_node_id(g, first));
-        json_put_ints(act, "axes", m.axes, m.n);
-    }
+    json_w *act;
+    if ((rc = rw_reread(pc, g, node, x, first, "merged with the Slice before it, of other axes",
+                        &act)))
+        return rc;
+    if (act) json_put_ints(act, "axes", m.axes, m.n);
     rw_drop_unread(pc, g, first, "merged into the Slice after it");
     return TILEOPT_OK;
 }

@@ -79,16 +79,13 @@ static int squeezes_rule(pass_ctx *pc, graph *g, int32_t node) {
     } else {
         rc = graph_node_set_attr_ints(g, n, "axes", m, len);
     }
-    if (!rc) rc = graph_node_set_input(g, node, 0, x);
     if (rc) return err_set(pc->err, rc, "out of memory");
-    pc->changed = true;
-    json_w *act = pass_action(pc, g, node, "rewritten");
-    if (act) {
-        json_put_str(act, "rule", squeeze ? "merged with the Squeeze before it"
-                                          : "merged with the Unsqueeze before it");
-        json_put_str(act, "from", graph_node_id(g, first));
-        json_put_ints(act, "axes", m, len);
-    }
+    json_w *act;
+    if ((rc = rw_reread(pc, g, node, x, first, squeeze ? "merged with the Squeeze before it"
+                                                       : "merged with the Unsqueeze before it",
+                        &act)))
+        return rc;
+    if (act) json_put_ints(act, "axes", m, len);
     rw_drop_unread(pc, g, first, squeeze ? "merged into the Squeeze after it"
                                          : "merged into the Unsqueeze after it");
     return TILEOPT_OK;
