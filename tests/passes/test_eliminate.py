@@ -284,7 +284,7 @@ def eliminate_nop_should_remove_arithmetic_by_a_neutral_constant():
     cases = [
         ("Add", ["x", "k"], f32("k", 0.0)), ("Add", ["k", "x"], f32("k", [[[0.0]]])),
         ("Sub", ["x", "k"], f32("k", [0.0])), ("Mul", ["k", "x"], f32("k", 1.0)),
-        ("Mul", ["x", "k"], f32("k", [1.0, 1, 1, 1])), ("Div", ["x", "k"], f32("k", 1.0)),
+        ("Div", ["x", "k"], f32("k", 1.0)),
         ("Pow", ["x", "k"], f32("k", 1.0)),
     ]
     for xshape in ([2, 3, 4], [None, None, 4]):
@@ -292,11 +292,6 @@ def eliminate_nop_should_remove_arithmetic_by_a_neutral_constant():
             m = make([node(op, ins, ["n"], name="nop"), node("Neg", ["n"], ["y"])],
                      [vi("x", F, xshape)], [vi("y", F, xshape)], [k])
             out, acts = run(m, "eliminate_nop", feeds={"x": x})
-            if xshape[0] is None and k.dims == [4]:
-                # unknown dims equal nothing, so a [4] constant (not all 1s) is not
-                # proven to keep x's shape: kept
-                assert ops(out) == [op, "Neg"], (op, xshape, ops(out))
-                continue
             assert ops(out) == ["Neg"], (op, ins, xshape, ops(out))
             (e,) = of(acts, "eliminated", op)
             assert e["rule"], e
@@ -305,25 +300,27 @@ def eliminate_nop_should_remove_arithmetic_by_a_neutral_constant():
 def eliminate_nop_should_keep_arithmetic_that_changes_or_widens_its_input():
     cases = [
         # a constant that is not neutral, or not the same everywhere
-        ("Add", ["x", "k"], f32("k", 1e-30), [2, 3, 4]),
-        ("Mul", ["x", "k"], f32("k", [1.0, 1, 1, -1]), [2, 3, 4]),
+        ("Add", ["x", "k"], f32("k", 1e-30), [2, 3, 4], None),
+        ("Mul", ["x", "k"], f32("k", [1.0, 1, 1, -1]), [2, 3, 4], None),
         # the neutral constant on the side where it is not neutral: 0 - x, 1 / x
-        ("Sub", ["k", "x"], f32("k", 0.0), [2, 3, 4]),
-        ("Div", ["k", "x"], f32("k", 1.0), [2, 3, 4]),
-        ("Pow", ["k", "x"], f32("k", 1.0), [2, 3, 4]),
-        # a constant of more dims or a wider dim broadcasts x to a larger shape
-        ("Add", ["x", "k"], f32("k", np.zeros((2, 2, 3, 4))), [2, 2, 3, 4]),
-        ("Mul", ["x", "k"], f32("k", np.ones((2, 3, 4))), [2, 3, 4]),
+        ("Sub", ["k", "x"], f32("k", 0.0), [2, 3, 4], None),
+        ("Div", ["k", "x"], f32("k", 1.0), [2, 3, 4], None),
+        ("Pow", ["k", "x"], f32("k", 1.0), [2, 3, 4], None),
+        # a one-element constant of more dims broadcasts x to a larger shape
+        ("Mul", ["x", "k"], f32("k", np.ones((1, 1, 1, 1))), [1, 2, 3, 4], "broadcast"),
+        # a vector of 1s or 0s is a parameter ONNX Runtime fuses with its neighbours
+        ("Mul", ["x", "k"], f32("k", [1.0, 1, 1, 1]), [2, 3, 4], "several elements"),
+        ("Add", ["x", "k"], f32("k", np.zeros((2, 3, 4))), [2, 3, 4], "several elements"),
     ]
-    for op, ins, k, yshape in cases:
-        xs = [2, 3, 1] if k.dims == [2, 3, 4] else [2, 3, 4]
+    for op, ins, k, yshape, why in cases:
         m = make([node(op, ins, ["n"], name="nop"), node("Neg", ["n"], ["y"])],
-                 [vi("x", F, xs)], [vi("y", F, yshape)], [k])
+                 [vi("x", F, [2, 3, 4])], [vi("y", F, yshape)], [k])
         out, acts = run(m, "eliminate_nop")
         assert ops(out) == [op, "Neg"], (op, ins, ops(out))
         assert not of(acts, "eliminated", op), acts
-    (s,) = of(acts, "skipped", "Mul")
-    assert "broadcast" in s["reason"], s
+        if why:
+            (s,) = of(acts, "skipped", op)
+            assert why in s["reason"], (why, s)
 
 
 # ----------------------------------------------------------- eliminate_idempotent
