@@ -18,9 +18,10 @@
     "eliminate_if,eliminate_dropout,eliminate_identity,eliminate_nop,"                  \
     "eliminate_idempotent,eliminate_duplicate_initializers,"                            \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
-    "fuse_consecutive_transposes,fold_reshape_target,fuse_consecutive_reshapes,"        \
-    "fuse_squeeze_unsqueeze,fuse_consecutive_casts,fuse_matmul_add_into_gemm,"          \
-    "fuse_transpose_into_gemm,fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
+    "sink_transposes,fuse_consecutive_transposes,fold_reshape_target,"                  \
+    "fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,fuse_consecutive_casts,"          \
+    "fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,fuse_pad_into_conv,"           \
+    "fuse_pad_into_pool,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -55,6 +56,10 @@ const pass_def pass_registry[] = {
      "BatchNormalization at inference folded into the Conv before it", AFTER_SIMPLIFY, true},
     {"fuse_affine_into_conv", pass_fuse_affine_into_conv,
      "Mul or Add by a per-channel constant folded into the Conv before it",
+     AFTER_SIMPLIFY, true},
+    {"sink_transposes", pass_sink_transposes,
+     "a Transpose moved down past elementwise ops, Unsqueeze, Squeeze and Slice into the "
+     "Transpose they lead to, and the Transposes of a Concat's inputs made one after it",
      AFTER_SIMPLIFY, true},
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
