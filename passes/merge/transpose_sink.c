@@ -105,34 +105,71 @@ static bool normalize(int64_t *ax, size_t n, size_t rank) {
     return true;
 }
 
-/* Does n read name in an input slot other than 0? Then the rewired slot 0
-** and that slot would stop reading one value. */
-static bool reads_again(const Onnx__NodeProto *n, const char *name) {
-    for (size_t k = 1; k < n->n_input; k++)
-        if (n->input[k] && strcmp(n->input[k], name) == 0) return true;
-    return false;
+/* The one input slot of n that reads name; -1 when none or several do (then
+** the rewired slot and the others would stop reading one value). */
+static int slot_of(const Onnx__NodeProto *n, const char *name) {
+    int slot = -1;
+    for (size_t k = 0; k < n->n_input; k++) {
+        if (!n->input[k] || strcmp(n->input[k], name) != 0) continue;
+        if (slot >= 0) return -1;
+        slot = (int)k;
+    }
+    return slot;
+}
+
+/* The ops a Transpose moves past, whatever their attributes. */
+static bool movable(op_id op) {
+    return op == OP_Unsqueeze || op == OP_Squeeze || op == OP_Slice ||
+           (op != OP_NONE && (op_table[op].kind == OPK_UNARY || op_table[op].kind == OPK_BINARY));
+}
+
+/* The input of movable op n that a Transpose above it would reach it through:
+** for a binary op the one beside a constant, else the first. */
+static const char *data_input(graph *g, const Onnx__NodeProto *n) {
+    graph_const c;
+    if (op_table[op_of(n)].kind == OPK_BINARY && n->n_input == 2 &&
+        graph_const_find(g, graph_node_input(n, 0), &c))
+        return graph_node_input(n, 1);
+    return graph_node_input(n, 0);
 }
 
 /*
-** How node r, reading y = Transpose(x, p) (rank elements) in slot 0, reads x
-** instead: *m gets the permutation that then gives r's output, and the axes a
-** Slice or Squeeze takes on x. False, with why (NULL for ops it never moves
-** past), when it cannot.
+** How node r, reading y = Transpose(x, p) (rank elements), reads x instead:
+** *m gets the permutation that then gives r's output, and the axes a Slice or
+** Squeeze takes on x. False, with why (NULL for ops it never moves past, and
+** binary ops beside a computed operand), when it cannot.
 */
-static bool through(pass_ctx *pc, graph *g, int32_t r, const int64_t *p, size_t rank, moved *m,
-                    const char **why) {
+static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int64_t *p,
+                    size_t rank, moved *m, const char **why) {
     const Onnx__NodeProto *n = graph_node(g, r);
     op_id op = op_of(n);
     *why = NULL;
     m->new_axes = false;
     m->n_axes = 0;
-    const char *y = graph_node_input(n, 0);
-    bool known = op == OP_Unsqueeze || op == OP_Squeeze || op == OP_Slice ||
-                 (op != OP_NONE && op_table[op].kind == OPK_UNARY);
-    if (!known || !y || n->n_output != 1 || reads_again(n, y) || graph_node_subgraphs(g, r))
-        return false;
+    int slot = slot_of(n, y);
+    if (!movable(op) || slot < 0 || n->n_output != 1 || graph_node_subgraphs(g, r)) return false;
     int64_t opset = graph_opset(pc->model, "");
-    if (op_table[op].kind == OPK_UNARY) {
+    if (op_table[op].kind == OPK_BINARY) {
+        /* op(y, c) is Transpose(op(x, c), p) when c is one value broadcast
+        ** alike over every axis; a constant of other values would need a
+        ** transposed copy, and the bytes of both while another node reads it */
+        graph_const c;
+        const char *other = n->n_input == 2 && slot < 2 ? graph_node_input(n, 1 - (size_t)slot)
+                                                        : NULL;
+        if (!other || op_table[op].bcast != BC_MULTI || opset < op_table[op].bcast_since ||
+            !graph_const_find(g, other, &c))
+            return false;
+        int64_t numel = 1;
+        for (size_t i = 0; i < c.tensor->n_dims; i++) numel *= c.tensor->dims[i];
+        if (numel != 1 || c.tensor->n_dims > rank) {
+            *why = "the elementwise op after it reads a constant of more than one value "
+                   "(or of a higher rank): it would need a transposed copy";
+            return false;
+        }
+    } else if (slot != 0) {
+        return false;
+    }
+    if (op_table[op].kind == OPK_UNARY || op_table[op].kind == OPK_BINARY) {
         for (size_t i = 0; i < rank; i++) m->q[i] = p[i];
         m->rank = rank;
         return true;
@@ -196,13 +233,13 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const int64_t *p, size_t 
     }
     if (!present) {
         /* every axis from 0, as many as starts has entries */
-        int64_t st[MAX_PERM];
         const Onnx__AttributeProto *a = opset < 10 ? graph_attr(n, "starts") : NULL;
         const graph_type *t = opset >= 10 ? rw_type(g, graph_node_input(n, 1)) : NULL;
-        if (a) na = a->n_ints;
-        else if (opset >= 10 && rw_const_ints(g, graph_node_input(n, 1), st, MAX_PERM, &na)) ;
-        else if (t && t->rank == 1 && dim_is_num(dim_at(t, 0))) na = (size_t)dim_at(t, 0).n;
-        else {
+        if (a) {
+            na = a->n_ints;
+        } else if (t && t->rank == 1 && dim_is_num(dim_at(t, 0))) {
+            na = (size_t)dim_at(t, 0).n;
+        } else {
             *why = "the Slice after it has no axes and starts of unknown length";
             return false;
         }
@@ -239,8 +276,8 @@ typedef struct walk_state {
 ** it in *steps. *why says what stopped it, NULL when r itself is no op a
 ** Transpose moves past (nothing was in question).
 */
-static int follow(pass_ctx *pc, graph *g, int32_t r, const int64_t *p, size_t rank,
-                  int32_t *end, size_t *steps, const char **why) {
+static int follow(pass_ctx *pc, graph *g, int32_t r, const char *y, const int64_t *p,
+                  size_t rank, int32_t *end, size_t *steps, const char **why) {
     moved m;
     for (size_t i = 0; i < rank; i++) m.q[i] = p[i];
     m.rank = rank;
@@ -252,14 +289,15 @@ static int follow(pass_ctx *pc, graph *g, int32_t r, const int64_t *p, size_t ra
         if (op == OP_Transpose) return END_TRANSPOSE;
         if (op == OP_Concat) return END_CONCAT;
         moved next;
-        if (!through(pc, g, r, m.q, m.rank, &next, why)) {
+        if (!through(pc, g, r, y, m.q, m.rank, &next, why)) {
             if (!*why && *steps)
                 *why = "the ops after it lead to an op it does not move past, not to another "
                        "Transpose: moving it would remove nothing";
             return END_NONE;
         }
         int32_t nr;
-        if (!rw_sole_consumer(g, graph_node(g, r)->output[0], &nr)) {
+        y = graph_node(g, r)->output[0];
+        if (!rw_sole_consumer(g, y, &nr)) {
             *why = "the ops after it lead to a value several nodes or a graph output read, "
                    "not to another Transpose: moving it would remove nothing";
             return END_NONE;
@@ -302,6 +340,7 @@ static int concat_ok(pass_ctx *pc, graph *g, walk_state *ws, int32_t c, bool *ok
                 good = true;
                 break;
             }
+            if (!movable(op_of(pn))) break;
             if (len == cap) {
                 size_t nc = cap ? 2 * cap : 8;
                 int32_t *grown = realloc(chain, nc * sizeof *grown);
@@ -314,7 +353,7 @@ static int concat_ok(pass_ctx *pc, graph *g, walk_state *ws, int32_t c, bool *ok
             }
             chain[len++] = pi;
             child = pi;
-            v = graph_node_input(pn, 0);
+            v = data_input(g, pn);
         }
         int64_t p[MAX_PERM];
         size_t rank;
@@ -326,7 +365,8 @@ static int concat_ok(pass_ctx *pc, graph *g, walk_state *ws, int32_t c, bool *ok
         const char *why;
         for (size_t i = len; good && i > 0; i--) {
             moved next;
-            good = through(pc, g, chain[i - 1], m.q, m.rank, &next, &why);
+            const Onnx__NodeProto *cn = graph_node(g, chain[i - 1]);
+            good = through(pc, g, chain[i - 1], data_input(g, cn), m.q, m.rank, &next, &why);
             m = next;
         }
         if (!good) break;
@@ -394,13 +434,13 @@ static int set_axes(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
 ** one writes (x when there is none), *old the name it wrote before (which its
 ** reader goes on reading unless relink), and *q the permutation it lacks.
 */
-static int move_past(pass_ctx *pc, graph *g, int32_t r, const char *x, const int64_t *p,
-                     size_t rank, size_t steps, bool relink, const char **last,
-                     const char **old, moved *q) {
+static int move_past(pass_ctx *pc, graph *g, int32_t r, const char *y, const char *x,
+                     const int64_t *p, size_t rank, size_t steps, bool relink,
+                     const char **last, const char **old, moved *q) {
     moved m;
     for (size_t i = 0; i < rank; i++) m.q[i] = p[i];
     m.rank = rank;
-    const char *in = x;
+    const char *in = x, *cur = y;
     *old = NULL;
     for (size_t s = 0; s < steps; s++) {
         moved next;
@@ -408,16 +448,19 @@ static int move_past(pass_ctx *pc, graph *g, int32_t r, const char *x, const int
         int32_t nr;
         const char *out = graph_strdup(g, graph_node(g, r)->output[0]);
         if (!out) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        if (!through(pc, g, r, m.q, m.rank, &next, &why) || !rw_sole_consumer(g, out, &nr))
+        int slot = slot_of(graph_node(g, r), cur);
+        if (slot < 0 || !through(pc, g, r, cur, m.q, m.rank, &next, &why) ||
+            !rw_sole_consumer(g, out, &nr))
             return err_set(pc->err, TILEOPT_ERROR, "sink_transposes: a planned move failed");
         int rc = next.new_axes ? set_axes(pc, g, r, &next) : TILEOPT_OK;
-        if (!rc && graph_node_set_input(g, r, 0, in))
+        if (!rc && graph_node_set_input(g, r, (size_t)slot, in))
             rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         if (!rc) rc = rename_output(pc, g, r, &in);
         if (rc) return rc;
         /* its reader reads the new name in each slot that read the old */
         if ((relink || s + 1 < steps) && graph_replace_uses(g, out, in))
             return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+        cur = in;
         *old = out;
         m = next;
         r = nr;
@@ -582,7 +625,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
         for (size_t i = 0; i < nr && !seen; i++) seen = rd[i].node == r;
         if (seen) continue;
         const Onnx__NodeProto *rn = graph_node(g, r);
-        if (op_of(rn) != OP_Concat && (v->uses[u].input != 0 || reads_again(rn, y))) {
+        if (op_of(rn) != OP_Concat && slot_of(rn, y) < 0) {
             other_slot = true;
             continue;
         }
@@ -592,7 +635,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
         }
         reader *d = &rd[nr++];
         d->node = r;
-        d->kind = follow(pc, g, r, p, rank, &d->end, &d->steps, &d->why);
+        d->kind = follow(pc, g, r, y, p, rank, &d->end, &d->steps, &d->why);
         matched = matched || d->steps || d->why;
     }
     /* no op to move past: fuse_consecutive_transposes and the Concat rule take
@@ -605,7 +648,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
     else if (implicit)
         why = "a subgraph reads its output";
     else if (other_slot)
-        why = "a node reads it in a slot other than its data input";
+        why = "a node reads it in two input slots";
     else if (too_many)
         why = "it has too many readers to follow";
     for (size_t i = 0; i < nr && !why; i++)
@@ -636,7 +679,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
         ** writes the value the Concat reads, whose shape is the one it had */
         const char *last, *old;
         moved q;
-        int rc = move_past(pc, g, rd[0].node, xs, p, rank, rd[0].steps, false, &last, &old, &q);
+        int rc = move_past(pc, g, rd[0].node, y, xs, p, rank, rd[0].steps, false, &last, &old, &q);
         if (rc) return rc;
         if (graph_node_set_input(g, t, 0, last) || graph_node_set_output(g, t, 0, old) ||
             graph_node_set_attr_ints(g, graph_node(g, t), "perm", q.q, q.rank))
@@ -652,7 +695,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
     for (size_t i = 0; i < nr; i++) {
         const char *last, *old;
         moved q;
-        int rc = move_past(pc, g, rd[i].node, xs, p, rank, rd[i].steps, true, &last, &old, &q);
+        int rc = move_past(pc, g, rd[i].node, y, xs, p, rank, rd[i].steps, true, &last, &old, &q);
         if (!rc) rc = merge_into(pc, g, rd[i].end, last, &q);
         if (rc) return rc;
     }
