@@ -71,8 +71,9 @@ def package_should_optimize_a_modelproto_into_one_that_checks_and_matches():
         "upgrade", "fold", "fuse", "gqa", "eliminate_if", "eliminate_dropout",
         "eliminate_identity", "eliminate_nop", "eliminate_idempotent",
         "eliminate_duplicate_initializers", "eliminate_common_subexpression",
-        "fuse_bn_into_conv", "fuse_affine_into_conv", "fuse_consecutive_transposes",
-        "fuse_consecutive_reshapes", "fuse_squeeze_unsqueeze", "fuse_consecutive_casts",
+        "fuse_bn_into_conv", "fuse_affine_into_conv", "sink_transposes",
+        "fuse_consecutive_transposes", "fold_reshape_target", "fuse_consecutive_reshapes",
+        "fuse_squeeze_unsqueeze", "fuse_consecutive_casts",
         "fuse_matmul_add_into_gemm", "fuse_transpose_into_gemm",
         "fuse_pad_into_conv", "fuse_pad_into_pool", "eliminate_dead"]
     onnx.checker.check_model(out, full_check=True)
