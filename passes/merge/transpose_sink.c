@@ -1,33 +1,43 @@
 /*
 ** sink_transposes: a Transpose moves down, toward the graph outputs, past the
 ** ops that do not care about the order of axes, until it meets another
-** Transpose (the two become one, or none) or a Concat whose inputs are all
-** Transposes by one permutation (one Transpose after the Concat instead of one
-** per input). Exporters write such layout changes around reshaping code: an
-** unfold written as Slice -> Transpose -> Unsqueeze per row and a Concat keeps a
-** Transpose per row that fuse_consecutive_transposes never sees, as none of
-** them sits next to another.
+** Transpose (the two become one, or none), until the ops it passed leave every
+** axis in place without it, or until a Concat whose inputs are all Transposes
+** by one permutation (one Transpose after the Concat instead of one per
+** input). Exporters write such layout changes around reshaping code: an
+** unfold written as Slice -> Transpose -> Unsqueeze per row and a Concat keeps
+** a Transpose per row that fuse_consecutive_transposes never sees, as none of
+** them sits next to another; ShuffleNet's channel shuffle (Reshape, Transpose,
+** Reshape, then a Gather of each half) keeps a Transpose the Gathers make
+** needless.
 **
 ** The ops it moves past, with y = Transpose(x, p) (y's axis i is x's axis p[i]):
 ** - elementwise ops on one input (the op table's unary kind: Relu, Cast, Clip
-**   with its scalar bounds...): op(y) = Transpose(op(x), p);
+**   with its scalar bounds...), and binary ones beside a constant of one
+**   value: op(y) = Transpose(op(x), p);
 ** - Unsqueeze: the same axes inserted into x, the new axes kept in place by the
 **   permutation and the others sent where p sends them;
 ** - Squeeze of constant axes s: x's axes p[s] squeezed, the permutation
 **   renumbered over the axes left;
 ** - Slice with constant (or absent) axes a: x sliced on p[a], starts, ends and
-**   steps as they were.
-** Each keeps its node; only its input, its axes, and the name of its output
-** (whose shape changes, so an old value_info never describes it) change.
+**   steps as they were;
+** - Gather of indices of rank 0 or 1 on axis a: x gathered on p[a] (rank 0
+**   drops the axis, and the permutation is renumbered over the others);
+** - Reshape that only splits axes (shapes known as numbers; dims of 1 may come
+**   and go): x's axes split alike, the permutation moving whole groups.
+** Each keeps its node; only its input, its axes or target, and the name of its
+** output (whose shape changes, so an old value_info never describes it)
+** change. An op after which nothing is left to permute keeps its output name.
 **
-** When: only where the Transpose is sure to go. With one reader, the ops after
-** it lead to a Transpose (merged into it) or to such a Concat; with several
-** readers, every reader's ops lead to a Transpose, so each merges there and no
-** copy is made. Otherwise nothing moves: a Transpose pushed past ops toward a
-** Conv or a graph output removes nothing and would only churn the model. Every
-** rewrite removes a Transpose or moves one to a Concat the same walk then
-** merges, so the node count never grows and a second run finds the same
-** Transposes where the first left them.
+** When: only where the Transpose is sure to go. The ops after it, followed
+** through every reader (a value read by several nodes branches), must each end
+** at a Transpose (merged into it) or where the permutation left is the
+** identity; or, along one path, at such a Concat. Then no copy is ever made.
+** Otherwise nothing moves: a Transpose pushed past ops toward a Conv or a
+** graph output removes nothing and would only churn the model. Every rewrite
+** removes a Transpose, or moves one to a Concat the same walk then merges, so
+** the node count never grows and a second run finds the Transposes where the
+** first left them.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -59,14 +69,34 @@ static bool perm_of(const Onnx__NodeProto *n, int32_t rank, int64_t *p, size_t *
     return true;
 }
 
-/* Where an op leaves a Transpose moved past it. */
+/* What an op needs once a Transpose by q moves past it, and what it leaves. */
 typedef struct moved {
-    int64_t q[MAX_PERM];     /* the permutation that then gives the op's output */
+    int64_t q[MAX_PERM];     /* the permutation between the op's input (output) and y */
     size_t rank;
-    int64_t axes[MAX_PERM];  /* Slice and Squeeze: the axes they take on x */
-    size_t n_axes;
-    bool new_axes;
+    int64_t dims[MAX_PERM];  /* the dims the value had before the move, when known */
+    bool dims_known;
+    int64_t vals[MAX_PERM];  /* the op's new axes (Slice, Squeeze), target (Reshape) */
+    size_t n_vals;
+    int64_t axis;            /* Gather's new axis */
+    enum { SET_NONE, SET_AXES, SET_SHAPE, SET_AXIS } set;
 } moved;
+
+/* The dims of value name, as numbers, into m. */
+static void dims_of(graph *g, const char *name, moved *m) {
+    const graph_type *t = rw_type(g, name);
+    m->dims_known = t && t->rank == (int32_t)m->rank;
+    for (size_t i = 0; m->dims_known && i < m->rank; i++) {
+        dim d = dim_at(t, (int32_t)i);
+        m->dims_known = dim_is_num(d) && d.n > 0;
+        if (m->dims_known) m->dims[i] = d.n;
+    }
+}
+
+static bool is_identity(const moved *m) {
+    for (size_t i = 0; i < m->rank; i++)
+        if (m->q[i] != (int64_t)i) return false;
+    return true;
+}
 
 /* Integer axes of node n: input slot `in` from opset `since`, attribute `axes`
 ** before. *present is false when the node has none. */
@@ -119,7 +149,8 @@ static int slot_of(const Onnx__NodeProto *n, const char *name) {
 
 /* The ops a Transpose moves past, whatever their attributes. */
 static bool movable(op_id op) {
-    return op == OP_Unsqueeze || op == OP_Squeeze || op == OP_Slice ||
+    return op == OP_Unsqueeze || op == OP_Squeeze || op == OP_Slice || op == OP_Gather ||
+           op == OP_Reshape ||
            (op != OP_NONE && (op_table[op].kind == OPK_UNARY || op_table[op].kind == OPK_BINARY));
 }
 
@@ -133,19 +164,107 @@ static const char *data_input(graph *g, const Onnx__NodeProto *n) {
     return graph_node_input(n, 0);
 }
 
+/* Gather(y, indices, axis a) is Gather(x, indices, axis p[a]) with y's other
+** axes in their order: indices of rank 1 keep the axis where it was, a scalar
+** drops it. Higher ranks would insert axes; they are left. */
+static bool through_gather(graph *g, const Onnx__NodeProto *n, const moved *in, moved *m,
+                           const char **why) {
+    const graph_type *it = rw_type(g, graph_node_input(n, 1));
+    int64_t a = graph_attr_int(n, "axis", 0);
+    if (a < 0) a += (int64_t)in->rank;
+    if (!it || it->rank < 0 || it->rank > 1 || a < 0 || a >= (int64_t)in->rank) {
+        *why = "the Gather after it has indices of rank 2 or more (or unknown), or an axis out "
+               "of range";
+        return false;
+    }
+    int64_t pa = in->q[a];
+    size_t j = 0;
+    for (size_t i = 0; i < in->rank; i++) {
+        if (it->rank == 1) m->q[j++] = in->q[i];
+        else if ((int64_t)i != a) m->q[j++] = in->q[i] - (in->q[i] > pa);
+    }
+    m->rank = j;
+    m->axis = pa;
+    m->set = SET_AXIS;
+    dims_of(g, n->output[0], m);
+    return true;
+}
+
 /*
-** How node r, reading y = Transpose(x, p) (rank elements), reads x instead:
-** *m gets the permutation that then gives r's output, and the axes a Slice or
-** Squeeze takes on x. False, with why (NULL for ops it never moves past, and
-** binary ops beside a computed operand), when it cannot.
+** Reshape(y) that only splits y's axes: y's axis i becomes the run of output
+** dims whose product it is (dims of 1 may join any run, and an axis of 1 may
+** vanish). Then x's axis p[i] splits into the same run, and the permutation
+** moves whole runs. Both shapes must be known as numbers: the new target is
+** written out in them.
 */
-static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int64_t *p,
-                    size_t rank, moved *m, const char **why) {
+static bool through_reshape(graph *g, const Onnx__NodeProto *n, int64_t opset, const moved *in,
+                            moved *m, const char **why) {
+    const graph_type *t = rw_type(g, n->output[0]);
+    if (opset < 5 || !graph_node_input(n, 1)) return false;
+    if (!in->dims_known || !t || t->rank < 1 || t->rank > MAX_PERM || in->rank < 1) {
+        *why = "the Reshape after it has shapes not known as numbers";
+        return false;
+    }
+    size_t s = (size_t)t->rank, start[MAX_PERM], len[MAX_PERM], j = 0;
+    int64_t o[MAX_PERM];
+    for (size_t k = 0; k < s; k++) {
+        dim d = dim_at(t, (int32_t)k);
+        if (!dim_is_num(d) || d.n <= 0) {
+            *why = "the Reshape after it has shapes not known as numbers";
+            return false;
+        }
+        o[k] = d.n;
+    }
+    bool split = true;
+    for (size_t i = 0; split && i < in->rank; i++) {
+        int64_t prod = 1;
+        start[i] = j;
+        while (j < s && prod < in->dims[i]) prod *= o[j++];
+        split = prod == in->dims[i];
+        len[i] = j - start[i];
+    }
+    while (split && j < s && o[j] == 1) j++, len[in->rank - 1]++;
+    if (!split || j != s) {
+        *why = "the Reshape after it merges axes (or splits them across others), which the "
+               "permutation does not move together";
+        return false;
+    }
+    /* x's axis k is y's axis inv[k]: its run goes at offset off[k] of the new target */
+    int64_t inv[MAX_PERM], off[MAX_PERM];
+    for (size_t i = 0; i < in->rank; i++) inv[in->q[i]] = (int64_t)i;
+    size_t pos = 0;
+    for (size_t k = 0; k < in->rank; k++) {
+        size_t i = (size_t)inv[k];
+        off[k] = (int64_t)pos;
+        for (size_t u = 0; u < len[i]; u++) m->vals[pos++] = o[start[i] + u];
+    }
+    for (size_t i = 0; i < in->rank; i++)
+        for (size_t u = 0; u < len[i]; u++) m->q[start[i] + u] = off[in->q[i]] + (int64_t)u;
+    m->rank = s;
+    m->n_vals = s;
+    m->set = SET_SHAPE;
+    for (size_t k = 0; k < s; k++) m->dims[k] = o[k];
+    m->dims_known = true;
+    return true;
+}
+
+/*
+** How node r, reading y (in: Transpose(x, in->q), y's dims in in->dims) reads
+** x instead: *m gets the permutation that then gives r's output, the dims
+** that output had, and what r takes on x instead (axes, a target, an axis).
+** False, with why (NULL for ops it never moves past, and binary ops beside a
+** computed operand), when it cannot.
+*/
+static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const moved *in,
+                    moved *m, const char **why) {
     const Onnx__NodeProto *n = graph_node(g, r);
     op_id op = op_of(n);
+    const int64_t *p = in->q;
+    size_t rank = in->rank;
     *why = NULL;
-    m->new_axes = false;
-    m->n_axes = 0;
+    m->set = SET_NONE;
+    m->n_vals = 0;
+    m->dims_known = false;
     int slot = slot_of(n, y);
     if (!movable(op) || slot < 0 || n->n_output != 1 || graph_node_subgraphs(g, r)) return false;
     int64_t opset = graph_opset(pc->model, "");
@@ -172,8 +291,11 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int6
     if (op_table[op].kind == OPK_UNARY || op_table[op].kind == OPK_BINARY) {
         for (size_t i = 0; i < rank; i++) m->q[i] = p[i];
         m->rank = rank;
+        dims_of(g, n->output[0], m);
         return true;
     }
+    if (op == OP_Gather) return through_gather(g, n, in, m, why);
+    if (op == OP_Reshape) return through_reshape(g, n, opset, in, m, why);
     int64_t ax[MAX_PERM];
     size_t na;
     bool present;
@@ -197,6 +319,7 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int6
         for (size_t j = 0, i = 0; j < out; j++)
             m->q[j] = inserted[j] ? (int64_t)j : kept[p[i++]];
         m->rank = out;
+        dims_of(g, n->output[0], m);
         return true;
     }
     if (op == OP_Squeeze) {
@@ -213,7 +336,7 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int6
         for (size_t i = 0; i < na; i++) {
             gone_y[ax[i]] = true;
             gone_x[p[ax[i]]] = true;
-            m->axes[i] = p[ax[i]];
+            m->vals[i] = p[ax[i]];
         }
         /* where each axis of x left after the Squeeze lands */
         int64_t pos[MAX_PERM];
@@ -222,8 +345,9 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int6
         for (size_t i = 0; i < rank; i++)
             if (!gone_y[i]) m->q[j++] = pos[p[i]];
         m->rank = j;
-        m->n_axes = na;
-        m->new_axes = true;
+        m->n_vals = na;
+        m->set = SET_AXES;
+        dims_of(g, n->output[0], m);
         return true;
     }
     /* Slice: starts, ends and steps go with their axes */
@@ -253,59 +377,136 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const int6
         *why = "the axes of the Slice after it are out of range";
         return false;
     }
-    for (size_t i = 0; i < na; i++) m->axes[i] = p[ax[i]];
+    for (size_t i = 0; i < na; i++) m->vals[i] = p[ax[i]];
     for (size_t i = 0; i < rank; i++) m->q[i] = p[i];
     m->rank = rank;
-    m->n_axes = na;
-    m->new_axes = true;
+    m->n_vals = na;
+    m->set = SET_AXES;
+    dims_of(g, n->output[0], m);
     return true;
 }
-
-/* Where the ops after a Transpose lead. */
-enum { END_NONE, END_TRANSPOSE, END_CONCAT };
 
 typedef struct walk_state {
     int8_t *concat_ok;       /* per node at the walk's start: 0 not asked, 1 yes, 2 no */
     uint32_t n;
 } walk_state;
 
-/*
-** Follow reader r (reading the output of a Transpose by p) through the ops a
-** Transpose moves past, each output read by one node alone: the end (a
-** Transpose or a Concat, else END_NONE) in *end, and how many ops lie before
-** it in *steps. *why says what stopped it, NULL when r itself is no op a
-** Transpose moves past (nothing was in question).
-*/
-static int follow(pass_ctx *pc, graph *g, int32_t r, const char *y, const int64_t *p,
-                  size_t rank, int32_t *end, size_t *steps, const char **why) {
-    moved m;
-    for (size_t i = 0; i < rank; i++) m.q[i] = p[i];
-    m.rank = rank;
-    *steps = 0;
-    *why = NULL;
-    for (;;) {
-        *end = r;
-        op_id op = op_of(graph_node(g, r));
-        if (op == OP_Transpose) return END_TRANSPOSE;
-        if (op == OP_Concat) return END_CONCAT;
-        moved next;
-        if (!through(pc, g, r, y, m.q, m.rank, &next, why)) {
-            if (!*why && *steps)
-                *why = "the ops after it lead to an op it does not move past, not to another "
-                       "Transpose: moving it would remove nothing";
-            return END_NONE;
-        }
-        int32_t nr;
-        y = graph_node(g, r)->output[0];
-        if (!rw_sole_consumer(g, y, &nr)) {
-            *why = "the ops after it lead to a value several nodes or a graph output read, "
-                   "not to another Transpose: moving it would remove nothing";
-            return END_NONE;
-        }
-        m = next;
-        (*steps)++;
-        r = nr;
+/* The moves a Transpose's readers lead to, followed through every branch. */
+typedef struct item {
+    int32_t node;
+    const char *cur;         /* the value the node reads now (y's side) */
+    const char *in;          /* what it reads once the Transpose has moved past (apply) */
+    moved m;                 /* the Transpose it has to take */
+} item;
+
+typedef struct items {
+    item *v;
+    size_t n, cap;
+} items;
+
+static int push(pass_ctx *pc, items *w, int32_t node, const char *cur, const char *in,
+                const moved *m) {
+    if (w->n == w->cap) {
+        size_t nc = w->cap ? 2 * w->cap : 16;
+        item *grown = realloc(w->v, nc * sizeof *grown);
+        if (!grown) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+        w->v = grown;
+        w->cap = nc;
     }
+    w->v[w->n++] = (item){node, cur, in, *m};
+    return TILEOPT_OK;
+}
+
+/* Each live node reading value name in an input slot, once; *implicit when a
+** subgraph reads it. */
+static int readers_of(pass_ctx *pc, graph *g, const char *name, items *w, const char *in,
+                      const moved *m, bool *implicit, size_t *count) {
+    graph_value *v = graph_find(g, name);
+    *count = 0;
+    for (uint32_t u = 0; v && u < v->n_uses; u++) {
+        int32_t r = v->uses[u].node;
+        if (r < 0 || graph_node_removed(g, r)) continue;
+        if (v->uses[u].input < 0) {
+            *implicit = true;
+            continue;
+        }
+        /* a node reading it in two slots is listed once, for its first */
+        const Onnx__NodeProto *rn = graph_node(g, r);
+        bool again = false;
+        for (int32_t k = 0; k < v->uses[u].input && !again; k++)
+            again = rn->input[k] && strcmp(rn->input[k], name) == 0;
+        if (again) continue;
+        int rc = push(pc, w, r, name, in, m);
+        if (rc) return rc;
+        (*count)++;
+    }
+    return TILEOPT_OK;
+}
+
+/* What the readers of a Transpose lead to. */
+typedef struct plan {
+    size_t leaves, undone;   /* ends, and those at a Transpose or the identity */
+    size_t concats;          /* ends at a Concat */
+    int32_t concat;
+    bool moves, branched;
+    const char *why;         /* what stopped a move that was in question */
+} plan;
+
+static const char *const LEADS_NOWHERE =
+    "the ops after it lead to an op it does not move past, not to another Transpose: moving "
+    "it would remove nothing";
+
+/* Follow every reader of y (the output of a Transpose by m0) through the ops
+** it moves past, to where each path ends. */
+static int plan_moves(pass_ctx *pc, graph *g, const char *y, const moved *m0, plan *pl) {
+    items w = {0};
+    bool implicit = false;
+    size_t count;
+    *pl = (plan){0, 0, 0, -1, false, false, NULL};
+    int rc = readers_of(pc, g, y, &w, NULL, m0, &implicit, &count);
+    while (!rc && w.n) {
+        item it = w.v[--w.n];
+        op_id op = op_of(graph_node(g, it.node));
+        pl->leaves++;
+        if (op == OP_Transpose) {
+            pl->undone++;
+            continue;
+        }
+        if (op == OP_Concat) {
+            pl->concats++;
+            pl->concat = it.node;
+            continue;
+        }
+        moved next;
+        const char *why;
+        if (!through(pc, g, it.node, it.cur, &it.m, &next, &why)) {
+            if (!why && strcmp(it.cur, y) != 0) why = LEADS_NOWHERE;
+            if (!pl->why) pl->why = why;
+            continue;
+        }
+        pl->moves = true;
+        if (is_identity(&next)) {
+            pl->undone++;
+            continue;
+        }
+        const char *out = graph_node(g, it.node)->output[0];
+        bool inner = false;
+        if (graph_value_is_output(g, out)) {
+            if (!pl->why) pl->why = "the ops after it lead to a graph output, not to another "
+                                    "Transpose: moving it would remove nothing";
+            continue;
+        }
+        pl->leaves--;
+        rc = readers_of(pc, g, out, &w, NULL, &next, &inner, &count);
+        if (inner || !count) {
+            pl->leaves++;
+            if (!pl->why) pl->why = inner ? "a subgraph reads a value of the ops after it"
+                                          : LEADS_NOWHERE;
+        }
+        if (count > 1) pl->branched = true;
+    }
+    free(w.v);
+    return rc;
 }
 
 /*
@@ -333,6 +534,7 @@ static int concat_ok(pass_ctx *pc, graph *g, walk_state *ws, int32_t c, bool *ok
         size_t len = 0;
         const Onnx__NodeProto *pn = NULL;
         good = false;
+        pi = -1;
         while (v && (pn = rw_producer(g, v, &pi))) {
             int32_t sole;
             if (!rw_sole_consumer(g, v, &sole) || sole != child) break;
@@ -362,11 +564,14 @@ static int concat_ok(pass_ctx *pc, graph *g, walk_state *ws, int32_t c, bool *ok
         moved m;
         for (size_t i = 0; good && i < rank; i++) m.q[i] = p[i];
         m.rank = good ? rank : 0;
+        if (good) dims_of(g, pn->output[0], &m);
         const char *why;
+        /* a permutation the ops undo on the way never reaches the Concat */
         for (size_t i = len; good && i > 0; i--) {
             moved next;
             const Onnx__NodeProto *cn = graph_node(g, chain[i - 1]);
-            good = through(pc, g, chain[i - 1], data_input(g, cn), m.q, m.rank, &next, &why);
+            good = through(pc, g, chain[i - 1], data_input(g, cn), &m, &next, &why) &&
+                   !is_identity(&next);
             m = next;
         }
         if (!good) break;
@@ -394,14 +599,21 @@ static int rename_output(pass_ctx *pc, graph *g, int32_t r, const char **fresh) 
     return TILEOPT_OK;
 }
 
-/* Node r takes axes m->axes on x (a Slice or a Squeeze whose input lost its
-** Transpose), as an input of the type its others have or as the attribute. */
-static int set_axes(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
+/* Node r takes on x what m says (a Slice's or a Squeeze's axes, a Reshape's
+** target, a Gather's axis): integer inputs of the type their others have, or
+** the attribute of old opsets. */
+static int set_new(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
     Onnx__NodeProto *n = graph_node(g, r);
     op_id op = op_of(n);
     int64_t opset = graph_opset(pc->model, "");
-    if (opset < (op == OP_Slice ? 10 : 13)) {
-        if (graph_node_set_attr_ints(g, n, "axes", m->axes, m->n_axes))
+    if (m->set == SET_NONE) return TILEOPT_OK;
+    if (m->set == SET_AXIS) {
+        if (graph_node_set_attr_int(g, n, "axis", m->axis))
+            return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+        return TILEOPT_OK;
+    }
+    if (m->set == SET_AXES && opset < (op == OP_Slice ? 10 : 13)) {
+        if (graph_node_set_attr_ints(g, n, "axes", m->vals, m->n_vals))
             return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         return TILEOPT_OK;
     }
@@ -411,12 +623,13 @@ static int set_axes(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
     int rc;
     if (st && st->elem == DT_INT32) {
         int32_t v[MAX_PERM];
-        int64_t dims[1] = {(int64_t)m->n_axes};
-        for (size_t i = 0; i < m->n_axes; i++) v[i] = (int32_t)m->axes[i];
-        rc = graph_add_initializer(g, "axes", DT_INT32, dims, 1, v, m->n_axes * sizeof *v, &name,
+        int64_t dims[1] = {(int64_t)m->n_vals};
+        for (size_t i = 0; i < m->n_vals; i++) v[i] = (int32_t)m->vals[i];
+        rc = graph_add_initializer(g, "axes", DT_INT32, dims, 1, v, m->n_vals * sizeof *v, &name,
                                    pc->err);
     } else {
-        rc = rw_add_ints(pc, g, "axes", m->axes, m->n_axes, 1, &name);
+        rc = rw_add_ints(pc, g, m->set == SET_SHAPE ? "shape" : "axes", m->vals, m->n_vals, 1,
+                         &name);
     }
     if (rc) return rc;
     size_t slot = op == OP_Slice ? 3 : 1;
@@ -424,49 +637,6 @@ static int set_axes(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
     while (!rc && n->n_input < slot) rc = graph_node_set_input(g, r, n->n_input, "");
     if (!rc) rc = graph_node_set_input(g, r, slot, name);
     if (rc) return err_set(pc->err, rc, "out of memory");
-    return TILEOPT_OK;
-}
-
-/*
-** Move the Transpose reading x by p past `steps` ops from reader r on (its
-** slot 0 reads the Transpose's output): each reads what the one before it now
-** writes, x for the first, under a fresh name. *last gets the value the last
-** one writes (x when there is none), *old the name it wrote before (which its
-** reader goes on reading unless relink), and *q the permutation it lacks.
-*/
-static int move_past(pass_ctx *pc, graph *g, int32_t r, const char *y, const char *x,
-                     const int64_t *p, size_t rank, size_t steps, bool relink,
-                     const char **last, const char **old, moved *q) {
-    moved m;
-    for (size_t i = 0; i < rank; i++) m.q[i] = p[i];
-    m.rank = rank;
-    const char *in = x, *cur = y;
-    *old = NULL;
-    for (size_t s = 0; s < steps; s++) {
-        moved next;
-        const char *why;
-        int32_t nr;
-        const char *out = graph_strdup(g, graph_node(g, r)->output[0]);
-        if (!out) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        int slot = slot_of(graph_node(g, r), cur);
-        if (slot < 0 || !through(pc, g, r, cur, m.q, m.rank, &next, &why) ||
-            !rw_sole_consumer(g, out, &nr))
-            return err_set(pc->err, TILEOPT_ERROR, "sink_transposes: a planned move failed");
-        int rc = next.new_axes ? set_axes(pc, g, r, &next) : TILEOPT_OK;
-        if (!rc && graph_node_set_input(g, r, (size_t)slot, in))
-            rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        if (!rc) rc = rename_output(pc, g, r, &in);
-        if (rc) return rc;
-        /* its reader reads the new name in each slot that read the old */
-        if ((relink || s + 1 < steps) && graph_replace_uses(g, out, in))
-            return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        cur = in;
-        *old = out;
-        m = next;
-        r = nr;
-    }
-    *last = in;
-    *q = m;
     return TILEOPT_OK;
 }
 
@@ -503,16 +673,61 @@ static int merge_into(pass_ctx *pc, graph *g, int32_t e, const char *v, const mo
     return TILEOPT_OK;
 }
 
-/* At most this many readers are planned on the stack; more are refused. */
-#define MAX_READERS 256
-
-/* A reader of a Transpose and where the ops from it on lead. */
-typedef struct reader {
-    int32_t node, end;
-    size_t steps;
-    int kind;
-    const char *why;
-} reader;
+/*
+** Move the Transpose of x (output y, permutation m0) past the ops its plan
+** follows: each op reads what the one before it now writes (x for the first)
+** and writes under a fresh name, or under its own when nothing is left to
+** permute; a Transpose at the end merges. With gather, the one path ends at a
+** Concat: Transpose t itself moves there, writing the value the Concat reads.
+*/
+static int apply_moves(pass_ctx *pc, graph *g, int32_t t, const char *y, const char *x,
+                       const moved *m0, bool gather) {
+    items w = {0};
+    bool implicit = false;
+    size_t count;
+    int rc = readers_of(pc, g, y, &w, x, m0, &implicit, &count);
+    while (!rc && w.n) {
+        item it = w.v[--w.n];
+        Onnx__NodeProto *n = graph_node(g, it.node);
+        op_id op = op_of(n);
+        if (op == OP_Transpose) {
+            rc = merge_into(pc, g, it.node, it.in, &it.m);
+            continue;
+        }
+        if (op == OP_Concat) {
+            if (!gather) break;
+            if (graph_node_set_input(g, t, 0, it.in) || graph_node_set_output(g, t, 0, it.cur) ||
+                graph_node_set_attr_ints(g, graph_node(g, t), "perm", it.m.q, it.m.rank))
+                rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+            continue;
+        }
+        moved next;
+        const char *why, *fresh;
+        int slot = slot_of(n, it.cur);
+        if (slot < 0 || !through(pc, g, it.node, it.cur, &it.m, &next, &why)) break;
+        rc = set_new(pc, g, it.node, &next);
+        if (!rc && graph_node_set_input(g, it.node, (size_t)slot, it.in))
+            rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+        if (rc) break;
+        json_w *a = pass_action(pc, g, it.node, "rewritten");
+        if (a) json_put_str(a, "rule", "reads the input of the Transpose moved past it");
+        if (is_identity(&next)) continue;
+        const char *out = graph_strdup(g, n->output[0]);
+        if (!out) {
+            rc = err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+            break;
+        }
+        /* its readers go on reading the old name until their turn */
+        size_t before = w.n;
+        rc = readers_of(pc, g, out, &w, NULL, &next, &implicit, &count);
+        if (!rc) rc = rename_output(pc, g, it.node, &fresh);
+        for (size_t i = before; !rc && i < w.n; i++) w.v[i].in = fresh;
+    }
+    bool stuck = !rc && w.n;
+    free(w.v);
+    if (stuck) return err_set(pc->err, TILEOPT_ERROR, "sink_transposes: a planned move failed");
+    return rc;
+}
 
 static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t);
 
@@ -606,64 +821,37 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
     if (op_of(n) == OP_Concat) return concat_rule(pc, g, ws, t);
     const char *x = op_of(n) == OP_Transpose ? graph_node_input(n, 0) : NULL;
     if (!x || n->n_output != 1 || !n->output[0][0]) return TILEOPT_OK;
-    const char *y = n->output[0];
-    graph_value *v = graph_find(g, y);
-    int64_t p[MAX_PERM];
-    size_t rank;
-    if (!v || !perm_of(n, rw_rank(g, x), p, &rank)) return TILEOPT_OK;
-    reader rd[MAX_READERS];
-    size_t nr = 0;
-    bool implicit = false, other_slot = false, too_many = false, matched = false;
-    for (uint32_t u = 0; u < v->n_uses; u++) {
-        int32_t r = v->uses[u].node;
-        if (r < 0 || graph_node_removed(g, r)) continue;
-        if (v->uses[u].input < 0) {
-            implicit = true;
-            continue;
-        }
-        bool seen = false;
-        for (size_t i = 0; i < nr && !seen; i++) seen = rd[i].node == r;
-        if (seen) continue;
-        const Onnx__NodeProto *rn = graph_node(g, r);
-        if (op_of(rn) != OP_Concat && slot_of(rn, y) < 0) {
-            other_slot = true;
-            continue;
-        }
-        if (nr == MAX_READERS) {
-            too_many = true;
-            continue;
-        }
-        reader *d = &rd[nr++];
-        d->node = r;
-        d->kind = follow(pc, g, r, y, p, rank, &d->end, &d->steps, &d->why);
-        matched = matched || d->steps || d->why;
-    }
+    const char *y = graph_strdup(g, n->output[0]);
+    moved m0;
+    if (!y) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    if (!perm_of(n, rw_rank(g, x), m0.q, &m0.rank)) return TILEOPT_OK;
+    dims_of(g, y, &m0);
+    plan pl;
+    int rc = plan_moves(pc, g, y, &m0, &pl);
+    if (rc) return rc;
     /* no op to move past: fuse_consecutive_transposes and the Concat rule take
     ** what reads it directly */
-    if (!matched) return TILEOPT_OK;
+    if (!pl.moves && !pl.why) return TILEOPT_OK;
+    rw_reads reads = rw_reads_of(g, y);
     const char *why = NULL;
-    if (v->output >= 0)
+    bool gather = false;
+    if (reads.output)
         why = "its output is a graph output: it has to stay, and a copy moved down would "
               "add a node";
-    else if (implicit)
+    else if (reads.implicit)
         why = "a subgraph reads its output";
-    else if (other_slot)
-        why = "a node reads it in two input slots";
-    else if (too_many)
-        why = "it has too many readers to follow";
-    for (size_t i = 0; i < nr && !why; i++)
-        if (rd[i].kind == END_NONE) why = rd[i].why;
-    if (!why && nr > 1) {
-        for (size_t i = 0; i < nr && !why; i++)
-            if (rd[i].kind != END_TRANSPOSE)
-                why = "it has several readers, and not each leads to a Transpose: a copy "
-                      "moved down each would add nodes";
-    }
-    if (!why && nr == 1 && rd[0].kind == END_CONCAT) {
-        bool ok;
-        int rc = concat_ok(pc, g, ws, rd[0].end, &ok);
-        if (rc) return rc;
-        if (!ok)
+    else if (pl.leaves > pl.undone + pl.concats)
+        why = pl.why ? pl.why
+                     : "it has several readers, and not each leads to a Transpose: a copy moved "
+                       "down each would add nodes";
+    else if (pl.concats) {
+        gather = pl.leaves == 1 && !pl.branched;
+        bool ok = false;
+        if (gather && (rc = concat_ok(pc, g, ws, pl.concat, &ok))) return rc;
+        if (!gather)
+            why = "the ops after it lead to a Concat and elsewhere too: a copy moved down each "
+                  "would add nodes";
+        else if (!ok)
             why = "the ops after it lead to a Concat whose inputs do not all come from "
                   "Transposes by one permutation: moving it would remove nothing";
     }
@@ -674,38 +862,17 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
     const char *xs = graph_strdup(g, x);
     if (!xs) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     pc->changed = true;
-    if (rd[0].kind == END_CONCAT) {
-        /* the Transpose itself moves: it reads what the last op now writes, and
-        ** writes the value the Concat reads, whose shape is the one it had */
-        const char *last, *old;
-        moved q;
-        int rc = move_past(pc, g, rd[0].node, y, xs, p, rank, rd[0].steps, false, &last, &old, &q);
-        if (rc) return rc;
-        if (graph_node_set_input(g, t, 0, last) || graph_node_set_output(g, t, 0, old) ||
-            graph_node_set_attr_ints(g, graph_node(g, t), "perm", q.q, q.rank))
-            return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        json_w *a = pass_action(pc, g, t, "rewritten");
-        if (a) {
-            json_put_str(a, "rule", "moved past the ops after it to the Concat of Transposes "
-                         "they lead to");
-            json_put_int(a, "past", (int64_t)rd[0].steps);
-        }
-        return TILEOPT_OK;
-    }
-    for (size_t i = 0; i < nr; i++) {
-        const char *last, *old;
-        moved q;
-        int rc = move_past(pc, g, rd[i].node, y, xs, p, rank, rd[i].steps, true, &last, &old, &q);
-        if (!rc) rc = merge_into(pc, g, rd[i].end, last, &q);
-        if (rc) return rc;
-    }
-    json_w *a = pass_action(pc, g, t, "eliminated");
+    json_w *a = pass_action(pc, g, t, gather ? "rewritten" : "eliminated");
     if (a) {
-        json_put_str(a, "rule", "moved past the ops after it into the Transposes they lead to");
-        json_put_int(a, "readers", (int64_t)nr);
+        json_put_str(a, "rule", gather ? "moved past the ops after it to the Concat of "
+                                         "Transposes they lead to"
+                                       : "moved past the ops after it until a Transpose or "
+                                         "the ops themselves undo it");
+        json_put_int(a, "ends", (int64_t)pl.leaves);
     }
-    if (!graph_node_removed(g, t)) graph_remove_node(g, t);
-    return TILEOPT_OK;
+    rc = apply_moves(pc, g, t, y, xs, &m0, gather);
+    if (!rc && !gather && !graph_node_removed(g, t)) graph_remove_node(g, t);
+    return rc;
 }
 
 /* g's nodes in topological order, then the subgraphs of the nodes still live;
