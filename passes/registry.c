@@ -58,8 +58,9 @@ const pass_def pass_registry[] = {
      "Mul or Add by a per-channel constant folded into the Conv before it",
      AFTER_SIMPLIFY, true},
     {"sink_transposes", pass_sink_transposes,
-     "a Transpose moved down past elementwise ops, Unsqueeze, Squeeze and Slice into the "
-     "Transpose they lead to, and the Transposes of a Concat's inputs made one after it",
+     "a Transpose moved down past elementwise ops, Unsqueeze, Squeeze, Slice, Gather and "
+     "splitting Reshapes until a Transpose or the ops undo it, and the Transposes of a "
+     "Concat's inputs made one after it",
      AFTER_SIMPLIFY, true},
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
