@@ -386,6 +386,8 @@ static bool through(pass_ctx *pc, graph *g, int32_t r, const char *y, const move
     return true;
 }
 
+/* What one walk of a graph remembers: whether each Concat can take one
+** Transpose for its inputs' (asked once per Concat, however many inputs ask). */
 typedef struct walk_state {
     int8_t *concat_ok;       /* per node at the walk's start: 0 not asked, 1 yes, 2 no */
     uint32_t n;
