@@ -53,6 +53,10 @@ int pass_fuse_pad_into_pool(pass_ctx *pc);
 ** Transposes, reshaping ops before a Reshape, a Squeeze and an Unsqueeze that
 ** cancel, an exact Cast before another. */
 int pass_fuse_consecutive_transposes(pass_ctx *pc);
+/* A Transpose moved down past layout-agnostic ops until it meets another
+** Transpose, the ops undo it, or a Concat of Transposes
+** (passes/merge/transpose_sink.c). */
+int pass_sink_transposes(pass_ctx *pc);
 int pass_fuse_consecutive_reshapes(pass_ctx *pc);
 int pass_fold_reshape_target(pass_ctx *pc);
 int pass_fuse_squeeze_unsqueeze(pass_ctx *pc);

@@ -19,11 +19,12 @@
     "eliminate_idempotent,eliminate_nop_monotone_argmax,"                               \
     "eliminate_duplicate_initializers,"                                                 \
     "eliminate_common_subexpression,fuse_bn_into_conv,fuse_affine_into_conv,"          \
-    "fuse_consecutive_transposes,fold_reshape_target,fuse_consecutive_reshapes,"        \
-    "fuse_squeeze_unsqueeze,fuse_consecutive_casts,fuse_consecutive_squeezes,"          \
-    "fuse_consecutive_slices,fuse_consecutive_concats,fuse_consecutive_log_softmax,"    \
-    "fuse_consecutive_reduce_unsqueeze,fuse_matmul_add_into_gemm,"                      \
-    "fuse_transpose_into_gemm,fuse_pad_into_conv,fuse_pad_into_pool,eliminate_dead"
+    "sink_transposes,fuse_consecutive_transposes,fold_reshape_target,"                  \
+    "fuse_consecutive_reshapes,fuse_squeeze_unsqueeze,fuse_consecutive_casts,"          \
+    "fuse_consecutive_squeezes,fuse_consecutive_slices,fuse_consecutive_concats,"       \
+    "fuse_consecutive_log_softmax,fuse_consecutive_reduce_unsqueeze,"                   \
+    "fuse_matmul_add_into_gemm,fuse_transpose_into_gemm,fuse_pad_into_conv,"           \
+    "fuse_pad_into_pool,eliminate_dead"
 #define AFTER_SIMPLIFY "fold,fuse," SIMPLIFY
 
 const pass_def pass_registry[] = {
@@ -66,6 +67,11 @@ const pass_def pass_registry[] = {
      "Mul or Add by a per-channel constant folded into the Conv, ConvTranspose, Gemm or "
      "MatMul before it",
      AFTER_SIMPLIFY, true, OPS(OP_Conv, OP_ConvTranspose, OP_Gemm, OP_MatMul)},
+    {"sink_transposes", pass_sink_transposes,
+     "a Transpose moved down past elementwise ops, Unsqueeze, Squeeze, Slice, Gather and "
+     "splitting Reshapes until a Transpose or the ops undo it, and the Transposes of a "
+     "Concat's inputs made one after it",
+     AFTER_SIMPLIFY, true, OPS(OP_Transpose)},
     {"fuse_consecutive_transposes", pass_fuse_consecutive_transposes,
      "two Transposes in a row made one, or none when the second undoes the first",
      AFTER_SIMPLIFY, true, OPS(OP_Transpose)},

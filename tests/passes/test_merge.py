@@ -1051,5 +1051,313 @@ def fixed_point(m):
         return onnx.load(dst)
 
 
+# ------------------------------------------------------------------ sink_transposes
+
+def tr(x, y, perm):
+    return node("Transpose", [x], [y], perm=list(perm))
+
+
+def transposes(m):
+    return [list(n.attribute[0].ints) for n in m.graph.node if n.op_type == "Transpose"]
+
+
+def rules(acts, action, op=None):
+    return [a["rule"] for a in of(acts, action, op)]
+
+
+def sink_transposes_should_cancel_a_pair_around_unary_elementwise_ops():
+    m = make([tr("x", "t", [1, 0, 2]), node("Relu", ["t"], ["r"]),
+              node("Cast", ["r"], ["c"], to=TensorProto.DOUBLE), node("Sigmoid", ["c"], ["s"]),
+              tr("s", "y", [1, 0, 2])], [X], [vi("y", D, [2, 3, 4])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Relu", "Cast", "Sigmoid"], ops(out)
+    assert out.graph.node[0].input[0] == "x" and out.graph.node[-1].output[0] == "y"
+    assert sorted(rules(acts, "eliminated", "Transpose")) == [
+        "moved past the ops after it until a Transpose or the ops themselves undo it",
+        "undoes the Transpose moved down to it"], acts
+    assert len(of(acts, "rewritten")) == 3, acts
+
+
+def sink_transposes_should_merge_two_transposes_that_do_not_cancel():
+    m = make([tr("x", "t", [1, 0, 2]), node("Neg", ["t"], ["r"]), tr("r", "y", [0, 2, 1])],
+             [X], [vi("y", F, [3, 4, 2])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Neg", "Transpose"], ops(out)
+    assert transposes(out) == [[1, 2, 0]], transposes(out)
+    assert rules(acts, "rewritten", "Transpose") == [
+        "merged with the Transpose moved down to it"], acts
+
+
+def sink_transposes_should_move_past_a_binary_op_with_a_one_value_constant():
+    # the constant on either side, as a scalar or of shape [1, 1]
+    m = make([tr("x", "t", [2, 0, 1]), node("Mul", ["t", "two"], ["a"]),
+              node("Sub", ["one", "a"], ["b"]), node("Greater", ["b", "half"], ["c"]),
+              tr("c", "y", [1, 2, 0])], [X], [vi("y", TensorProto.BOOL, [2, 3, 4])],
+             [f32("two", 2.0), f32("one", [[1.0]]), f32("half", [0.5])])
+    out, _ = run(m, "sink_transposes")
+    assert ops(out) == ["Mul", "Sub", "Greater"], ops(out)
+
+
+def sink_transposes_should_keep_a_binary_op_with_a_constant_of_several_values():
+    m = make([tr("x", "t", [1, 0, 2]), node("Add", ["t", "c"], ["a"]), tr("a", "y", [1, 0, 2])],
+             [X], [vi("y", F, [2, 3, 4])], [f32("c", rand(4))])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Transpose", "Add", "Transpose"], ops(out)
+    assert any("transposed copy" in r for r in skip_reasons(acts, "Transpose")), acts
+
+
+def sink_unsqueeze(axes, opset):
+    """x [2, 3, 4] -> Transpose(2, 0, 1) -> Unsqueeze(axes) -> the Transpose that
+    undoes what moving the first one past the Unsqueeze leaves."""
+    p = [2, 0, 1]
+    rank = 3 + len(axes)
+    ins = {a % rank for a in axes}
+    kept = [j for j in range(rank) if j not in ins]
+    it = iter(p)
+    q = [j if j in ins else kept[next(it)] for j in range(rank)]
+    back = list(np.argsort(q))
+    shape = [1] * rank
+    tshape = iter([4, 2, 3])
+    for j in range(rank):
+        if j not in ins:
+            shape[j] = next(tshape)
+    yshape = [shape[b] for b in back]
+    if opset >= 13:
+        un = node("Unsqueeze", ["t", "ax"], ["u"])
+        inits = [i64("ax", axes)]
+    else:
+        un = node("Unsqueeze", ["t"], ["u"], axes=axes)
+        inits = []
+    return make([tr("x", "t", p), un, tr("u", "y", back)], [X], [vi("y", F, yshape)], inits,
+                opset=opset)
+
+
+def sink_transposes_should_move_past_an_unsqueeze():
+    for axes, opset in (([1, -1], 13), ([0], 13), ([0, 2, 4], 13), ([3], 11)):
+        out, acts = run(sink_unsqueeze(axes, opset), "sink_transposes")
+        assert ops(out) == ["Unsqueeze"], (axes, opset, ops(out))
+        assert of(acts, "eliminated", "Transpose"), acts
+
+
+def sink_transposes_should_move_past_a_squeeze_with_its_axes_remapped():
+    x = vi("x", F, [2, 1, 4, 1])
+    for opset in (13, 11):
+        sq = (node("Squeeze", ["t", "ax"], ["s"]) if opset >= 13
+              else node("Squeeze", ["t"], ["s"], axes=[0, -1]))
+        m = make([tr("x", "t", [3, 2, 0, 1]), sq, tr("s", "y", [1, 0])], [x],
+                 [vi("y", F, [2, 4])], [i64("ax", [0, -1])] if opset >= 13 else [], opset=opset)
+        out, _ = run(m, "sink_transposes")
+        assert ops(out) == ["Squeeze"], ops(out)
+        sq = out.graph.node[0]
+        if opset >= 13:
+            (axes,) = [numpy_helper.to_array(t) for t in out.graph.initializer
+                       if t.name == sq.input[1]]
+        else:
+            axes = sq.attribute[0].ints
+        assert sorted(axes) == [1, 3], axes
+
+
+def sink_transposes_should_move_past_a_slice_with_its_axes_remapped():
+    cases = [
+        # axes given, a negative one among them
+        ([i64("st", [1, 0]), i64("en", [3, 2]), i64("ax", [-2, 2])], ["st", "en", "ax"],
+         [2, 2, 2]),
+        # no axes: the first len(starts) axes; steps after an empty axes slot
+        ([i64("st", [0, 1]), i64("en", [1, 3])], ["st", "en"], [1, 3, 2]),
+        ([i64("st", [0, 1]), i64("en", [1, 3]), i64("sp", [1, 1])], ["st", "en", "", "sp"],
+         [1, 3, 2]),
+        # int32 indices: the new axes have their type
+        ([numpy_helper.from_array(np.array(v, np.int32), n) for n, v in
+          (("st", [1]), ("en", [3]), ("ax", [1]))], ["st", "en", "ax"], [2, 3, 2]),
+    ]
+    for inits, ins, shape in cases:
+        m = make([tr("x", "t", [0, 2, 1]), node("Slice", ["t"] + ins, ["s"]),
+                  tr("s", "y", [0, 2, 1])], [X], [vi("y", F, shape)], inits)
+        out, _ = run(m, "sink_transposes")
+        assert ops(out) == ["Slice"], (ins, ops(out))
+    m = make([tr("x", "t", [0, 2, 1]),
+              node("Slice", ["t"], ["s"], starts=[1], ends=[3], axes=[1]),
+              tr("s", "y", [0, 2, 1])], [X], [vi("y", F, [2, 3, 2])], opset=9)
+    out, _ = run(m, "sink_transposes")
+    (axes,) = [a.ints for a in out.graph.node[0].attribute if a.name == "axes"]
+    assert ops(out) == ["Slice"] and list(axes) == [2], out.graph
+
+
+def sink_transposes_should_keep_a_slice_with_computed_axes():
+    m = make([tr("x", "t", [0, 2, 1]), node("Slice", ["t", "st", "en", "ax"], ["s"]),
+              tr("s", "y", [0, 2, 1])], [X, vi("ax", I64, [1])], [vi("y", F, [2, 3, 2])],
+             [i64("st", [1]), i64("en", [3])])
+    feeds = {"x": rand(2, 3, 4), "ax": np.array([1], np.int64)}
+    out, acts = run(m, "sink_transposes", feeds=feeds)
+    assert ops(out) == ["Transpose", "Slice", "Transpose"], ops(out)
+    assert any("computed at run time" in r for r in skip_reasons(acts, "Transpose")), acts
+
+
+def sink_transposes_should_make_one_transpose_after_a_concat_of_transposes():
+    m = make([tr("x", "a", [0, 2, 1]), tr("x2", "b", [0, 2, 1]),
+              node("Concat", ["a", "b", "a"], ["c"], axis=-2), node("Relu", ["c"], ["y"])],
+             [X, vi("x2", F, [2, 3, 5])], [vi("y", F, [2, 13, 3])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Concat", "Transpose", "Relu"], ops(out)
+    assert out.graph.node[0].attribute[0].i == 2
+    (c,) = of(acts, "rewritten", "Concat")
+    assert c["perm"] == [0, 2, 1], c
+    assert len(of(acts, "eliminated", "Transpose")) == 2, acts
+
+
+def sink_transposes_should_keep_a_concat_of_transposes_by_different_permutations():
+    m = make([tr("x", "a", [0, 2, 1]), tr("x2", "b", [2, 1, 0]),
+              node("Concat", ["a", "b"], ["y"], axis=1)],
+             [X, vi("x2", F, [3, 4, 2])], [vi("y", F, [2, 8, 3])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Transpose", "Transpose", "Concat"], ops(out)
+    assert any("different permutations" in r for r in skip_reasons(acts, "Concat")), acts
+
+
+def unfold(rows=2, cols=3):
+    """What an exporter writes for an unfold of x [1, 1, 4 * rows, 2 * cols] into
+    4 x 2 patches: a Slice, Transpose and Unsqueeze per row, a Concat, and the
+    same per column."""
+    nodes, inits = [], [i64("a2", [2]), i64("a3", [3])]
+    rs = []
+    for r in range(rows):
+        inits += [i64(f"rs{r}", [4 * r]), i64(f"re{r}", [4 * r + 4])]
+        nodes += [node("Slice", ["x", f"rs{r}", f"re{r}", "a2"], [f"r{r}"]),
+                  tr(f"r{r}", f"rt{r}", [0, 1, 3, 2]),
+                  node("Unsqueeze", [f"rt{r}", "a2"], [f"ru{r}"])]
+        rs.append(f"ru{r}")
+    nodes.append(node("Concat", rs, ["rows"], axis=2))
+    cs = []
+    for c in range(cols):
+        inits += [i64(f"cs{c}", [2 * c]), i64(f"ce{c}", [2 * c + 2])]
+        nodes += [node("Slice", ["rows", f"cs{c}", f"ce{c}", "a3"], [f"c{c}"]),
+                  tr(f"c{c}", f"ct{c}", [0, 1, 2, 4, 3]),
+                  node("Unsqueeze", [f"ct{c}", "a3"], [f"cu{c}"])]
+        cs.append(f"cu{c}")
+    nodes += [node("Concat", cs, ["y"], axis=3)]
+    return make(nodes, [vi("x", F, [1, 1, 4 * rows, 2 * cols])],
+                [vi("y", F, [1, 1, rows, cols, 4, 2])], inits)
+
+
+def sink_transposes_should_remove_every_transpose_of_an_unfold():
+    out, acts = run(unfold(), "sink_transposes")
+    assert "Transpose" not in ops(out), ops(out)
+    assert len(of(acts, "eliminated", "Transpose")) == 2 + 1 + 3, acts
+    out = fixed_point(unfold(3, 4))
+    assert "Transpose" not in ops(out), ops(out)
+
+
+def sink_transposes_should_merge_into_every_reader_when_each_leads_to_a_transpose():
+    m = make([tr("x", "t", [1, 0, 2]), node("Relu", ["t"], ["r"]), tr("r", "y", [1, 0, 2]),
+              node("Neg", ["t"], ["n"]), tr("n", "z", [1, 2, 0]), tr("t", "w", [0, 2, 1])],
+             [X], [vi("y", F, [2, 3, 4]), vi("z", F, [2, 4, 3]), vi("w", F, [3, 4, 2])])
+    out, _ = run(m, "sink_transposes")
+    assert sorted(ops(out)) == ["Neg", "Relu", "Transpose", "Transpose"], ops(out)
+    assert sorted(transposes(out)) == [[0, 2, 1], [1, 2, 0]], transposes(out)
+
+
+def sink_transposes_should_keep_a_transpose_read_elsewhere():
+    t, back = tr("x", "t", [1, 0, 2]), [tr("r", "y", [1, 0, 2])]
+    relu, y, t_shape = node("Relu", ["t"], ["r"]), vi("y", F, [2, 3, 4]), [3, 2, 4]
+    cases = [
+        # a graph output reads it too
+        ([t, relu] + back, [y, vi("t", F, t_shape)], "graph output"),
+        # a second node whose ops lead to no Transpose
+        ([t, relu] + back + [node("Softmax", ["t"], ["z"])], [y, vi("z", F, t_shape)],
+         "several readers"),
+        # ops that lead to a graph output, or to an op it does not move past
+        ([t, relu], [vi("r", F, t_shape)], "remove nothing"),
+        ([t, relu, node("Softmax", ["r"], ["z"])], [vi("z", F, t_shape)], "remove nothing"),
+    ]
+    for nodes, outs, why in cases:
+        m = make(nodes, [X], outs)
+        out, acts = run(m, "sink_transposes")
+        assert ops(out) == ops(m), (why, ops(out))
+        assert any(why in r for r in skip_reasons(acts, "Transpose")), (why, acts)
+
+
+def sink_transposes_should_leave_a_transpose_next_to_no_op_it_moves_past():
+    m = make([tr("x", "t", [1, 0, 2]), node("Softmax", ["t"], ["y"])], [X],
+             [vi("y", F, [3, 2, 4])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Transpose", "Softmax"] and not acts, acts
+
+
+def sink_transposes_should_drop_a_transpose_a_gather_of_one_index_makes_needless():
+    # Gather of a scalar on axis 0 of Transpose(x, (1, 0, 2)) is Gather on x's
+    # axis 1, whose other axes keep their order
+    m = make([tr("x", "t", [1, 0, 2]), node("Gather", ["t", "i"], ["y"], axis=0)], [X],
+             [vi("y", F, [2, 4])], [i64("i", 1)])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ["Gather"] and out.graph.node[0].attribute[0].i == 1, out.graph
+    assert out.graph.node[0].output[0] == "y"
+
+
+def sink_transposes_should_move_past_a_gather_of_a_list_of_indices():
+    m = make([tr("x", "t", [1, 0, 2]), node("Gather", ["t", "i"], ["g"], axis=-1),
+              tr("g", "y", [1, 0, 2])], [X], [vi("y", F, [2, 3, 2])], [i64("i", [3, 0])])
+    out, _ = run(m, "sink_transposes")
+    assert ops(out) == ["Gather"] and out.graph.node[0].attribute[0].i == 2, out.graph
+    m = make([tr("x", "t", [1, 0, 2]), node("Gather", ["t", "i"], ["g"], axis=2),
+              tr("g", "y", [1, 0, 2, 3])], [X], [vi("y", F, [2, 3, 2, 1])],
+             [i64("i", [[3], [0]])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ops(m), ops(out)
+    assert any("rank 2" in r for r in skip_reasons(acts, "Transpose")), acts
+
+
+def channel_shuffle(c=8, hw=3):
+    """ShuffleNet's channel shuffle as torch exports it, batch folded into the
+    first Reshape: two halves of the channels interleaved, then split by
+    Gather."""
+    return make([node("Reshape", ["x", "s1"], ["r1"]), tr("r1", "t", [1, 0, 2]),
+                 node("Reshape", ["t", "s2"], ["r2"]),
+                 node("Gather", ["r2", "i0"], ["y0"], axis=0),
+                 node("Gather", ["r2", "i1"], ["y1"], axis=0)],
+                [vi("x", F, [1, c, hw, hw])],
+                [vi("y0", F, [1, c // 2, hw, hw]), vi("y1", F, [1, c // 2, hw, hw])],
+                [i64("s1", [c // 2, 2, hw * hw]), i64("s2", [2, -1, c // 2, hw, hw]),
+                 i64("i0", 0), i64("i1", 1)])
+
+
+def sink_transposes_should_move_past_a_reshape_that_splits_axes():
+    # the Transpose moves past the Reshape (its runs [2], [1, 4], [3, 3]) and
+    # both Gathers, after which nothing is left to permute
+    out, acts = run(channel_shuffle(), "sink_transposes")
+    assert ops(out) == ["Reshape", "Reshape", "Gather", "Gather"], ops(out)
+    (t,) = of(acts, "eliminated", "Transpose")
+    assert t["ends"] == 2, t
+    shape = [numpy_helper.to_array(i) for i in out.graph.initializer
+             if i.name == out.graph.node[1].input[1]][0]
+    assert list(shape) == [1, 4, 2, 3, 3], shape
+    assert [n.attribute[0].i for n in out.graph.node[2:]] == [2, 2], out.graph
+    # the default run makes one Reshape of it, as ONNX Runtime's basic level does
+    out = fixed_point(channel_shuffle(16, 5))
+    assert ops(out) == ["Reshape", "Gather", "Gather"], ops(out)
+
+
+def sink_transposes_should_keep_a_reshape_that_merges_axes_it_moved_apart():
+    m = make([tr("x", "t", [1, 0, 2]), node("Reshape", ["t", "s"], ["r"]),
+              node("Reshape", ["r", "s2"], ["y"])], [X], [vi("y", F, [2, 3, 4])],
+             [i64("s", [12, 2]), i64("s2", [2, 3, 4])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ops(m), ops(out)
+    assert any("merges axes" in r for r in skip_reasons(acts, "Transpose")), acts
+
+
+def sink_transposes_should_follow_every_branch_that_ends_at_a_transpose():
+    m = make([tr("x", "t", [1, 0, 2]), node("Relu", ["t"], ["r"]), tr("r", "y", [1, 0, 2]),
+              node("Unsqueeze", ["r", "ax"], ["u"]), tr("u", "z", [1, 0, 2, 3])],
+             [X], [vi("y", F, [2, 3, 4]), vi("z", F, [2, 3, 4, 1])], [i64("ax", [3])])
+    out, _ = run(m, "sink_transposes")
+    assert ops(out) == ["Relu", "Unsqueeze"], ops(out)
+    # one branch to a Softmax: the Transpose would need a copy there
+    m = make([tr("x", "t", [1, 0, 2]), node("Relu", ["t"], ["r"]), tr("r", "y", [1, 0, 2]),
+              node("Softmax", ["r"], ["z"])], [X], [vi("y", F, [2, 3, 4]), vi("z", F, [3, 2, 4])])
+    out, acts = run(m, "sink_transposes")
+    assert ops(out) == ops(m), ops(out)
+    assert skip_reasons(acts, "Transpose"), acts
+
+
 if __name__ == "__main__":
     sys.exit(h.run_ort_tests(globals()))

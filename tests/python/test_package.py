@@ -72,12 +72,12 @@ def package_should_optimize_a_modelproto_into_one_that_checks_and_matches():
         "eliminate_identity", "eliminate_nop", "eliminate_idempotent",
         "eliminate_nop_monotone_argmax", "eliminate_duplicate_initializers",
         "eliminate_common_subexpression", "fuse_bn_into_conv", "fuse_affine_into_conv",
-        "fuse_consecutive_transposes", "fold_reshape_target", "fuse_consecutive_reshapes",
-        "fuse_squeeze_unsqueeze", "fuse_consecutive_casts", "fuse_consecutive_squeezes",
-        "fuse_consecutive_slices", "fuse_consecutive_concats", "fuse_consecutive_log_softmax",
-        "fuse_consecutive_reduce_unsqueeze", "fuse_matmul_add_into_gemm",
-        "fuse_transpose_into_gemm", "fuse_pad_into_conv", "fuse_pad_into_pool",
-        "eliminate_dead"]
+        "sink_transposes", "fuse_consecutive_transposes", "fold_reshape_target",
+        "fuse_consecutive_reshapes", "fuse_squeeze_unsqueeze", "fuse_consecutive_casts",
+        "fuse_consecutive_squeezes", "fuse_consecutive_slices", "fuse_consecutive_concats",
+        "fuse_consecutive_log_softmax", "fuse_consecutive_reduce_unsqueeze",
+        "fuse_matmul_add_into_gemm", "fuse_transpose_into_gemm", "fuse_pad_into_conv",
+        "fuse_pad_into_pool", "eliminate_dead"]
     onnx.checker.check_model(out, full_check=True)
     feeds = {"x": np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)}
     with h.tempdir() as d:
