@@ -69,15 +69,16 @@ static int squeeze_rule(pass_ctx *pc, graph *g, int32_t node) {
     size_t na, nb;
     if (!merge_axes_of(g, p, opset >= 13, rank, t, a, &na) ||
         !merge_axes_of(g, n, opset >= 13, rank, t, b, &nb)) {
-        pass_skip(pc, g, node, "reads a %s, but the axes of one are not known (not constant, "
+        pass_skip(pc, g, node, "reads %s, but the axes of one are not known (not constant, "
                   "negative with an unknown rank, or a Squeeze of every 1 of an unknown "
-                  "shape)", p->op_type);
+                  "shape)", want == OP_Squeeze ? "a Squeeze" : "an Unsqueeze");
         return TILEOPT_OK;
     }
     bool same = na == nb;
     for (size_t i = 0; same && i < na; i++) same = a[i] == b[i];
     if (!same) {
-        pass_skip(pc, g, node, "reads a %s on other axes: they do not cancel", p->op_type);
+        pass_skip(pc, g, node, "reads %s on other axes: they do not cancel",
+                  want == OP_Squeeze ? "a Squeeze" : "an Unsqueeze");
         return TILEOPT_OK;
     }
     bool done;
