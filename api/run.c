@@ -196,6 +196,31 @@ const char *tileopt_verdict_str(tileopt_verdict verdict) {
     return (unsigned)verdict < countof(verdict_names) ? verdict_names[verdict] : "none";
 }
 
+/*
+** The passes that changed the model and round otherwise than the original
+** (pass_def.rounds), as a hint for a mismatch: where an output cancels to near
+** zero, a fold's rounding alone can pass the tolerance. "" when none acted.
+*/
+static void rounding_hint(const tileopt_ctx *ctx, char *buf, size_t cap) {
+    char names[256] = "";
+    size_t n = 0, used = 0;
+    for (size_t i = 0; i < ctx->results.n; i++) {
+        const pass_entry *e = &ctx->results.v[i];
+        const pass_def *p = pass_find(e->name);
+        if (!p || !p->rounds || !e->stat[TILEOPT_PASS_NODES_CHANGED] || strstr(names, e->name))
+            continue;
+        int k = snprintf(names + used, sizeof names - used, "%s%s", n ? "," : "", e->name);
+        if (k < 0 || (size_t)k >= sizeof names - used) break;
+        used += (size_t)k;
+        n++;
+    }
+    buf[0] = '\0';
+    if (n)
+        snprintf(buf, cap, "; %s %s otherwise than the original, which ONNX Runtime fuses "
+                 "the same way (--skip-passes %s keeps the original's sums)", names,
+                 n == 1 ? "rounds" : "round", names);
+}
+
 tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
                                     tileopt_model *after) {
     if (!before || !after)
@@ -349,11 +374,15 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
                      pb->output[i]->name, dtype_name(vr.out_before[i]->elem),
                      (int)vr.out_before[i]->rank, dtype_name(vr.out_after[i]->elem),
                      (int)vr.out_after[i]->rank);
-        else
+        else {
+            char hint[512];
+            rounding_hint(ctx, hint, sizeof hint);
             snprintf(msg, sizeof msg,
                      "output '%s': %" PRIu64 " elements differ, first%s at index %" PRIu64
-                     ": expected %s, got %s",
-                     pb->output[i]->name, d.n_bad, where, d.first_bad, d.expected, d.actual);
+                     ": expected %s, got %s%s",
+                     pb->output[i]->name, d.n_bad, where, d.first_bad, d.expected, d.actual,
+                     hint);
+        }
         json_put_str(&w, "reason", msg);
         json_end(&w);
         if (verdict != TILEOPT_VERDICT_MISMATCH) {

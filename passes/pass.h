@@ -99,6 +99,11 @@ typedef struct pass_def {
     ** leave work behind. */
     const char *wakes;
     bool wake_on_change;
+    /* Its rewrites can round otherwise than the original (a BatchNormalization
+    ** folded into weights): exact in ONNX Runtime, which fuses the original the
+    ** same way, but not always within --verify's tolerance in the evaluator,
+    ** which does not. A verify mismatch names the ones that acted. */
+    bool rounds;
     /* The ops the pass rewrites around (n_ops of them), or none: a model
     ** without any of them gives it nothing to do, and the driver records its
     ** run without making it (no snapshot of the model, no walk). */

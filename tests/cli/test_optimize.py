@@ -1,10 +1,15 @@
 #!/usr/bin/python3
 """`tileopt optimize` output conventions: --quiet prints nothing, the summary goes
 to stdout otherwise, no progress in pipes, OUT is replaced atomically (no temporary
-files left behind), the input is never touched, and saving to a missing folder is
-an error. tests/cli/test_out_paths.py covers the paths that are refused."""
+files left behind), the input is never touched, saving to a missing folder is
+an error, and a verify mismatch names the folds that round. tests/cli/test_out_paths.py
+covers the paths that are refused."""
 import os
 import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.environ.get("SRCDIR", "."), "tests", "harness"))
 import harness as h  # noqa: E402
@@ -68,6 +73,39 @@ def optimize_should_fail_cleanly_when_the_output_folder_is_missing():
             raise AssertionError(f"exit {cp.returncode}, stderr {cp.stderr!r}")
         if os.listdir(d):
             raise AssertionError(f"created {os.listdir(d)}")
+
+
+def cancelling_bn_model(path):
+    """Two Conv + BatchNormalization branches, one of negated weights, summed:
+    the sum is 2 * (B - mean * s) up to rounding, near 0 where B = mean * s,
+    so the fold's rounding alone shows on every output."""
+    rng = np.random.default_rng(3)
+    w = (10 * rng.standard_normal((4, 3, 3, 3))).astype(np.float32)
+    s = rng.uniform(0.5, 2, 4).astype(np.float32)
+    mean = rng.standard_normal(4).astype(np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in (
+        (w, "w"), (-w, "nw"), (s, "s"), (mean * s, "b"), (mean, "m"), (np.ones(4, np.float32), "v"))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["x", "nw"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c1", "s", "b", "m", "v"], ["n1"]),
+             helper.make_node("BatchNormalization", ["c2", "s", "b", "m", "v"], ["n2"]),
+             helper.make_node("Add", ["n1", "n2"], ["y"])]
+    g = helper.make_graph(nodes, "cancel", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 3, 16, 16])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [1, 4, 16, 16])], initializer=inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def verify_should_name_the_fold_that_rounds_when_outputs_cancel():
+    with h.tempdir() as d:
+        src, dst = os.path.join(d, "in.onnx"), os.path.join(d, "o.onnx")
+        cancelling_bn_model(src)
+        cp = h.tileopt("optimize", src, "-o", dst, "--verify", "--quiet")
+        if cp.returncode != 1 or "fuse_bn_into_conv rounds" not in cp.stderr or \
+                "--skip-passes fuse_bn_into_conv" not in cp.stderr:
+            raise AssertionError(f"exit {cp.returncode}, stderr {cp.stderr!r}")
+        h.expect_ok(h.tileopt("optimize", src, "-o", dst, "--verify", "--quiet",
+                              "--skip-passes", "fuse_bn_into_conv"))
 
 
 if __name__ == "__main__":
