@@ -202,7 +202,7 @@ const char *tileopt_verdict_str(tileopt_verdict verdict) {
 ** zero, a fold's rounding alone can pass the tolerance. "" when none acted.
 */
 static void rounding_hint(const tileopt_ctx *ctx, char *buf, size_t cap) {
-    char names[256] = "";
+    char names[128] = "";
     size_t n = 0, used = 0;
     for (size_t i = 0; i < ctx->results.n; i++) {
         const pass_entry *e = &ctx->results.v[i];
@@ -360,7 +360,7 @@ tileopt_status tileopt_model_verify(tileopt_ctx *ctx, tileopt_model *before,
             json_end(&w);
             continue;
         }
-        char msg[768], where[48] = "";
+        char msg[1280], where[48] = "";
         const tensor *tb = vr.out_before[i], *ta = vr.out_after[i];
         if (d.bad_item >= 0) snprintf(where, sizeof where, " in item %" PRId64, d.bad_item);
         if (!d.same_shape && (tb->kind != EVAL_TENSOR || ta->kind != EVAL_TENSOR)) {
