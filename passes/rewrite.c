@@ -237,6 +237,17 @@ static bool unread(graph *g, int32_t node) {
     return true;
 }
 
+int rw_replace(pass_ctx *pc, graph *g, int32_t node, const char *op_type, const char *name,
+               const char *const *ins, size_t n_ins, Onnx__NodeProto **made, int32_t *idx) {
+    const char *out = graph_node(g, node)->output[0];
+    graph_remove_node(g, node);
+    Onnx__NodeProto *m = graph_add_node(g, op_type, name, ins, n_ins, &out, 1, idx);
+    if (made) *made = m;
+    if (!m) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    pc->changed = true;
+    return TILEOPT_OK;
+}
+
 int rw_reread(pass_ctx *pc, graph *g, int32_t node, const char *x, int32_t first,
               const char *rule, json_w **act) {
     *act = NULL;

@@ -107,6 +107,12 @@ int rw_eliminate_into(pass_ctx *pc, graph *g, int32_t node, const char *x, const
 ** caller then lets first go (rw_drop_unread). */
 int rw_reread(pass_ctx *pc, graph *g, int32_t node, const char *x, int32_t first,
               const char *rule, json_w **act);
+/* Node goes and a node of op_type, named name (NULL: one is made), reading
+** ins, writes its output 0 in its place: the node another op is made of. The
+** new node in *made and its index in *idx (each may be NULL); NOMEM on
+** failure. Record the action on node before: it is gone after. */
+int rw_replace(pass_ctx *pc, graph *g, int32_t node, const char *op_type, const char *name,
+               const char *const *ins, size_t n_ins, Onnx__NodeProto **made, int32_t *idx);
 /* Remove node when nothing reads its outputs any more, with an "eliminated"
 ** action naming the rule that took its readers (merged into another node). */
 void rw_drop_unread(pass_ctx *pc, graph *g, int32_t node, const char *rule);

@@ -269,12 +269,9 @@ static int add_values(pass_ctx *pc, graph *g, const cv_conv *c, const char *hint
 ** the Gemm writing its output under its name (c->node then names it). */
 static int matmul_to_gemm(pass_ctx *pc, graph *g, cv_conv *c, const char *w, const char *b) {
     const Onnx__NodeProto *mm = graph_node(g, c->node);
-    const char *ins[3] = {mm->input[0], w ? w : mm->input[1], b}, *out = mm->output[0];
+    const char *ins[3] = {mm->input[0], w ? w : mm->input[1], b};
     const char *name = mm->name && mm->name[0] ? mm->name : NULL;
-    graph_remove_node(g, c->node);
-    if (!graph_add_node(g, "Gemm", name, ins, 3, &out, 1, &c->node))
-        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    return TILEOPT_OK;
+    return rw_replace(pc, g, c->node, "Gemm", name, ins, 3, NULL, &c->node);
 }
 
 int cv_fold(pass_ctx *pc, graph *g, cv_conv *c, int32_t reader, const double *scale,

@@ -59,17 +59,14 @@ static int gemm_rule(pass_ctx *pc, graph *g, int32_t node) {
         return TILEOPT_OK;
     }
     const char *ins[3] = {mm->input[0], mm->input[1], n->input[1 - slot]};
-    const char *out = n->output[0];
     const char *name = mm->name && mm->name[0] ? mm->name : NULL;
     json_w *a = pass_action(pc, g, node, "eliminated");
     if (a) {
         json_put_str(a, "rule", "MatMul + Add into Gemm");
         json_put_str(a, "into", graph_node_id(g, mi));
     }
-    graph_remove_node(g, node);
-    if (!graph_add_node(g, "Gemm", name, ins, 3, &out, 1, NULL))
-        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    pc->changed = true;
+    int rc = rw_replace(pc, g, node, "Gemm", name, ins, 3, NULL, NULL);
+    if (rc) return rc;
     rw_drop_unread(pc, g, mi, "with the Add after it into a Gemm");
     return TILEOPT_OK;
 }

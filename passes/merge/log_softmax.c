@@ -24,18 +24,18 @@ static int log_softmax_rule(pass_ctx *pc, graph *g, int32_t node) {
         return TILEOPT_OK;
     }
     const Onnx__AttributeProto *axis = graph_attr(p, "axis");
-    const char *x = graph_node_input(p, 0), *out = n->output[0];
+    const char *x = graph_node_input(p, 0);
     const char *name = p->name && p->name[0] ? p->name : NULL;
     json_w *act = pass_action(pc, g, node, "eliminated");
     if (act) {
         json_put_str(act, "rule", "Log of a Softmax into LogSoftmax");
         json_put_str(act, "into", graph_node_id(g, first));
     }
-    graph_remove_node(g, node);
-    Onnx__NodeProto *ls = graph_add_node(g, "LogSoftmax", name, &x, 1, &out, 1, NULL);
-    if (!ls || (axis && graph_node_set_attr_int(g, ls, "axis", axis->i)))
+    Onnx__NodeProto *ls;
+    int rc = rw_replace(pc, g, node, "LogSoftmax", name, &x, 1, &ls, NULL);
+    if (rc) return rc;
+    if (axis && graph_node_set_attr_int(g, ls, "axis", axis->i))
         return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    pc->changed = true;
     rw_drop_unread(pc, g, first, "with the Log after it into a LogSoftmax");
     return TILEOPT_OK;
 }

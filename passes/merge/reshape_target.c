@@ -112,7 +112,7 @@ static int make_relabel(pass_ctx *pc, graph *g, int32_t node, bool unsqueeze,
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *op = unsqueeze ? "Unsqueeze" : "Squeeze";
     bool axes_input = graph_opset(pc->model, "") >= 13;
-    const char *ins[2] = {n->input[0], NULL}, *out = n->output[0];
+    const char *ins[2] = {n->input[0], NULL};
     const char *name = n->name && n->name[0] ? n->name : NULL;
     int rc = axes_input ? rw_add_ints(pc, g, n->input[1], axes, n_axes, 1, &ins[1]) : TILEOPT_OK;
     if (rc) return rc;
@@ -124,11 +124,10 @@ static int make_relabel(pass_ctx *pc, graph *g, int32_t node, bool unsqueeze,
                                             "made a Squeeze");
         json_put_str(a, "op_now", op);
     }
-    graph_remove_node(g, node);
-    Onnx__NodeProto *m = graph_add_node(g, op, name, ins, axes_input ? 2 : 1, &out, 1, NULL);
-    if (!m || (!axes_input && graph_node_set_attr_ints(g, m, "axes", axes, n_axes)))
+    Onnx__NodeProto *m;
+    if ((rc = rw_replace(pc, g, node, op, name, ins, axes_input ? 2 : 1, &m, NULL))) return rc;
+    if (!axes_input && graph_node_set_attr_ints(g, m, "axes", axes, n_axes))
         return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    pc->changed = true;
     return TILEOPT_OK;
 }
 
