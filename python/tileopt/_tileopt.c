@@ -615,6 +615,32 @@ done:
     return result;
 }
 
+/* A context and two models, before and after, as verify and html take them. */
+typedef struct model_pair {
+    tileopt_ctx *ctx;
+    tileopt_model *before, *after;
+    PyObject *path_b, *path_a;
+} model_pair;
+
+/* Open both (a Python error is set when one cannot be); close with
+** pair_close either way. */
+static int pair_open(model_pair *m, PyObject *options, PyObject *src_b, PyObject *dir_b,
+                     PyObject *src_a, PyObject *dir_a) {
+    *m = (model_pair){0};
+    m->ctx = ctx_open(options);
+    m->before = m->ctx ? model_open(m->ctx, src_b, dir_b, &m->path_b) : NULL;
+    m->after = m->before ? model_open(m->ctx, src_a, dir_a, &m->path_a) : NULL;
+    return m->after != NULL;
+}
+
+static void pair_close(model_pair *m) {
+    tileopt_model_free(m->before);
+    tileopt_model_free(m->after);
+    tileopt_ctx_free(m->ctx);
+    Py_XDECREF(m->path_b);
+    Py_XDECREF(m->path_a);
+}
+
 PyDoc_STRVAR(verify_doc,
 "verify(before, before_base_dir, after, after_base_dir, options) -> str\n"
 "Run both models on the same seeded random inputs; the JSON report, whose\n"
@@ -622,19 +648,17 @@ PyDoc_STRVAR(verify_doc,
 
 static PyObject *py_verify(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *src_b, *dir_b, *src_a, *dir_a, *options, *path_b = NULL, *path_a = NULL;
-    PyObject *result = NULL;
+    PyObject *src_b, *dir_b, *src_a, *dir_a, *options, *result = NULL;
     if (!PyArg_ParseTuple(args, "OOOOO", &src_b, &dir_b, &src_a, &dir_a, &options)) return NULL;
-    tileopt_ctx *ctx = ctx_open(options);
-    tileopt_model *before = ctx ? model_open(ctx, src_b, dir_b, &path_b) : NULL;
-    tileopt_model *after = before ? model_open(ctx, src_a, dir_a, &path_a) : NULL;
-    if (after) {
-        tileopt_status st = tileopt_report_begin(ctx, before, path_str(path_b));
+    model_pair m;
+    if (pair_open(&m, options, src_b, dir_b, src_a, dir_a)) {
+        tileopt_ctx *ctx = m.ctx;
+        tileopt_status st = tileopt_report_begin(ctx, m.before, path_str(m.path_b));
         int began = st == TILEOPT_OK;
         Py_BEGIN_ALLOW_THREADS
-        if (!st) st = tileopt_model_verify(ctx, before, after);
+        if (!st) st = tileopt_model_verify(ctx, m.before, m.after);
         Py_END_ALLOW_THREADS
-        if (began && tileopt_report_end(ctx, after, path_str(path_a)) && !st)
+        if (began && tileopt_report_end(ctx, m.after, path_str(m.path_a)) && !st)
             st = TILEOPT_NOMEM;
         char *report = NULL;
         /* a mismatch is a verdict, not a failure: the report says it */
@@ -643,11 +667,7 @@ static PyObject *py_verify(PyObject *self, PyObject *args) {
         else result = PyUnicode_FromString(report);
         tileopt_free(report);
     }
-    tileopt_model_free(before);
-    tileopt_model_free(after);
-    tileopt_ctx_free(ctx);
-    Py_XDECREF(path_b);
-    Py_XDECREF(path_a);
+    pair_close(&m);
     return result;
 }
 
@@ -658,32 +678,25 @@ PyDoc_STRVAR(html_doc,
 
 static PyObject *py_html(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *src_b, *dir_b, *src_a, *dir_a, *options, *path_b = NULL, *path_a = NULL;
-    PyObject *result = NULL;
+    PyObject *src_b, *dir_b, *src_a, *dir_a, *options, *result = NULL;
     const char *report;
     Py_ssize_t report_len;
     if (!PyArg_ParseTuple(args, "s#OOOOO", &report, &report_len, &src_b, &dir_b, &src_a,
                           &dir_a, &options))
         return NULL;
-    tileopt_ctx *ctx = ctx_open(options);
-    tileopt_model *before = ctx ? model_open(ctx, src_b, dir_b, &path_b) : NULL;
-    tileopt_model *after = before ? model_open(ctx, src_a, dir_a, &path_a) : NULL;
-    if (after) {
+    model_pair m;
+    if (pair_open(&m, options, src_b, dir_b, src_a, dir_a)) {
         char *page = NULL;
         size_t size = 0;
         tileopt_status st;
         Py_BEGIN_ALLOW_THREADS
-        st = tileopt_html(ctx, report, (size_t)report_len, before, after, &page, &size);
+        st = tileopt_html(m.ctx, report, (size_t)report_len, m.before, m.after, &page, &size);
         Py_END_ALLOW_THREADS
-        if (st) fail(ctx, st, 0);
+        if (st) fail(m.ctx, st, 0);
         else result = PyUnicode_DecodeUTF8(page, (Py_ssize_t)size, "strict");
         tileopt_free(page);
     }
-    tileopt_model_free(before);
-    tileopt_model_free(after);
-    tileopt_ctx_free(ctx);
-    Py_XDECREF(path_b);
-    Py_XDECREF(path_a);
+    pair_close(&m);
     return result;
 }
 
