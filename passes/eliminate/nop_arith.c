@@ -52,6 +52,10 @@ static bool keeps_shape(graph *g, const char *k, const char *x) {
     return true;
 }
 
+/* The most elements a neutral vector is read for, to say why it stays: a
+** LayerNorm's width and more; bigger constants are no neutral parameter. */
+#define NEUTRAL_VECTOR_MAX 65536
+
 int el_nop_arith(pass_ctx *pc, graph *g, int32_t node, const char **rule, const char **why) {
     const Onnx__NodeProto *n = graph_node(g, node);
     op_id op = op_of(n);
@@ -61,11 +65,15 @@ int el_nop_arith(pass_ctx *pc, graph *g, int32_t node, const char **rule, const 
         return TILEOPT_OK;
     size_t slot = el_arith_operand(g, n);
     const char *x = graph_node_input(n, slot), *k = graph_node_input(n, 1 - slot);
-    double v;
-    if (!x || !k || !rw_const_uniform(pc, g, k, &v) || v != arith[row].neutral) return TILEOPT_OK;
-    const graph_type *tk = rw_type(g, k);
+    /* the count from the type first: reading every Mul's weights to find them
+    ** not neutral would copy each, on every round */
+    const graph_type *tk = k ? rw_type(g, k) : NULL;
     uint64_t count;
-    if (!tk || !graph_type_numel(tk, &count) || count != 1) {
+    double v;
+    if (!x || !tk || !graph_type_numel(tk, &count) || count > NEUTRAL_VECTOR_MAX ||
+        !rw_const_uniform(pc, g, k, &v) || v != arith[row].neutral)
+        return TILEOPT_OK;
+    if (count != 1) {
         *why = "its neutral constant has several elements, a parameter at its first value (a "
                "LayerNorm's weight of 1s, a bias of 0s): ONNX Runtime fuses the op into its "
                "neighbours, and the nodes left without it would run slower";
