@@ -58,9 +58,11 @@ const char *gq_transpose(gq_emit *e, const char *x, const int64_t *perm, size_t 
     return o;
 }
 
-/* Dims [start, end) of x's shape as a 1-D tensor (Shape's start and end from
-** opset 15, a Slice of the whole shape before). */
-static const char *shape_part(gq_emit *e, const char *x, int64_t start, int64_t end) {
+const char *gq_reshape_copying(gq_emit *e, const char *x, const char *target, const char *out) {
+    return gq_node(e, "Reshape", "reshape", (const char *[]){x, target}, 2, out, NULL);
+}
+
+const char *gq_shape_part(gq_emit *e, const char *x, int64_t start, int64_t end) {
     Onnx__NodeProto *s = NULL;
     const char *sh = gq_node(e, "Shape", "shape", &x, 1, NULL, &s);
     if (!s) return NULL;
@@ -183,10 +185,10 @@ static const char *size_tensor(gq_sizes *z, int64_t spec) {
     int k = (int)(GQ_BATCH - spec);
     if (z->got[k]) return z->got[k];
     switch (spec) {
-    case GQ_BATCH: z->got[k] = shape_part(z->e, z->a, 0, 1); break;
-    case GQ_ROWS: z->got[k] = shape_part(z->e, z->a, 2, 3); break;
-    case GQ_INNER: z->got[k] = shape_part(z->e, z->src, z->src_inner, z->src_inner + 1); break;
-    case GQ_COLS: z->got[k] = shape_part(z->e, z->src, z->src_cols, z->src_cols + 1); break;
+    case GQ_BATCH: z->got[k] = gq_shape_part(z->e, z->a, 0, 1); break;
+    case GQ_ROWS: z->got[k] = gq_shape_part(z->e, z->a, 2, 3); break;
+    case GQ_INNER: z->got[k] = gq_shape_part(z->e, z->src, z->src_inner, z->src_inner + 1); break;
+    case GQ_COLS: z->got[k] = gq_shape_part(z->e, z->src, z->src_cols, z->src_cols + 1); break;
     default: {
         const char *ins[2] = {size_tensor(z, GQ_ROWS), gq_ints(z->e, "gqa_group", &z->n, 1)};
         z->got[k] = gq_node(z->e, "Mul", "group_rows", ins, 2, NULL, NULL);

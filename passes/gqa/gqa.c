@@ -109,7 +109,9 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
         int32_t chain[GQA_MAX_CHAIN];
         size_t n_chain = 0, n_fold = 0, n_orig = 0;
         ptrdiff_t j = chain_to_next(g, n0, p, a, chain, &n_chain);
-        if (j >= 0 && !done[j]) b = &p->v[j];
+        /* rows read from the second's own operand (not provably the first's)
+        ** are read outside the If, so that operand must stay outside too */
+        if (j >= 0 && !done[j] && p->v[j].rows == a->rows) b = &p->v[j];
         const gq_pending *parts[2] = {a, b};
         for (int s = 0; s < (b ? 2 : 1); s++) {
             for (uint32_t i = parts[s]->first; i < parts[s]->last; i++) fold[n_fold++] = (int32_t)i;
@@ -122,11 +124,8 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
         }
         gq_sort_nodes(orig, n_orig);
         gq_emit e = {pc, g, orig[n_orig - 1], graph_opset(g->model, ""), 0};
-        /* the first MatMul's rows, read outside the If: the queries' */
-        gq_sizes z = {&e, a->a, NULL, 0, 0, -1, -1, -1, -1, a->n, {NULL}};
-        const char *cond = gq_fold_cond(&z);
-        rc = e.rc ? e.rc
-                  : gq_dispatch(&e, cond, fold, n_fold, orig, n_orig, b ? b->out : a->out, a->elem);
+        rc = gq_dispatch(&e, p->rows[a->rows].cond, fold, n_fold, orig, n_orig,
+                         b ? b->out : a->out, a->elem);
         done[k] = true;
         if (b) done[j] = true;
     }
@@ -143,7 +142,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
     bool *second = calloc(n0 ? n0 : 1, sizeof *second);
     if (!second) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     int rc = TILEOPT_OK;
-    gq_pendings later = {NULL, 0, 0};
+    gq_pendings later = {NULL, 0, 0, NULL, 0, 0};
     for (uint32_t i = 0; !rc && i < n0; i++) {
         if (graph_node_removed(g, (int32_t)i) || second[i] ||
             op_of(graph_node(g, (int32_t)i)) != OP_MatMul)
@@ -166,6 +165,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
     free(second);
     if (!rc && later.n) rc = dispatch_pending(pc, g, n0, &later);
     free(later.v);
+    free(later.rows);
     return rc;
 }
 

@@ -122,6 +122,12 @@ const char *gq_node(gq_emit *e, const char *op, const char *what, const char *co
                     size_t n_in, const char *out, Onnx__NodeProto **made);
 /* Reshape x to the shape in value target, every entry a size (allowzero). */
 const char *gq_reshape(gq_emit *e, const char *x, const char *target, const char *out);
+/* Reshape x to the shape in value target, a 0 entry copying x's dim at the
+** same index (no allowzero: any opset). */
+const char *gq_reshape_copying(gq_emit *e, const char *x, const char *target, const char *out);
+/* Dims [start, end) of x's shape as a 1-D tensor (Shape's start and end from
+** opset 15, a Slice of the whole shape before). */
+const char *gq_shape_part(gq_emit *e, const char *x, int64_t start, int64_t end);
 const char *gq_transpose(gq_emit *e, const char *x, const int64_t *perm, size_t n);
 /* Unsqueeze x at axis 1. */
 const char *gq_unsqueeze1(gq_emit *e, const char *x);
@@ -174,15 +180,32 @@ void gq_sort_nodes(int32_t *v, size_t n);
 typedef struct gq_pending {
     const char *a;           /* the MatMul's first operand: its rows decide */
     int64_t n;
+    size_t rows;             /* its gq_rows */
     const char *out;
     uint32_t first, last;
     int32_t orig[GQA_MAX_TRANSPOSES + 6];
     int n_orig;
     int32_t elem;
 } gq_pending;
+/*
+** What the kv-major folds whose query rows are a named dim read at run time:
+** the targets of their two Reshapes, [0, kv, n*rows, 0] and [0, heads, rows,
+** 0] (a 0 copies the dim at the same index, so batch and columns need no Shape
+** and an empty batch stays exact), and the If's condition n*rows <=
+** GQA_FOLD_MAX_ROWS. Made once in the main graph, before any fold's nodes, from
+** the first MatMul whose rows are axis 2 of `of`; every later MatMul whose rows
+** are provably the same (every layer's, in a decoder) reads them too.
+*/
+typedef struct gq_rows {
+    const char *of;
+    int64_t kv, n;
+    const char *fold, *back, *cond;
+} gq_rows;
 typedef struct gq_pendings {
     gq_pending *v;
     size_t n, cap;
+    gq_rows *rows;
+    size_t n_rows, cap_rows;
 } gq_pendings;
 
 /* Bytes of a tensor type: a number, or a formula in its named dims ("" when

@@ -45,6 +45,48 @@ static int32_t scalar_scale(graph *g, const char *out) {
     return r;
 }
 
+/* [lead0, lead1, mid, 0]: a Reshape target whose dims 0 and 3 are copied. */
+static const char *copying_target(gq_emit *e, int64_t lead1, const char *mid) {
+    int64_t lead[2] = {0, lead1}, zero = 0;
+    const char *ins[3] = {gq_ints(e, "gqa_lead", lead, 2), mid, gq_ints(e, "gqa_zero", &zero, 1)};
+    Onnx__NodeProto *c = NULL;
+    const char *o = gq_node(e, "Concat", "shape", ins, 3, NULL, &c);
+    if (c && graph_node_set_attr_int(e->g, c, "axis", 0))
+        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+    return o;
+}
+
+/* The gq_rows for a's rows (axis 2), kv and n: one made before whose rows are
+** provably these, else new ones read from a (p->n_rows when out of memory). */
+static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int64_t n) {
+    for (size_t i = 0; i < p->n_rows; i++) {
+        const gq_rows *w = &p->rows[i];
+        if (w->kv == kv && w->n == n && gq_same_dim(e->g, w->of, 2, a, 2)) return i;
+    }
+    if (p->n_rows == p->cap_rows) {
+        size_t cap = p->cap_rows ? p->cap_rows * 2 : 4;
+        gq_rows *v = realloc(p->rows, cap * sizeof *v);
+        if (!v) {
+            e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+            return p->n_rows;
+        }
+        p->rows = v;
+        p->cap_rows = cap;
+    }
+    int64_t max = GQA_FOLD_MAX_ROWS;
+    const char *rows = gq_shape_part(e, a, 2, 3);
+    const char *group = gq_node(e, "Mul", "group_rows",
+                                (const char *[]){rows, gq_ints(e, "gqa_group", &n, 1)}, 2, NULL,
+                                NULL);
+    gq_rows w = {a, kv, n, copying_target(e, kv, group), copying_target(e, kv * n, rows),
+                 gq_node(e, "LessOrEqual", "fold_rows",
+                         (const char *[]){group, gq_ints(e, "gqa_max_rows", &max, 1)}, 2, NULL,
+                         NULL)};
+    if (e->rc) return p->n_rows;
+    p->rows[p->n_rows] = w;
+    return p->n_rows++;
+}
+
 int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pendings *later,
                    const char **why) {
     const Onnx__NodeProto *mm = graph_node(g, m);
@@ -59,8 +101,9 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
         *why = "the first operand's heads or batch do not match the repeated operand's";
     } else if (!gq_operand_private(g, o, m)) {
         *why = "the repeated tensor is read elsewhere too";
-    } else if (graph_opset(g->model, "") < 14) {
-        *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
+    } else if (gq_num(ta, 2) < 0 && graph_opset(g->model, "") < 12) {
+        *why = "opset below 12: the If that picks the form for a named query length needs "
+               "LessOrEqual";
     } else if (gq_num(ta, 2) >= 0 && gq_num(ta, 2) * r->n > GQA_FOLD_MAX_ROWS) {
         *why = "many query rows: the folded form's one product per group is slower there "
                "than the export's products per head";
@@ -68,21 +111,24 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
     if (*why) return TILEOPT_OK;
 
     gq_emit e = {pc, g, m, graph_opset(g->model, ""), 0};
-    gq_sizes z = {&e, a, r->src, gq_source_axis(o, 2), gq_source_axis(o, 3),
-                  gq_num(ta, 0), gq_num(ta, 2), gq_num(ta, 3), gq_num(ty, 3), r->n, {NULL}};
     int32_t scale = scalar_scale(g, out);
     /* what the types say is read now: new values may move the index's entries */
     int32_t elem = ta->elem;
-    /* rows a named dim: the form is picked at run time (gqa.c) */
-    bool later_if = gq_num(ta, 2) < 0;
+    /* rows a named dim: the form is picked at run time (gqa.c); the targets
+    ** are made before `first`, outside the nodes the If takes */
+    int64_t R = gq_num(ta, 2);
+    bool later_if = R < 0;
+    size_t rows = later_if ? rows_of(&e, later, a, r->kv, r->n) : 0;
+    if (e.rc) return e.rc;
+    const char *fold_to = later_if ? later->rows[rows].fold
+                                   : gq_ints(&e, "gqa_shape", (int64_t[]){0, r->kv, R * r->n, 0}, 4);
+    const char *back = later_if ? later->rows[rows].back
+                                : gq_ints(&e, "gqa_shape", (int64_t[]){0, H, R, 0}, 4);
     uint32_t first = graph_n_nodes(g);
-    const char *ag =
-        gq_reshape(&e, a, gq_shape(&z, (int64_t[]){GQ_BATCH, r->kv, GQ_GROUP_ROWS, GQ_INNER}, 4),
-                   NULL);
+    const char *ag = gq_reshape_copying(&e, a, fold_to, NULL);
     const char *y = gq_node(&e, "MatMul", "grouped", (const char *[]){ag, gq_relayout(&e, o)}, 2,
                             NULL, NULL);
     if (scale >= 0) y = gq_copy_op(&e, false, scale, out, y);
-    const char *back = gq_shape(&z, (int64_t[]){GQ_BATCH, H, GQ_ROWS, GQ_COLS}, 4);
     if (e.rc) return e.rc;
 
     json_w *act = pass_action(pc, g, m, "rewritten");
@@ -107,7 +153,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
         graph_remove_node(g, scale);
     }
     graph_remove_node(g, m);
-    gq_reshape(&e, y, back, keep);
+    gq_reshape_copying(&e, y, back, keep);
     if (e.rc) return e.rc;
     if (later_if) {
         if (later->n == later->cap) {
@@ -118,7 +164,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
             later->cap = cap;
         }
         gq_pending *p = &later->v[later->n++];
-        *p = (gq_pending){a, r->n, keep, first, graph_n_nodes(g), {0}, 0, elem};
+        *p = (gq_pending){a, r->n, rows, keep, first, graph_n_nodes(g), {0}, 0, elem};
         for (int i = 0; i < r->n_nodes; i++) p->orig[p->n_orig++] = r->nodes[i];
         for (int i = 0; i < o->n_layout; i++) p->orig[p->n_orig++] = o->layout[i];
         p->orig[p->n_orig++] = m;

@@ -437,9 +437,25 @@ def gqa_should_leave_an_n_major_mask_that_differs_per_head():
     assert_left(m, feeds, "differs per head")
 
 
-def gqa_should_leave_opsets_without_allowzero():
-    m, feeds = build(opset=13)
+def gqa_should_leave_n_major_attention_at_opsets_without_allowzero():
+    m, feeds = build(form="tile", opset=13)
     assert_left(m, feeds, "opset below 14")
+
+
+def gqa_should_fold_kv_major_repeats_at_opsets_without_allowzero():
+    # a 0 in the folds' Reshape targets copies batch and columns, exact for an
+    # empty batch too, so they need no allowzero
+    for dyn in (True, False):
+        m, feeds = build(opset=13, dyn=dyn)
+        assert_rewritten(m, feeds)
+    m, feeds = build(opset=13)
+    feeds = {k: v[:0] for k, v in feeds.items()}
+    assert_rewritten(m, feeds)
+
+
+def gqa_should_leave_a_named_query_length_below_opset_12():
+    m, feeds = build(opset=11)
+    assert_left(m, feeds, "opset below 12")
 
 
 # ------------------------------------------------------------------ random
