@@ -44,10 +44,15 @@ static bool kept_for_many_rows(graph *g) {
     return op_of(n) == OP_If && n->doc_string && strcmp(n->doc_string, gq_dispatch_doc) == 0;
 }
 
-/* The pending fold whose nodes hold node i, or -1. */
+/* The pending fold whose nodes hold node i (the rows it read from its own
+** operand among them), or -1. */
 static ptrdiff_t pending_of(const gq_pendings *p, int32_t i) {
-    for (size_t k = 0; k < p->n; k++)
+    for (size_t k = 0; k < p->n; k++) {
+        const gq_rows *w = &p->rows[p->v[k].rows];
         if ((uint32_t)i >= p->v[k].first && (uint32_t)i < p->v[k].last) return (ptrdiff_t)k;
+        for (int j = 0; w->of == p->v[k].a && j < w->n_nodes; j++)
+            if (w->nodes[j] == i) return (ptrdiff_t)k;
+    }
     return -1;
 }
 
@@ -98,7 +103,8 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
     bool *done = calloc(p->n ? p->n : 1, sizeof *done);
     int32_t *fold = NULL, *orig = NULL;
     size_t cap = 0;
-    for (size_t k = 0; k < p->n; k++) cap += p->v[k].last - p->v[k].first + GQA_MAX_TRANSPOSES + 6;
+    for (size_t k = 0; k < p->n; k++)
+        cap += p->v[k].last - p->v[k].first + GQA_MAX_TRANSPOSES + 6 + 6;
     cap += GQA_MAX_CHAIN;
     fold = malloc(cap * sizeof *fold);
     orig = malloc(cap * sizeof *orig);
@@ -109,11 +115,15 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
         int32_t chain[GQA_MAX_CHAIN];
         size_t n_chain = 0, n_fold = 0, n_orig = 0;
         ptrdiff_t j = chain_to_next(g, n0, p, a, chain, &n_chain);
-        /* rows read from the second's own operand (not provably the first's)
-        ** are read outside the If, so that operand must stay outside too */
-        if (j >= 0 && !done[j] && p->v[j].rows == a->rows) b = &p->v[j];
+        if (j >= 0 && !done[j]) b = &p->v[j];
+        /* rows the second read from its own operand (not provably the
+        ** first's): that operand moves into the If, and they go with it when
+        ** no other fold reads them; the first's condition decides */
+        gq_rows *own = b && b->rows != a->rows ? &p->rows[b->rows] : NULL;
+        if (own && (own->users > 1 || own->of != b->a)) b = NULL, own = NULL;
         const gq_pending *parts[2] = {a, b};
         for (int s = 0; s < (b ? 2 : 1); s++) {
+            for (int i = 0; s == 1 && own && i < own->n_nodes - 1; i++) fold[n_fold++] = own->nodes[i];
             for (uint32_t i = parts[s]->first; i < parts[s]->last; i++) fold[n_fold++] = (int32_t)i;
             for (int i = 0; i < parts[s]->n_orig; i++) orig[n_orig++] = parts[s]->orig[i];
             /* the export's nodes between the MatMuls run in both forms */
@@ -122,6 +132,7 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
                 orig[n_orig++] = chain[i];
             }
         }
+        if (own) graph_remove_node(g, own->nodes[own->n_nodes - 1]);
         gq_sort_nodes(orig, n_orig);
         gq_emit e = {pc, g, orig[n_orig - 1], graph_opset(g->model, ""), 0};
         rc = gq_dispatch(&e, p->rows[a->rows].cond, fold, n_fold, orig, n_orig,

@@ -200,6 +200,9 @@ typedef struct gq_rows {
     const char *of;
     int64_t kv, n;
     const char *fold, *back, *cond;
+    int32_t nodes[6];        /* the nodes that make them, the condition's last */
+    int n_nodes;
+    int users;               /* the folds that read them */
 } gq_rows;
 typedef struct gq_pendings {
     gq_pending *v;

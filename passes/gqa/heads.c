@@ -60,8 +60,11 @@ static const char *copying_target(gq_emit *e, int64_t lead1, const char *mid) {
 ** provably these, else new ones read from a (p->n_rows when out of memory). */
 static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int64_t n) {
     for (size_t i = 0; i < p->n_rows; i++) {
-        const gq_rows *w = &p->rows[i];
-        if (w->kv == kv && w->n == n && gq_same_dim(e->g, w->of, 2, a, 2)) return i;
+        gq_rows *w = &p->rows[i];
+        if (w->kv == kv && w->n == n && gq_same_dim(e->g, w->of, 2, a, 2)) {
+            w->users++;
+            return i;
+        }
     }
     if (p->n_rows == p->cap_rows) {
         size_t cap = p->cap_rows ? p->cap_rows * 2 : 4;
@@ -74,6 +77,7 @@ static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int
         p->cap_rows = cap;
     }
     int64_t max = GQA_FOLD_MAX_ROWS;
+    uint32_t first = graph_n_nodes(e->g);
     const char *rows = gq_shape_part(e, a, 2, 3);
     const char *group = gq_node(e, "Mul", "group_rows",
                                 (const char *[]){rows, gq_ints(e, "gqa_group", &n, 1)}, 2, NULL,
@@ -81,8 +85,10 @@ static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int
     gq_rows w = {a, kv, n, copying_target(e, kv, group), copying_target(e, kv * n, rows),
                  gq_node(e, "LessOrEqual", "fold_rows",
                          (const char *[]){group, gq_ints(e, "gqa_max_rows", &max, 1)}, 2, NULL,
-                         NULL)};
+                         NULL),
+                 {0}, 0, 1};
     if (e->rc) return p->n_rows;
+    for (uint32_t i = first; i < graph_n_nodes(e->g); i++) w.nodes[w.n_nodes++] = (int32_t)i;
     p->rows[p->n_rows] = w;
     return p->n_rows++;
 }
