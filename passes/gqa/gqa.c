@@ -104,7 +104,7 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
     int32_t *fold = NULL, *orig = NULL;
     size_t cap = 0;
     for (size_t k = 0; k < p->n; k++)
-        cap += p->v[k].last - p->v[k].first + GQA_MAX_TRANSPOSES + 6 + 6;
+        cap += p->v[k].last - p->v[k].first + GQA_MAX_TRANSPOSES + 6 + GQA_ROWS_NODES;
     cap += GQA_MAX_CHAIN;
     fold = malloc(cap * sizeof *fold);
     orig = malloc(cap * sizeof *orig);

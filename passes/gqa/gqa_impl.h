@@ -19,6 +19,9 @@
 #define GQA_RANK 4
 /* Layout ops followed from a repeat to the MatMul that reads it. */
 #define GQA_MAX_TRANSPOSES 4
+/* Nodes that read the query rows for the folds' targets and the If's
+** condition: Shape (and Slice before opset 15), Mul, two Concats, LessOrEqual. */
+#define GQA_ROWS_NODES 6
 /* Ops between the two MatMuls of one attention. */
 #define GQA_MAX_CHAIN 16
 /*
@@ -200,7 +203,7 @@ typedef struct gq_rows {
     const char *of;
     int64_t kv, n;
     const char *fold, *back, *cond;
-    int32_t nodes[6];        /* the nodes that make them, the condition's last */
+    int32_t nodes[GQA_ROWS_NODES]; /* the nodes that make them, the condition's last */
     int n_nodes;
     int users;               /* the folds that read them */
 } gq_rows;
