@@ -225,10 +225,12 @@ const char gq_dispatch_doc[] =
     "tileopt gqa: grouped-query attention in the folded form for few query rows, the "
     "export's repeated K/V heads for many";
 
-const char *gq_fold_cond(gq_sizes *z) {
-    int64_t max = GQA_FOLD_MAX_ROWS;
-    const char *ins[2] = {size_tensor(z, GQ_GROUP_ROWS), gq_ints(z->e, "gqa_max_rows", &max, 1)};
-    return gq_node(z->e, "LessOrEqual", "fold_rows", ins, 2, NULL, NULL);
+void *gq_grow(void *v, size_t *cap, size_t n, size_t size) {
+    if (v && n < *cap) return v;
+    size_t c = *cap ? *cap * 2 : 4;
+    void *w = realloc(v, c * size);
+    if (w) *cap = c;
+    return w;
 }
 
 static int by_index(const void *a, const void *b) {

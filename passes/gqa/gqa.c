@@ -153,7 +153,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
     bool *second = calloc(n0 ? n0 : 1, sizeof *second);
     if (!second) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     int rc = TILEOPT_OK;
-    gq_pendings later = {NULL, 0, 0, NULL, 0, 0};
+    gq_pendings later = {NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     for (uint32_t i = 0; !rc && i < n0; i++) {
         if (graph_node_removed(g, (int32_t)i) || second[i] ||
             op_of(graph_node(g, (int32_t)i)) != OP_MatMul)
@@ -166,7 +166,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
             rc = gq_fold_matmul(pc, g, (int32_t)i, &o, &later, &why);
         } else if (!why) {
             int32_t mm2 = -1;
-            rc = gq_fold_region(pc, g, (int32_t)i, &mm2, &why);
+            rc = gq_fold_region(pc, g, (int32_t)i, &later, &mm2, &why);
             if (mm2 >= 0 && (uint32_t)mm2 < n0) second[mm2] = true;
         }
         /* a repeat into a 4-D MatMul that is not one of heads: say so */
@@ -177,6 +177,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
     if (!rc && later.n) rc = dispatch_pending(pc, g, n0, &later);
     free(later.v);
     free(later.rows);
+    free(later.guards);
     return rc;
 }
 

@@ -161,9 +161,6 @@ typedef struct gq_sizes {
 /* A 1-D shape of n entries, each a number or one of GQ_*. */
 const char *gq_shape(gq_sizes *z, const int64_t *spec, int n);
 
-/* The 1-element condition that the folded form runs: n * rows <= GQA_FOLD_MAX_ROWS,
-** rows read at run time. */
-const char *gq_fold_cond(gq_sizes *z);
 /* One If writing out, a tensor of element type elem: copies of the nodes fold
 ** (in that order: the folded form, writing out; removed from g) run when cond
 ** holds, copies of the export's nodes orig (in g's order, writing out; left to
@@ -207,12 +204,33 @@ typedef struct gq_rows {
     int n_nodes;
     int users;               /* the folds that read them */
 } gq_rows;
+/*
+** What the n-major regions whose query rows are a named dim read at run time:
+** the If's condition, 1 <= batch and 1 <= rows besides n*rows <=
+** GQA_FOLD_MAX_ROWS, under which every Reshape target of the region can be a
+** constant with one -1 (the other dims of each are then at least 1), and,
+** for a region whose mask varies along the rows, the targets of the scores'
+** 5-D view [0, kv, n, rows, -1] and back [0, kv, n*rows, -1]. Made once in
+** the main graph, before any region's nodes, from the first queries whose
+** batch and rows are provably the same as a region's.
+*/
+typedef struct gq_guard {
+    const char *of;
+    int64_t kv, n;
+    const char *rows, *group_rows, *cond;
+    const char *view5, *view4;   /* made when a region first needs them */
+} gq_guard;
 typedef struct gq_pendings {
     gq_pending *v;
     size_t n, cap;
     gq_rows *rows;
     size_t n_rows, cap_rows;
+    gq_guard *guards;
+    size_t n_guards, cap_guards;
 } gq_pendings;
+/* v (n elements used of *cap, each size bytes) with room for one more: v
+** itself or a bigger copy of it; NULL when out of memory (v is then left). */
+void *gq_grow(void *v, size_t *cap, size_t n, size_t size);
 
 /* Bytes of a tensor type: a number, or a formula in its named dims ("" when
 ** not known). */
@@ -233,6 +251,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
 /* Fold the attention whose scores MatMul is mm1 with an n-major repeat of K
 ** (region.c); *second is set to the probabilities' MatMul once found (-1
 ** before), *why when it does not fit. */
-int gq_fold_region(pass_ctx *pc, graph *g, int32_t mm1, int32_t *second, const char **why);
+int gq_fold_region(pass_ctx *pc, graph *g, int32_t mm1, gq_pendings *shared, int32_t *second,
+                   const char **why);
 
 #endif

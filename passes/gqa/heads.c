@@ -66,16 +66,12 @@ static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int
             return i;
         }
     }
-    if (p->n_rows == p->cap_rows) {
-        size_t cap = p->cap_rows ? p->cap_rows * 2 : 4;
-        gq_rows *v = realloc(p->rows, cap * sizeof *v);
-        if (!v) {
-            e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
-            return p->n_rows;
-        }
-        p->rows = v;
-        p->cap_rows = cap;
+    gq_rows *grown = gq_grow(p->rows, &p->cap_rows, p->n_rows, sizeof *grown);
+    if (!grown) {
+        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+        return p->n_rows;
     }
+    p->rows = grown;
     int64_t max = GQA_FOLD_MAX_ROWS;
     uint32_t first = graph_n_nodes(e->g);
     const char *rows = gq_shape_part(e, a, 2, 3);
@@ -162,13 +158,9 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
     gq_reshape_copying(&e, y, back, keep);
     if (e.rc) return e.rc;
     if (later_if) {
-        if (later->n == later->cap) {
-            size_t cap = later->cap ? later->cap * 2 : 8;
-            gq_pending *v = realloc(later->v, cap * sizeof *v);
-            if (!v) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-            later->v = v;
-            later->cap = cap;
-        }
+        gq_pending *grown = gq_grow(later->v, &later->cap, later->n, sizeof *grown);
+        if (!grown) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+        later->v = grown;
         gq_pending *p = &later->v[later->n++];
         *p = (gq_pending){a, r->n, rows, keep, first, graph_n_nodes(g), {0}, 0, elem};
         for (int i = 0; i < r->n_nodes; i++) p->orig[p->n_orig++] = r->nodes[i];

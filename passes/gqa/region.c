@@ -105,9 +105,6 @@ static bool chain_op(graph *g, int32_t i, const char *in, bool *five, const char
 /* The region whose scores MatMul is mm1, reading the repeated K. *why when it
 ** does not fit; *second names the MatMul that reads the probabilities once the
 ** walk found it (-1 before), so that it is not taken for a region of its own. */
-/* The region whose scores MatMul is mm1, reading the repeated K. *why when it
-** does not fit; *second names the MatMul that reads the probabilities once the
-** walk found it (-1 before), so that it is not taken for a region of its own. */
 static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int32_t *second) {
     memset(rg, 0, sizeof *rg);
     rg->mm1 = mm1;
@@ -164,6 +161,10 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
     }
     if (graph_opset(g->model, "") < 14) {
         *why = "opset below 14: a Reshape without allowzero cannot keep an empty axis empty";
+        return false;
+    }
+    if (gq_num(tq, 2) == 0) {
+        *why = "the queries have no rows";
         return false;
     }
     if (gq_num(tq, 2) >= 0 && gq_num(tq, 2) * rg->n > GQA_FOLD_MAX_ROWS) {
@@ -227,57 +228,125 @@ static void record(pass_ctx *pc, graph *g, const region *rg, bool dispatch) {
     }
 }
 
-/* The attention in the folded form, its n-major heads regrouped by a Transpose
-** of the queries and one of the output. */
-static int rewrite(pass_ctx *pc, graph *g, region *rg) {
+static const char *concat0(gq_emit *e, const char *const *ins, size_t n) {
+    Onnx__NodeProto *c = NULL;
+    const char *o = gq_node(e, "Concat", "shape", ins, n, NULL, &c);
+    if (c && graph_node_set_attr_int(e->g, c, "axis", 0))
+        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+    return o;
+}
+
+/* The gq_guard for queries q (their batch and rows), kv and n, with the 5-D
+** view's targets when five: one made before, else new ones read from q
+** (p->n_guards when out of memory). Its nodes are made before the region's. */
+static size_t guard_of(gq_emit *e, gq_pendings *p, const char *q, int64_t kv, int64_t n,
+                       bool five) {
+    size_t i = 0;
+    while (i < p->n_guards &&
+           !(p->guards[i].kv == kv && p->guards[i].n == n &&
+             gq_same_dim(e->g, p->guards[i].of, 0, q, 0) &&
+             gq_same_dim(e->g, p->guards[i].of, 2, q, 2)))
+        i++;
+    if (i == p->n_guards) {
+        gq_guard *grown = gq_grow(p->guards, &p->cap_guards, p->n_guards, sizeof *grown);
+        if (!grown) {
+            e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+            return p->n_guards;
+        }
+        p->guards = grown;
+        int64_t max = GQA_FOLD_MAX_ROWS, zero = 0;
+        const char *rows = gq_shape_part(e, q, 2, 3);
+        const char *group = gq_node(e, "Mul", "group_rows",
+                                    (const char *[]){rows, gq_ints(e, "gqa_group", &n, 1)}, 2,
+                                    NULL, NULL);
+        const char *few = gq_node(e, "LessOrEqual", "fold_rows",
+                                  (const char *[]){group, gq_ints(e, "gqa_max_rows", &max, 1)}, 2,
+                                  NULL, NULL);
+        /* no query and no batch element: every -1 below divides by them */
+        const char *size = gq_node(e, "Size", "size", &q, 1, NULL, NULL);
+        const char *some = gq_node(e, "Greater", "some",
+                                   (const char *[]){size, gq_ints(e, "gqa_zero", &zero, 1)}, 2,
+                                   NULL, NULL);
+        const char *cond =
+            gq_node(e, "And", "fold_cond", (const char *[]){few, some}, 2, NULL, NULL);
+        if (e->rc) return p->n_guards;
+        p->guards[p->n_guards++] = (gq_guard){q, kv, n, rows, group, cond, NULL, NULL};
+    }
+    gq_guard *w = &p->guards[i];
+    if (five && !w->view5) {
+        int64_t lead5[3] = {0, kv, n}, lead4[2] = {0, kv}, rest = -1;
+        const char *last = gq_ints(e, "gqa_rest", &rest, 1);
+        w->view5 = concat0(e, (const char *[]){gq_ints(e, "gqa_lead", lead5, 3), w->rows, last}, 3);
+        w->view4 =
+            concat0(e, (const char *[]){gq_ints(e, "gqa_lead", lead4, 2), w->group_rows, last}, 3);
+    }
+    return e->rc ? p->n_guards : i;
+}
+
+/*
+** The attention in the folded form, its n-major heads regrouped by a Transpose
+** of the queries and one of the output. Every Reshape copies the batch (a 0)
+** and names the rest: the rows where they are a number (at least 1), a -1 for
+** them under the If's guard where they are named. The scores' 5-D view
+** names the columns: read at run time where the rows are a number (allowzero:
+** an empty batch stays empty), a -1 under the guard.
+*/
+static int rewrite(pass_ctx *pc, graph *g, region *rg, gq_pendings *shared) {
     const Onnx__NodeProto *m1 = graph_node(g, rg->mm1), *m2 = graph_node(g, rg->mm2);
     gq_emit e = {pc, g, rg->mm2, graph_opset(g->model, ""), 0};
     const char *q = graph_node_input(m1, 0), *out = m2->output[0];
     int64_t kv = rg->kv, n = rg->n, H = rg->heads, D = rg->head_size;
     const graph_type *tq = gq_type_of(g, q), *ts = gq_type_of(g, m1->output[0]);
+    int64_t R = gq_num(tq, 2);
     gq_sizes z = {&e, q, rg->k.r.src, gq_source_axis(&rg->k, 2), gq_source_axis(&rg->k, 3),
-                  gq_num(tq, 0), gq_num(tq, 2), D, gq_num(ts, 3), n, {NULL}};
+                  gq_num(tq, 0), R, D, gq_num(ts, 3), n, {NULL}};
     /* what the types say is read now: new values may move the index's entries */
     int32_t elem = tq->elem;
     /* rows a named dim: the form is picked at run time */
-    const char *cond = gq_num(tq, 2) < 0 ? gq_fold_cond(&z) : NULL;
+    size_t gi = R < 0 ? guard_of(&e, shared, q, kv, n, rg->first5 >= 0) : 0;
+    if (e.rc) return e.rc;
+    const gq_guard *gd = R < 0 ? &shared->guards[gi] : NULL;
+    int64_t r = gd ? -1 : R, nr = gd ? -1 : R * n;
     uint32_t first = graph_n_nodes(g);
     const char *kx = gq_relayout(&e, &rg->k);
     /* Q [B,H,Sq,D], head h = j*kv + g -> [B,kv,n*Sq,D], rows (j, Sq) of group g */
-    const char *q5 =
-        gq_reshape(&e, q, gq_shape(&z, (int64_t[]){GQ_BATCH, n, kv, GQ_ROWS, D}, 5), NULL);
+    const char *q5 = gq_reshape_copying(
+        &e, q, gq_ints(&e, "gqa_shape", (int64_t[]){0, n, kv, r, D}, 5), NULL);
     const char *qt = gq_transpose(&e, q5, (int64_t[]){0, 2, 1, 3, 4}, 5);
-    const char *qg =
-        gq_reshape(&e, qt, gq_shape(&z, (int64_t[]){GQ_BATCH, kv, GQ_GROUP_ROWS, D}, 4), NULL);
+    const char *qg = gq_reshape_copying(
+        &e, qt, gq_ints(&e, "gqa_shape", (int64_t[]){0, kv, nr, D}, 4), NULL);
     const char *s4 = gq_node(&e, "MatMul", "scores", (const char *[]){qg, kx}, 2, NULL, NULL);
     const char *cur = s4;
     const char *was = m1->output[0];
     for (int i = 0; i < rg->n_chain; i++) {
         if (i == rg->first5)
-            cur = gq_reshape(&e, cur,
-                             gq_shape(&z, (int64_t[]){GQ_BATCH, kv, n, GQ_ROWS, GQ_COLS}, 5),
-                             NULL);
+            cur = gd ? gq_reshape_copying(&e, cur, gd->view5, NULL)
+                     : gq_reshape(&e, cur,
+                                  gq_shape(&z, (int64_t[]){GQ_BATCH, kv, n, GQ_ROWS, GQ_COLS}, 5),
+                                  NULL);
         const char *next = gq_copy_op(&e, i >= rg->first5 && i <= rg->last5 && rg->first5 >= 0,
                                       rg->chain[i], was, cur);
         was = graph_node(g, rg->chain[i])->output[0];
         cur = next;
         if (i == rg->last5)
-            cur = gq_reshape(&e, cur,
-                             gq_shape(&z, (int64_t[]){GQ_BATCH, kv, GQ_GROUP_ROWS, GQ_COLS}, 4),
-                             NULL);
+            cur = gd ? gq_reshape_copying(&e, cur, gd->view4, NULL)
+                     : gq_reshape(
+                           &e, cur,
+                           gq_shape(&z, (int64_t[]){GQ_BATCH, kv, GQ_GROUP_ROWS, GQ_COLS}, 4),
+                           NULL);
     }
     const char *vx = gq_relayout(&e, &rg->v);
     const char *o4 = gq_node(&e, "MatMul", "out", (const char *[]){cur, vx}, 2, NULL, NULL);
-    const char *back = gq_shape(&z, (int64_t[]){GQ_BATCH, H, GQ_ROWS, D}, 4);
-    const char *o5 =
-        gq_reshape(&e, o4, gq_shape(&z, (int64_t[]){GQ_BATCH, kv, n, GQ_ROWS, D}, 5), NULL);
+    const char *back = gq_ints(&e, "gqa_shape", (int64_t[]){0, H, r, D}, 4);
+    const char *o5 = gq_reshape_copying(
+        &e, o4, gq_ints(&e, "gqa_shape", (int64_t[]){0, kv, n, r, D}, 5), NULL);
     if (e.rc) return e.rc;
-    record(pc, g, rg, cond != NULL);
+    record(pc, g, rg, gd != NULL);
     /* the MatMul goes first, so its output name is free for the last Reshape:
     ** every name keeps its meaning, graph outputs included */
     graph_remove_node(g, rg->mm2);
-    gq_reshape(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, out);
-    if (cond) {
+    gq_reshape_copying(&e, gq_transpose(&e, o5, (int64_t[]){0, 2, 1, 3, 4}, 5), back, out);
+    if (gd) {
         int32_t orig[2 * (GQA_MAX_TRANSPOSES + 4) + GQA_MAX_CHAIN + 2];
         size_t n_orig = 0;
         const gq_operand *ops[2] = {&rg->k, &rg->v};
@@ -293,7 +362,7 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
         int32_t *fold = malloc((n_fold ? n_fold : 1) * sizeof *fold);
         if (!fold) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         for (size_t i = 0; i < n_fold; i++) fold[i] = (int32_t)(first + i);
-        gq_dispatch(&e, cond, fold, n_fold, orig, n_orig, out, elem);
+        gq_dispatch(&e, gd->cond, fold, n_fold, orig, n_orig, out, elem);
         free(fold);
     }
     if (e.rc) return e.rc;
@@ -305,8 +374,9 @@ static int rewrite(pass_ctx *pc, graph *g, region *rg) {
     return TILEOPT_OK;
 }
 
-int gq_fold_region(pass_ctx *pc, graph *g, int32_t mm1, int32_t *second, const char **why) {
+int gq_fold_region(pass_ctx *pc, graph *g, int32_t mm1, gq_pendings *shared, int32_t *second,
+                   const char **why) {
     region rg;
     if (!find_region(g, mm1, &rg, why, second)) return TILEOPT_OK;
-    return rewrite(pc, g, &rg);
+    return rewrite(pc, g, &rg, shared);
 }

@@ -454,6 +454,16 @@ def gqa_should_fold_kv_major_repeats_at_opsets_without_allowzero():
     assert_rewritten(m, {k: v[:, :, :0] if k in ("q", "mask") else v for k, v in feeds.items()})
 
 
+def gqa_should_guard_n_major_targets_against_an_empty_batch_or_query():
+    # the regrouped queries' Reshapes take a -1 beside the copied batch: the
+    # If runs the export's form when the batch or the query is empty
+    for mask in ("b1qs", None):
+        m, feeds = build(form="tile", mask=mask)
+        assert_rewritten(m, {k: v[:0] for k, v in feeds.items()}, "tile")
+        assert_rewritten(m, {k: v[:, :, :0] if k in ("q", "mask") else v
+                             for k, v in feeds.items()}, "tile")
+
+
 def gqa_should_leave_a_named_query_length_below_opset_12():
     m, feeds = build(opset=11)
     assert_left(m, feeds, "opset below 12")
