@@ -58,6 +58,14 @@ const char *gq_transpose(gq_emit *e, const char *x, const int64_t *perm, size_t 
     return o;
 }
 
+const char *gq_concat(gq_emit *e, const char *const *ins, size_t n) {
+    Onnx__NodeProto *c = NULL;
+    const char *o = gq_node(e, "Concat", "shape", ins, n, NULL, &c);
+    if (c && graph_node_set_attr_int(e->g, c, "axis", 0))
+        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
+    return o;
+}
+
 const char *gq_reshape_copying(gq_emit *e, const char *x, const char *target, const char *out) {
     return gq_node(e, "Reshape", "reshape", (const char *[]){x, target}, 2, out, NULL);
 }
@@ -211,12 +219,7 @@ const char *gq_shape(gq_sizes *z, const int64_t *spec, int n) {
         n_run = 0;
         if (i < n) parts[n_parts++] = size_tensor(z, spec[i]);
     }
-    if (n_parts == 1) return parts[0];
-    Onnx__NodeProto *c = NULL;
-    const char *o = gq_node(z->e, "Concat", "shape", parts, (size_t)n_parts, NULL, &c);
-    if (c && graph_node_set_attr_int(z->e->g, c, "axis", 0))
-        z->e->rc = err_set(z->e->pc->err, TILEOPT_NOMEM, "out of memory");
-    return o;
+    return n_parts == 1 ? parts[0] : gq_concat(z->e, parts, (size_t)n_parts);
 }
 
 /* ------------------------------------------------------------ dispatch */

@@ -128,6 +128,8 @@ const char *gq_reshape(gq_emit *e, const char *x, const char *target, const char
 /* Reshape x to the shape in value target, a 0 entry copying x's dim at the
 ** same index (no allowzero: any opset). */
 const char *gq_reshape_copying(gq_emit *e, const char *x, const char *target, const char *out);
+/* The 1-D tensors ins joined (a shape made of parts). */
+const char *gq_concat(gq_emit *e, const char *const *ins, size_t n);
 /* Dims [start, end) of x's shape as a 1-D tensor (Shape's start and end from
 ** opset 15, a Slice of the whole shape before). */
 const char *gq_shape_part(gq_emit *e, const char *x, int64_t start, int64_t end);

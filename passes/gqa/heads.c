@@ -49,11 +49,7 @@ static int32_t scalar_scale(graph *g, const char *out) {
 static const char *copying_target(gq_emit *e, int64_t lead1, const char *mid) {
     int64_t lead[2] = {0, lead1}, zero = 0;
     const char *ins[3] = {gq_ints(e, "gqa_lead", lead, 2), mid, gq_ints(e, "gqa_zero", &zero, 1)};
-    Onnx__NodeProto *c = NULL;
-    const char *o = gq_node(e, "Concat", "shape", ins, 3, NULL, &c);
-    if (c && graph_node_set_attr_int(e->g, c, "axis", 0))
-        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
-    return o;
+    return gq_concat(e, ins, 3);
 }
 
 /* The gq_rows for a's rows (axis 2), kv and n: one made before whose rows are

@@ -228,14 +228,6 @@ static void record(pass_ctx *pc, graph *g, const region *rg, bool dispatch) {
     }
 }
 
-static const char *concat0(gq_emit *e, const char *const *ins, size_t n) {
-    Onnx__NodeProto *c = NULL;
-    const char *o = gq_node(e, "Concat", "shape", ins, n, NULL, &c);
-    if (c && graph_node_set_attr_int(e->g, c, "axis", 0))
-        e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
-    return o;
-}
-
 /* The gq_guard for queries q (their batch and rows), kv and n, with the 5-D
 ** view's targets when five: one made before, else new ones read from q
 ** (p->n_guards when out of memory). Its nodes are made before the region's. */
@@ -276,9 +268,9 @@ static size_t guard_of(gq_emit *e, gq_pendings *p, const char *q, int64_t kv, in
     if (five && !w->view5) {
         int64_t lead5[3] = {0, kv, n}, lead4[2] = {0, kv}, rest = -1;
         const char *last = gq_ints(e, "gqa_rest", &rest, 1);
-        w->view5 = concat0(e, (const char *[]){gq_ints(e, "gqa_lead", lead5, 3), w->rows, last}, 3);
+        w->view5 = gq_concat(e, (const char *[]){gq_ints(e, "gqa_lead", lead5, 3), w->rows, last}, 3);
         w->view4 =
-            concat0(e, (const char *[]){gq_ints(e, "gqa_lead", lead4, 2), w->group_rows, last}, 3);
+            gq_concat(e, (const char *[]){gq_ints(e, "gqa_lead", lead4, 2), w->group_rows, last}, 3);
     }
     return e->rc ? p->n_guards : i;
 }
