@@ -21,19 +21,24 @@ static const op_id reduce_ops[] = {
     OP_ReduceMean, OP_ReduceMin, OP_ReduceProd,  OP_ReduceSum,       OP_ReduceSumSquare,
 };
 
-static bool reduces(op_id op) {
+bool merge_reduces(op_id op) {
     for (size_t i = 0; i < countof(reduce_ops); i++)
         if (reduce_ops[i] == op) return true;
     return false;
 }
 
-/* The axes reduction p takes out of x (rank, -1 when unknown), sorted: NULL,
-** or why they are not known. */
-static const char *reduced_axes(graph *g, const Onnx__NodeProto *p, int64_t opset,
-                                int32_t rank, int64_t *ax, size_t *len) {
-    bool as_input = opset >= (op_of(p) == OP_ReduceSum ? 13 : 18);
+int64_t merge_axes_input_since(op_id op) {
+    if (op == OP_Slice) return 10;
+    if (op == OP_Squeeze || op == OP_Unsqueeze || op == OP_ReduceSum) return 13;
+    return merge_reduces(op) ? 18 : 0;
+}
+
+const char *merge_reduced_axes(graph *g, const Onnx__NodeProto *p, int64_t opset, int32_t rank,
+                               int64_t *ax, size_t *len, bool *all) {
+    bool as_input = opset >= merge_axes_input_since(op_of(p));
     bool given = as_input ? graph_node_input(p, 1) != NULL : graph_attr(p, "axes") != NULL;
     *len = 0;
+    *all = false;
     if (given && !merge_axes_of(g, p, as_input, rank, NULL, ax, len))
         return "its axes are not known (not constant, or negative with an unknown rank)";
     if (*len) return NULL;
@@ -41,6 +46,7 @@ static const char *reduced_axes(graph *g, const Onnx__NodeProto *p, int64_t opse
     if (as_input && graph_attr_int(p, "noop_with_empty_axes", 0))
         return "it reduces no axis (noop_with_empty_axes without axes)";
     if (rank < 0) return "it reduces every axis of an input of unknown rank";
+    *all = true;
     for (int32_t i = 0; i < rank; i++) ax[(*len)++] = i;
     return NULL;
 }
@@ -50,7 +56,7 @@ static int reduce_unsqueeze_rule(pass_ctx *pc, graph *g, int32_t node) {
     const char *y = op_of(n) == OP_Unsqueeze ? graph_node_input(n, 0) : NULL;
     int32_t first, sole;
     Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
-    if (!p || !reduces(op_of(p)) || p->n_output != 1 || !graph_node_input(p, 0) ||
+    if (!p || !merge_reduces(op_of(p)) || p->n_output != 1 || !graph_node_input(p, 0) ||
         graph_attr_int(p, "keepdims", 1) != 0)
         return TILEOPT_OK;
     if (!rw_sole_consumer(g, y, &sole) || sole != node) {
@@ -62,7 +68,8 @@ static int reduce_unsqueeze_rule(pass_ctx *pc, graph *g, int32_t node) {
     int32_t rank = rw_rank(g, graph_node_input(p, 0));
     int64_t a[DIM_MAX_RANK], b[DIM_MAX_RANK];
     size_t na, nb;
-    const char *why = reduced_axes(g, p, opset, rank, a, &na);
+    bool all;
+    const char *why = merge_reduced_axes(g, p, opset, rank, a, &na, &all);
     if (why) {
         pass_skip(pc, g, node, "reads a %s with keepdims=0, but %s", p->op_type, why);
         return TILEOPT_OK;

@@ -24,7 +24,9 @@
 ** - Gather of indices of rank 0 or 1 on axis a: x gathered on p[a] (rank 0
 **   drops the axis, and the permutation is renumbered over the others);
 ** - Reshape that only splits axes (shapes known as numbers; dims of 1 may come
-**   and go): x's axes split alike, the permutation moving whole groups.
+**   and go): x's axes split alike, the permutation moving whole groups;
+** - a reduction (Reduce*) of constant axes a: x reduced on p[a], with keepdims
+**   the permutation as it was, without it renumbered as after a Squeeze.
 ** Each keeps its node; only its input, its axes or target, and the name of its
 ** output (whose shape changes, so an old value_info never describes it)
 ** change. An op after which nothing is left to permute keeps its output name.
@@ -33,15 +35,20 @@
 ** through every reader (a value read by several nodes branches), must each end
 ** at a Transpose (merged into it) or where the permutation left is the
 ** identity; or, along one path, at such a Concat. Then no copy is ever made.
-** Otherwise nothing moves: a Transpose pushed past ops toward a Conv or a
-** graph output removes nothing and would only churn the model. Every rewrite
-** removes a Transpose, or moves one to a Concat the same walk then merges, so
-** the node count never grows and a second run finds the Transposes where the
-** first left them.
+** Where it has to stay (a graph output, a subgraph or another reader reads
+** it), a reader whose every path ends at a Transpose, one of them its
+** inverse, still reads x instead: that inverse goes (ONNX Runtime's
+** transpose optimizer does the same, for a YOLOv8 NMS head's scores). Otherwise
+** nothing moves: a Transpose pushed past ops toward a Conv or a graph output
+** removes nothing and would only churn the model. Every rewrite removes a
+** Transpose, or moves one to a Concat the same walk then merges, so the node
+** count never grows and a second run finds the Transposes where the first
+** left them.
 */
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/merge/merge_impl.h"
 #include "passes/merge/transpose_sink.h"
 #include "shape/infer.h"
 
@@ -81,12 +88,12 @@ static int push(pass_ctx *pc, items *w, int32_t node, const char *cur, const cha
 /* Each live node reading value name in an input slot, once; *implicit when a
 ** subgraph reads it. */
 static int readers_of(pass_ctx *pc, graph *g, const char *name, items *w, const char *in,
-                      const moved *m, bool *implicit, size_t *count) {
+                      const moved *m, int32_t only, bool *implicit, size_t *count) {
     graph_value *v = graph_find(g, name);
     *count = 0;
     for (uint32_t u = 0; v && u < v->n_uses; u++) {
         int32_t r = v->uses[u].node;
-        if (r < 0 || graph_node_removed(g, r)) continue;
+        if (r < 0 || graph_node_removed(g, r) || (only >= 0 && r != only)) continue;
         if (v->uses[u].input < 0) {
             *implicit = true;
             continue;
@@ -107,6 +114,7 @@ static int readers_of(pass_ctx *pc, graph *g, const char *name, items *w, const 
 /* What the readers of a Transpose lead to. */
 typedef struct plan {
     size_t leaves, undone;   /* ends, and those at a Transpose or the identity */
+    size_t cancels;          /* ends at a Transpose that the moved one undoes */
     size_t concats;          /* ends at a Concat */
     int32_t concat;
     bool moves, branched;
@@ -117,20 +125,37 @@ static const char *const LEADS_NOWHERE =
     "the ops after it lead to an op it does not move past, not to another Transpose: moving "
     "it would remove nothing";
 
-/* Follow every reader of y (the output of a Transpose by m0) through the ops
-** it moves past, to where each path ends. */
-static int plan_moves(pass_ctx *pc, graph *g, const char *y, const moved *m0, plan *pl) {
+/* Transpose e, reading a value that lacks permutation q, by the one
+** permutation both make: into r; true when that is the identity. */
+static bool merged_perm(const Onnx__NodeProto *e, const moved *q, int64_t *r, size_t *n) {
+    int64_t p2[TS_MAX_PERM];
+    bool identity = ts_perm_of(e, (int32_t)q->rank, p2, n) && *n == q->rank;
+    if (!identity) return false;
+    for (size_t i = 0; i < *n; i++) {
+        r[i] = q->q[p2[i]];
+        identity = identity && r[i] == (int64_t)i;
+    }
+    return identity;
+}
+
+/* Follow every reader of y (the output of a Transpose by m0; reader `only`
+** alone when >= 0) through the ops it moves past, to where each path ends. */
+static int plan_moves(pass_ctx *pc, graph *g, const char *y, const moved *m0, int32_t only,
+                      plan *pl) {
     items w = {0};
     bool implicit = false;
     size_t count;
-    *pl = (plan){0, 0, 0, -1, false, false, NULL};
-    int rc = readers_of(pc, g, y, &w, NULL, m0, &implicit, &count);
+    *pl = (plan){0, 0, 0, 0, -1, false, false, NULL};
+    int rc = readers_of(pc, g, y, &w, NULL, m0, only, &implicit, &count);
     while (!rc && w.n) {
         item it = w.v[--w.n];
         op_id op = op_of(graph_node(g, it.node));
         pl->leaves++;
         if (op == OP_Transpose) {
+            int64_t r[TS_MAX_PERM];
+            size_t n;
             pl->undone++;
+            pl->cancels += merged_perm(graph_node(g, it.node), &it.m, r, &n);
             continue;
         }
         if (op == OP_Concat) {
@@ -158,7 +183,7 @@ static int plan_moves(pass_ctx *pc, graph *g, const char *y, const moved *m0, pl
             continue;
         }
         pl->leaves--;
-        rc = readers_of(pc, g, out, &w, NULL, &next, &inner, &count);
+        rc = readers_of(pc, g, out, &w, NULL, &next, -1, &inner, &count);
         if (inner || !count) {
             pl->leaves++;
             if (!pl->why) pl->why = inner ? "a subgraph reads a value of the ops after it"
@@ -273,7 +298,7 @@ static int set_new(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
             return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         return TILEOPT_OK;
     }
-    if (m->set == SET_AXES && opset < (op == OP_Slice ? 10 : 13)) {
+    if (m->set == SET_AXES && opset < merge_axes_input_since(op)) {
         if (graph_node_set_attr_ints(g, n, "axes", m->vals, m->n_vals))
             return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         return TILEOPT_OK;
@@ -304,16 +329,11 @@ static int set_new(pass_ctx *pc, graph *g, int32_t r, const moved *m) {
 /* Transpose e, reading value v that lacks permutation q, reads it by the one
 ** permutation both make; none at all when they cancel. */
 static int merge_into(pass_ctx *pc, graph *g, int32_t e, const char *v, const moved *q) {
-    Onnx__NodeProto *n = graph_node(g, e);
     int64_t p2[TS_MAX_PERM], r[TS_MAX_PERM];
     size_t n2;
-    if (!ts_perm_of(n, (int32_t)q->rank, p2, &n2) || n2 != q->rank)
+    if (!ts_perm_of(graph_node(g, e), (int32_t)q->rank, p2, &n2) || n2 != q->rank)
         return err_set(pc->err, TILEOPT_ERROR, "sink_transposes: a planned merge failed");
-    bool identity = true;
-    for (size_t i = 0; i < n2; i++) {
-        r[i] = q->q[p2[i]];
-        identity = identity && r[i] == (int64_t)i;
-    }
+    bool identity = merged_perm(graph_node(g, e), q, r, &n2);
     if (graph_node_set_input(g, e, 0, v)) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     if (identity) {
         bool done;
@@ -342,11 +362,11 @@ static int merge_into(pass_ctx *pc, graph *g, int32_t e, const char *v, const mo
 ** Concat: Transpose t itself moves there, writing the value the Concat reads.
 */
 static int apply_moves(pass_ctx *pc, graph *g, int32_t t, const char *y, const char *x,
-                       const moved *m0, bool gather) {
+                       const moved *m0, bool gather, int32_t only) {
     items w = {0};
     bool implicit = false;
     size_t count;
-    int rc = readers_of(pc, g, y, &w, x, m0, &implicit, &count);
+    int rc = readers_of(pc, g, y, &w, x, m0, only, &implicit, &count);
     while (!rc && w.n) {
         item it = w.v[--w.n];
         Onnx__NodeProto *n = graph_node(g, it.node);
@@ -380,7 +400,7 @@ static int apply_moves(pass_ctx *pc, graph *g, int32_t t, const char *y, const c
         }
         /* its readers go on reading the old name until their turn */
         size_t before = w.n;
-        rc = readers_of(pc, g, out, &w, NULL, &next, &implicit, &count);
+        rc = readers_of(pc, g, out, &w, NULL, &next, -1, &implicit, &count);
         if (!rc) rc = rename_output(pc, g, it.node, &fresh);
         for (size_t i = before; !rc && i < w.n; i++) w.v[i].in = fresh;
     }
@@ -391,6 +411,36 @@ static int apply_moves(pass_ctx *pc, graph *g, int32_t t, const char *y, const c
 }
 
 static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t);
+
+/*
+** The Transpose stays (a graph output, a subgraph or a reader whose ops lead
+** elsewhere reads it), but a reader whose every path ends at a Transpose it
+** undoes reads x instead, its ops moved past as above: that Transpose goes,
+** and nothing is copied. *n_moved counts those readers.
+*/
+static int sink_branches(pass_ctx *pc, graph *g, int32_t t, const char *y, const char *x,
+                         const moved *m0, size_t *n_moved) {
+    graph_value *v = graph_find(g, y);
+    size_t n = v ? v->n_uses : 0;
+    int32_t *readers = malloc((n ? n : 1) * sizeof *readers);
+    if (!readers) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    for (size_t u = 0; u < n; u++) readers[u] = v->uses[u].input < 0 ? -1 : v->uses[u].node;
+    int rc = TILEOPT_OK;
+    *n_moved = 0;
+    for (size_t u = 0; !rc && u < n; u++) {
+        int32_t r = readers[u];
+        bool seen = false;
+        for (size_t k = 0; k < u && !seen; k++) seen = readers[k] == r;
+        if (r < 0 || seen || graph_node_removed(g, r)) continue;
+        plan bp;
+        rc = plan_moves(pc, g, y, m0, r, &bp);
+        if (rc || !bp.cancels || bp.concats || bp.leaves > bp.undone) continue;
+        rc = apply_moves(pc, g, t, y, x, m0, false, r);
+        (*n_moved)++;
+    }
+    free(readers);
+    return rc;
+}
 
 /*
 ** Concat c of Transposes by one permutation q, each read by c alone, at least
@@ -488,7 +538,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
     if (!ts_perm_of(n, rw_rank(g, x), m0.q, &m0.rank)) return TILEOPT_OK;
     ts_dims_of(g, y, &m0);
     plan pl;
-    int rc = plan_moves(pc, g, y, &m0, &pl);
+    int rc = plan_moves(pc, g, y, &m0, -1, &pl);
     if (rc) return rc;
     /* no op to move past: fuse_consecutive_transposes and the Concat rule take
     ** what reads it directly */
@@ -516,12 +566,20 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
             why = "the ops after it lead to a Concat whose inputs do not all come from "
                   "Transposes by one permutation: moving it would remove nothing";
     }
-    if (why) {
-        pass_skip(pc, g, t, "%s", why);
-        return TILEOPT_OK;
-    }
     const char *xs = graph_strdup(g, x);
     if (!xs) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    if (why) {
+        size_t moved_down = 0;
+        if (!pl.concats && (rc = sink_branches(pc, g, t, y, xs, &m0, &moved_down))) return rc;
+        if (moved_down) {
+            pc->changed = true;
+            pass_skip(pc, g, t, "%s; %zu of its readers, whose ops end at a Transpose that "
+                      "undoes it, read its input instead", why, moved_down);
+        } else {
+            pass_skip(pc, g, t, "%s", why);
+        }
+        return TILEOPT_OK;
+    }
     pc->changed = true;
     json_w *a = pass_action(pc, g, t, gather ? "rewritten" : "eliminated");
     if (a) {
@@ -531,7 +589,7 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
                                          "the ops themselves undo it");
         json_put_int(a, "ends", (int64_t)pl.leaves);
     }
-    rc = apply_moves(pc, g, t, y, xs, &m0, gather);
+    rc = apply_moves(pc, g, t, y, xs, &m0, gather, -1);
     if (!rc && !gather && !graph_node_removed(g, t)) graph_remove_node(g, t);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/merge/merge_impl.h"
 #include "passes/merge/transpose_sink.h"
 
 /* The permutation of Transpose n of an input of rank `rank` (-1: unknown),
@@ -99,7 +100,7 @@ int ts_slot_of(const Onnx__NodeProto *n, const char *name) {
 /* The ops a Transpose moves past, whatever their attributes. */
 bool ts_movable(op_id op) {
     return op == OP_Unsqueeze || op == OP_Squeeze || op == OP_Slice || op == OP_Gather ||
-           op == OP_Reshape ||
+           op == OP_Reshape || merge_reduces(op) ||
            (op != OP_NONE && (op_table[op].kind == OPK_UNARY || op_table[op].kind == OPK_BINARY));
 }
 
@@ -111,6 +112,63 @@ const char *ts_data_input(graph *g, const Onnx__NodeProto *n) {
         graph_const_find(g, graph_node_input(n, 0), &c))
         return graph_node_input(n, 1);
     return graph_node_input(n, 0);
+}
+
+/* y's axes ax[0..na) go (a Squeeze, a reduction without keepdims): x's axes
+** p[ax] go instead, named in m->vals, and the permutation is renumbered over
+** the axes left. */
+static void drop_axes(const moved *in, const int64_t *ax, size_t na, moved *m) {
+    const int64_t *p = in->q;
+    bool gone_y[TS_MAX_PERM] = {false}, gone_x[TS_MAX_PERM] = {false};
+    for (size_t i = 0; i < na; i++) {
+        gone_y[ax[i]] = true;
+        gone_x[p[ax[i]]] = true;
+        m->vals[i] = p[ax[i]];
+    }
+    /* where each axis of x left after the drop lands */
+    int64_t pos[TS_MAX_PERM];
+    for (size_t a = 0, k = 0; a < in->rank; a++) pos[a] = gone_x[a] ? -1 : (int64_t)k++;
+    size_t j = 0;
+    for (size_t i = 0; i < in->rank; i++)
+        if (!gone_y[i]) m->q[j++] = pos[p[i]];
+    m->rank = j;
+    m->n_vals = na;
+}
+
+/*
+** A reduction of y's axes a is one of x's axes p[a], its values the same:
+** with keepdims the permutation stays as it was, without it the axes go as a
+** Squeeze's would. One of every axis (no axes named) keeps its form; one of
+** none (noop_with_empty_axes) is an identity.
+*/
+static bool through_reduce(graph *g, const Onnx__NodeProto *n, int64_t opset, const moved *in,
+                           moved *m, const char **why) {
+    int64_t ax[DIM_MAX_RANK];
+    size_t na;
+    bool all;
+    bool as_input = opset >= merge_axes_input_since(op_of(n));
+    bool keep = graph_attr_int(n, "keepdims", 1) != 0;
+    if (as_input && !graph_node_input(n, 1) && graph_attr_int(n, "noop_with_empty_axes", 0))
+        keep = all = true, na = 0;
+    else if (merge_reduced_axes(g, n, opset, (int32_t)in->rank, ax, &na, &all) ||
+             na > in->rank || !normalize(ax, na, in->rank)) {
+        *why = "the axes of the reduction after it are not constant (or out of range)";
+        return false;
+    }
+    if (keep) {
+        for (size_t i = 0; i < in->rank; i++) m->q[i] = in->q[i];
+        m->rank = in->rank;
+        for (size_t i = 0; !all && i < na; i++) m->vals[i] = in->q[ax[i]];
+        m->n_vals = all ? 0 : na;
+    } else {
+        drop_axes(in, ax, na, m);
+    }
+    if (!all) {
+        merge_sort_axes(m->vals, m->n_vals);
+        m->set = SET_AXES;
+    }
+    ts_dims_of(g, n->output[0], m);
+    return true;
 }
 
 /* Gather(y, indices, axis a) is Gather(x, indices, axis p[a]) with y's other
@@ -244,12 +302,13 @@ bool ts_through(pass_ctx *pc, graph *g, int32_t r, const char *y, const moved *i
         return true;
     }
     if (op == OP_Gather) return through_gather(g, n, in, m, why);
+    if (merge_reduces(op)) return through_reduce(g, n, opset, in, m, why);
     if (op == OP_Reshape) return through_reshape(g, n, opset, in, m, why);
     int64_t ax[TS_MAX_PERM];
     size_t na;
     bool present;
     if (op == OP_Unsqueeze) {
-        if (!axes_of(g, n, opset, 13, 1, ax, &na, &present) || !present) {
+        if (!axes_of(g, n, opset, merge_axes_input_since(op), 1, ax, &na, &present) || !present) {
             *why = "the axes of the Unsqueeze after it are not constant";
             return false;
         }
@@ -272,7 +331,7 @@ bool ts_through(pass_ctx *pc, graph *g, int32_t r, const char *y, const moved *i
         return true;
     }
     if (op == OP_Squeeze) {
-        if (!axes_of(g, n, opset, 13, 1, ax, &na, &present) || !present) {
+        if (!axes_of(g, n, opset, merge_axes_input_since(op), 1, ax, &na, &present) || !present) {
             *why = "the Squeeze after it has no constant axes (without them it takes the "
                    "dims that are 1 at run time)";
             return false;
@@ -281,26 +340,13 @@ bool ts_through(pass_ctx *pc, graph *g, int32_t r, const char *y, const moved *i
             *why = "the axes of the Squeeze after it are out of range";
             return false;
         }
-        bool gone_y[TS_MAX_PERM] = {false}, gone_x[TS_MAX_PERM] = {false};
-        for (size_t i = 0; i < na; i++) {
-            gone_y[ax[i]] = true;
-            gone_x[p[ax[i]]] = true;
-            m->vals[i] = p[ax[i]];
-        }
-        /* where each axis of x left after the Squeeze lands */
-        int64_t pos[TS_MAX_PERM];
-        for (size_t a = 0, k = 0; a < rank; a++) pos[a] = gone_x[a] ? -1 : (int64_t)k++;
-        size_t j = 0;
-        for (size_t i = 0; i < rank; i++)
-            if (!gone_y[i]) m->q[j++] = pos[p[i]];
-        m->rank = j;
-        m->n_vals = na;
+        drop_axes(in, ax, na, m);
         m->set = SET_AXES;
         ts_dims_of(g, n->output[0], m);
         return true;
     }
     /* Slice: starts, ends and steps go with their axes */
-    if (!axes_of(g, n, opset, 10, 3, ax, &na, &present)) {
+    if (!axes_of(g, n, opset, merge_axes_input_since(op), 3, ax, &na, &present)) {
         *why = "the axes of the Slice after it are computed at run time";
         return false;
     }

@@ -1256,15 +1256,66 @@ def sink_transposes_should_merge_into_every_reader_when_each_leads_to_a_transpos
     assert sorted(transposes(out)) == [[0, 2, 1], [1, 2, 0]], transposes(out)
 
 
-def sink_transposes_should_keep_a_transpose_read_elsewhere():
+def sink_transposes_should_move_down_only_a_branch_that_undoes_it():
+    # the Transpose stays for a graph output, or for a reader whose ops lead
+    # to no Transpose; the Relu's branch, which ends at its inverse, reads x
     t, back = tr("x", "t", [1, 0, 2]), [tr("r", "y", [1, 0, 2])]
     relu, y, t_shape = node("Relu", ["t"], ["r"]), vi("y", F, [2, 3, 4]), [3, 2, 4]
     cases = [
-        # a graph output reads it too
         ([t, relu] + back, [y, vi("t", F, t_shape)], "graph output"),
-        # a second node whose ops lead to no Transpose
         ([t, relu] + back + [node("Softmax", ["t"], ["z"])], [y, vi("z", F, t_shape)],
          "several readers"),
+    ]
+    for nodes, outs, why in cases:
+        m = make(nodes, [X], outs)
+        out, acts = run(m, "sink_transposes")
+        assert len(ops(out)) == len(ops(m)) - 1, (why, ops(out))
+        assert ops(out).count("Transpose") == 1, (why, ops(out))
+        (relu_out,) = [n for n in out.graph.node if n.op_type == "Relu"]
+        assert relu_out.input[0] == "x", relu_out
+        assert any(why in r and "read its input instead" in r
+                   for r in skip_reasons(acts, "Transpose")), (why, acts)
+    # a branch whose end Transpose only merges (no inverse) would remove nothing
+    m = make([t, relu, tr("r", "y", [0, 2, 1])], [X],
+             [vi("y", F, [3, 4, 2]), vi("t", F, t_shape)])
+    out, _ = run(m, "sink_transposes")
+    assert ops(out) == ops(m), ops(out)
+
+
+def sink_transposes_should_move_past_a_reduction():
+    # Transpose, ReduceMax over y's axes, the inverse Transpose: a reduction of
+    # x's axes; without keepdims the axes go as a Squeeze's would
+    # (ReduceSum takes its axes as an input from opset 13, the others from 18)
+    for op, keep in (("ReduceMax", 1), ("ReduceMax", 0), ("ReduceSum", 1), ("ReduceSum", 0)):
+        axes = [2]
+        back = [1, 0, 2] if keep else [1, 0]
+        red = (node(op, ["t", "ax"], ["r"], keepdims=keep) if op == "ReduceSum"
+               else node(op, ["t"], ["r"], axes=axes, keepdims=keep))
+        y_shape = [2, 3, 1] if keep else [2, 3]
+        m = make([tr("x", "t", [1, 0, 2]), red, tr("r", "y", back)], [X], [vi("y", F, y_shape)],
+                 [i64("ax", axes)] if op == "ReduceSum" else [], opset=13)
+        out, _ = run(m, "sink_transposes")
+        assert ops(out) == [op], (op, keep, ops(out))
+        r = out.graph.node[0]
+        if op == "ReduceSum":
+            (got,) = [list(numpy_helper.to_array(t)) for t in out.graph.initializer
+                      if t.name == r.input[1]]
+        else:
+            got = [a.ints for a in r.attribute if a.name == "axes"][0]
+        assert list(got) == [2], (op, keep, got)
+    # y's axis 0 is x's axis 1: the reduction names it
+    m = make([tr("x", "t", [1, 0, 2]), node("ReduceMean", ["t"], ["r"], axes=[0], keepdims=1),
+              tr("r", "y", [1, 0, 2])], [X], [vi("y", F, [2, 1, 4])], opset=13)
+    out, _ = run(m, "sink_transposes")
+    assert ops(out) == ["ReduceMean"], ops(out)
+    axes = [list(a.ints) for a in out.graph.node[0].attribute if a.name == "axes"]
+    assert axes == [[1]], axes
+
+
+def sink_transposes_should_keep_a_transpose_read_elsewhere():
+    t = tr("x", "t", [1, 0, 2])
+    relu, t_shape = node("Relu", ["t"], ["r"]), [3, 2, 4]
+    cases = [
         # ops that lead to a graph output, or to an op it does not move past
         ([t, relu], [vi("r", F, t_shape)], "remove nothing"),
         ([t, relu, node("Softmax", ["r"], ["z"])], [vi("z", F, t_shape)], "remove nothing"),
