@@ -102,7 +102,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
     } else if (gq_num(ta, 2) < 0 && graph_opset(g->model, "") < 12) {
         *why = "opset below 12: the If that picks the form for a named query length needs "
                "LessOrEqual";
-    } else if (gq_num(ta, 2) >= 0 && gq_num(ta, 2) * r->n > GQA_FOLD_MAX_ROWS) {
+    } else if (gq_num(ta, 2) > GQA_FOLD_MAX_ROWS / r->n) {
         *why = "many query rows: the folded form's one product per group is slower there "
                "than the export's products per head";
     }

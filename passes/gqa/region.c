@@ -167,7 +167,7 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
         *why = "the queries have no rows";
         return false;
     }
-    if (gq_num(tq, 2) >= 0 && gq_num(tq, 2) * rg->n > GQA_FOLD_MAX_ROWS) {
+    if (gq_num(tq, 2) > GQA_FOLD_MAX_ROWS / rg->n) {
         *why = "many query rows: the folded form's one product per group is slower there "
                "than the export's products per head";
         return false;
