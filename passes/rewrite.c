@@ -272,9 +272,13 @@ void rw_drop_unread(pass_ctx *pc, graph *g, int32_t node, const char *rule) {
 int rw_forward(pass_ctx *pc, graph *g, int32_t node, size_t out, const char *x, bool *done,
                const char **why) {
     const Onnx__NodeProto *n = graph_node(g, node);
-    const char *y = n->output[out];
     *done = false;
     *why = NULL;
+    if (out >= n->n_output || !n->output[out][0]) {
+        *why = "it writes no output there, so there is nothing to hand on";
+        return TILEOPT_OK;
+    }
+    const char *y = n->output[out];
     char *xc = graph_strdup(g, x), *yc = graph_strdup(g, y);
     if (!xc || !yc) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     if (!graph_value_is_output(g, y)) {

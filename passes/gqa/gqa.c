@@ -156,7 +156,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
     gq_pendings later = {NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     for (uint32_t i = 0; !rc && i < n0; i++) {
         if (graph_node_removed(g, (int32_t)i) || second[i] ||
-            op_of(graph_node(g, (int32_t)i)) != OP_MatMul)
+            op_of(graph_node(g, (int32_t)i)) != OP_MatMul || graph_node(g, (int32_t)i)->n_output != 1)
             continue;
         const Onnx__NodeProto *mm = graph_node(g, (int32_t)i);
         gq_operand o;

@@ -122,6 +122,10 @@ static bool find_region(graph *g, int32_t mm1, region *rg, const char **why, int
             return false;
         }
         const Onnx__NodeProto *nn = graph_node(g, next);
+        if (nn->n_output != 1 || !nn->output[0][0]) {
+            *why = "an op after the scores writes no output, or several";
+            return false;
+        }
         if (graph_node_is(nn, "MatMul")) {
             if (strcmp(graph_node_input(nn, 0), at) != 0) {
                 *why = "the scores are the second operand of the next MatMul";
