@@ -82,6 +82,15 @@ Onnx__NodeProto *rw_sole_consumer(graph *g, const char *name, int32_t *idx) {
     return graph_node(g, found);
 }
 
+bool rw_only_reader(pass_ctx *pc, graph *g, int32_t node, const char *y,
+                    const Onnx__NodeProto *p, const char *consequence) {
+    int32_t sole;
+    if (rw_sole_consumer(g, y, &sole) && sole == node) return true;
+    pass_skip(pc, g, node, "reads a %s whose output is read elsewhere too (a node or a graph "
+              "output): %s", p->op_type, consequence);
+    return false;
+}
+
 /* ---------------------------------------------------------------- types */
 
 const graph_type *rw_type(graph *g, const char *name) {

@@ -52,6 +52,11 @@ Onnx__NodeProto *rw_producer(graph *g, const char *name, int32_t *idx);
 /* The live node of g that reads name, when it is the only read of name (an
 ** input slot, no subgraph, no graph output); its index in *idx. */
 Onnx__NodeProto *rw_sole_consumer(graph *g, const char *name, int32_t *idx);
+/* Whether node is the only reader of y, the output of p (no other node, no
+** graph output); if not, a skip is recorded on node: "reads a <p's op> whose
+** output is read elsewhere too (a node or a graph output): <consequence>". */
+bool rw_only_reader(pass_ctx *pc, graph *g, int32_t node, const char *y,
+                    const Onnx__NodeProto *p, const char *consequence);
 
 /* ---------------------------------------------------------------- types */
 

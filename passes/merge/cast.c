@@ -23,7 +23,7 @@ static const char *type_name(int32_t elem) {
 static int cast_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *y = op_of(n) == OP_Cast ? graph_node_input(n, 0) : NULL;
-    int32_t first, sole;
+    int32_t first;
     const Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
     if (!p || op_of(p) != OP_Cast || !graph_node_input(p, 0)) return TILEOPT_OK;
     const char *x = graph_node_input(p, 0);
@@ -58,11 +58,7 @@ static int cast_rule(pass_ctx *pc, graph *g, int32_t node) {
         rw_drop_unread(pc, g, first, "the Cast after it converted back");
         return TILEOPT_OK;
     }
-    if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads an exact Cast whose output is read elsewhere too (a node "
-                  "or a graph output): merging would remove nothing");
-        return TILEOPT_OK;
-    }
+    if (!rw_only_reader(pc, g, node, y, p, "merging would remove nothing")) return TILEOPT_OK;
     json_w *a;
     int rc = rw_reread(pc, g, node, x, first, "merged with the exact Cast before it", &a);
     if (rc) return rc;

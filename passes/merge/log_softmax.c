@@ -15,14 +15,10 @@
 static int log_softmax_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *y = op_of(n) == OP_Log && n->n_output == 1 ? graph_node_input(n, 0) : NULL;
-    int32_t first, sole;
+    int32_t first;
     const Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
     if (!p || op_of(p) != OP_Softmax || !graph_node_input(p, 0)) return TILEOPT_OK;
-    if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads a Softmax whose output is read elsewhere too (a node or "
-                  "a graph output): a LogSoftmax beside it would remove nothing");
-        return TILEOPT_OK;
-    }
+    if (!rw_only_reader(pc, g, node, y, p, "a LogSoftmax beside it would remove nothing")) return TILEOPT_OK;
     const Onnx__AttributeProto *axis = graph_attr(p, "axis");
     const char *x = graph_node_input(p, 0);
     const char *name = p->name && p->name[0] ? p->name : NULL;

@@ -54,16 +54,12 @@ const char *merge_reduced_axes(graph *g, const Onnx__NodeProto *p, int64_t opset
 static int reduce_unsqueeze_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *y = op_of(n) == OP_Unsqueeze ? graph_node_input(n, 0) : NULL;
-    int32_t first, sole;
+    int32_t first;
     Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
     if (!p || !merge_reduces(op_of(p)) || p->n_output != 1 || !graph_node_input(p, 0) ||
         graph_attr_int(p, "keepdims", 1) != 0)
         return TILEOPT_OK;
-    if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads a %s whose output is read elsewhere too (a node or a "
-                  "graph output): keepdims=1 would change what it reads", p->op_type);
-        return TILEOPT_OK;
-    }
+    if (!rw_only_reader(pc, g, node, y, p, "keepdims=1 would change what it reads")) return TILEOPT_OK;
     int64_t opset = graph_opset(pc->model, "");
     int32_t rank = rw_rank(g, graph_node_input(p, 0));
     int64_t a[DIM_MAX_RANK], b[DIM_MAX_RANK];

@@ -60,15 +60,11 @@ static const char *rebase_zeros(graph *g, const char *x, const char *y, int64_t 
 static int reshape_rule(pass_ctx *pc, graph *g, int32_t node) {
     const Onnx__NodeProto *n = graph_node(g, node);
     const char *y = op_of(n) == OP_Reshape ? graph_node_input(n, 0) : NULL;
-    int32_t first, sole;
+    int32_t first;
     const Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
     if (!p || !relabels(op_of(p)) || !graph_node_input(p, 0)) return TILEOPT_OK;
     const char *x = graph_node_input(p, 0);
-    if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads a %s whose output is read elsewhere too (a node or a graph "
-                  "output): merging would remove nothing", p->op_type);
-        return TILEOPT_OK;
-    }
+    if (!rw_only_reader(pc, g, node, y, p, "merging would remove nothing")) return TILEOPT_OK;
     int64_t opset = graph_opset(pc->model, "");
     int64_t s[DIM_MAX_RANK];
     size_t len;

@@ -85,15 +85,11 @@ static int set_ints(pass_ctx *pc, graph *g, int32_t node, size_t slot, const cha
 static int slices_rule(pass_ctx *pc, graph *g, int32_t node) {
     Onnx__NodeProto *n = graph_node(g, node);
     const char *y = op_of(n) == OP_Slice ? graph_node_input(n, 0) : NULL;
-    int32_t first, sole;
+    int32_t first;
     const Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
     if (!p || op_of(p) != OP_Slice || !graph_node_input(p, 0)) return TILEOPT_OK;
     const char *x = graph_node_input(p, 0);
-    if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads a Slice whose output is read elsewhere too (a node or a "
-                  "graph output): merging would remove nothing");
-        return TILEOPT_OK;
-    }
+    if (!rw_only_reader(pc, g, node, y, p, "merging would remove nothing")) return TILEOPT_OK;
     int64_t opset = graph_opset(pc->model, "");
     int32_t rank = rw_rank(g, x);
     slice_args a, b;

@@ -36,15 +36,11 @@ static int squeezes_rule(pass_ctx *pc, graph *g, int32_t node) {
     Onnx__NodeProto *n = graph_node(g, node);
     op_id op = op_of(n);
     const char *y = op == OP_Squeeze || op == OP_Unsqueeze ? graph_node_input(n, 0) : NULL;
-    int32_t first, sole;
+    int32_t first;
     const Onnx__NodeProto *p = y ? rw_producer(g, y, &first) : NULL;
     if (!p || op_of(p) != op || !graph_node_input(p, 0)) return TILEOPT_OK;
     const char *x = graph_node_input(p, 0);
-    if (!rw_sole_consumer(g, y, &sole) || sole != node) {
-        pass_skip(pc, g, node, "reads another %s whose output is read elsewhere too (a node or a "
-                  "graph output): merging would remove nothing", p->op_type);
-        return TILEOPT_OK;
-    }
+    if (!rw_only_reader(pc, g, node, y, p, "merging would remove nothing")) return TILEOPT_OK;
     int64_t opset = graph_opset(pc->model, "");
     bool squeeze = op == OP_Squeeze;
     /* a Squeeze counts from its input's rank, an Unsqueeze from its output's */
