@@ -350,6 +350,20 @@ def attr(n, name, default=None):
     return default
 
 
+def assert_one_left(m, op, want):
+    """fuse_consecutive_squeezes on m (two ops `op` from x to s to a Relu):
+    one op left, reading x with axes want, the first recorded eliminated.
+    Returns the rewritten op's action."""
+    out, acts = run(m, "fuse_consecutive_squeezes")
+    assert ops(out) == [op, "Relu"], ops(out)
+    n = out.graph.node[0]
+    assert n.input[0] == "x" and axes_of(out, n) == want, (want, n)
+    (r,) = of(acts, "rewritten", op)
+    assert r["from"] == "s", r
+    assert of(acts, "eliminated", op), acts
+    return r
+
+
 def fuse_consecutive_squeezes_should_merge_two_squeezes():
     x = vi("x", F, [1, 2, 1, 3, 1])
     # the second's axis 1 is x's axis 2 (the first took axis 0); -1 and 0
@@ -364,13 +378,8 @@ def fuse_consecutive_squeezes_should_merge_two_squeezes():
         out_shape = [d for i, d in enumerate([1, 2, 1, 3, 1]) if i not in want]
         m = make([first, second, node("Relu", ["q"], ["y"])], [x], [vi("y", F, out_shape)],
                  inits, opset=opset)
-        out, acts = run(m, "fuse_consecutive_squeezes")
-        assert ops(out) == ["Squeeze", "Relu"], (opset, ops(out))
-        sq = out.graph.node[0]
-        assert sq.input[0] == "x" and axes_of(out, sq) == want, (want, sq)
-        (r,) = of(acts, "rewritten", "Squeeze")
-        assert r["from"] == "s" and r["axes"] == want, r
-        assert of(acts, "eliminated", "Squeeze"), acts
+        r = assert_one_left(m, "Squeeze", want)
+        assert r["axes"] == want, r
 
 
 def fuse_consecutive_squeezes_should_merge_two_unsqueezes():
@@ -389,12 +398,7 @@ def fuse_consecutive_squeezes_should_merge_two_unsqueezes():
             shape.insert(a, 1)
         m = make([first, second, node("Relu", ["u"], ["y"])], [x], [vi("y", F, shape)],
                  inits, opset=opset)
-        out, acts = run(m, "fuse_consecutive_squeezes")
-        assert ops(out) == ["Unsqueeze", "Relu"], (opset, ops(out))
-        un = out.graph.node[0]
-        assert un.input[0] == "x" and axes_of(out, un) == want, (want, un)
-        (r,) = of(acts, "rewritten", "Unsqueeze")
-        assert r["from"] == "s", r
+        assert_one_left(m, op="Unsqueeze", want=want)
 
 
 def fuse_consecutive_squeezes_should_merge_a_chain_in_one_run():
