@@ -82,6 +82,14 @@ Onnx__NodeProto *rw_sole_consumer(graph *g, const char *name, int32_t *idx) {
     return graph_node(g, found);
 }
 
+void *rw_room(void *v, size_t *cap, size_t n, size_t size) {
+    if (v && n < *cap) return v;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *w = realloc(v, c * size);
+    if (w) *cap = c;
+    return w;
+}
+
 bool rw_only_reader(pass_ctx *pc, graph *g, int32_t node, const char *y,
                     const Onnx__NodeProto *p, const char *consequence) {
     int32_t sole;

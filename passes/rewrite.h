@@ -52,6 +52,10 @@ Onnx__NodeProto *rw_producer(graph *g, const char *name, int32_t *idx);
 /* The live node of g that reads name, when it is the only read of name (an
 ** input slot, no subgraph, no graph output); its index in *idx. */
 Onnx__NodeProto *rw_sole_consumer(graph *g, const char *name, int32_t *idx);
+/* Room for item n of array v of *cap items of size bytes each: v, or v
+** moved to a block twice as big; NULL when out of memory (v is then left as
+** it was, still the caller's to free). */
+void *rw_room(void *v, size_t *cap, size_t n, size_t size);
 /* Whether node is the only reader of y, the output of p (no other node, no
 ** graph output); if not, a skip is recorded on node: "reads a <p's op> whose
 ** output is read elsewhere too (a node or a graph output): <consequence>". */

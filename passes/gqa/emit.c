@@ -228,14 +228,6 @@ const char gq_dispatch_doc[] =
     "tileopt gqa: grouped-query attention in the folded form for few query rows, the "
     "export's repeated K/V heads for many";
 
-void *gq_grow(void *v, size_t *cap, size_t n, size_t size) {
-    if (v && n < *cap) return v;
-    size_t c = *cap ? *cap * 2 : 4;
-    void *w = realloc(v, c * size);
-    if (w) *cap = c;
-    return w;
-}
-
 static int by_index(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);

@@ -13,6 +13,7 @@
 #include "graph/const.h"
 #include "graph/ops.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 #include "shape/dim.h"
 
 /* The attention tensors are [B, heads, rows, cols]. */
@@ -230,9 +231,7 @@ typedef struct gq_pendings {
     gq_guard *guards;
     size_t n_guards, cap_guards;
 } gq_pendings;
-/* v (n elements used of *cap, each size bytes) with room for one more: v
-** itself or a bigger copy of it; NULL when out of memory (v is then left). */
-void *gq_grow(void *v, size_t *cap, size_t n, size_t size);
+
 
 /* Bytes of a tensor type: a number, or a formula in its named dims ("" when
 ** not known). */

@@ -62,7 +62,7 @@ static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int
             return i;
         }
     }
-    gq_rows *grown = gq_grow(p->rows, &p->cap_rows, p->n_rows, sizeof *grown);
+    gq_rows *grown = rw_room(p->rows, &p->cap_rows, p->n_rows, sizeof *grown);
     if (!grown) {
         e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
         return p->n_rows;
@@ -154,7 +154,7 @@ int gq_fold_matmul(pass_ctx *pc, graph *g, int32_t m, const gq_operand *o, gq_pe
     gq_reshape_copying(&e, y, back, keep);
     if (e.rc) return e.rc;
     if (later_if) {
-        gq_pending *grown = gq_grow(later->v, &later->cap, later->n, sizeof *grown);
+        gq_pending *grown = rw_room(later->v, &later->cap, later->n, sizeof *grown);
         if (!grown) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
         later->v = grown;
         gq_pending *p = &later->v[later->n++];

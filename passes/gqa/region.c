@@ -244,7 +244,7 @@ static size_t guard_of(gq_emit *e, gq_pendings *p, const char *q, int64_t kv, in
              gq_same_dim(e->g, p->guards[i].of, 2, q, 2)))
         i++;
     if (i == p->n_guards) {
-        gq_guard *grown = gq_grow(p->guards, &p->cap_guards, p->n_guards, sizeof *grown);
+        gq_guard *grown = rw_room(p->guards, &p->cap_guards, p->n_guards, sizeof *grown);
         if (!grown) {
             e->rc = err_set(e->pc->err, TILEOPT_NOMEM, "out of memory");
             return p->n_guards;

@@ -49,16 +49,6 @@ static const Onnx__NodeProto *splice_of(graph *g, int32_t node, const char *in, 
     return *why ? NULL : p;
 }
 
-/* Room for item n of array v of *cap items of size sz: v, or v moved to a
-** bigger block; NULL when out of memory (v is then left as it was). */
-static void *room(void *v, size_t *cap, size_t n, size_t sz) {
-    if (n < *cap) return v;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *p = realloc(v, c * sz);
-    if (p) *cap = c;
-    return p;
-}
-
 typedef struct pending {
     const char *name;
     int32_t reader; /* the Concat reading it: the outer one or one spliced in */
@@ -74,7 +64,7 @@ typedef struct flat {
 /* Push a Concat's inputs, its first on top. */
 static bool push_inputs(flat *f, const Onnx__NodeProto *c, int32_t reader) {
     for (size_t i = c->n_input; i-- > 0;) {
-        pending *st = room(f->st, &f->cap_st, f->top, sizeof *st);
+        pending *st = rw_room(f->st, &f->cap_st, f->top, sizeof *st);
         if (!st) return false;
         f->st = st;
         f->st[f->top++] = (pending){c->input[i], reader};
@@ -98,14 +88,14 @@ static int flatten(pass_ctx *pc, graph *g, int32_t node, int64_t opset, int32_t 
         const Onnx__NodeProto *p = splice_of(g, e.reader, e.name, opset, rank, k, &inner, &why);
         if (why) pass_skip(pc, g, e.reader, "%s", why);
         if (!p) {
-            const char **ins = room(f->ins, &f->cap_ins, f->len, sizeof *ins);
+            const char **ins = rw_room(f->ins, &f->cap_ins, f->len, sizeof *ins);
             if ((ok = ins != NULL)) {
                 f->ins = ins;
                 f->ins[f->len++] = e.name;
             }
             continue;
         }
-        int32_t *from = room(f->from, &f->cap_from, f->nf, sizeof *from);
+        int32_t *from = rw_room(f->from, &f->cap_from, f->nf, sizeof *from);
         if ((ok = from != NULL)) {
             f->from = from;
             f->from[f->nf++] = inner;

@@ -74,13 +74,9 @@ typedef struct items {
 
 static int push(pass_ctx *pc, items *w, int32_t node, const char *cur, const char *in,
                 const moved *m) {
-    if (w->n == w->cap) {
-        size_t nc = w->cap ? 2 * w->cap : 16;
-        item *grown = realloc(w->v, nc * sizeof *grown);
-        if (!grown) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-        w->v = grown;
-        w->cap = nc;
-    }
+    item *grown = rw_room(w->v, &w->cap, w->n, sizeof *grown);
+    if (!grown) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    w->v = grown;
     w->v[w->n++] = (item){node, cur, in, *m};
     return TILEOPT_OK;
 }
@@ -229,16 +225,12 @@ static int concat_ok(pass_ctx *pc, graph *g, walk_state *ws, int32_t c, bool *ok
                 break;
             }
             if (!ts_movable(op_of(pn))) break;
-            if (len == cap) {
-                size_t nc = cap ? 2 * cap : 8;
-                int32_t *grown = realloc(chain, nc * sizeof *grown);
-                if (!grown) {
-                    free(chain);
-                    return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-                }
-                chain = grown;
-                cap = nc;
+            int32_t *grown = rw_room(chain, &cap, len, sizeof *grown);
+            if (!grown) {
+                free(chain);
+                return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
             }
+            chain = grown;
             chain[len++] = pi;
             child = pi;
             v = ts_data_input(g, pn);
