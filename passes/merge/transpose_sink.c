@@ -562,7 +562,10 @@ static int sink_rule(pass_ctx *pc, graph *g, walk_state *ws, int32_t t) {
     if (!xs) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     if (why) {
         size_t moved_down = 0;
-        if (!pl.concats && (rc = sink_branches(pc, g, t, y, xs, &m0, &moved_down))) return rc;
+        /* a branch can only undo it where the whole walk met an inverse */
+        if (!pl.concats && pl.cancels &&
+            (rc = sink_branches(pc, g, t, y, xs, &m0, &moved_down)))
+            return rc;
         if (moved_down) {
             pc->changed = true;
             pass_skip(pc, g, t, "%s; %zu of its readers, whose ops end at a Transpose that "

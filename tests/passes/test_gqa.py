@@ -348,6 +348,15 @@ def gqa_should_leave_many_static_query_rows():
     assert_left(m, feeds, "many query rows")
 
 
+def gqa_should_leave_n_major_queries_without_rows():
+    # the regrouping's -1 beside the copied batch would divide by no rows; a
+    # kv-major fold's 0 for n*Sq copies the empty axis and folds
+    m, feeds = build(form="tile", dyn=False, sq=0)
+    assert_left(m, feeds, "no rows")
+    m, feeds = build(dyn=False, sq=0)
+    assert_rewritten(m, feeds)
+
+
 def gqa_should_reach_a_fixed_point():
     for form in ("tile", "expand"):
         assert_fixed_point(build(form=form)[0])
