@@ -146,12 +146,56 @@ static int dispatch_pending(pass_ctx *pc, graph *g, uint32_t n0, gq_pendings *p)
     return rc;
 }
 
+/*
+** Attention without a KV cache: the MatMul's key length (the scores' columns,
+** or the probabilities' own) is provably its query length, a named dim. There
+** the repeat copies as many rows as the queries have, 1/Sq of the attention's
+** work, and the fold wins only for a handful of rows (1.01-1.09x up to 256
+** tokens at Llama-3-8B's and Gemma's heads), while the If that would pick the
+** form costs its nodes, its bytes and a call frame at every run. With a cache
+** the repeat copies the whole cache at every step, and the If pays.
+*/
+static const char no_cache_why[] =
+    "attention without a KV cache (the key length is the query length, a named dim): the "
+    "repeat copies 1/Sq of the attention's work there, too little to pay for the If that "
+    "would pick the form at run time";
+
+static bool keys_are_queries(graph *g, const Onnx__NodeProto *mm) {
+    const char *a = graph_node_input(mm, 0);
+    const graph_type *ta = gq_type_of(g, a);
+    if (!gq_ranked(ta, GQA_RANK) || gq_num(ta, 2) >= 0) return false;
+    return gq_same_dim(g, a, 2, mm->output[0], 3) || gq_same_dim(g, a, 2, a, 3);
+}
+
+/* The MatMul that reads the probabilities made from the scores mm writes
+** (each op between read by the next alone), or -1: the attention's second
+** MatMul, whose own query rows may not be provable (a mask of unknown rows
+** broadcast into the scores). */
+static int32_t probs_matmul(graph *g, const Onnx__NodeProto *mm) {
+    const char *at = mm->output[0];
+    for (int k = 0; k <= GQA_MAX_CHAIN; k++) {
+        int32_t r = gq_sole_reader(g, at);
+        if (r < 0) return -1;
+        const Onnx__NodeProto *n = graph_node(g, r);
+        if (op_of(n) == OP_MatMul) return strcmp(graph_node_input(n, 0), at) == 0 ? r : -1;
+        if (n->n_output != 1 || !n->output[0][0]) return -1;
+        at = n->output[0];
+    }
+    return -1;
+}
+
 static int gqa_graph(pass_ctx *pc, graph *g) {
     if (kept_for_many_rows(g)) return TILEOPT_OK;
     uint32_t n0 = graph_n_nodes(g);
     /* the probabilities' MatMul of an n-major region found (rewritten or not) */
     bool *second = calloc(n0 ? n0 : 1, sizeof *second);
-    if (!second) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    /* the second MatMul of an attention without a KV cache */
+    bool *no_cache = calloc(n0 ? n0 : 1, sizeof *no_cache);
+    if (!second || !no_cache) {
+        free(second);
+        free(no_cache);
+        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
+    }
     int rc = TILEOPT_OK;
     gq_pendings later = {NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     for (uint32_t i = 0; !rc && i < n0; i++) {
@@ -162,7 +206,11 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
         gq_operand o;
         const char *why = gq_operand_of(g, graph_node_input(mm, 1), &o);
         if (why == gq_not_repeat) continue;
-        if (!why && (o.r.kv_major || o.r.kv == 1)) {
+        if (!why && (no_cache[i] || keys_are_queries(g, mm))) {
+            why = no_cache_why;
+            int32_t p = probs_matmul(g, mm);
+            if (p >= 0 && (uint32_t)p < n0) no_cache[p] = true;
+        } else if (!why && (o.r.kv_major || o.r.kv == 1)) {
             rc = gq_fold_matmul(pc, g, (int32_t)i, &o, &later, &why);
         } else if (!why) {
             int32_t mm2 = -1;
@@ -174,6 +222,7 @@ static int gqa_graph(pass_ctx *pc, graph *g) {
             pass_skip(pc, g, (int32_t)i, "grouped-query attention left as it is: %s", why);
     }
     free(second);
+    free(no_cache);
     if (!rc && later.n) rc = dispatch_pending(pc, g, n0, &later);
     free(later.v);
     free(later.rows);

@@ -102,17 +102,20 @@ DIMS = {}
 
 def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1qs",
           dyn=True, opset=17, v_form=None, v_kv=None, k_reader=False, q_heads=None,
-          scale="mul", run_sq=None):
-    """An attention: out = softmax(q k^T * scale + mask) v, K/V repeated by form.
+          scale="mul", run_sq=None, cache=True):
+    """An attention: out = softmax(q k^T * scale + mask) v, K/V repeated by form;
+    without a cache the keys are as many as the queries (one named dim).
 
     Returns (model, feeds at other sizes than the export's; run_sq query rows
     when given)."""
+    if not cache:
+        s = sq
     a = Attn(opset)
     H = kv * n
     v_kv = v_kv or kv
     v_n = H // v_kv
     sym = (lambda name, v: name) if dyn else (lambda name, v: v)
-    B, SQ, S = sym("batch", b), sym("seq", sq), sym("total", s)
+    B, SQ, S = sym("batch", b), sym("seq", sq), sym("total" if cache else "seq", s)
     qh = q_heads or H
     a.inputs.append(h.vi("q", F, [B, qh, SQ, d]))
     kshape = [B, kv, S, d] if layout == "bhsd" else [B, S, kv, d]
@@ -153,6 +156,8 @@ def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     # run at other sizes than the declared ones when they are symbolic
     rb, rsq, rs = (b + 1, run_sq or sq + 2, s + 3) if dyn else (b, sq, s)
+    if not cache:
+        rs = rsq
     shapes = {"q": (rb, qh, rsq, d), "v": (rb, v_kv if v_form != "plain" else H, rs, d),
               "k": (rb, kv, rs, d) if layout == "bhsd" else (rb, rs, kv, d)}
     if mshape:
@@ -354,6 +359,20 @@ def gqa_should_leave_n_major_queries_without_rows():
     m, feeds = build(form="tile", dyn=False, sq=0)
     assert_left(m, feeds, "no rows")
     m, feeds = build(dyn=False, sq=0)
+    assert_rewritten(m, feeds)
+
+
+def gqa_should_leave_a_named_query_length_without_a_cache():
+    # keys as many as the queries: the repeat is 1/Sq of the attention, too
+    # little for an If; both MatMuls are left, each with the reason
+    for form in ("expand", "tile"):
+        m, feeds = build(form=form, cache=False)
+        out = assert_left(m, feeds, "without a KV cache")
+        assert not dispatches(out) and len(out.graph.node) == len(m.graph.node), ops(out)
+        skips = [a for a in optimize(m, feeds)[1] if a["action"] == "skipped"]
+        assert len(skips) == 2, skips
+    # known query rows need no If: folded as before
+    m, feeds = build(dyn=False, cache=False)
     assert_rewritten(m, feeds)
 
 
