@@ -164,7 +164,8 @@ static bool keys_are_queries(graph *g, const Onnx__NodeProto *mm) {
     const char *a = graph_node_input(mm, 0);
     const graph_type *ta = gq_type_of(g, a);
     if (!gq_ranked(ta, GQA_RANK) || gq_num(ta, 2) >= 0) return false;
-    return gq_same_dim(g, a, 2, mm->output[0], 3) || gq_same_dim(g, a, 2, a, 3);
+    /* the scores' columns are the second operand's, K^T's */
+    return gq_same_dim(g, a, 2, graph_node_input(mm, 1), 3) || gq_same_dim(g, a, 2, a, 3);
 }
 
 /* The MatMul that reads the probabilities made from the scores mm writes

@@ -230,8 +230,58 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
     }
 }
 
-/* Axis a of v and axis b of w provably have one size. */
-bool gq_same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b) {
+/*
+** Two dims may also be made alike: each by one op of the same kind, whose
+** operands have provably equal dims there. A broadcast of equal dims is equal,
+** whatever it gives, and a Concat along another axis keeps its inputs' dim.
+** That proves what inference leaves unknown in a rotary embedding, whose
+** cos/sin table is sliced to a length read at run time: Q's and K's rows are
+** each their own rows broadcast with that slice's, so the same. Depth and
+** operands are bounded, so the walk stays small on any graph.
+*/
+#define GQA_ALIKE_DEPTH 6
+#define GQA_ALIKE_INPUTS 4
+
+static bool same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b, int depth);
+
+/* The axis of operand x of a broadcast (or Concat) output of rank r that
+** lines up with axis a of the output: -1 where x has no such axis. */
+static int32_t aligned_axis(const graph_type *tx, int32_t r, int32_t a) {
+    return a - (r - tx->rank);
+}
+
+static bool made_alike(graph *g, const char *v, int32_t a, const char *w, int32_t b, int depth) {
+    int32_t iv, iw;
+    const Onnx__NodeProto *nv = graph_producer(g, v, &iv), *nw = graph_producer(g, w, &iw);
+    if (!nv || !nw || graph_node_removed(g, iv) || graph_node_removed(g, iw)) return false;
+    op_id op = op_of(nv);
+    if (op == OP_NONE || op != op_of(nw) || nv->n_input != nw->n_input ||
+        nv->n_input > GQA_ALIKE_INPUTS || nv->n_output < 1 || nw->n_output < 1 ||
+        strcmp(nv->output[0], v) != 0 || strcmp(nw->output[0], w) != 0)
+        return false;
+    const graph_type *tv = gq_type_of(g, v), *tw = gq_type_of(g, w);
+    if (!tv || !tw || tv->rank < 0 || tw->rank < 0 || a >= tv->rank || b >= tw->rank) return false;
+    if (op == OP_Concat) {
+        int64_t cv = graph_attr_int(nv, "axis", 0), cw = graph_attr_int(nw, "axis", 0);
+        if (cv < 0) cv += tv->rank;
+        if (cw < 0) cw += tw->rank;
+        if (cv == a || cw == b) return false;
+    } else if (op_table[op].bcast != BC_MULTI) {
+        return false;
+    }
+    for (size_t k = 0; k < nv->n_input; k++) {
+        const char *xv = graph_node_input(nv, k), *xw = graph_node_input(nw, k);
+        const graph_type *txv = gq_type_of(g, xv), *txw = gq_type_of(g, xw);
+        if (!txv || !txw || txv->rank < 0 || txw->rank < 0) return false;
+        int32_t av = aligned_axis(txv, tv->rank, a), aw = aligned_axis(txw, tw->rank, b);
+        if (op == OP_Concat && (av != a || aw != b)) return false;
+        if (av < 0 && aw < 0) continue;
+        if (av < 0 || aw < 0 || !same_dim(g, xv, av, xw, aw, depth + 1)) return false;
+    }
+    return true;
+}
+
+static bool same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b, int depth) {
     const graph_type *tv = gq_type_of(g, v), *tw = gq_type_of(g, w);
     if (tv && tw && a < tv->rank && b < tw->rank && gq_same(tv, a, tw, b)) return true;
     const char *rv, *rw;
@@ -241,7 +291,13 @@ bool gq_same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b) {
     if (strcmp(rv, rw) == 0 && av == aw) return true;
     tv = gq_type_of(g, rv);
     tw = gq_type_of(g, rw);
-    return tv && tw && av < tv->rank && aw < tw->rank && gq_same(tv, av, tw, aw);
+    if (tv && tw && av < tv->rank && aw < tw->rank && gq_same(tv, av, tw, aw)) return true;
+    return depth < GQA_ALIKE_DEPTH && made_alike(g, rv, av, rw, aw, depth);
+}
+
+/* Axis a of v and axis b of w provably have one size. */
+bool gq_same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b) {
+    return same_dim(g, v, a, w, b, 0);
 }
 
 /* ------------------------------------------------------------- repeats */

@@ -102,9 +102,11 @@ DIMS = {}
 
 def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1qs",
           dyn=True, opset=17, v_form=None, v_kv=None, k_reader=False, q_heads=None,
-          scale="mul", run_sq=None, cache=True):
+          scale="mul", run_sq=None, cache=True, rotary=False):
     """An attention: out = softmax(q k^T * scale + mask) v, K/V repeated by form;
-    without a cache the keys are as many as the queries (one named dim).
+    without a cache the keys are as many as the queries (one named dim). With
+    rotary, q and k are first multiplied by one table of rows named apart (a
+    rotary embedding's sliced cos), so that inference cannot name their rows.
 
     Returns (model, feeds at other sizes than the export's; run_sq query rows
     when given)."""
@@ -125,9 +127,13 @@ def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1
     DIMS["k"] = [b, kv, s, d] if layout == "bhsd" else [b, s, kv, d]
     DIMS["v"] = [b, v_kv, s, d]
     head_axis = 1 if layout == "bhsd" else 2
-    kr = repeat(a, "k", form, kv, n, head_axis, dyn)
+    q, k = "q", "k"
+    if rotary:
+        a.inputs.append(h.vi("cos", F, [1, 1, "pos", d]))
+        q, k = a.node("Mul", ["q", "cos"]), a.node("Mul", ["k", "cos"])
+    kr = repeat(a, k, form, kv, n, head_axis, dyn)
     kt = a.node("Transpose", [kr], perm=[0, 1, 3, 2] if layout == "bhsd" else [0, 2, 3, 1])
-    scores = a.node("MatMul", ["q", kt])
+    scores = a.node("MatMul", [q, kt])
     if scale == "mul":
         scores = a.node("Mul", [scores, a.const(np.array(1 / np.sqrt(d), np.float32))])
     elif scale == "div":
@@ -160,6 +166,8 @@ def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1
         rs = rsq
     shapes = {"q": (rb, qh, rsq, d), "v": (rb, v_kv if v_form != "plain" else H, rs, d),
               "k": (rb, kv, rs, d) if layout == "bhsd" else (rb, rs, kv, d)}
+    if rotary:
+        shapes["cos"] = (1, 1, rsq, d)
     if mshape:
         shapes["mask"] = {"b1qs": (rb, 1, rsq, rs), "b11s": (rb, 1, 1, rs), "qs": (rsq, rs),
                           "1qs": (1, rsq, rs), "per_head": (rb, H, rsq, rs)}[mask]
@@ -374,6 +382,14 @@ def gqa_should_leave_a_named_query_length_without_a_cache():
     # known query rows need no If: folded as before
     m, feeds = build(dyn=False, cache=False)
     assert_rewritten(m, feeds)
+
+
+def gqa_should_see_keys_are_queries_through_one_broadcast_of_both():
+    # q and k each broadcast with one table: their rows are unknown to
+    # inference, yet the same
+    for form in ("expand", "tile"):
+        m, feeds = build(form=form, cache=False, rotary=True)
+        assert_left(m, feeds, "without a KV cache")
 
 
 def gqa_should_reach_a_fixed_point():
