@@ -55,6 +55,43 @@ static bool tile_repeats(graph *g, int32_t t, int64_t *reps, int32_t rank) {
 static bool entry_of(graph *g, const char *t, int64_t i, int64_t *value, const char **of,
                      int32_t *axis, int depth);
 
+/* [start, end) of a 1-D range of r entries clamped as Shape and Slice do. */
+static int64_t clamped_len(int64_t r, int64_t start, int64_t end) {
+    start = start < 0 ? start + r : start;
+    end = end < 0 ? end + r : end;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    return end > start ? end - start : 0;
+}
+
+/* Entries of 1-D tensor t: by its type, or, for the part of a shape this
+** pass made (no type until inference runs again: a Shape with start and end,
+** or a Slice of a whole Shape before opset 15), by its bounds; -1 when
+** unknown. */
+static int64_t entries(graph *g, const char *t, int depth) {
+    const graph_type *tt = gq_type_of(g, t);
+    if (tt && tt->rank == 1) return gq_num(tt, 0);
+    int32_t idx;
+    const Onnx__NodeProto *n = graph_producer(g, t, &idx);
+    if (!n || graph_node_removed(g, idx) || depth > GQA_MAX_STEPS) return -1;
+    if (graph_node_is(n, "Shape")) {
+        const graph_type *tx = gq_type_of(g, n->input[0]);
+        if (!tx || tx->rank < 0) return -1;
+        return clamped_len(tx->rank, graph_attr_int(n, "start", 0),
+                           graph_attr_int(n, "end", tx->rank));
+    }
+    int64_t st[2], en[2];
+    size_t a = 0, b = 0;
+    bool f1 = false, f2 = false;
+    errbuf e;
+    if (!graph_node_is(n, "Slice") || n->n_input != 3 ||
+        graph_const_ints(g, n->input[1], st, 2, &a, &f1, &e) ||
+        graph_const_ints(g, n->input[2], en, 2, &b, &f2, &e) || !f1 || !f2 || a != 1 || b != 1)
+        return -1;
+    int64_t whole = entries(g, n->input[0], depth + 1);
+    return whole < 0 ? -1 : clamped_len(whole, st[0], en[0]);
+}
+
 static bool entry_of(graph *g, const char *t, int64_t i, int64_t *value, const char **of,
                      int32_t *axis, int depth) {
     *of = NULL;
@@ -86,10 +123,10 @@ static bool entry_of(graph *g, const char *t, int64_t i, int64_t *value, const c
         if (graph_attr_int(n, "axis", 0) != 0) return false;
         int64_t at = i;
         for (size_t k = 0; k < n->n_input; k++) {
-            const graph_type *tp = gq_type_of(g, n->input[k]);
-            if (!tp || tp->rank != 1 || gq_num(tp, 0) < 0) return false;
-            if (at < gq_num(tp, 0)) return entry_of(g, n->input[k], at, value, of, axis, depth + 1);
-            at -= gq_num(tp, 0);
+            int64_t len = entries(g, n->input[k], depth + 1);
+            if (len < 0) return false;
+            if (at < len) return entry_of(g, n->input[k], at, value, of, axis, depth + 1);
+            at -= len;
         }
         return false;
     }
@@ -185,8 +222,11 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
         const Onnx__NodeProto *n = graph_producer(g, v, &idx);
         if (!n || graph_node_removed(g, idx)) return;
         const graph_type *to = gq_type_of(g, v), *tx = gq_type_of(g, graph_node_input(n, 0));
-        if (!to || to->rank < 0 || !tx || tx->rank < 0) return;
         op_id op = op_of(n);
+        /* a Reshape this pass made reads an input inference has not typed yet;
+        ** its target's entries read from a Shape need no type */
+        bool tx_known = tx && tx->rank >= 0;
+        if (!to || to->rank < 0 || (!tx_known && op != OP_Reshape)) return;
         int32_t next = -1;
         if (op == OP_Transpose) {
             const Onnx__AttributeProto *pa = graph_attr(n, "perm");
@@ -212,7 +252,7 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
                 }
                 if (op == OP_Expand && val == 1 && a - off >= 0) next = (int32_t)(a - off);
                 if (op == OP_Reshape && val == 0 && !graph_attr_int(n, "allowzero", 0) &&
-                    a < tx->rank)
+                    tx_known && a < tx->rank)
                     next = a;
             }
         } else if (op == OP_Tile) {
@@ -222,7 +262,7 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
         } else if (op != OP_NONE && op_table[op].kind == OPK_UNARY && to->rank == tx->rank) {
             next = a;
         }
-        if (next < 0 || next >= tx->rank) return;
+        if (next < 0 || !tx_known || next >= tx->rank) return;
         v = graph_node_input(n, 0);
         a = next;
         *root = v;
@@ -231,57 +271,112 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
 }
 
 /*
-** Two dims may also be made alike: each by one op of the same kind, whose
-** operands have provably equal dims there. A broadcast of equal dims is equal,
-** whatever it gives, and a Concat along another axis keeps its inputs' dim.
-** That proves what inference leaves unknown in a rotary embedding, whose
-** cos/sin table is sliced to a length read at run time: Q's and K's rows are
-** each their own rows broadcast with that slice's, so the same. Depth and
-** operands are bounded, so the walk stays small on any graph.
+** A dim may also be a broadcast: numpy broadcasting of dims d1..dk gives their
+** one value other than 1 (or 1), in any order and grouping, however often a
+** dim occurs. So a broadcast dim is known by the set of its leaves, and two
+** sets with provably the same leaves are the same dim. That proves what
+** inference leaves unknown in a rotary embedding, whose cos/sin table is
+** sliced to a length read at run time: Q's rows are {Sq, table rows}, K's are
+** the same set, and the scores after an additive mask of Sq rows too. The
+** leaves are followed through broadcasting ops, a Concat along another axis
+** (its inputs' one dim), a MatMul's rows and columns (and its broadcast batch
+** axes), and a Softmax; a dim of 1 adds nothing. The walk visits at most
+** GQA_LEAF_VISITS values and keeps at most GQA_MAX_LEAVES leaves, so it stays
+** small on any graph.
 */
-#define GQA_ALIKE_DEPTH 6
-#define GQA_ALIKE_INPUTS 4
+#define GQA_MAX_LEAVES 8
+#define GQA_LEAF_VISITS 64
+#define GQA_LEAF_INPUTS 4
 
-static bool same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b, int depth);
+typedef struct leaf_set {
+    const char *v[GQA_MAX_LEAVES];
+    int32_t a[GQA_MAX_LEAVES];
+    int n;
+    int visits;
+    bool ok;                 /* false once a bound was reached: nothing proven */
+} leaf_set;
 
-/* The axis of operand x of a broadcast (or Concat) output of rank r that
-** lines up with axis a of the output: -1 where x has no such axis. */
-static int32_t aligned_axis(const graph_type *tx, int32_t r, int32_t a) {
-    return a - (r - tx->rank);
+static bool same_origin(graph *g, const char *v, int32_t a, const char *w, int32_t b);
+
+static void add_leaves(graph *g, const char *v, int32_t a, leaf_set *s);
+
+/* Axis a of the output of rank r, in operand x (right-aligned): -1 where x
+** has no such axis. */
+static void add_operand(graph *g, const char *x, int32_t r, int32_t a, leaf_set *s) {
+    const graph_type *tx = gq_type_of(g, x);
+    if (!tx || tx->rank < 0) {
+        s->ok = false;
+        return;
+    }
+    int32_t ax = a - (r - tx->rank);
+    if (ax >= 0) add_leaves(g, x, ax, s);
 }
 
-static bool made_alike(graph *g, const char *v, int32_t a, const char *w, int32_t b, int depth) {
-    int32_t iv, iw;
-    const Onnx__NodeProto *nv = graph_producer(g, v, &iv), *nw = graph_producer(g, w, &iw);
-    if (!nv || !nw || graph_node_removed(g, iv) || graph_node_removed(g, iw)) return false;
-    op_id op = op_of(nv);
-    if (op == OP_NONE || op != op_of(nw) || nv->n_input != nw->n_input ||
-        nv->n_input > GQA_ALIKE_INPUTS || nv->n_output < 1 || nw->n_output < 1 ||
-        strcmp(nv->output[0], v) != 0 || strcmp(nw->output[0], w) != 0)
-        return false;
-    const graph_type *tv = gq_type_of(g, v), *tw = gq_type_of(g, w);
-    if (!tv || !tw || tv->rank < 0 || tw->rank < 0 || a >= tv->rank || b >= tw->rank) return false;
-    if (op == OP_Concat) {
-        int64_t cv = graph_attr_int(nv, "axis", 0), cw = graph_attr_int(nw, "axis", 0);
-        if (cv < 0) cv += tv->rank;
-        if (cw < 0) cw += tw->rank;
-        if (cv == a || cw == b) return false;
-    } else if (op_table[op].bcast != BC_MULTI) {
-        return false;
+static void add_leaves(graph *g, const char *v, int32_t a, leaf_set *s) {
+    if (!s->ok || ++s->visits > GQA_LEAF_VISITS) {
+        s->ok = false;
+        return;
     }
-    for (size_t k = 0; k < nv->n_input; k++) {
-        const char *xv = graph_node_input(nv, k), *xw = graph_node_input(nw, k);
-        const graph_type *txv = gq_type_of(g, xv), *txw = gq_type_of(g, xw);
-        if (!txv || !txw || txv->rank < 0 || txw->rank < 0) return false;
-        int32_t av = aligned_axis(txv, tv->rank, a), aw = aligned_axis(txw, tw->rank, b);
-        if (op == OP_Concat && (av != a || aw != b)) return false;
-        if (av < 0 && aw < 0) continue;
-        if (av < 0 || aw < 0 || !same_dim(g, xv, av, xw, aw, depth + 1)) return false;
+    const char *r;
+    int32_t ra, idx;
+    origin(g, v, a, &r, &ra);
+    const graph_type *t = gq_type_of(g, r);
+    if (!t || t->rank < 0 || ra >= t->rank) {
+        s->ok = false;
+        return;
+    }
+    if (gq_num(t, ra) == 1) return;
+    const Onnx__NodeProto *n = graph_producer(g, r, &idx);
+    op_id op = n && !graph_node_removed(g, idx) && n->n_output >= 1 &&
+                       strcmp(n->output[0], r) == 0 && n->n_input <= GQA_LEAF_INPUTS
+                   ? op_of(n)
+                   : OP_NONE;
+    if (op == OP_Concat) {
+        int64_t axis = graph_attr_int(n, "axis", 0);
+        if (axis != ra && axis + t->rank != ra) {
+            for (size_t k = 0; k < n->n_input; k++) add_operand(g, n->input[k], t->rank, ra, s);
+            return;
+        }
+    } else if (op == OP_MatMul && t->rank >= 2 && n->n_input == 2) {
+        const graph_type *ta = gq_type_of(g, n->input[0]), *tb = gq_type_of(g, n->input[1]);
+        if (ta && tb && ta->rank >= 2 && tb->rank >= 2) {
+            if (ra < t->rank - 2) {
+                add_operand(g, n->input[0], t->rank, ra, s);
+                add_operand(g, n->input[1], t->rank, ra, s);
+            } else {
+                const char *x = n->input[ra == t->rank - 2 ? 0 : 1];
+                add_leaves(g, x, gq_type_of(g, x)->rank - (t->rank - ra), s);
+            }
+            return;
+        }
+    } else if (op == OP_Softmax || op == OP_LogSoftmax) {
+        add_leaves(g, n->input[0], ra, s);
+        return;
+    } else if (op != OP_NONE && op_table[op].bcast == BC_MULTI) {
+        for (size_t k = 0; k < n->n_input; k++) add_operand(g, n->input[k], t->rank, ra, s);
+        return;
+    }
+    for (int i = 0; i < s->n; i++)
+        if (same_origin(g, s->v[i], s->a[i], r, ra)) return;
+    if (s->n == GQA_MAX_LEAVES) {
+        s->ok = false;
+        return;
+    }
+    s->v[s->n] = r;
+    s->a[s->n++] = ra;
+}
+
+/* Every leaf of x is provably one of y's. */
+static bool leaves_within(graph *g, const leaf_set *x, const leaf_set *y) {
+    for (int i = 0; i < x->n; i++) {
+        int j = 0;
+        while (j < y->n && !same_origin(g, x->v[i], x->a[i], y->v[j], y->a[j])) j++;
+        if (j == y->n) return false;
     }
     return true;
 }
 
-static bool same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b, int depth) {
+static bool same_origin(graph *g, const char *v, int32_t a, const char *w, int32_t b) {
     const graph_type *tv = gq_type_of(g, v), *tw = gq_type_of(g, w);
     if (tv && tw && a < tv->rank && b < tw->rank && gq_same(tv, a, tw, b)) return true;
     const char *rv, *rw;
@@ -291,13 +386,16 @@ static bool same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t 
     if (strcmp(rv, rw) == 0 && av == aw) return true;
     tv = gq_type_of(g, rv);
     tw = gq_type_of(g, rw);
-    if (tv && tw && av < tv->rank && aw < tw->rank && gq_same(tv, av, tw, aw)) return true;
-    return depth < GQA_ALIKE_DEPTH && made_alike(g, rv, av, rw, aw, depth);
+    return tv && tw && av < tv->rank && aw < tw->rank && gq_same(tv, av, tw, aw);
 }
 
 /* Axis a of v and axis b of w provably have one size. */
 bool gq_same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b) {
-    return same_dim(g, v, a, w, b, 0);
+    if (same_origin(g, v, a, w, b)) return true;
+    leaf_set x = {.ok = true}, y = {.ok = true};
+    add_leaves(g, v, a, &x);
+    add_leaves(g, w, b, &y);
+    return x.ok && y.ok && leaves_within(g, &x, &y) && leaves_within(g, &y, &x);
 }
 
 /* ------------------------------------------------------------- repeats */

@@ -105,8 +105,9 @@ def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1
           scale="mul", run_sq=None, cache=True, rotary=False):
     """An attention: out = softmax(q k^T * scale + mask) v, K/V repeated by form;
     without a cache the keys are as many as the queries (one named dim). With
-    rotary, q and k are first multiplied by one table of rows named apart (a
-    rotary embedding's sliced cos), so that inference cannot name their rows.
+    rotary, q (and k without a cache) are first multiplied by one table of rows
+    named apart (a rotary embedding's sliced cos), so that inference cannot
+    name their rows.
 
     Returns (model, feeds at other sizes than the export's; run_sq query rows
     when given)."""
@@ -130,7 +131,8 @@ def build(kv=2, n=4, b=2, sq=3, s=5, d=8, form="expand", layout="bhsd", mask="b1
     q, k = "q", "k"
     if rotary:
         a.inputs.append(h.vi("cos", F, [1, 1, "pos", d]))
-        q, k = a.node("Mul", ["q", "cos"]), a.node("Mul", ["k", "cos"])
+        q = a.node("Mul", ["q", "cos"])
+        k = k if cache else a.node("Mul", ["k", "cos"])
     kr = repeat(a, k, form, kv, n, head_axis, dyn)
     kt = a.node("Transpose", [kr], perm=[0, 1, 3, 2] if layout == "bhsd" else [0, 2, 3, 1])
     scores = a.node("MatMul", [q, kt])
@@ -390,6 +392,15 @@ def gqa_should_see_keys_are_queries_through_one_broadcast_of_both():
     for form in ("expand", "tile"):
         m, feeds = build(form=form, cache=False, rotary=True)
         assert_left(m, feeds, "without a KV cache")
+
+
+def gqa_should_share_the_query_rows_with_probabilities_of_a_broadcast_mask():
+    # the probabilities' rows are the queries' broadcast with the mask's: the
+    # same set of dims, so their fold reads the rows made once, not its own
+    m, feeds = build(rotary=True)
+    out, _ = assert_rewritten(m, feeds)
+    (folded, _), = dispatches(out)
+    assert "Shape" not in [n.op_type for n in folded.node], folded
 
 
 def gqa_should_reach_a_fixed_point():
