@@ -280,7 +280,8 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
 ** the same set, and the scores after an additive mask of Sq rows too. The
 ** leaves are followed through broadcasting ops, a Concat along another axis
 ** (its inputs' one dim), a MatMul's rows and columns (and its broadcast batch
-** axes), and a Softmax; a dim of 1 adds nothing. The walk visits at most
+** axes), and a Softmax, wherever inference left the dim unknown (a dim it
+** names is a leaf); a dim of 1 adds nothing. The walk visits at most
 ** GQA_LEAF_VISITS values and keeps at most GQA_MAX_LEAVES leaves, so it stays
 ** small on any graph.
 */
@@ -326,7 +327,9 @@ static void add_leaves(graph *g, const char *v, int32_t a, leaf_set *s) {
         return;
     }
     if (gq_num(t, ra) == 1) return;
-    const Onnx__NodeProto *n = graph_producer(g, r, &idx);
+    /* a dim inference named is a leaf: only an unknown one is taken apart */
+    const Onnx__NodeProto *n =
+        dim_is_unknown(dim_at(t, ra)) ? graph_producer(g, r, &idx) : NULL;
     op_id op = n && !graph_node_removed(g, idx) && n->n_output >= 1 &&
                        strcmp(n->output[0], r) == 0 && n->n_input <= GQA_LEAF_INPUTS
                    ? op_of(n)
