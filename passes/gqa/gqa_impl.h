@@ -62,8 +62,8 @@ static inline bool gq_ranked(const graph_type *t, int32_t rank) {
     return t && t->rank == rank;
 }
 
-/* Axis a of v and axis b of w provably have one size: by their shapes, or by
-** where they come from (repeat.c). */
+/* Axis a of v and axis b of w provably have one size: by their shapes, by
+** where they come from, or as broadcasts of the same dims (repeat.c). */
 bool gq_same_dim(graph *g, const char *v, int32_t a, const char *w, int32_t b);
 
 /* ------------------------------------------------------------- repeats */

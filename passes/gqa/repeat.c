@@ -277,7 +277,8 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
 ** sets with provably the same leaves are the same dim. That proves what
 ** inference leaves unknown in a rotary embedding, whose cos/sin table is
 ** sliced to a length read at run time: Q's rows are {Sq, table rows}, K's are
-** the same set, and the scores after an additive mask of Sq rows too. The
+** the same set, and so are the probabilities' after an additive mask of Sq
+** rows. The
 ** leaves are followed through broadcasting ops, a Concat along another axis
 ** (its inputs' one dim), a MatMul's rows and columns (and its broadcast batch
 ** axes), and a Softmax, wherever inference left the dim unknown (a dim it
