@@ -166,6 +166,27 @@ bool dim_nonneg(dim d) {
     return true;
 }
 
+static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+int64_t dim_slice_len(int64_t d, int64_t start, int64_t end, int64_t step) {
+    if (step > 0) {
+        start = start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
+        end = end < 0 ? clampi(end + d, 0, d) : clampi(end, 0, d);
+        return end > start ? (end - start - 1) / step + 1 : 0;
+    }
+    start = start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
+    end = end < 0 ? clampi(end + d, -1, d - 1) : clampi(end, -1, d - 1);
+    /* -step would overflow for INT64_MIN: divide by the negative step instead */
+    return start > end ? -((start - end - 1) / step) + 1 : 0;
+}
+
+int64_t dim_slice_first(int64_t d, int64_t start, int64_t step) {
+    if (step > 0) return start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
+    return start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
+}
+
 /* ---------------------------------------------------------- broadcasting */
 
 void dim_bcast_start(dim_bcast *b) {

@@ -95,6 +95,12 @@ bool dim_quotient(arena *a, const dim *num, int32_t nn, const dim *den, int32_t 
 ** coefficient (every named dim is a size). */
 bool dim_nonneg(dim d);
 
+/* Slice's arithmetic along a dim of size d (Shape's start and end too, with
+** step 1): the first index taken, and how many elements are taken, from start
+** and end clamped as the operator does (negative ones count from the end). */
+int64_t dim_slice_first(int64_t d, int64_t start, int64_t step);
+int64_t dim_slice_len(int64_t d, int64_t start, int64_t end, int64_t step);
+
 /*
 ** numpy broadcasting of shapes, added one at a time (right-aligned). Each axis
 ** of the result is what the non-1 dims there say: their common dim when they

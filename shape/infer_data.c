@@ -34,13 +34,8 @@ void inf_shape(node_ctx *c) {
     bool window = c->opset >= 15;
     int64_t start = window ? graph_attr_int(c->n, "start", 0) : 0;
     int64_t end = window ? graph_attr_int(c->n, "end", r) : r;
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    if (start < 0) start = 0;
-    if (start > r) start = r;
-    if (end < 0) end = 0;
-    if (end > r) end = r;
-    int64_t n = end > start ? end - start : 0;
+    int64_t n = dim_slice_len(r, start, end, 1);
+    start = dim_slice_first(r, start, 1);
     o->d[0] = dim_num(n);
     shape_value *iv = sv_new(c->tmp, DT_INT64, 1, n, false);
     if (!iv) return;
@@ -442,28 +437,6 @@ void inf_split(node_ctx *c) {
     for (int64_t k = 0; k < parts; k++) c->out[k].d[ax] = dim_num(d / parts);
 }
 
-static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
-}
-
-/* Elements one Slice step selects along a dim of size d. */
-static int64_t slice_len(int64_t d, int64_t start, int64_t end, int64_t step) {
-    if (step > 0) {
-        start = start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
-        end = end < 0 ? clampi(end + d, 0, d) : clampi(end, 0, d);
-        return end > start ? (end - start - 1) / step + 1 : 0;
-    }
-    start = start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
-    end = end < 0 ? clampi(end + d, -1, d - 1) : clampi(end, -1, d - 1);
-    /* -step would overflow for INT64_MIN: divide by the negative step instead */
-    return start > end ? -((start - end - 1) / step) + 1 : 0;
-}
-
-static int64_t slice_first(int64_t d, int64_t start, int64_t step) {
-    if (step > 0) return start < 0 ? clampi(start + d, 0, d) : clampi(start, 0, d);
-    return start < 0 ? clampi(start + d, 0, d - 1) : clampi(start, 0, d - 1);
-}
-
 void inf_slice(node_ctx *c) {
     const graph_type *x = IN(c, 0);
     build_type *o = &c->out[0];
@@ -523,8 +496,8 @@ void inf_slice(node_ctx *c) {
         dim d = dim_at(x, a);
         stepv[a] = step;
         if (dim_is_num(d)) {
-            o->d[a] = dim_num(slice_len(d.n, st[k], en[k], step));
-            first[a] = slice_first(d.n, st[k], step);
+            o->d[a] = dim_num(dim_slice_len(d.n, st[k], en[k], step));
+            first[a] = dim_slice_first(d.n, st[k], step);
         } else {
             /* the whole of an unknown dim keeps its symbol */
             bool whole = step == 1 && st[k] == 0 && en[k] >= INT32_MAX;
