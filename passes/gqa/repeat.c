@@ -55,13 +55,24 @@ static bool tile_repeats(graph *g, int32_t t, int64_t *reps, int32_t rank) {
 static bool entry_of(graph *g, const char *t, int64_t i, int64_t *value, const char **of,
                      int32_t *axis, int depth);
 
-/* [start, end) of a 1-D range of r entries clamped as Shape and Slice do. */
-static int64_t clamped_len(int64_t r, int64_t start, int64_t end) {
-    start = start < 0 ? start + r : start;
-    end = end < 0 ? end + r : end;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
-    return end > start ? end - start : 0;
+/* Slice node n of a 1-D tensor with one constant start and end (axes [0] or
+** none, no steps): *start and *end. */
+static bool one_slice(graph *g, const Onnx__NodeProto *n, int64_t *start, int64_t *end) {
+    int64_t st[2], en[2], ax[2] = {0};
+    size_t a = 0, b = 0, c = 1;
+    bool f1 = false, f2 = false, f3 = true;
+    errbuf e;
+    if (!graph_node_is(n, "Slice") || n->n_input < 3 ||
+        graph_const_ints(g, n->input[1], st, 2, &a, &f1, &e) ||
+        graph_const_ints(g, n->input[2], en, 2, &b, &f2, &e) || !f1 || !f2 || a != 1 || b != 1)
+        return false;
+    if (graph_node_input(n, 3) &&
+        (graph_const_ints(g, n->input[3], ax, 2, &c, &f3, &e) || !f3 || c != 1 || ax[0]))
+        return false;
+    if (graph_node_input(n, 4)) return false;
+    *start = st[0];
+    *end = en[0];
+    return true;
 }
 
 /* Entries of 1-D tensor t: by its type, or, for the part of a shape this
@@ -74,22 +85,16 @@ static int64_t entries(graph *g, const char *t, int depth) {
     int32_t idx;
     const Onnx__NodeProto *n = graph_producer(g, t, &idx);
     if (!n || graph_node_removed(g, idx) || depth > GQA_MAX_STEPS) return -1;
+    int64_t start, end;
     if (graph_node_is(n, "Shape")) {
         const graph_type *tx = gq_type_of(g, n->input[0]);
         if (!tx || tx->rank < 0) return -1;
-        return clamped_len(tx->rank, graph_attr_int(n, "start", 0),
-                           graph_attr_int(n, "end", tx->rank));
+        return dim_slice_len(tx->rank, graph_attr_int(n, "start", 0),
+                             graph_attr_int(n, "end", tx->rank), 1);
     }
-    int64_t st[2], en[2];
-    size_t a = 0, b = 0;
-    bool f1 = false, f2 = false;
-    errbuf e;
-    if (!graph_node_is(n, "Slice") || n->n_input != 3 ||
-        graph_const_ints(g, n->input[1], st, 2, &a, &f1, &e) ||
-        graph_const_ints(g, n->input[2], en, 2, &b, &f2, &e) || !f1 || !f2 || a != 1 || b != 1)
-        return -1;
+    if (!one_slice(g, n, &start, &end)) return -1;
     int64_t whole = entries(g, n->input[0], depth + 1);
-    return whole < 0 ? -1 : clamped_len(whole, st[0], en[0]);
+    return whole < 0 ? -1 : dim_slice_len(whole, start, end, 1);
 }
 
 static bool entry_of(graph *g, const char *t, int64_t i, int64_t *value, const char **of,
@@ -193,19 +198,9 @@ static bool entry_of(graph *g, const char *t, int64_t i, int64_t *value, const c
         return entry_of(g, n->input[0], c[0], value, of, axis, depth + 1);
     }
     case OP_Slice: {
-        int64_t st[2], en[2], ax[2] = {0};
-        size_t a = 0, b = 0, c = 1;
-        bool f1 = false, f2 = false, f3 = true;
-        if (n->n_input < 3 || graph_const_ints(g, n->input[1], st, 2, &a, &f1, &e) ||
-            graph_const_ints(g, n->input[2], en, 2, &b, &f2, &e) || !f1 || !f2 || a != 1 ||
-            b != 1)
-            return false;
-        if (graph_node_input(n, 3) &&
-            (graph_const_ints(g, n->input[3], ax, 2, &c, &f3, &e) || !f3 || c != 1 || ax[0]))
-            return false;
-        if (graph_node_input(n, 4)) return false;
-        if (st[0] < 0 || en[0] <= st[0] + i) return false;
-        return entry_of(g, n->input[0], st[0] + i, value, of, axis, depth + 1);
+        int64_t st, en;
+        if (!one_slice(g, n, &st, &en) || st < 0 || en <= st + i) return false;
+        return entry_of(g, n->input[0], st + i, value, of, axis, depth + 1);
     }
     default:
         return false;
@@ -278,13 +273,12 @@ static void origin(graph *g, const char *v, int32_t a, const char **root, int32_
 ** inference leaves unknown in a rotary embedding, whose cos/sin table is
 ** sliced to a length read at run time: Q's rows are {Sq, table rows}, K's are
 ** the same set, and so are the probabilities' after an additive mask of Sq
-** rows. The
-** leaves are followed through broadcasting ops, a Concat along another axis
-** (its inputs' one dim), a MatMul's rows and columns (and its broadcast batch
-** axes), and a Softmax, wherever inference left the dim unknown (a dim it
-** names is a leaf); a dim of 1 adds nothing. The walk visits at most
-** GQA_LEAF_VISITS values and keeps at most GQA_MAX_LEAVES leaves, so it stays
-** small on any graph.
+** rows. The leaves are followed through broadcasting ops, a Concat along
+** another axis (its inputs' one dim), a MatMul's rows and columns (and its
+** broadcast batch axes), and a Softmax, wherever inference left the dim
+** unknown (a dim it names is a leaf); a dim of 1 adds nothing. The walk
+** visits at most GQA_LEAF_VISITS values and keeps at most GQA_MAX_LEAVES
+** leaves, so it stays small on any graph.
 */
 #define GQA_MAX_LEAVES 8
 #define GQA_LEAF_VISITS 64
@@ -348,8 +342,8 @@ static void add_leaves(graph *g, const char *v, int32_t a, leaf_set *s) {
                 add_operand(g, n->input[0], t->rank, ra, s);
                 add_operand(g, n->input[1], t->rank, ra, s);
             } else {
-                const char *x = n->input[ra == t->rank - 2 ? 0 : 1];
-                add_leaves(g, x, gq_type_of(g, x)->rank - (t->rank - ra), s);
+                bool rows = ra == t->rank - 2;
+                add_leaves(g, n->input[rows ? 0 : 1], (rows ? ta : tb)->rank - (t->rank - ra), s);
             }
             return;
         }
