@@ -188,42 +188,36 @@ static int32_t probs_matmul(graph *g, const Onnx__NodeProto *mm) {
 static int gqa_graph(pass_ctx *pc, graph *g) {
     if (kept_for_many_rows(g)) return TILEOPT_OK;
     uint32_t n0 = graph_n_nodes(g);
-    /* the probabilities' MatMul of an n-major region found (rewritten or not) */
-    bool *second = calloc(n0 ? n0 : 1, sizeof *second);
-    /* the second MatMul of an attention without a KV cache */
-    bool *no_cache = calloc(n0 ? n0 : 1, sizeof *no_cache);
-    if (!second || !no_cache) {
-        free(second);
-        free(no_cache);
-        return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
-    }
+    /* MatMuls met as the second of an attention seen from its first */
+    enum { FREE, IN_REGION, NO_CACHE };
+    unsigned char *second = calloc(n0 ? n0 : 1, sizeof *second);
+    if (!second) return err_set(pc->err, TILEOPT_NOMEM, "out of memory");
     int rc = TILEOPT_OK;
     gq_pendings later = {NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     for (uint32_t i = 0; !rc && i < n0; i++) {
-        if (graph_node_removed(g, (int32_t)i) || second[i] ||
+        if (graph_node_removed(g, (int32_t)i) || second[i] == IN_REGION ||
             op_of(graph_node(g, (int32_t)i)) != OP_MatMul || graph_node(g, (int32_t)i)->n_output != 1)
             continue;
         const Onnx__NodeProto *mm = graph_node(g, (int32_t)i);
         gq_operand o;
         const char *why = gq_operand_of(g, graph_node_input(mm, 1), &o);
         if (why == gq_not_repeat) continue;
-        if (!why && (no_cache[i] || keys_are_queries(g, mm))) {
+        if (!why && (second[i] == NO_CACHE || keys_are_queries(g, mm))) {
             why = no_cache_why;
             int32_t p = probs_matmul(g, mm);
-            if (p >= 0 && (uint32_t)p < n0) no_cache[p] = true;
+            if (p >= 0 && (uint32_t)p < n0) second[p] = NO_CACHE;
         } else if (!why && (o.r.kv_major || o.r.kv == 1)) {
             rc = gq_fold_matmul(pc, g, (int32_t)i, &o, &later, &why);
         } else if (!why) {
             int32_t mm2 = -1;
             rc = gq_fold_region(pc, g, (int32_t)i, &later, &mm2, &why);
-            if (mm2 >= 0 && (uint32_t)mm2 < n0) second[mm2] = true;
+            if (mm2 >= 0 && (uint32_t)mm2 < n0) second[mm2] = IN_REGION;
         }
         /* a repeat into a 4-D MatMul that is not one of heads: say so */
         if (!rc && why && gq_ranked(gq_type_of(g, graph_node_input(mm, 0)), GQA_RANK))
             pass_skip(pc, g, (int32_t)i, "grouped-query attention left as it is: %s", why);
     }
     free(second);
-    free(no_cache);
     if (!rc && later.n) rc = dispatch_pending(pc, g, n0, &later);
     free(later.v);
     free(later.rows);
