@@ -84,6 +84,19 @@ const char *gq_shape_part(gq_emit *e, const char *x, int64_t start, int64_t end)
     return gq_node(e, "Slice", "slice", ins, 3, NULL, NULL);
 }
 
+const char *gq_query_rows(gq_emit *e, const char *a, int64_t n, const char **group) {
+    const char *rows = gq_shape_part(e, a, 2, 3);
+    *group = gq_node(e, "Mul", "group_rows", (const char *[]){rows, gq_ints(e, "gqa_group", &n, 1)},
+                     2, NULL, NULL);
+    return rows;
+}
+
+const char *gq_few_rows(gq_emit *e, const char *group) {
+    int64_t max = GQA_FOLD_MAX_ROWS;
+    return gq_node(e, "LessOrEqual", "fold_rows",
+                   (const char *[]){group, gq_ints(e, "gqa_max_rows", &max, 1)}, 2, NULL, NULL);
+}
+
 /* The axes an attribute before opset 13. */
 const char *gq_unsqueeze1(gq_emit *e, const char *x) {
     int64_t one = 1;

@@ -134,6 +134,11 @@ const char *gq_concat(gq_emit *e, const char *const *ins, size_t n);
 /* Dims [start, end) of x's shape as a 1-D tensor (Shape's start and end from
 ** opset 15, a Slice of the whole shape before). */
 const char *gq_shape_part(gq_emit *e, const char *x, int64_t start, int64_t end);
+/* The query rows of a [B, heads, rows, inner] as a 1-D tensor, and (*group)
+** n times them: the rows of the folded form. */
+const char *gq_query_rows(gq_emit *e, const char *a, int64_t n, const char **group);
+/* The condition under which the folded form runs: group <= GQA_FOLD_MAX_ROWS. */
+const char *gq_few_rows(gq_emit *e, const char *group);
 const char *gq_transpose(gq_emit *e, const char *x, const int64_t *perm, size_t n);
 /* Unsqueeze x at axis 1. */
 const char *gq_unsqueeze1(gq_emit *e, const char *x);

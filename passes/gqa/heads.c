@@ -68,17 +68,14 @@ static size_t rows_of(gq_emit *e, gq_pendings *p, const char *a, int64_t kv, int
         return p->n_rows;
     }
     p->rows = grown;
-    int64_t max = GQA_FOLD_MAX_ROWS;
     uint32_t first = graph_n_nodes(e->g);
-    const char *rows = gq_shape_part(e, a, 2, 3);
-    const char *group = gq_node(e, "Mul", "group_rows",
-                                (const char *[]){rows, gq_ints(e, "gqa_group", &n, 1)}, 2, NULL,
-                                NULL);
-    gq_rows w = {a, kv, n, copying_target(e, kv, group), copying_target(e, kv * n, rows),
-                 gq_node(e, "LessOrEqual", "fold_rows",
-                         (const char *[]){group, gq_ints(e, "gqa_max_rows", &max, 1)}, 2, NULL,
-                         NULL),
-                 {0}, 0, 1};
+    const char *group;
+    const char *rows = gq_query_rows(e, a, n, &group);
+    /* one statement each: the condition must be made last (gqa.c tells it from
+    ** the targets that way), and an initializer list does not order its calls */
+    const char *fold = copying_target(e, kv, group);
+    const char *back = copying_target(e, kv * n, rows);
+    gq_rows w = {a, kv, n, fold, back, gq_few_rows(e, group), {0}, 0, 1};
     if (e->rc) return p->n_rows;
     for (uint32_t i = first; i < graph_n_nodes(e->g); i++) w.nodes[w.n_nodes++] = (int32_t)i;
     p->rows[p->n_rows] = w;

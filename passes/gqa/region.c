@@ -250,14 +250,10 @@ static size_t guard_of(gq_emit *e, gq_pendings *p, const char *q, int64_t kv, in
             return p->n_guards;
         }
         p->guards = grown;
-        int64_t max = GQA_FOLD_MAX_ROWS, zero = 0;
-        const char *rows = gq_shape_part(e, q, 2, 3);
-        const char *group = gq_node(e, "Mul", "group_rows",
-                                    (const char *[]){rows, gq_ints(e, "gqa_group", &n, 1)}, 2,
-                                    NULL, NULL);
-        const char *few = gq_node(e, "LessOrEqual", "fold_rows",
-                                  (const char *[]){group, gq_ints(e, "gqa_max_rows", &max, 1)}, 2,
-                                  NULL, NULL);
+        int64_t zero = 0;
+        const char *group;
+        const char *rows = gq_query_rows(e, q, n, &group);
+        const char *few = gq_few_rows(e, group);
         /* no query and no batch element: every -1 below divides by them */
         const char *size = gq_node(e, "Size", "size", &q, 1, NULL, NULL);
         const char *some = gq_node(e, "Greater", "some",
