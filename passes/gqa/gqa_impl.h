@@ -103,7 +103,10 @@ int32_t gq_source_axis(const gq_operand *o, int32_t i);
 /* Every live reader of value name is node `only` (and name is no graph output). */
 bool gq_read_only_by(graph *g, const char *name, int32_t only);
 /* The one live node reading name (no graph output, no subgraph), or -1. */
-int32_t gq_sole_reader(graph *g, const char *name);
+static inline int32_t gq_sole_reader(graph *g, const char *name) {
+    int32_t r;
+    return rw_sole_consumer(g, name, &r) ? r : -1;
+}
 /* The operand and its repeat have no reader but the MatMul at m: else they
 ** stay materialized whatever the rewrite does. */
 bool gq_operand_private(graph *g, const gq_operand *o, int32_t m);

@@ -560,19 +560,6 @@ bool gq_read_only_by(graph *g, const char *name, int32_t only) {
     return true;
 }
 
-int32_t gq_sole_reader(graph *g, const char *name) {
-    if (graph_value_is_output(g, name)) return -1;
-    graph_value *v = graph_find(g, name);
-    int32_t found = -1;
-    for (uint32_t i = 0; v && i < v->n_uses; i++) {
-        int32_t c = v->uses[i].node;
-        if (graph_node_removed(g, c) || c == found) continue;
-        if (found >= 0 || v->uses[i].input < 0) return -1;
-        found = c;
-    }
-    return found;
-}
-
 int32_t gq_source_axis(const gq_operand *o, int32_t i) {
     int32_t at[GQA_RANK] = {0, 1, 2, 3}; /* axis j of the result is axis at[j] of src */
     for (int p = 0; p < o->n_layout; p++) {
