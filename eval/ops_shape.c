@@ -726,21 +726,8 @@ static int do_slice(tensor *x, const int64_t *starts, const int64_t *ends, size_
         seen[a] = true;
         int64_t d = x->dims[a], s = starts[k], e = ends[k], p = have_steps ? steps[k] : 1;
         if (p == 0) return err_set(err, TILEOPT_INVALID, "step 0 on axis %lld", (long long)a);
-        if (s < 0) s += d;
-        if (e < 0) e += d;
-        int64_t n;
-        if (p > 0) {
-            s = s < 0 ? 0 : s > d ? d : s;
-            e = e < 0 ? 0 : e > d ? d : e;
-            n = e > s ? (e - s - 1) / p + 1 : 0;
-        } else {
-            s = s < 0 ? 0 : s;
-            s = s > d - 1 ? d - 1 : s;
-            e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-            /* p == INT64_MIN cannot be negated; it takes at most one element */
-            int64_t ap = p == INT64_MIN ? INT64_MAX : -p;
-            n = s > e ? (s - e - 1) / ap + 1 : 0;
-        }
+        int64_t n = dim_slice_len(d, s, e, p);
+        s = dim_slice_first(d, s, p);
         st[a] = n ? s : 0;
         step[a] = p;
         len[a] = n;
